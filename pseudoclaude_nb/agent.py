@@ -1,0 +1,169 @@
+"""The agent of one kernel: which session is current, and how a run is put together.
+
+It owns the session lifecycle (new, resume, continue) and builds each run from the
+current settings: resume restores the *conversation*, never the runtime configuration,
+so the provider, model, permission mode and memory setting of this run apply.
+"""
+
+from __future__ import annotations
+
+import builtins
+import os
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from .conversation import Conversation
+from .errors import SessionNotFoundError
+from .prompt import build_system_prompt
+from .providers import make_provider
+from .runner import Listener, Notice, Runner, RunSummary
+from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
+from .session.paths import resolve_workspace, session_dir
+from .tools import Permissions, build_tools
+
+
+@dataclass
+class ActiveSession:
+    dir: Path
+    writer: SessionWriter
+    conversation: Conversation
+    # From a resume, consumed by the first run after it.
+    previous_model: str | None = None
+    idle_since: float | None = None
+
+    @property
+    def id(self) -> str:
+        return self.dir.name
+
+
+class Agent:
+    def __init__(
+        self,
+        settings: PseudoClaude | None = None,
+        *,
+        notebook_file: str | None = None,
+        python_executor: Callable[[str], str] | None = None,
+        ask: Callable[[str], str] = builtins.input,
+    ) -> None:
+        self.settings = settings or PseudoClaude()
+        self.notebook_file = notebook_file
+        self.python_executor = python_executor
+        self.ask = ask
+        self.session: ActiveSession | None = None
+        self.last_runner: Runner | None = None
+
+    @property
+    def workspace(self) -> Path:
+        return resolve_workspace(self.settings.workspace or None, notebook_file=self.notebook_file)
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def new_session(self) -> None:
+        """Close the current session; the next run starts a fresh one."""
+        self.close()
+
+    def resume(self, session_id: str | None = None) -> LoadResult:
+        """Make a stored session current. ``None`` means the latest one."""
+        ws = self.workspace
+        if session_id is None:
+            sessions = list_sessions(ws)
+            if not sessions:
+                raise SessionNotFoundError(f"no sessions in {ws} yet; start one with %agent")
+            session_id = sessions[0].id
+        path = session_dir(ws, session_id)
+        if self.session is not None and self.session.dir == path:
+            self.close()  # resuming the current session reloads it from disk
+        # Lock first, then read: no other process can append between the two.
+        writer = SessionWriter(path, fsync=self.settings.fsync)
+        try:
+            loaded = load_session(path)
+        except BaseException:
+            writer.close()
+            raise
+        self.close()
+        conversation = Conversation(loaded.messages)
+        writer.attach(conversation)
+        if loaded.repaired:
+            # Make the log's effective state the replayed one, so later appends land on it.
+            conversation.replace("resync", loaded.messages)
+        self.session = ActiveSession(
+            path, writer, conversation, previous_model=loaded.last_model, idle_since=loaded.last_ts
+        )
+        return loaded
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.writer.close()
+            self.session = None
+
+    def _ensure_session(self, config: RunConfig) -> ActiveSession:
+        if self.session is None:
+            path = new_session_dir(self.workspace)
+            writer = SessionWriter(path, fsync=config.fsync)
+            conversation = Conversation()
+            writer.attach(conversation)
+            self.session = ActiveSession(path, writer, conversation)
+        return self.session
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def config(self, **options: object) -> RunConfig:
+        return run_config(self.settings).with_options(**options)
+
+    def run(
+        self,
+        prompt: str,
+        *,
+        new: bool = False,
+        session_id: str | None = None,
+        listeners: Iterable[Listener] = (),
+        **options: object,
+    ) -> RunSummary:
+        config = self.config(**options)
+        load_dotenv_file(self.workspace)
+        provider = make_provider(
+            config.provider, model=config.model, context_window=config.context_window, script=config.script
+        )
+        if new:
+            self.new_session()
+        elif session_id:
+            self.resume(session_id)
+        active = self._ensure_session(config)
+        active.writer.set_model(provider.model)
+        tools = build_tools(self.workspace, python_executor=self.python_executor)
+        runner = Runner(
+            conversation=active.conversation,
+            provider=provider,
+            tools=tools,
+            permissions=Permissions(config.permission_mode, ask=self.ask),
+            system_prompt=build_system_prompt(self.workspace),
+            writer=active.writer,
+            max_steps=config.max_steps,
+            strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
+            listeners=listeners,
+        )
+        self.last_runner = runner
+        prompt = self._resume_notices(active, provider.model, config, runner) + prompt
+        return runner.run(prompt)
+
+    def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
+        """Say once that the model changed; ask the model to re-check after a long idle."""
+        prefix = ""
+        if active.previous_model and active.previous_model != model:
+            text = f"this session previously used model {active.previous_model}; this run uses {model}"
+            runner.emit(Notice(text))
+            active.writer.log_note(text)
+        if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
+            hours = (time.time() - active.idle_since) / 3600
+            text = (
+                f"This session was idle for {hours:.0f} hours. Files and external state may "
+                "have changed since: re-check them before relying on earlier observations."
+            )
+            runner.emit(Notice(text))
+            active.writer.log_note(text)
+            prefix = f"[host note] {text}\n\n"
+        active.previous_model = active.idle_since = None
+        return prefix

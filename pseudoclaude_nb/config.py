@@ -1,0 +1,94 @@
+"""Settings: one traitlets ``Configurable`` (``%config PseudoClaude.<name> = …``).
+
+traitlets is IPython's configuration library but not IPython itself, so the core can
+read these settings as a plain object; ``ipython_config.py`` works too. Per-run options
+of ``%agent`` override them for one run only and are never stored in a session.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets.config import Configurable
+
+PROVIDERS = ("demo", "scripted")
+STRATEGIES = ("compact", "rollover")
+MODES = ("read-only", "ask", "auto")
+MEMORY_POLICIES = ("explicit", "auto", "off")
+
+
+class PseudoClaude(Configurable):
+    provider = CaselessStrEnum(PROVIDERS, default_value="demo", help="Model provider.").tag(config=True)
+    model = Unicode("", help="Model name; empty means the provider's default.").tag(config=True)
+    context_window = Int(0, help="Context window in tokens; 0 means the provider's.").tag(config=True)
+    workspace = Unicode("", help="Workspace folder; empty means the notebook's folder.").tag(config=True)
+    permission_mode = CaselessStrEnum(MODES, default_value="ask", help="Tool permissions.").tag(config=True)
+    strategy = CaselessStrEnum(STRATEGIES, default_value="compact", help="Context strategy.").tag(config=True)
+    memory_policy = CaselessStrEnum(MEMORY_POLICIES, default_value="explicit").tag(config=True)
+    script = Unicode("", help="Script file for the scripted provider.").tag(config=True)
+    fsync = Bool(True, help="fsync every log write (crash safety).").tag(config=True)
+    redact_secrets = Bool(True, help="Redact known secret patterns on disk.").tag(config=True)
+    max_steps = Int(50, help="Model requests per %agent run at most.").tag(config=True)
+    spill_bytes = Int(50_000, help="Layer 1: spill a tool result above this size.").tag(config=True)
+    spill_batch_bytes = Int(200_000, help="Layer 1: cap on one step's results.").tag(config=True)
+    summary_reserve = Int(20_000, help="Layer 2: tokens kept for the summary.").tag(config=True)
+    safety_margin = Int(13_000, help="Layer 2: extra headroom below the window.").tag(config=True)
+    recent_tokens = Int(20_000, help="Layer 2: recent tail kept verbatim.").tag(config=True)
+    breaker_limit = Int(3, help="Layer 2: consecutive failures that open the breaker.").tag(config=True)
+    stale_hours = Int(6, help="Idle hours after which a resumed session gets a re-check note.").tag(config=True)
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The settings one run actually uses: ``PseudoClaude`` plus that run's options."""
+
+    provider: str
+    model: str
+    context_window: int
+    permission_mode: str
+    strategy: str
+    script: str
+    max_steps: int
+    fsync: bool
+    stale_hours: int
+    memory: bool = True
+    quiet: bool = False
+
+    def with_options(self, **options: object) -> RunConfig:
+        return replace(self, **{k: v for k, v in options.items() if v is not None})
+
+
+def run_config(settings: PseudoClaude) -> RunConfig:
+    return RunConfig(
+        provider=settings.provider,
+        model=settings.model,
+        context_window=settings.context_window,
+        permission_mode=settings.permission_mode,
+        strategy=settings.strategy,
+        script=settings.script,
+        max_steps=settings.max_steps,
+        fsync=settings.fsync,
+        stale_hours=settings.stale_hours,
+        memory=settings.memory_policy != "off",
+    )
+
+
+def load_dotenv_file(workspace: Path) -> list[str]:
+    """Read ``<workspace>/.env`` without overriding the environment; returns names set.
+
+    Only names are returned, never values: keys must not be echoed.
+    """
+    from dotenv import dotenv_values
+
+    path = Path(workspace) / ".env"
+    if not path.is_file():
+        return []
+    added = []
+    for key, value in dotenv_values(path).items():
+        if value is not None and key not in os.environ:
+            os.environ[key] = value
+            added.append(key)
+    return added

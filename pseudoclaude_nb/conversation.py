@@ -1,0 +1,109 @@
+"""The conversation: the messages the model will see next.
+
+It owns the in-memory list and announces every change to hooks; it knows nothing of
+disks or providers. Hooks run *after* the lock is released (a slow fsync must not block
+readers), in registration order. A hook that raises stops the run with ``HookError``:
+the conversation must not silently diverge from its log.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from .errors import HookError
+from .messages import Message, ToolCall, ToolResult
+
+ReplaceReason = Literal["snapshot", "compact", "rollover", "resync", "edit"]
+REPLACE_REASONS: tuple[str, ...] = ("snapshot", "compact", "rollover", "resync", "edit")
+
+
+@dataclass
+class Hooks:
+    """Callbacks for changes. ``on_append(message)``; ``on_replace(reason, messages)``."""
+
+    on_append: Callable[[Message], None] | None = None
+    on_replace: Callable[[str, list[Message]], None] | None = None
+
+
+class Conversation:
+    def __init__(
+        self,
+        messages: Iterable[Message] | None = None,
+        hooks: Hooks | Sequence[Hooks] | None = None,
+    ) -> None:
+        self._lock = threading.Lock()
+        self._messages: list[Message] = list(messages or [])
+        if hooks is None:
+            self._hooks: list[Hooks] = []
+        elif isinstance(hooks, Hooks):
+            self._hooks = [hooks]
+        else:
+            self._hooks = list(hooks)
+
+    def add_hooks(self, hooks: Hooks) -> None:
+        self._hooks.append(hooks)
+
+    def remove_hooks(self, hooks: Hooks) -> None:
+        self._hooks = [h for h in self._hooks if h is not hooks]
+
+    # --- reading -----------------------------------------------------------------------
+
+    def messages(self) -> list[Message]:
+        """A copy: callers cannot change the conversation behind the hooks' back."""
+        with self._lock:
+            return list(self._messages)
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._messages)
+
+    def last(self) -> Message | None:
+        with self._lock:
+            return self._messages[-1] if self._messages else None
+
+    # --- changing ----------------------------------------------------------------------
+
+    def add_user(self, text: str) -> Message:
+        return self._append(Message(role="user", content=text))
+
+    def add_assistant(self, text: str) -> Message:
+        return self._append(Message(role="assistant", content=text))
+
+    def add_assistant_tool_calls(self, text: str, tool_calls: Sequence[ToolCall]) -> Message:
+        return self._append(Message(role="assistant", content=text, tool_calls=tuple(tool_calls)))
+
+    def add_tool_result(self, call_id: str, content: str, is_error: bool = False) -> Message:
+        result = ToolResult(call_id=call_id, content=content, is_error=is_error)
+        return self._append(Message(role="user", tool_result=result))
+
+    def append(self, message: Message) -> Message:
+        return self._append(message)
+
+    def replace(self, reason: str, messages: Iterable[Message]) -> list[Message]:
+        if reason not in REPLACE_REASONS:
+            raise ValueError(f"unknown replace reason {reason!r}; one of {REPLACE_REASONS}")
+        new = list(messages)
+        with self._lock:
+            self._messages = list(new)
+        for hooks in list(self._hooks):
+            if hooks.on_replace is not None:
+                self._call(hooks.on_replace, f"replace ({reason})", reason, list(new))
+        return new
+
+    def _append(self, message: Message) -> Message:
+        with self._lock:
+            self._messages.append(message)
+        for hooks in list(self._hooks):
+            if hooks.on_append is not None:
+                self._call(hooks.on_append, f"append of message {message.id}", message)
+        return message
+
+    @staticmethod
+    def _call(fn: Callable[..., None], what: str, *args: object) -> None:
+        try:
+            fn(*args)
+        except Exception as exc:
+            raise HookError(f"a conversation hook failed during {what}: {exc}") from exc

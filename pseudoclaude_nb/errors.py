@@ -1,0 +1,92 @@
+"""One exception hierarchy for the whole package.
+
+Every message says what happened *and* what to do next, because the magics show
+``str(error)`` to the user as a one-line error, without a traceback::
+
+    PseudoClaudeError
+    ├── ConfigError              bad setting, unknown provider, missing key
+    ├── SessionError
+    │   ├── SessionNotFoundError
+    │   ├── SessionLockedError   another process holds writer.lock
+    │   └── SessionWriteError    the log could not be written (writer is now "failed")
+    ├── ProviderError            the model could not be asked
+    │   ├── ScriptError          a scripted provider's script is malformed or used up
+    │   └── StreamError          a response stream ended without a stop reason
+    ├── ProtocolError            a request would break tool call <-> result pairing
+    ├── HookError                a conversation hook raised; the run stops
+    └── ToolError                raised inside tools; becomes an error *result*
+        └── BoundaryError        a path leaves the workspace
+
+``UsageError`` (mistakes in magic arguments) is IPython's own and is raised only by
+the magics; the core stays free of IPython.
+"""
+
+from __future__ import annotations
+
+
+class PseudoClaudeError(Exception):
+    """Base of every error this package raises on purpose."""
+
+
+class ConfigError(PseudoClaudeError):
+    """A setting, provider name, key or script path is wrong or missing."""
+
+
+class SessionError(PseudoClaudeError):
+    """Something is wrong with a session on disk."""
+
+
+class SessionNotFoundError(SessionError):
+    pass
+
+
+class SessionLockedError(SessionError):
+    """Another process is writing this session (it holds ``writer.lock``)."""
+
+    def __init__(self, session_id: str, pid: int | None) -> None:
+        who = f"pid {pid}" if pid else "pid unknown"
+        super().__init__(
+            f"session {session_id} is open for writing in another process ({who}); "
+            "close that kernel, or open this session read-only (%sessions show)"
+        )
+        self.session_id = session_id
+        self.pid = pid
+
+
+class SessionWriteError(SessionError):
+    """The session log could not be written; the conversation is kept in memory.
+
+    The next successful write is a ``resync`` replace, so the log converges again.
+    """
+
+
+class ProviderError(PseudoClaudeError):
+    """The provider could not answer (network, status, authentication)."""
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class ScriptError(ProviderError):
+    """A scripted provider's script is malformed or has run out of turns."""
+
+
+class StreamError(ProviderError):
+    """A response stream stopped before its stop reason; nothing partial was kept."""
+
+
+class ProtocolError(PseudoClaudeError):
+    """A request would contain a tool call without its result, or a result without its call."""
+
+
+class HookError(PseudoClaudeError):
+    """A conversation hook raised: the conversation and the log may now differ, so the run stops."""
+
+
+class ToolError(PseudoClaudeError):
+    """Raised by a tool; the runner turns it into an error result the model can read."""
+
+
+class BoundaryError(ToolError):
+    """A path resolves outside the workspace (``..``, absolute path or symlink)."""

@@ -1,0 +1,79 @@
+"""``%agent`` / ``%%agent``: parse the options, run the core, render. Nothing more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..agent import Agent
+from ..config import MODES, STRATEGIES
+from ..errors import PseudoClaudeError
+from .render import renderer_for
+
+
+@magics_class
+class AgentMagics(Magics):
+    def __init__(self, shell: Any, agent: Agent) -> None:
+        super().__init__(shell)
+        self.agent = agent
+
+    @magic_arguments()
+    @argument("--provider", help="demo, scripted (default: %%config PseudoClaude.provider)")
+    @argument("--model", help="model name (default: the provider's)")
+    @argument("--new", action="store_true", help="start a new session for this run")
+    @argument("--session", metavar="ID", help="resume session ID and continue it")
+    @argument("--strategy", choices=STRATEGIES, help="context strategy: compact or rollover")
+    @argument("--mode", choices=MODES, help="tool permissions: read-only, ask (default) or auto")
+    @argument("--no-memory", action="store_true", help="leave memory out of this run")
+    @argument("--max-steps", type=int, metavar="N", help="model requests at most (default 50)")
+    @argument("--context-window", type=int, metavar="N", help="override the window, in tokens")
+    @argument("--script", metavar="PATH", help="script file for --provider scripted")
+    @argument("--quiet", action="store_true", help="show only notices and the end line")
+    @argument("prompt", nargs="*", help="what to ask (or the cell body with %%agent)")
+    @line_cell_magic
+    def agent(self, line: str, cell: str | None = None) -> None:
+        """Run the coding agent on PROMPT in the notebook's folder.
+
+        Successive %agent cells continue the kernel's current session; --new starts
+        another, --session ID resumes a stored one. Examples::
+
+            %agent --provider demo --mode auto "add a stats module with a test"
+
+            %%agent --mode auto
+            Refactor utils.py and run the tests.
+        """
+        args = parse_argstring(self.agent, line)
+        prompt = " ".join(args.prompt)
+        if cell is not None:
+            prompt = (prompt + "\n\n" + cell).strip() if prompt else cell.strip()
+        if not prompt:
+            raise UsageError('%agent needs a prompt: %agent "what to do", or %%agent with the prompt as the cell body')
+        if args.max_steps is not None and args.max_steps < 1:
+            raise UsageError("--max-steps must be at least 1")
+        if args.context_window is not None and args.context_window < 1000:
+            raise UsageError("--context-window is in tokens and must be at least 1000")
+        if args.new and args.session:
+            raise UsageError("use either --new or --session ID, not both")
+        renderer = renderer_for(self.shell, quiet=args.quiet)
+        try:
+            self.agent.run(
+                prompt,
+                new=args.new,
+                session_id=args.session,
+                listeners=[renderer],
+                provider=args.provider,
+                model=args.model,
+                strategy=args.strategy,
+                permission_mode=args.mode,
+                memory=False if args.no_memory else None,
+                max_steps=args.max_steps,
+                context_window=args.context_window,
+                script=args.script,
+                quiet=args.quiet or None,
+            )
+        except PseudoClaudeError as exc:
+            # Setup problems (provider, session lock, …): one line that says what to do.
+            raise UsageError(str(exc)) from None

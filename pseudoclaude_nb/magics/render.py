@@ -1,0 +1,188 @@
+"""Showing a run: streaming Markdown in notebooks, incremental plain text in terminals.
+
+Renderers are runner listeners: they observe events and never drive the loop.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import sys
+import time
+from typing import Any
+
+from IPython.display import Markdown, display
+
+from ..messages import ToolCall, ToolResult
+from ..runner import (
+    AssistantDelta,
+    Notice,
+    RunEvent,
+    RunFinished,
+    RunSummary,
+    StepFinished,
+    StepStarted,
+    ToolFinished,
+    ToolStarted,
+)
+
+UPDATE_EVERY = 0.15  # seconds between Markdown re-renders: smooth without flooding the frontend
+
+
+def call_brief(call: ToolCall, width: int = 70) -> str:
+    """``bash(command='python -m unittest')`` shortened to one line."""
+    if len(call.arguments) == 1:
+        inner = repr(next(iter(call.arguments.values())))
+    else:
+        inner = ", ".join(f"{k}={v!r}" for k, v in call.arguments.items())
+    inner = " ".join(inner.split())
+    if len(inner) > width:
+        inner = inner[: width - 1] + "…"
+    return f"{call.name}({inner})"
+
+
+def result_brief(result: ToolResult) -> str:
+    lines = result.content.count("\n") + 1
+    size = len(result.content.encode("utf-8"))
+    mark = "✗" if result.is_error else "✓"
+    first = result.content.strip().splitlines()[0][:80] if result.is_error and result.content.strip() else ""
+    what = f"{lines} lines, {size:,} bytes"
+    return f"{mark} {first}" if first else f"{mark} {what}"
+
+
+def end_line(summary: RunSummary) -> str:
+    u = summary.usage
+    head = {
+        "done": "✓ done",
+        "max-steps": "■ stopped at max steps",
+        "interrupted": "■ interrupted",
+        "error": "✗ error",
+    }.get(summary.status, summary.status)
+    return (
+        f"{head} · {summary.steps} steps · {u.prompt_total:,} in / {u.output_tokens:,} out"
+        f" · cache read {u.cache_read_input_tokens:,} · {summary.seconds:.1f} s"
+        f" · session {summary.session_id}"
+    )
+
+
+class TerminalRenderer:
+    """Plain text as it arrives; for IPython in a terminal and for the demo command."""
+
+    def __init__(self, quiet: bool = False, out: Any = None) -> None:
+        self.quiet = quiet
+        self.out = out or sys.stdout
+        self._mid_line = False
+
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, RunFinished):
+            self._newline()
+            if event.summary.error is not None:
+                self._write(f"error: {event.summary.error}\n")
+            self._write(end_line(event.summary) + "\n")
+            return
+        if isinstance(event, Notice):
+            self._newline()
+            self._write(f"[{event.level}] {event.text}\n")
+            return
+        if self.quiet:
+            return
+        if isinstance(event, AssistantDelta):
+            self._write(event.text)
+            self._mid_line = not event.text.endswith("\n")
+        elif isinstance(event, ToolStarted):
+            self._newline()
+            self._write(f"→ {call_brief(event.call)} ")
+            self._mid_line = True
+        elif isinstance(event, ToolFinished):
+            self._write(f"{result_brief(event.result)} ({event.seconds:.1f} s)\n")
+            self._mid_line = False
+        elif isinstance(event, StepFinished):
+            self._newline()
+
+    def _newline(self) -> None:
+        if self._mid_line:
+            self._write("\n")
+            self._mid_line = False
+
+    def _write(self, text: str) -> None:
+        self.out.write(text)
+        self.out.flush()
+
+
+class NotebookRenderer:
+    """Markdown that grows in place while the answer streams; tool calls as <details>."""
+
+    def __init__(self, quiet: bool = False) -> None:
+        self.quiet = quiet
+        self._text = ""
+        self._handle: Any = None
+        self._last_update = 0.0
+
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, RunFinished):
+            self._flush()
+            s = event.summary
+            if s.error is not None:
+                _show_html(f"<b>error:</b> {html.escape(str(s.error))}", f"error: {s.error}", "#b00020")
+            _show_html(html.escape(end_line(s)), end_line(s), "#555")
+            return
+        if isinstance(event, Notice):
+            self._flush()
+            _show_html(html.escape(event.text), f"[{event.level}] {event.text}", "#8a6d00")
+            return
+        if self.quiet:
+            return
+        if isinstance(event, StepStarted):
+            self._text, self._handle = "", None
+        elif isinstance(event, AssistantDelta):
+            self._text += event.text
+            now = time.monotonic()
+            if self._handle is None:
+                self._handle = display(Markdown(self._text), display_id=True)
+                self._last_update = now
+            elif now - self._last_update >= UPDATE_EVERY:
+                self._handle.update(Markdown(self._text))
+                self._last_update = now
+        elif isinstance(event, StepFinished):
+            self._flush()
+        elif isinstance(event, ToolFinished):
+            self._tool(event)
+
+    def _flush(self) -> None:
+        if self._handle is not None:
+            self._handle.update(Markdown(self._text))
+            self._handle = None
+
+    def _tool(self, event: ToolFinished) -> None:
+        brief = call_brief(event.call)
+        outcome = result_brief(event.result)
+        body = event.result.content
+        shown = body if len(body) <= 4000 else body[:4000] + f"\n… ({len(body) - 4000:,} more characters)"
+        args = json.dumps(event.call.arguments, indent=1, ensure_ascii=False)
+        if len(args) > 2000:
+            args = args[:2000] + "\n…"
+        color = "#b00020" if event.result.is_error else "#2e7d32"
+        summary = (
+            f"<code>{html.escape(brief)}</code> <span style='color:{color}'>{html.escape(outcome)}</span>"
+            f" <span style='color:#888'>{event.seconds:.1f} s</span>"
+        )
+        markup = (
+            f"<details style='margin:2px 0'><summary>🔧 {summary}</summary>"
+            f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(args)}</pre>"
+            f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
+        )
+        display({"text/html": markup, "text/plain": f"→ {brief} {outcome}"}, raw=True)
+
+
+def _show_html(markup: str, plain: str, color: str) -> None:
+    display(
+        {"text/html": f"<div style='color:{color};font-size:90%'>{markup}</div>", "text/plain": plain},
+        raw=True,
+    )
+
+
+def renderer_for(shell: Any, quiet: bool = False) -> TerminalRenderer | NotebookRenderer:
+    # A kernel (ipykernel's ZMQInteractiveShell) has a frontend that renders Markdown.
+    if getattr(shell, "kernel", None) is not None:
+        return NotebookRenderer(quiet)
+    return TerminalRenderer(quiet)

@@ -1,0 +1,196 @@
+"""The provider-neutral message model, and the one validator every request passes.
+
+A user message carries text *or* one tool result; an assistant message carries text
+and/or tool calls. Providers translate these to their wire formats; nothing else here
+knows about a wire format.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .errors import ProtocolError
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+class ToolCall(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        return cls.model_validate(data)
+
+
+class ToolResult(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    call_id: str
+    content: str
+    is_error: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolResult:
+        return cls.model_validate(data)
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_creation_input_tokens: int = 0
+    cache_read_input_tokens: int = 0
+
+    @property
+    def prompt_total(self) -> int:
+        # With prompt caching, input_tokens excludes cached tokens; the window holds all three.
+        return self.input_tokens + self.cache_creation_input_tokens + self.cache_read_input_tokens
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_creation_input_tokens=self.cache_creation_input_tokens
+            + other.cache_creation_input_tokens,
+            cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+        )
+
+    def to_dict(self) -> dict[str, int]:
+        return self.model_dump()
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Usage:
+        return cls.model_validate(data)
+
+
+class Message(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    id: str = Field(default_factory=new_id)
+    role: Literal["user", "assistant"]
+    content: str = ""
+    tool_calls: tuple[ToolCall, ...] = ()
+    tool_result: ToolResult | None = None
+    ts: float = Field(default_factory=time.time)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "role": self.role,
+            "content": self.content,
+            "tool_calls": [c.to_dict() for c in self.tool_calls],
+            "tool_result": self.tool_result.to_dict() if self.tool_result else None,
+            "ts": self.ts,
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Message:
+        return cls.model_validate(data)
+
+    @property
+    def is_tool_result(self) -> bool:
+        return self.tool_result is not None
+
+    def text_for_title(self) -> str:
+        return " ".join(self.content.split())
+
+
+# --- the request validator -------------------------------------------------------------
+
+
+def pairing_problems(messages: list[Message]) -> list[str]:
+    """Describe every break of the tool protocol; an empty list means the request is valid.
+
+    The rule: the results of an assistant message's tool calls follow it directly, one per
+    call, before any other message; no result appears without its call.
+    """
+    problems: list[str] = []
+    open_calls: dict[str, str] = {}
+    for i, msg in enumerate(messages):
+        if msg.tool_result is not None:
+            cid = msg.tool_result.call_id
+            if cid in open_calls:
+                del open_calls[cid]
+            else:
+                problems.append(f"message {i}: result for unknown or already answered call {cid}")
+            continue
+        if open_calls:
+            problems.append(f"message {i}: calls {sorted(open_calls)} have no result")
+            open_calls.clear()
+        if msg.role == "assistant":
+            for call in msg.tool_calls:
+                if call.id in open_calls:
+                    problems.append(f"message {i}: duplicate call id {call.id}")
+                open_calls[call.id] = call.name
+        if msg.role == "user" and msg.tool_calls:
+            problems.append(f"message {i}: a user message cannot carry tool calls")
+    if open_calls:
+        problems.append(f"end: calls {sorted(open_calls)} have no result")
+    return problems
+
+
+def repair_pairing(messages: list[Message]) -> list[Message]:
+    """Return a protocol-valid copy: unanswered calls dropped, orphan results dropped.
+
+    Results are never invented: the host cannot know whether a tool ran.
+    """
+    out: list[Message] = []
+    i = 0
+    while i < len(messages):
+        msg = messages[i]
+        if msg.tool_result is not None:
+            i += 1  # an orphan: its call was not directly before it
+            continue
+        if msg.role == "assistant" and msg.tool_calls:
+            j = i + 1
+            results: list[Message] = []
+            while j < len(messages) and messages[j].tool_result is not None:
+                results.append(messages[j])
+                j += 1
+            ids = {c.id for c in msg.tool_calls}
+            seen: set[str] = set()
+            kept_results = []
+            for r in results:
+                cid = r.tool_result.call_id  # type: ignore[union-attr]
+                if cid in ids and cid not in seen:
+                    seen.add(cid)
+                    kept_results.append(r)
+            calls = tuple(c for c in msg.tool_calls if c.id in seen)
+            if calls or msg.content:
+                out.append(msg.model_copy(update={"tool_calls": calls}))
+                out.extend(kept_results)
+            i = j
+            continue
+        out.append(msg)
+        i += 1
+    return out
+
+
+def validate_request(messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
+    """The single gate before any provider: returns (messages to send, problems repaired).
+
+    ``strict`` (tests) raises instead of repairing, because a violation is a bug.
+    """
+    problems = pairing_problems(messages)
+    if not problems:
+        return messages, []
+    if strict:
+        raise ProtocolError("request breaks tool pairing: " + "; ".join(problems))
+    return repair_pairing(messages), problems

@@ -1,0 +1,24 @@
+"""The system prompt: fixed instructions, the workspace, and ``PSEUDOCLAUDE.md``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+BASE = """You are PseudoClaude, a coding agent working inside a Jupyter notebook.
+You act through tools in the workspace folder {workspace}; paths are relative to it and
+cannot leave it. Read before you edit, keep changes small, run the tests you touch, and
+say plainly what you changed and what you could not verify. Tool results may be shortened
+or moved to files; when a result says so, read the file it names with offsets or grep it."""
+
+PROJECT_FILE = "PSEUDOCLAUDE.md"
+# Project instructions are the user's, but a runaway file must not eat the window.
+PROJECT_FILE_CAP = 25_000
+
+
+def build_system_prompt(workspace: Path) -> str:
+    parts = [BASE.format(workspace=workspace)]
+    project = Path(workspace) / PROJECT_FILE
+    if project.is_file():
+        raw = project.read_bytes()[:PROJECT_FILE_CAP].decode("utf-8", errors="ignore")
+        parts.append(f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}")
+    return "\n\n".join(parts)

@@ -1,0 +1,136 @@
+"""The provider interface: a request in, a stream of neutral events out.
+
+Providers only translate between the neutral message model and one wire protocol; the
+turn loop, tools and compaction live in the runner. ``StreamAssembler`` turns events
+into a ``Response`` and refuses a stream that never said why it stopped, so a cut
+stream can never put a half-received tool call into the conversation.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from ..errors import StreamError
+from ..messages import Message, ToolCall, Usage
+
+Purpose = Literal["agent", "summary", "memory"]
+
+
+@dataclass(frozen=True)
+class Request:
+    system: str
+    messages: list[Message]
+    tools: list[dict[str, Any]] = field(default_factory=list)
+    max_tokens: int = 8192
+    purpose: Purpose = "agent"
+
+
+@dataclass(frozen=True)
+class TextDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolCallStart:
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class ToolCallDelta:
+    id: str
+    json: str  # a fragment of the arguments' JSON text
+
+
+@dataclass(frozen=True)
+class ToolCallEnd:
+    id: str
+
+
+@dataclass(frozen=True)
+class UsageEvent:
+    usage: Usage  # the latest full figure; a later event replaces an earlier one
+
+
+@dataclass(frozen=True)
+class Stop:
+    reason: str  # end_turn | tool_use | max_tokens | ...
+
+
+StreamEvent = TextDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | UsageEvent | Stop
+
+
+@dataclass
+class Response:
+    text: str = ""
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    stop_reason: str | None = None
+
+
+@runtime_checkable
+class Provider(Protocol):
+    name: str
+    model: str
+    context_window: int
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]: ...
+
+    def complete(self, request: Request) -> Response: ...
+
+
+class StreamAssembler:
+    """Collects stream events into a ``Response``."""
+
+    def __init__(self) -> None:
+        self._text: list[str] = []
+        self._calls: dict[str, tuple[str, list[str]]] = {}
+        self._usage = Usage()
+        self._stop: str | None = None
+
+    @property
+    def text(self) -> str:
+        return "".join(self._text)
+
+    def feed(self, event: StreamEvent) -> None:
+        if isinstance(event, TextDelta):
+            self._text.append(event.text)
+        elif isinstance(event, ToolCallStart):
+            self._calls[event.id] = (event.name, [])
+        elif isinstance(event, ToolCallDelta):
+            self._calls[event.id][1].append(event.json)
+        elif isinstance(event, UsageEvent):
+            self._usage = event.usage
+        elif isinstance(event, Stop):
+            self._stop = event.reason
+
+    def finish(self) -> Response:
+        if self._stop is None:
+            raise StreamError(
+                "the response stream ended without a stop reason (connection cut?); "
+                "nothing from it was kept — run %agent again to retry"
+            )
+        calls = []
+        for call_id, (name, parts) in self._calls.items():
+            raw = "".join(parts).strip() or "{}"
+            try:
+                arguments = json.loads(raw)
+            except ValueError as exc:
+                raise StreamError(
+                    f"tool call {name} ({call_id}) arrived with broken arguments JSON: {exc}; "
+                    "nothing from this response was kept — run %agent again to retry"
+                ) from exc
+            if not isinstance(arguments, dict):
+                arguments = {"value": arguments}
+            calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
+        return Response(text=self.text, tool_calls=calls, usage=self._usage, stop_reason=self._stop)
+
+
+def collect(events: Iterator[StreamEvent]) -> Response:
+    assembler = StreamAssembler()
+    for event in events:
+        assembler.feed(event)
+    return assembler.finish()

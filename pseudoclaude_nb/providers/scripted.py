@@ -1,0 +1,191 @@
+"""The scripted provider: plays a JSON script, offline and deterministic.
+
+Used by tests, the teaching notebooks and the demo. Each agent request consumes one
+turn, each summary request one of ``summaries``, each memory update one item of
+``memory_ops``. Running out, or a malformed script, is a loud ``ScriptError`` that names
+the script and the problem — never a silent default answer.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from ..compact.estimate import estimate_request, tokens_for_bytes
+from ..errors import ScriptError
+from ..messages import ToolCall, Usage
+from .base import (
+    Request,
+    Response,
+    Stop,
+    StreamEvent,
+    TextDelta,
+    ToolCallDelta,
+    ToolCallEnd,
+    ToolCallStart,
+    UsageEvent,
+    collect,
+)
+
+
+class ScriptCall(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    name: str
+    arguments: dict[str, Any] = Field(default_factory=dict)
+    id: str | None = None
+
+
+class ScriptTurn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    text: str = ""
+    tool_calls: list[ScriptCall] = Field(default_factory=list)
+    usage: Usage | None = None
+
+
+class Script(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # room for "description" and comments
+    model: str = "scripted"
+    context_window: int = Field(default=200_000, gt=0)
+    turns: list[ScriptTurn]
+    summaries: list[str] = Field(default_factory=list)
+    memory_ops: list[list[dict[str, Any]]] = Field(default_factory=list)
+
+
+def load_script(source: dict[str, Any] | str | Path) -> tuple[Script, str]:
+    """Parse a script from a dict or a JSON file; returns it with a name for messages."""
+    if isinstance(source, dict):
+        name, data = "<inline script>", source
+    else:
+        name = str(source)
+        try:
+            data = json.loads(Path(source).read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raise ScriptError(f"script {name} does not exist; check --script PATH") from None
+        except OSError as exc:
+            raise ScriptError(f"script {name} cannot be read: {exc.strerror or exc}") from exc
+        except ValueError as exc:
+            raise ScriptError(f"script {name} is not valid JSON: {exc}") from exc
+    try:
+        return Script.model_validate(data), name
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in err['loc']) or 'top level'}: {err['msg']}"
+            for err in exc.errors()[:5]
+        )
+        raise ScriptError(f"script {name} is malformed: {problems}") from None
+
+
+class ScriptedProvider:
+    def __init__(
+        self,
+        script: dict[str, Any] | str | Path,
+        *,
+        name: str = "scripted",
+        model: str | None = None,
+        context_window: int | None = None,
+        pace: float = 0.0,
+    ) -> None:
+        self.script, self.source = load_script(script)
+        self.name = name
+        self.model = model or self.script.model
+        self.context_window = context_window or self.script.context_window
+        self.pace = pace  # seconds between text chunks, so a demo visibly streams
+        self.turns_used = 0
+        self.summaries_used = 0
+        self.memory_ops_used = 0
+        self.requests: list[Request] = []  # everything asked, for tests and %context --last
+
+    @property
+    def remaining_turns(self) -> int:
+        return len(self.script.turns) - self.turns_used
+
+    def stream(self, request: Request) -> Iterator[StreamEvent]:
+        if request.purpose != "agent":
+            yield from _replay(self.complete(request))
+            return
+        turn, index = self._take_turn(request)
+        calls = [
+            ToolCall(id=c.id or _call_id(request, index, k), name=c.name, arguments=c.arguments)
+            for k, c in enumerate(turn.tool_calls)
+        ]
+        response = Response(
+            text=turn.text,
+            tool_calls=calls,
+            usage=turn.usage or _usage_for(request, turn.text, calls),
+            stop_reason="tool_use" if calls else "end_turn",
+        )
+        for event in _replay(response):
+            if self.pace and isinstance(event, TextDelta):
+                time.sleep(self.pace)
+            yield event
+
+    def complete(self, request: Request) -> Response:
+        if request.purpose == "agent":
+            return collect(self.stream(request))
+        self.requests.append(request)
+        if request.purpose == "summary":
+            items, used = self.script.summaries, self.summaries_used
+            self.summaries_used += 1
+            text = self._item(items, used, "summaries", "summary")
+        else:
+            items_ops, used = self.script.memory_ops, self.memory_ops_used
+            self.memory_ops_used += 1
+            text = json.dumps(self._item(items_ops, used, "memory_ops", "memory update"))
+        return Response(
+            text=text, usage=_usage_for(request, text, []), stop_reason="end_turn"
+        )
+
+    def _take_turn(self, request: Request) -> tuple[ScriptTurn, int]:
+        self.requests.append(request)
+        index = self.turns_used
+        turn = self._item(self.script.turns, index, "turns", "agent request")
+        self.turns_used += 1
+        return turn, index
+
+    def _item(self, items: list[Any], index: int, field: str, what: str) -> Any:
+        if index >= len(items):
+            raise ScriptError(
+                f"script {self.source} ran out: {what} #{index + 1} needs {field}[{index}], "
+                f"but the script has {len(items)}. Add entries to {field!r}, or start over "
+                "with %agent --new"
+            )
+        return items[index]
+
+
+def _call_id(request: Request, turn: int, k: int) -> str:
+    # Deterministic for a given request, yet unique within a session: spill files are
+    # named by call id, so a reused id would reuse another call's spilled result.
+    anchor = request.messages[-1].id if request.messages else ""
+    digest = hashlib.sha1(f"{anchor}:{turn}:{k}".encode()).hexdigest()[:12]
+    return f"call_{digest}"
+
+
+def _usage_for(request: Request, text: str, calls: list[ToolCall]) -> Usage:
+    """What a real provider would report, from the estimator, so anchors behave the same."""
+    out = len(text.encode("utf-8")) + sum(
+        len(c.name) + len(json.dumps(c.arguments).encode("utf-8")) for c in calls
+    )
+    return Usage(
+        input_tokens=estimate_request(request.system, request.messages, request.tools),
+        output_tokens=tokens_for_bytes(out),
+    )
+
+
+def _replay(response: Response) -> Iterator[StreamEvent]:
+    """Stream a response the way a wire provider would: small text chunks, then calls."""
+    words = response.text.split(" ") if response.text else []
+    for i in range(0, len(words), 4):
+        chunk = " ".join(words[i : i + 4])
+        yield TextDelta(chunk if i + 4 >= len(words) else chunk + " ")
+    for call in response.tool_calls:
+        yield ToolCallStart(id=call.id, name=call.name)
+        yield ToolCallDelta(id=call.id, json=json.dumps(call.arguments))
+        yield ToolCallEnd(id=call.id)
+    yield UsageEvent(response.usage)
+    yield Stop(response.stop_reason or "end_turn")

@@ -1,0 +1,193 @@
+"""The turn loop: user message → (request → stream → append → tools)* → end.
+
+The runner owns the order of things within one ``%agent`` run and nothing else: the
+conversation announces changes to the session writer through hooks, providers translate
+wire formats, tools do the work. It reports progress as events to listeners (renderers,
+widgets), which only observe. Interrupts (Ctrl-C, kernel interrupt) are absorbed in a
+way that keeps the conversation protocol-valid: every tool call gets a result.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from .conversation import Conversation
+from .errors import HookError, PseudoClaudeError
+from .messages import Message, ToolCall, ToolResult, Usage, validate_request
+from .providers.base import Provider, Request, StreamAssembler, TextDelta, ToolCallStart
+from .session.writer import SessionWriter
+from .tools import Permissions, ToolRegistry
+
+INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
+
+
+# --- events for observers --------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    step: int
+
+
+@dataclass(frozen=True)
+class AssistantDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call: ToolCall
+    result: ToolResult
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    step: int
+    usage: Usage
+    message: Message
+
+
+@dataclass(frozen=True)
+class Notice:
+    text: str
+    level: str = "info"
+
+
+@dataclass
+class RunSummary:
+    status: str = "running"  # done | max-steps | interrupted | error
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    session_id: str | None = None
+    error: PseudoClaudeError | None = None
+    final_text: str = ""
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    summary: RunSummary
+
+
+RunEvent = StepStarted | AssistantDelta | ToolStarted | ToolFinished | StepFinished | Notice | RunFinished
+Listener = Callable[[RunEvent], None]
+
+
+class _Interrupted(Exception):
+    pass
+
+
+class Runner:
+    def __init__(
+        self,
+        *,
+        conversation: Conversation,
+        provider: Provider,
+        tools: ToolRegistry,
+        permissions: Permissions,
+        system_prompt: str,
+        writer: SessionWriter | None = None,
+        max_steps: int = 50,
+        strict: bool = False,
+        listeners: Iterable[Listener] = (),
+    ) -> None:
+        self.conversation = conversation
+        self.provider = provider
+        self.tools = tools
+        self.permissions = permissions
+        self.system_prompt = system_prompt
+        self.writer = writer
+        self.max_steps = max_steps
+        self.strict = strict
+        self.listeners = list(listeners)
+        self.last_request: Request | None = None
+
+    def emit(self, event: RunEvent) -> None:
+        for listener in self.listeners:
+            listener(event)
+
+    def run(self, prompt: str) -> RunSummary:
+        summary = RunSummary(session_id=self.writer.id if self.writer else None)
+        started = time.monotonic()
+        try:
+            self.conversation.add_user(prompt)
+            summary.status = "max-steps"
+            for step in range(1, self.max_steps + 1):
+                summary.steps = step
+                message = self._step(step, summary)
+                if not message.tool_calls:
+                    summary.status, summary.final_text = "done", message.content
+                    break
+                self._run_tools(list(message.tool_calls))
+        except (_Interrupted, KeyboardInterrupt):
+            summary.status = "interrupted"
+        except HookError as exc:
+            summary.status, summary.error = "error", exc
+        except PseudoClaudeError as exc:
+            summary.status, summary.error = "error", exc
+        summary.seconds = time.monotonic() - started
+        if summary.status == "max-steps":
+            self.emit(Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning"))
+        self.emit(RunFinished(summary))
+        return summary
+
+    # --- one model request -------------------------------------------------------------
+
+    def _step(self, step: int, summary: RunSummary) -> Message:
+        self.emit(StepStarted(step))
+        request = self._request()
+        assembler = StreamAssembler()
+        try:
+            for event in self.provider.stream(request):
+                assembler.feed(event)
+                if isinstance(event, TextDelta) and event.text:
+                    self.emit(AssistantDelta(event.text))
+        except KeyboardInterrupt:
+            # Keep what was said, never a half-received tool call.
+            if assembler.text:
+                self.conversation.add_assistant(assembler.text + "\n\n[interrupted by user]")
+            raise _Interrupted from None
+        response = assembler.finish()
+        if response.tool_calls:
+            message = self.conversation.add_assistant_tool_calls(response.text, response.tool_calls)
+        else:
+            message = self.conversation.add_assistant(response.text)
+        summary.usage = summary.usage + response.usage
+        if self.writer is not None:
+            self.writer.log_usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        self.emit(StepFinished(step, response.usage, message))
+        return message
+
+    def _request(self) -> Request:
+        messages, problems = validate_request(self.conversation.messages(), strict=self.strict)
+        if problems:
+            text = "repaired a request that broke tool pairing: " + "; ".join(problems)
+            self.emit(Notice(text, "warning"))
+            if self.writer is not None:
+                self.writer.log_note(text, "warning")
+        request = Request(system=self.system_prompt, messages=messages, tools=self.tools.schemas())
+        self.last_request = request
+        return request
+
+    # --- tools ---------------------------------------------------------------------------
+
+    def _run_tools(self, calls: list[ToolCall]) -> None:
+        for i, call in enumerate(calls):
+            self.emit(ToolStarted(call))
+            started = time.monotonic()
+            try:
+                result = self.tools.run(call, self.permissions)
+            except KeyboardInterrupt:
+                for pending in calls[i:]:
+                    self.conversation.add_tool_result(pending.id, INTERRUPTED, is_error=True)
+                raise _Interrupted from None
+            self.conversation.add_tool_result(result.call_id, result.content, result.is_error)
+            self.emit(ToolFinished(call, result, time.monotonic() - started))

@@ -1,0 +1,115 @@
+"""Where things live: the workspace, ``.pseudoclaude/``, session directories and ids.
+
+Session ids are local time plus two random bytes (``20261130-142030-a1b2``), claimed
+with an exclusive ``mkdir`` so two kernels starting in the same second cannot collide.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import tempfile
+import time
+from pathlib import Path
+
+from ..errors import ConfigError, SessionError, SessionNotFoundError
+
+STATE_DIR = ".pseudoclaude"
+LOG_NAME = "conversation.jsonl"
+META_NAME = "meta.json"
+LOCK_NAME = "writer.lock"
+SPILL_DIR = "tool-results"
+GITIGNORE = "# written by pseudoclaude_nb: session logs are private by default\nsessions/\ntrash/\nhistory.sqlite*\n"
+
+
+def resolve_workspace(
+    configured: str | os.PathLike[str] | None = None,
+    *,
+    cwd: str | os.PathLike[str] | None = None,
+    environ: dict[str, str] | None = None,
+    notebook_file: str | None = None,
+) -> Path:
+    """The notebook's directory.
+
+    Order: an explicit setting; the notebook named by VS Code (``__vsc_ipynb_file__``,
+    passed as ``notebook_file``) or by Jupyter (``JPY_SESSION_NAME``); else the kernel's
+    working directory.
+    """
+    env = os.environ if environ is None else environ
+    base = Path(cwd) if cwd is not None else Path.cwd()
+    if configured:
+        path = Path(configured).expanduser()
+        path = path if path.is_absolute() else base / path
+        if not path.is_dir():
+            raise ConfigError(
+                f"workspace {path} is not a directory; set PseudoClaude.workspace to an existing folder"
+            )
+        return path.resolve()
+    for candidate in (notebook_file, env.get("JPY_SESSION_NAME")):
+        if candidate:
+            nb = Path(candidate).expanduser()
+            nb = nb if nb.is_absolute() else base / nb
+            if nb.parent.is_dir():
+                return nb.parent.resolve()
+    return base.resolve()
+
+
+def state_dir(workspace: Path) -> Path:
+    return Path(workspace) / STATE_DIR
+
+
+def sessions_dir(workspace: Path) -> Path:
+    return state_dir(workspace) / "sessions"
+
+
+def ensure_state_dir(workspace: Path) -> Path:
+    """Create ``.pseudoclaude/`` with its ``.gitignore`` on first use."""
+    root = state_dir(workspace)
+    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    ignore = root / ".gitignore"
+    if not ignore.exists():
+        atomic_write_text(ignore, GITIGNORE)
+    return root
+
+
+def new_session_dir(workspace: Path, *, now: float | None = None) -> Path:
+    """Claim a fresh session directory; up to 10 tries on a collision."""
+    parent = ensure_state_dir(workspace) / "sessions"
+    stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
+    for _ in range(10):
+        path = parent / f"{stamp}-{secrets.token_hex(2)}"
+        try:
+            path.mkdir()
+        except FileExistsError:
+            continue
+        return path
+    raise SessionError(f"could not claim a new session id in {parent} after 10 tries; retry")
+
+
+def session_dir(workspace: Path, session_id: str) -> Path:
+    if not session_id or "/" in session_id or session_id.startswith("."):
+        raise SessionNotFoundError(f"{session_id!r} is not a session id; see %sessions list")
+    path = sessions_dir(workspace) / session_id
+    if not (path / LOG_NAME).exists():
+        raise SessionNotFoundError(
+            f"no session {session_id} in {sessions_dir(workspace)}; see %sessions list"
+        )
+    return path
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write a temporary file beside ``path``, fsync it, then ``os.replace``."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise

@@ -1,0 +1,230 @@
+"""Tools, the permission gate, and the registry that runs a ``ToolCall`` into a ``ToolResult``.
+
+``ToolRegistry.run`` never raises for anything a model can cause (unknown tool, bad
+arguments, refusal, a failing handler): each becomes an error *result* the model can read, so
+a tool failure never ends the run. ``KeyboardInterrupt`` is the exception: it propagates, and
+the runner turns it into "interrupted by user" results.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Literal, get_args
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from ..errors import ConfigError, ToolError
+from ..messages import ToolCall, ToolResult
+
+PermissionMode = Literal["read-only", "ask", "auto"]
+PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
+
+NO_STDIN_REFUSAL = (
+    "refused: permission mode 'ask' needs an answer but this kernel has no stdin; "
+    "rerun with --mode auto to allow tools, or --mode read-only"
+)
+
+# Longest rendering of one argument value in the permission prompt; file contents and code
+# can be huge, and the user only needs enough to recognise the call.
+_PROMPT_VALUE_CHARS = 200
+
+
+class ToolArgs(BaseModel):
+    """Base for tool argument models: unknown argument names are errors, not silently dropped."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(frozen=True)
+class Tool:
+    """One tool: its name and description for the model, its argument model and its handler.
+
+    ``side_effect`` tools (writing files, running code) need a yes in mode ``ask`` and are
+    refused in mode ``read-only``.
+    """
+
+    name: str
+    description: str
+    args: type[BaseModel]
+    handler: Callable[[Any], str]
+    side_effect: bool = False
+
+    def input_schema(self) -> dict[str, Any]:
+        return clean_schema(self.args.model_json_schema())
+
+    def schema(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema(),
+        }
+
+
+def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A JSON schema a model reads easily: no pydantic titles, ``X | None`` shown as ``X``.
+
+    The top level always has ``type``, ``properties`` and ``required`` because some providers
+    reject an object schema without them.
+    """
+    out = _clean_node(schema)
+    out.setdefault("type", "object")
+    out.setdefault("properties", {})
+    out.setdefault("required", [])
+    return out
+
+
+def _clean_node(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_clean_node(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key == "title":
+            continue
+        if key in ("properties", "$defs"):
+            # Keys of these maps are field names, not schema keywords: keep a field called "title".
+            out[key] = {name: _clean_node(sub) for name, sub in value.items()}
+        else:
+            out[key] = _clean_node(value)
+    any_of = out.get("anyOf")
+    if isinstance(any_of, list) and len(any_of) == 2 and {"type": "null"} in any_of:
+        # Optional arguments already have a default; "null" only adds noise for the model.
+        (other,) = [s for s in any_of if s != {"type": "null"}]
+        del out["anyOf"]
+        out = {**other, **out}
+    return out
+
+
+def describe_call(name: str, args: BaseModel) -> str:
+    """``bash(command='ls')``: the call as the user sees it in a permission prompt."""
+    parts = []
+    for key, value in args.model_dump(exclude_unset=True).items():
+        text = repr(value)
+        if len(text) > _PROMPT_VALUE_CHARS:
+            text = text[:_PROMPT_VALUE_CHARS] + f"… ({len(text)} chars)"
+        parts.append(f"{key}={text}")
+    return f"{name}({', '.join(parts)})"
+
+
+class Permissions:
+    """Decides whether a side-effecting tool call may run, by mode.
+
+    ``ask`` is called with the prompt and returns the answer; by default it is whatever
+    ``builtins.input`` is *at call time*, because ipykernel swaps in its own ``input`` for
+    each cell it executes.
+    """
+
+    def __init__(
+        self, mode: PermissionMode = "ask", ask: Callable[[str], str] | None = None
+    ) -> None:
+        if mode not in PERMISSION_MODES:
+            raise ConfigError(
+                f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}"
+            )
+        self.mode: PermissionMode = mode
+        self._ask = ask
+        self.always_allowed: set[str] = set()
+
+    def refusal(self, tool: Tool, args: BaseModel) -> str | None:
+        """Return ``None`` when the call may run, else the refusal message for the model."""
+        if not tool.side_effect or self.mode == "auto":
+            return None
+        call = describe_call(tool.name, args)
+        if self.mode == "read-only":
+            return (
+                f"refused: {call} changes files or runs code, and the permission mode is "
+                "'read-only'; rerun with --mode ask or --mode auto to allow it"
+            )
+        if tool.name in self.always_allowed:
+            return None
+        ask = self._ask if self._ask is not None else builtins.input
+        try:
+            answer = ask(f"allow {call}? [y]es / [n]o / [a]lways for this tool: ")
+        except (EOFError, NotImplementedError, OSError, RuntimeError):
+            # NotImplementedError covers IPython's StdinNotImplementedError (no stdin frontend).
+            return NO_STDIN_REFUSAL
+        answer = (answer or "").strip().lower()
+        if answer in ("a", "always"):
+            self.always_allowed.add(tool.name)
+            return None
+        if answer in ("y", "yes"):
+            return None
+        return f"refused: the user did not allow {call}; ask the user how to proceed"
+
+
+class ToolRegistry:
+    """The tools offered to the model, by name, in the order they were added."""
+
+    def __init__(self, tools: Iterable[Tool] = ()) -> None:
+        self._tools: dict[str, Tool] = {}
+        for tool in tools:
+            self.add(tool)
+
+    def add(self, tool: Tool) -> None:
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+
+    def names(self) -> list[str]:
+        return list(self._tools)
+
+    def get(self, name: str) -> Tool | None:
+        return self._tools.get(name)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._tools
+
+    def __iter__(self) -> Iterator[Tool]:
+        return iter(self._tools.values())
+
+    def __len__(self) -> int:
+        return len(self._tools)
+
+    def schemas(self) -> list[dict[str, Any]]:
+        return [tool.schema() for tool in self._tools.values()]
+
+    def subset(self, names: Iterable[str]) -> ToolRegistry:
+        """A new registry with only ``names`` (in that order); an unknown name is a ``KeyError``."""
+        wanted = list(names)
+        unknown = [n for n in wanted if n not in self._tools]
+        if unknown:
+            raise KeyError(f"unknown tools {unknown}; available: {', '.join(self._tools)}")
+        return ToolRegistry(self._tools[n] for n in wanted)
+
+    def run(self, call: ToolCall, permissions: Permissions) -> ToolResult:
+        """Run one call; every failure short of an interrupt becomes an error result."""
+
+        def error(content: str) -> ToolResult:
+            return ToolResult(call_id=call.id, content=content, is_error=True)
+
+        tool = self._tools.get(call.name)
+        if tool is None:
+            available = ", ".join(self._tools) or "(none)"
+            return error(f"unknown tool {call.name!r}; available tools: {available}")
+        try:
+            args = tool.args.model_validate(call.arguments)
+        except ValidationError as exc:
+            return error(f"invalid arguments for {tool.name}: {_validation_problems(exc)}")
+        refused = permissions.refusal(tool, args)
+        if refused is not None:
+            return error(refused)
+        try:
+            content = tool.handler(args)
+        except ToolError as exc:
+            # ToolError messages are written for the model already.
+            return error(str(exc) or type(exc).__name__)
+        except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash
+            message = str(exc)
+            return error(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
+        return ToolResult(call_id=call.id, content=content if content else "(no output)")
+
+
+def _validation_problems(exc: ValidationError) -> str:
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(part) for part in err["loc"]) or "arguments"
+        problems.append(f"{where}: {err['msg']}")
+    return "; ".join(problems)
