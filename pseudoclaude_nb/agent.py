@@ -7,7 +7,6 @@ so the provider, model, permission mode and memory setting of this run apply.
 
 from __future__ import annotations
 
-import builtins
 import os
 import time
 from collections.abc import Callable, Iterable
@@ -46,7 +45,7 @@ class Agent:
         *,
         notebook_file: str | None = None,
         python_executor: Callable[[str], str] | None = None,
-        ask: Callable[[str], str] = builtins.input,
+        ask: Callable[[str], str] | None = None,
     ) -> None:
         self.settings = settings or PseudoClaude()
         self.notebook_file = notebook_file

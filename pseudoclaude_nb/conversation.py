@@ -1,8 +1,9 @@
 """The conversation: the messages the model will see next.
 
 It owns the in-memory list and announces every change to hooks; it knows nothing of
-disks or providers. Hooks run *after* the lock is released (a slow fsync must not block
-readers), in registration order. A hook that raises stops the run with ``HookError``:
+disks or providers. Hooks run *after* the state lock is released (a slow fsync must not
+block readers), in registration order, and changes reach the hooks in the order they
+were made. A hook that raises stops the run with ``HookError``:
 the conversation must not silently diverge from its log.
 """
 
@@ -34,7 +35,10 @@ class Conversation:
         messages: Iterable[Message] | None = None,
         hooks: Hooks | Sequence[Hooks] | None = None,
     ) -> None:
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the list; readers take only this one
+        # Orders whole changes (state + hooks), so the log sees them in memory's order.
+        # Re-entrant: a hook may itself change the conversation.
+        self._dispatch = threading.RLock()
         self._messages: list[Message] = list(messages or [])
         if hooks is None:
             self._hooks: list[Hooks] = []
@@ -86,19 +90,21 @@ class Conversation:
         if reason not in REPLACE_REASONS:
             raise ValueError(f"unknown replace reason {reason!r}; one of {REPLACE_REASONS}")
         new = list(messages)
-        with self._lock:
-            self._messages = list(new)
-        for hooks in list(self._hooks):
-            if hooks.on_replace is not None:
-                self._call(hooks.on_replace, f"replace ({reason})", reason, list(new))
+        with self._dispatch:
+            with self._lock:
+                self._messages = list(new)
+            for hooks in list(self._hooks):
+                if hooks.on_replace is not None:
+                    self._call(hooks.on_replace, f"replace ({reason})", reason, list(new))
         return new
 
     def _append(self, message: Message) -> Message:
-        with self._lock:
-            self._messages.append(message)
-        for hooks in list(self._hooks):
-            if hooks.on_append is not None:
-                self._call(hooks.on_append, f"append of message {message.id}", message)
+        with self._dispatch:
+            with self._lock:
+                self._messages.append(message)
+            for hooks in list(self._hooks):
+                if hooks.on_append is not None:
+                    self._call(hooks.on_append, f"append of message {message.id}", message)
         return message
 
     @staticmethod

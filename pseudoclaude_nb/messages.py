@@ -172,13 +172,18 @@ def repair_pairing(messages: list[Message]) -> list[Message]:
                 if cid in ids and cid not in seen:
                     seen.add(cid)
                     kept_results.append(r)
-            calls = tuple(c for c in msg.tool_calls if c.id in seen)
+            calls, kept_ids = [], set()
+            for c in msg.tool_calls:  # answered calls only, each id once
+                if c.id in seen and c.id not in kept_ids:
+                    kept_ids.add(c.id)
+                    calls.append(c)
             if calls or msg.content:
-                out.append(msg.model_copy(update={"tool_calls": calls}))
+                out.append(msg.model_copy(update={"tool_calls": tuple(calls)}))
                 out.extend(kept_results)
             i = j
             continue
-        out.append(msg)
+        # A user message never carries calls; drop any rather than send them.
+        out.append(msg.model_copy(update={"tool_calls": ()}) if msg.tool_calls else msg)
         i += 1
     return out
 

@@ -71,9 +71,7 @@ def _write_file(ws: Path, path: str, content: str) -> str:
     return f"Wrote {len(content.encode())} bytes to {path}"
 
 
-def _edit_file(
-    ws: Path, path: str, old_string: str, new_string: str, replace_all: bool = False
-) -> str:
+def _edit_file(ws: Path, path: str, old_string: str, new_string: str, replace_all: bool = False) -> str:
     target = ws / path
     text = target.read_text(encoding="utf-8")
     count = text.count(old_string)
@@ -160,6 +158,13 @@ def test_top_level_keys_follow_the_scripted_format(script):
     assert isinstance(script["context_window"], int)
     assert script["memory_ops"] == []
     assert json.loads(json.dumps(script)) == script
+
+
+def test_the_scripted_provider_accepts_it(script):
+    scripted = pytest.importorskip("pseudoclaude_nb.providers.scripted")
+    parsed, _ = scripted.load_script(script)
+    assert parsed.context_window == DEMO_CONTEXT_WINDOW
+    assert len(parsed.turns) == len(script["turns"])
 
 
 def test_each_call_builds_a_fresh_script(script):

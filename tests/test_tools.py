@@ -61,7 +61,14 @@ class FakeAsk:
 
 def test_build_tools_names_and_side_effects(tmp_path: Path) -> None:
     registry = build_tools(tmp_path)
-    assert registry.names() == ["read_file", "write_file", "edit_file", "list_files", "grep", "bash"]
+    assert registry.names() == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_files",
+        "grep",
+        "bash",
+    ]
     side_effects = {t.name for t in registry if t.side_effect}
     assert side_effects == {"write_file", "edit_file", "bash"}
 
@@ -239,7 +246,9 @@ def test_ask_always_remembers_the_tool_for_this_permissions_object() -> None:
 def test_ask_does_not_prompt_for_read_only_tools(tmp_path: Path) -> None:
     ask = FakeAsk()
     (tmp_path / "f.txt").write_text("x\n")
-    result = build_tools(tmp_path).run(_call("read_file", path="f.txt"), Permissions("ask", ask=ask))
+    result = build_tools(tmp_path).run(
+        _call("read_file", path="f.txt"), Permissions("ask", ask=ask)
+    )
     assert not result.is_error and ask.prompts == []
 
 
@@ -265,12 +274,16 @@ def test_ask_defaults_to_builtins_input_at_call_time(monkeypatch: pytest.MonkeyP
 
 def test_permission_prompt_shortens_huge_values() -> None:
     ask = FakeAsk("n")
-    _echo_registry(side_effect=True).run(_call("echo", text="x" * 10_000), Permissions("ask", ask=ask))
+    _echo_registry(side_effect=True).run(
+        _call("echo", text="x" * 10_000), Permissions("ask", ask=ask)
+    )
     assert len(ask.prompts[0]) < 400
     assert "chars)" in ask.prompts[0]
 
 
 def test_auto_never_asks() -> None:
     ask = FakeAsk()
-    result = _echo_registry(side_effect=True).run(_call("echo", text="x"), Permissions("auto", ask=ask))
+    result = _echo_registry(side_effect=True).run(
+        _call("echo", text="x"), Permissions("auto", ask=ask)
+    )
     assert result.content == "x" and ask.prompts == []

@@ -18,7 +18,7 @@ from .render import renderer_for
 class AgentMagics(Magics):
     def __init__(self, shell: Any, agent: Agent) -> None:
         super().__init__(shell)
-        self.agent = agent
+        self._agent = agent
 
     @magic_arguments()
     @argument("--provider", help="demo, scripted (default: %%config PseudoClaude.provider)")
@@ -46,7 +46,7 @@ class AgentMagics(Magics):
             Refactor utils.py and run the tests.
         """
         args = parse_argstring(self.agent, line)
-        prompt = " ".join(args.prompt)
+        prompt = " ".join(_unquote(word) for word in args.prompt)
         if cell is not None:
             prompt = (prompt + "\n\n" + cell).strip() if prompt else cell.strip()
         if not prompt:
@@ -59,7 +59,7 @@ class AgentMagics(Magics):
             raise UsageError("use either --new or --session ID, not both")
         renderer = renderer_for(self.shell, quiet=args.quiet)
         try:
-            self.agent.run(
+            self._agent.run(
                 prompt,
                 new=args.new,
                 session_id=args.session,
@@ -77,3 +77,10 @@ class AgentMagics(Magics):
         except PseudoClaudeError as exc:
             # Setup problems (provider, session lock, …): one line that says what to do.
             raise UsageError(str(exc)) from None
+
+
+def _unquote(word: str) -> str:
+    # IPython splits magic lines without POSIX quote removal: '"fix it"' keeps its quotes.
+    if len(word) >= 2 and word[0] == word[-1] and word[0] in "'\"":
+        return word[1:-1]
+    return word

@@ -11,7 +11,7 @@ import sys
 import time
 from typing import Any
 
-from IPython.display import Markdown, display
+from IPython.display import display
 
 from ..messages import ToolCall, ToolResult
 from ..runner import (
@@ -42,12 +42,17 @@ def call_brief(call: ToolCall, width: int = 70) -> str:
 
 
 def result_brief(result: ToolResult) -> str:
-    lines = result.content.count("\n") + 1
-    size = len(result.content.encode("utf-8"))
+    """One line: a short result itself, else its first error line or its size."""
     mark = "✗" if result.is_error else "✓"
-    first = result.content.strip().splitlines()[0][:80] if result.is_error and result.content.strip() else ""
-    what = f"{lines} lines, {size:,} bytes"
-    return f"{mark} {first}" if first else f"{mark} {what}"
+    text = result.content.strip()
+    lines = text.splitlines() or [""]
+    if len(lines) == 1 and len(lines[0]) <= 80:
+        return f"{mark} {lines[0]}"
+    if result.is_error:
+        return f"{mark} {lines[0][:80]}"
+    tail = lines[-1] if lines[-1].startswith("exit code") else ""
+    size = f"{len(lines):,} lines, {len(result.content.encode('utf-8')):,} bytes"
+    return f"{mark} {tail} · {size}" if tail else f"{mark} {size}"
 
 
 def end_line(summary: RunSummary) -> str:
@@ -138,10 +143,10 @@ class NotebookRenderer:
             self._text += event.text
             now = time.monotonic()
             if self._handle is None:
-                self._handle = display(Markdown(self._text), display_id=True)
+                self._handle = display(_markdown(self._text), raw=True, display_id=True)
                 self._last_update = now
             elif now - self._last_update >= UPDATE_EVERY:
-                self._handle.update(Markdown(self._text))
+                self._handle.update(_markdown(self._text), raw=True)
                 self._last_update = now
         elif isinstance(event, StepFinished):
             self._flush()
@@ -150,7 +155,7 @@ class NotebookRenderer:
 
     def _flush(self) -> None:
         if self._handle is not None:
-            self._handle.update(Markdown(self._text))
+            self._handle.update(_markdown(self._text), raw=True)
             self._handle = None
 
     def _tool(self, event: ToolFinished) -> None:
@@ -172,6 +177,11 @@ class NotebookRenderer:
             f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
         )
         display({"text/html": markup, "text/plain": f"→ {brief} {outcome}"}, raw=True)
+
+
+def _markdown(text: str) -> dict[str, str]:
+    # text/plain carries the same text, for terminals, nbval and text-only frontends.
+    return {"text/markdown": text, "text/plain": text}
 
 
 def _show_html(markup: str, plain: str, color: str) -> None:

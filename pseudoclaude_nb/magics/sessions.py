@@ -50,7 +50,7 @@ def message_line(i: int, m: Message, width: int = 100) -> str:
 class SessionMagics(Magics):
     def __init__(self, shell: Any, agent: Agent) -> None:
         super().__init__(shell)
-        self.agent = agent
+        self._agent = agent
 
     @magic_arguments()
     @argument("--last", action="store_true", help="with resume (or alone): the latest session")
@@ -80,22 +80,22 @@ class SessionMagics(Magics):
                     raise UsageError("%sessions resume needs an ID or --last")
                 self._resume(None if args.last else args.target)
             elif action == "new":
-                self.agent.new_session()
+                self._agent.new_session()
                 print("the next %agent starts a new session")
         except PseudoClaudeError as exc:
             raise UsageError(str(exc)) from None
 
     def _current_id(self) -> str:
-        if self.agent.session is None:
+        if self._agent.session is None:
             raise UsageError("no current session; use %sessions show ID (see %sessions list)")
-        return self.agent.session.id
+        return self._agent.session.id
 
     def _list(self) -> None:
-        sessions = list_sessions(self.agent.workspace)
+        sessions = list_sessions(self._agent.workspace)
         if not sessions:
-            print(f"no sessions yet in {self.agent.workspace}; start one with %agent")
+            print(f"no sessions yet in {self._agent.workspace}; start one with %agent")
             return
-        current = self.agent.session.id if self.agent.session else None
+        current = self._agent.session.id if self._agent.session else None
         print(f"  {'id':<21} {'last activity':<16} {'messages':>9} {'size':>9}  {'status':<10} title")
         for s in sessions:
             mark = "*" if s.id == current else " "
@@ -107,7 +107,7 @@ class SessionMagics(Magics):
         print("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")
 
     def _show(self, session_id: str) -> None:
-        path = session_dir(self.agent.workspace, session_id)
+        path = session_dir(self._agent.workspace, session_id)
         loaded = load_session(path)
         print(f"session {session_id} · {path / 'conversation.jsonl'}")
         model = loaded.last_model or "?"
@@ -121,8 +121,8 @@ class SessionMagics(Magics):
             print(message_line(i, m))
 
     def _resume(self, session_id: str | None) -> None:
-        loaded = self.agent.resume(session_id)
-        sid = self.agent.session.id if self.agent.session else session_id
+        loaded = self._agent.resume(session_id)
+        sid = self._agent.session.id if self._agent.session else session_id
         idle = ""
         if loaded.last_ts:
             hours = (time.time() - loaded.last_ts) / 3600

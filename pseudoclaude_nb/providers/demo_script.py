@@ -20,10 +20,7 @@ from typing import Any
 
 DEMO_MODEL = "pseudoclaude-demo"
 
-DEMO_PROMPT = (
-    "Add a stats module with a mean function and a test, "
-    "then check it against the sample data."
-)
+DEMO_PROMPT = "Add a stats module with a mean function and a test, then check it against the sample data."
 
 # Layer 2 fires at window - 20,000 (summary reserve) - 13,000 (safety margin) = 17,000
 # estimated tokens. The run's messages come to ~10,000 tokens after the first log page and
@@ -343,9 +340,7 @@ def _fix_and_verify_turns() -> list[dict[str, Any]]:
 
 def build_demo_script() -> dict[str, Any]:
     """Return the demo script in the scripted-provider format (SPEC §11); a fresh dict each call."""
-    turns = (
-        _write_code_turns() + _sample_data_turns() + _paging_turns() + _fix_and_verify_turns()
-    )
+    turns = _write_code_turns() + _sample_data_turns() + _paging_turns() + _fix_and_verify_turns()
     return {
         "model": DEMO_MODEL,
         "context_window": DEMO_CONTEXT_WINDOW,

@@ -70,7 +70,8 @@ class LoadResult:
         if self.bad_lines:
             shown = ", ".join(map(str, self.bad_lines[:10]))
             more = f" (+{len(self.bad_lines) - 10} more)" if len(self.bad_lines) > 10 else ""
-            out.append(f"recovery incomplete: lines {shown}{more} unreadable")
+            noun = "line" if len(self.bad_lines) == 1 else "lines"
+            out.append(f"recovery incomplete: {noun} {shown}{more} unreadable")
         if self.torn_tail:
             out.append("a torn line from a crash was skipped")
         if self.torn_replace:

@@ -53,7 +53,8 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
     resolved = _existing_file(workspace, args.path)
     if is_binary(resolved):
         raise ToolError(
-            f"{args.path} looks binary (NUL byte in its first 8 KB); inspect it with bash (file, xxd)"
+            f"{args.path} looks binary (NUL byte in its first 8 KB); "
+            "inspect it with bash (file, xxd)"
         )
     shown: list[str] = []
     total = 0
@@ -120,7 +121,8 @@ def edit_file(workspace: Path, args: EditFileArgs) -> str:
         raise ToolError("old_string and new_string are the same; nothing to change")
     try:
         # newline="": keep the file's own line endings byte for byte.
-        text = resolved.read_text(encoding="utf-8", newline="")
+        with resolved.open(encoding="utf-8", newline="") as f:
+            text = f.read()
     except UnicodeDecodeError:
         raise ToolError(f"{args.path} is not UTF-8 text; edit it with bash instead") from None
     old, new = args.old_string, args.new_string

@@ -138,7 +138,10 @@ class GrepArgs(ToolArgs):
     path: str = Field(".", description="File or directory to search, relative to the workspace.")
     glob: str | None = Field(
         None,
-        description="Only search files matching this glob, e.g. '*.py' (file name) or 'src/**/*.py'.",
+        description=(
+            "Only search files matching this glob: '*.py' matches file names, "
+            "'pkg/**/*.py' paths relative to `path`."
+        ),
     )
 
 

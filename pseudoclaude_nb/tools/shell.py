@@ -11,6 +11,7 @@ import os
 import select
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -97,6 +98,18 @@ class BashArgs(ToolArgs):
     )
 
 
+def _command_env() -> dict[str, str]:
+    """The kernel's environment, with its interpreter first on PATH.
+
+    ``python`` in a command then means the kernel's Python (its venv, its packages), even
+    when the kernel was started without activating that venv.
+    """
+    env = dict(os.environ)
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join([bindir, env.get("PATH", os.defpath)])
+    return env
+
+
 def bash(workspace: Path, args: BashArgs) -> str:
     proc = subprocess.Popen(
         ["/bin/bash", "-c", args.command],
@@ -105,6 +118,7 @@ def bash(workspace: Path, args: BashArgs) -> str:
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         start_new_session=True,  # its own process group, so killpg reaches every child
+        env=_command_env(),
     )
     assert proc.stdout is not None
     out = OutputBuffer()
@@ -159,9 +173,17 @@ def _pump(proc: subprocess.Popen[bytes], out: OutputBuffer, deadline: float) -> 
         readable, _, _ = select.select([fd], [], [], max(wait, 0))
         if readable:
             data = os.read(fd, _READ_CHUNK)
-            if not data:
-                return timed_out, False
-            out.feed(data)
+            if data:
+                out.feed(data)
+                continue
+            if exited_at is None:
+                # EOF while bash still runs (it closed its output, or EOF beat the exit).
+                try:
+                    proc.wait(timeout=max(deadline - time.monotonic(), 0))
+                except subprocess.TimeoutExpired:
+                    _kill_group(proc)
+                    return True, False
+            return timed_out, False
 
 
 def shell_tools(workspace: Path) -> list[Tool]:

@@ -1,0 +1,64 @@
+"""``python -m pseudoclaude_nb demo``: the offline demo, through a real IPython shell.
+
+It loads the extension into an IPython ``InteractiveShell`` and runs the same magics a
+notebook user would type, so what you see here is what a notebook shows (as text).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from pathlib import Path
+
+from .providers.demo_script import DEMO_PROMPT
+
+
+def run_demo(workspace: Path, *, quiet: bool = False) -> int:
+    from IPython.core.interactiveshell import InteractiveShell
+
+    workspace.mkdir(parents=True, exist_ok=True)
+    os.chdir(workspace)
+    shell = InteractiveShell.instance()
+    cells = [
+        "%load_ext pseudoclaude_nb",
+        f"%agent --provider demo --mode auto --new {'--quiet ' if quiet else ''}{shlex.quote(DEMO_PROMPT)}",
+        "%sessions list",
+    ]
+    for cell in cells:
+        print(f"\n\033[1mIn: {cell}\033[0m")
+        result = shell.run_cell(cell, store_history=False)
+        if not result.success:
+            return 1
+    from .magics import current_agent
+
+    agent = current_agent(shell)
+    session = agent.session
+    if session is not None:
+        print(f"\nsession log: {session.writer.path}")
+        print(f"files written by the agent are in {workspace}")
+        print("continue it in a notebook in that folder with: %sessions resume --last")
+    agent.close()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m pseudoclaude_nb", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="run the offline demo (no API key needed)")
+    demo.add_argument(
+        "--workspace",
+        type=Path,
+        default=Path("pseudoclaude-demo"),
+        help="folder the agent works in (default: ./pseudoclaude-demo)",
+    )
+    demo.add_argument("--quiet", action="store_true", help="only notices and the end line")
+    args = parser.parse_args(argv)
+    if args.command == "demo":
+        return run_demo(args.workspace.resolve(), quiet=args.quiet)
+    return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

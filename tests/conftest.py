@@ -1,0 +1,55 @@
+"""Test isolation: no network beyond loopback, no writes to the real home directory.
+
+Every test gets its own PSEUDOCLAUDE_HOME and runs with the request validator in strict
+mode (a pairing violation is a bug, so tests raise instead of repairing).
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+from pathlib import Path
+
+import pytest
+
+# Before IPython or Jupyter is imported anywhere: nothing may write to the real home
+# directory (IPython's profile, Jupyter's runtime files of the kernels the tests start).
+_HOME = tempfile.mkdtemp(prefix="pc-test-home-")
+os.environ["HOME"] = _HOME
+os.environ["IPYTHONDIR"] = os.path.join(_HOME, ".ipython")
+os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(_HOME, "jupyter-runtime")
+os.environ["PSEUDOCLAUDE_DEMO_PACE"] = "0"
+os.environ["PSEUDOCLAUDE_STRICT"] = "1"
+
+_real_connect = socket.socket.connect
+
+
+def _loopback_only(self: socket.socket, address: object) -> object:
+    host = address[0] if isinstance(address, tuple) else address
+    if self.family in (socket.AF_INET, socket.AF_INET6) and host not in (
+        "127.0.0.1",
+        "::1",
+        "localhost",
+    ):
+        raise OSError(f"tests may only connect to 127.0.0.1, not {host!r}")
+    return _real_connect(self, address)
+
+
+@pytest.fixture(autouse=True)
+def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    home = tmp_path_factory.mktemp("pc-home")
+    monkeypatch.setenv("PSEUDOCLAUDE_HOME", str(home))
+    monkeypatch.setattr(socket.socket, "connect", _loopback_only)
+    for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.fixture
+def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh workspace that is also the working directory."""
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    monkeypatch.chdir(ws)
+    monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
+    return ws

@@ -1,0 +1,40 @@
+"""``python -m pseudoclaude_nb demo``: the quickstart's main job, as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from pseudoclaude_nb.session import load_session
+
+
+def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) -> None:
+    env = dict(os.environ, PSEUDOCLAUDE_DEMO_PACE="0", IPYTHONDIR=str(tmp_path / "ipython"))
+    proc = subprocess.run(
+        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "demo-ws"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    out = proc.stdout
+    assert "→ edit_file(" in out and "✓ done · 11 steps" in out
+    log_line = next(line for line in out.splitlines() if line.startswith("session log: "))
+    log = Path(log_line.removeprefix("session log: "))
+    assert log.is_file() and log.is_relative_to(tmp_path / "demo-ws")
+    loaded = load_session(log)
+    assert loaded.problems() == [] and loaded.messages[-1].role == "assistant"
+    # The bug was really fixed: the agent's final test run passed.
+    final_tests = [m.tool_result.content for m in loaded.messages if m.tool_result and "Ran 4 tests" in m.tool_result.content]
+    assert final_tests and final_tests[-1].rstrip().endswith("OK")
+
+
+def test_demo_command_rejects_unknown_subcommands(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pseudoclaude_nb", "nonsense"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr

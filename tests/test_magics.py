@@ -1,0 +1,182 @@
+"""The magics in a real in-process IPython shell: parse → core → render, errors as UsageError."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from IPython.core.error import UsageError
+from IPython import get_ipython
+from IPython.testing.globalipapp import start_ipython
+from IPython.utils.capture import capture_output
+
+from pseudoclaude_nb.magics import current_agent
+from pseudoclaude_nb.session import list_sessions, load_session
+from tests.scripts import script, turn
+
+
+@pytest.fixture
+def ip(workspace: Path):
+    shell = start_ipython() or get_ipython()  # the global shell starts only once
+    shell.run_line_magic("load_ext", "pseudoclaude_nb")
+    agent = current_agent(shell)
+    agent.settings.workspace = str(workspace)
+    yield shell
+    shell.run_line_magic("unload_ext", "pseudoclaude_nb")
+
+
+def write_script(path: Path, *turns: dict) -> Path:
+    path.write_text(json.dumps(script(*turns)))
+    return path
+
+
+def run(ip, line: str, cell: str | None = None) -> str:
+    with capture_output() as out:
+        if cell is None:
+            ip.run_line_magic(line.split()[0], line.partition(" ")[2])
+        else:
+            ip.run_cell_magic(line.split()[0], line.partition(" ")[2], cell)
+    return out.stdout
+
+
+def test_agent_streams_text_runs_tools_and_ends_with_a_summary_line(ip, workspace: Path) -> None:
+    path = write_script(
+        workspace / "s.json",
+        turn("Writing the file.", ("write_file", {"path": "hello.txt", "content": "hi\n"})),
+        turn("All **done**."),
+    )
+    out = run(ip, f'agent --provider scripted --script {path} --mode auto "make hello.txt"')
+    assert (workspace / "hello.txt").read_text() == "hi\n"
+    assert "Writing the file." in out and "All **done**." in out
+    assert "→ write_file(" in out and "✓ wrote 3 bytes to hello.txt" in out
+    agent = current_agent(ip)
+    assert f"✓ done · 2 steps" in out and f"session {agent.session.id}" in out
+    # The prompt's quotes were the shell's, not the user's words.
+    assert load_session(agent.session.dir).messages[0].content == "make hello.txt"
+
+
+def test_cells_continue_the_session_and_new_starts_another(ip, workspace: Path) -> None:
+    path = write_script(workspace / "s.json", turn("one"))
+    run(ip, f"agent --provider scripted --script {path} first")
+    first = current_agent(ip).session.id
+    run(ip, f"agent --provider scripted --script {path} second")
+    assert current_agent(ip).session.id == first
+    assert [m.content for m in load_session(current_agent(ip).session.dir).messages] == [
+        "first", "one", "second", "one",
+    ]
+    run(ip, f"agent --provider scripted --script {path} --new third")
+    assert current_agent(ip).session.id != first
+    assert len(list_sessions(workspace)) == 2
+
+
+def test_cell_magic_uses_the_body_as_prompt(ip, workspace: Path) -> None:
+    path = write_script(workspace / "s.json", turn("ok"))
+    run(ip, f"agent --provider scripted --script {path}", "Refactor utils.py\nand run the tests.")
+    first = load_session(current_agent(ip).session.dir).messages[0]
+    assert first.content == "Refactor utils.py\nand run the tests."
+
+
+@pytest.mark.parametrize(
+    "line, needle",
+    [
+        ("agent --bogus x", "unrecognized arguments"),
+        ("agent --mode sometimes x", "invalid choice"),
+        ("agent --max-steps 0 x", "--max-steps"),
+        ("agent --provider demo", "needs a prompt"),
+        ("agent --new --session abc x", "either --new or --session"),
+        ("agent --provider nosuch x", "unknown provider 'nosuch'"),
+        ("agent --provider scripted x", "needs a script"),
+        ("sessions frobnicate", "unknown action"),
+        ("sessions resume", "needs an ID or --last"),
+        ("sessions show 20990101-000000-0000", "no session 20990101-000000-0000"),
+    ],
+)
+def test_user_mistakes_raise_usage_error_with_the_fix(ip, line: str, needle: str) -> None:
+    with pytest.raises(UsageError, match=needle.replace("-", r"\-").replace("'", ".")):
+        ip.run_line_magic(line.split()[0], line.partition(" ")[2])
+
+
+def test_script_errors_end_the_run_with_one_clear_line(ip, workspace: Path) -> None:
+    path = write_script(workspace / "s.json", turn("a", ("list_files", {})))
+    out = run(ip, f"agent --provider scripted --script {path} --mode auto go")
+    assert f"error: script {path} ran out" in out
+    assert "✗ error · 2 steps" in out
+    # Nothing is lost: the log holds the first step, protocol-valid.
+    log = load_session(current_agent(ip).session.dir)
+    assert [m.role for m in log.messages] == ["user", "assistant", "user"]
+
+
+def test_help_comes_from_the_docstring(ip) -> None:
+    doc = ip.find_line_magic("agent").__doc__
+    assert "--max-steps N" in doc and "Successive %agent cells continue" in doc
+
+
+def test_config_settings_apply_to_runs(ip, workspace: Path) -> None:
+    path = write_script(workspace / "s.json", turn("a", ("list_files", {})), turn("b"))
+    ip.run_line_magic("config", f"PseudoClaude.script = '{path}'")
+    ip.run_line_magic("config", "PseudoClaude.provider = 'scripted'")
+    ip.run_line_magic("config", "PseudoClaude.max_steps = 1")
+    out = run(ip, "agent --mode auto go")
+    assert "stopped after --max-steps 1" in out and "■ stopped at max steps · 1 steps" in out
+
+
+def test_sessions_list_show_resume_and_new(ip, workspace: Path) -> None:
+    assert "no sessions yet" in run(ip, "sessions")
+    path = write_script(workspace / "s.json", turn("fine, thanks"))
+    run(ip, f"agent --provider scripted --script {path} how are you")
+    sid = current_agent(ip).session.id
+
+    listing = run(ip, "sessions list")
+    assert f"* {sid}" in listing and "how are you" in listing and "open" in listing
+
+    shown = run(ip, f"sessions show {sid}")
+    assert "2 effective messages of 2 logged" in shown and "fine, thanks" in shown
+
+    assert "starts a new session" in run(ip, "sessions new")
+    assert current_agent(ip).session is None
+    resumed = run(ip, "sessions resume --last")
+    assert f"resumed session {sid}: 2 messages" in resumed
+    assert current_agent(ip).session.id == sid
+    run(ip, f"agent --provider scripted --script {path} and now?")
+    contents = [m.content for m in load_session(workspace / ".pseudoclaude/sessions" / sid).messages]
+    assert contents == ["how are you", "fine, thanks", "and now?", "fine, thanks"]
+
+
+def test_show_reports_recovery_problems(ip, workspace: Path) -> None:
+    path = write_script(workspace / "s.json", turn("hello"))
+    run(ip, f"agent --provider scripted --script {path} hi")
+    agent = current_agent(ip)
+    sid, log = agent.session.id, agent.session.writer.path
+    agent.close()
+    with open(log, "ab") as f:
+        f.write(b"this is not json\n")
+    shown = run(ip, f"sessions show {sid}")
+    assert "! recovery incomplete: line 4 unreadable" in shown
+    assert "incomplete" in run(ip, "sessions list")
+
+
+def test_run_python_tool_runs_in_the_notebook_namespace(ip, workspace: Path) -> None:
+    ip.user_ns["numbers"] = [3, 4, 5]
+    path = write_script(
+        workspace / "s.json",
+        turn("", ("run_python", {"code": "total = sum(numbers)\nprint('printed')\ntotal * 2"})),
+        turn("done"),
+    )
+    run(ip, f"agent --provider scripted --script {path} --mode auto compute")
+    assert ip.user_ns["total"] == 12
+    result = load_session(current_agent(ip).session.dir).messages[2].tool_result
+    assert result is not None and result.content == "printed\n24"
+
+
+def test_unload_removes_the_magics_and_releases_the_lock(ip, workspace: Path) -> None:
+    path = write_script(workspace / "s.json", turn("x"))
+    run(ip, f"agent --provider scripted --script {path} hi")
+    session_dir = current_agent(ip).session.dir
+    ip.run_line_magic("unload_ext", "pseudoclaude_nb")
+    assert ip.find_line_magic("agent") is None
+    from pseudoclaude_nb.session.writer import is_locked
+
+    assert not is_locked(session_dir)
+    ip.run_line_magic("load_ext", "pseudoclaude_nb")  # the fixture unloads again
+    current_agent(ip).settings.workspace = str(workspace)
