@@ -29,9 +29,8 @@ class ActiveSession:
     dir: Path
     writer: SessionWriter
     conversation: Conversation
-    # From a resume, consumed by the first run after it.
-    previous_model: str | None = None
-    idle_since: float | None = None
+    previous_model: str | None = None  # from a resume; said once, by the next run
+    idle_since: float | None = None  # last activity: a resume's log, or the last run
 
     @property
     def id(self) -> str:
@@ -146,13 +145,16 @@ class Agent:
         )
         self.last_runner = runner
         prompt = self._resume_notices(active, provider.model, config, runner) + prompt
-        return runner.run(prompt)
+        try:
+            return runner.run(prompt)
+        finally:
+            active.idle_since = time.time()
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""
         prefix = ""
         if active.previous_model and active.previous_model != model:
-            text = f"this session previously used model {active.previous_model}; this run uses {model}"
+            text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
             active.writer.log_note(text)
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
@@ -164,5 +166,5 @@ class Agent:
             runner.emit(Notice(text))
             active.writer.log_note(text)
             prefix = f"[host note] {text}\n\n"
-        active.previous_model = active.idle_since = None
+        active.previous_model = None
         return prefix

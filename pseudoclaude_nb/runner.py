@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from .conversation import Conversation
 from .errors import HookError, PseudoClaudeError
 from .messages import Message, ToolCall, ToolResult, Usage, validate_request
-from .providers.base import Provider, Request, StreamAssembler, TextDelta, ToolCallStart
+from .providers.base import Provider, Request, StreamAssembler, TextDelta
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
@@ -111,8 +111,14 @@ class Runner:
         self.last_request: Request | None = None
 
     def emit(self, event: RunEvent) -> None:
-        for listener in self.listeners:
-            listener(event)
+        # Listeners only observe: a broken display must not break the run (an interrupt,
+        # though, is the user's and goes through).
+        for listener in list(self.listeners):
+            try:
+                listener(event)
+            except Exception as exc:
+                self.listeners.remove(listener)
+                self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
 
     def run(self, prompt: str) -> RunSummary:
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
@@ -129,15 +135,36 @@ class Runner:
                 self._run_tools(list(message.tool_calls))
         except (_Interrupted, KeyboardInterrupt):
             summary.status = "interrupted"
-        except HookError as exc:
-            summary.status, summary.error = "error", exc
+            self._close_open_calls(INTERRUPTED)
         except PseudoClaudeError as exc:
             summary.status, summary.error = "error", exc
+            self._close_open_calls(f"not run: the run stopped before this tool ({exc})")
         summary.seconds = time.monotonic() - started
         if summary.status == "max-steps":
             self.emit(Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning"))
         self.emit(RunFinished(summary))
         return summary
+
+    def _close_open_calls(self, reason: str) -> None:
+        """Give every call of the last tool-call message a result, whatever stopped the run.
+
+        A run can stop between a call and its result at many points (a display update, a
+        usage write, a failing hook); the conversation must stay protocol-valid for the
+        next run. Results are errors that say the tool's effects are unknown.
+        """
+        messages = self.conversation.messages()
+        i = len(messages)
+        while i > 0 and messages[i - 1].tool_result is not None:
+            i -= 1
+        if i == 0 or not messages[i - 1].tool_calls:
+            return
+        answered = {m.tool_result.call_id for m in messages[i:] if m.tool_result is not None}
+        for call in messages[i - 1].tool_calls:
+            if call.id not in answered:
+                try:
+                    self.conversation.add_tool_result(call.id, reason, is_error=True)
+                except HookError:
+                    pass  # the log is failed; its next write resyncs the whole conversation
 
     # --- one model request -------------------------------------------------------------
 
@@ -169,7 +196,9 @@ class Runner:
     def _request(self) -> Request:
         messages, problems = validate_request(self.conversation.messages(), strict=self.strict)
         if problems:
-            text = "repaired a request that broke tool pairing: " + "; ".join(problems)
+            # A bug upstream; repair the conversation itself (and so the log), once.
+            self.conversation.replace("resync", messages)
+            text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
             if self.writer is not None:
                 self.writer.log_note(text, "warning")
@@ -180,14 +209,9 @@ class Runner:
     # --- tools ---------------------------------------------------------------------------
 
     def _run_tools(self, calls: list[ToolCall]) -> None:
-        for i, call in enumerate(calls):
+        for call in calls:
             self.emit(ToolStarted(call))
             started = time.monotonic()
-            try:
-                result = self.tools.run(call, self.permissions)
-            except KeyboardInterrupt:
-                for pending in calls[i:]:
-                    self.conversation.add_tool_result(pending.id, INTERRUPTED, is_error=True)
-                raise _Interrupted from None
+            result = self.tools.run(call, self.permissions)
             self.conversation.add_tool_result(result.call_id, result.content, result.is_error)
             self.emit(ToolFinished(call, result, time.monotonic() - started))

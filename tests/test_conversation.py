@@ -128,20 +128,36 @@ def test_hook_sees_the_change_and_can_read_without_deadlock():
     assert observed == [(1, 1), (2, 2), (1, 1)]
 
 
-def test_hook_may_append_from_another_thread_without_deadlock():
+def test_readers_in_other_threads_are_not_blocked_by_a_running_hook():
+    """A slow hook (an fsync) must not block readers: they take only the state lock."""
     conv = Conversation()
-    done = threading.Event()
+    seen: list[tuple[int, list[str]]] = []
 
     def on_append(message: Message) -> None:
-        if message.content == "trigger":
-            t = threading.Thread(target=lambda: (conv.add_assistant("from hook thread"), done.set()))
-            t.start()
-            t.join(2.0)
+        t = threading.Thread(target=lambda: seen.append((len(conv), [m.content for m in conv.messages()])))
+        t.start()
+        t.join(5.0)
+        assert not t.is_alive(), "a reader blocked while a hook ran"
 
     conv.add_hooks(Hooks(on_append=on_append))
-    run_with_timeout(lambda: conv.add_user("trigger"))
-    assert done.is_set()
-    assert [m.content for m in conv.messages()] == ["trigger", "from hook thread"]
+    run_with_timeout(lambda: conv.add_user("first"))
+    run_with_timeout(lambda: conv.add_assistant("second"))
+    assert seen == [(1, ["first"]), (2, ["first", "second"])]
+
+
+def test_hook_may_change_the_conversation_reentrantly():
+    conv = Conversation()
+    order: list[str] = []
+
+    def on_append(message: Message) -> None:
+        order.append(message.content)
+        if message.content == "question":
+            conv.add_assistant("answer from hook")
+
+    conv.add_hooks(Hooks(on_append=on_append))
+    run_with_timeout(lambda: conv.add_user("question"))
+    assert [m.content for m in conv.messages()] == ["question", "answer from hook"]
+    assert order == ["question", "answer from hook"]
 
 
 def test_raising_hook_raises_hook_error_with_cause():

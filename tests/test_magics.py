@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
-from IPython.core.error import UsageError
 from IPython import get_ipython
+from IPython.core.error import UsageError
 from IPython.testing.globalipapp import start_ipython
 from IPython.utils.capture import capture_output
 
@@ -51,7 +51,7 @@ def test_agent_streams_text_runs_tools_and_ends_with_a_summary_line(ip, workspac
     assert "Writing the file." in out and "All **done**." in out
     assert "→ write_file(" in out and "✓ wrote 3 bytes to hello.txt" in out
     agent = current_agent(ip)
-    assert f"✓ done · 2 steps" in out and f"session {agent.session.id}" in out
+    assert "✓ done · 2 steps" in out and f"session {agent.session.id}" in out
     # The prompt's quotes were the shell's, not the user's words.
     assert load_session(agent.session.dir).messages[0].content == "make hello.txt"
 

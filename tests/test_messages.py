@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from pydantic import ValidationError
 
 from pseudoclaude_nb.errors import ProtocolError
 from pseudoclaude_nb.messages import (
@@ -43,9 +44,13 @@ def ids(messages: list[Message]) -> list[str]:
 def test_message_round_trip_with_tool_calls_and_unicode():
     msg = Message(
         role="assistant",
-        content="café ☕ \n\"quoted\"",
+        content='café ☕ \n"quoted"',
         tool_calls=(
-            ToolCall(id="c1", name="write_file", arguments={"path": "a.txt", "content": "x\ny", "n": [1, {"k": None}]}),
+            ToolCall(
+                id="c1",
+                name="write_file",
+                arguments={"path": "a.txt", "content": "x\ny", "n": [1, {"k": None}]},
+            ),
             ToolCall(id="c2", name="bash", arguments={}),
         ),
         ts=1234.5,
@@ -97,12 +102,12 @@ def test_message_ids_are_unique_uuid_hex():
 
 def test_message_is_frozen():
     msg = user("hello")
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         msg.content = "changed"  # type: ignore[misc]
 
 
 def test_role_is_restricted():
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         Message.from_dict({"role": "system", "content": "x"})
 
 
@@ -110,7 +115,9 @@ def test_role_is_restricted():
 
 
 def test_prompt_total_includes_cache_fields_but_not_output():
-    usage = Usage(input_tokens=100, output_tokens=50, cache_creation_input_tokens=20, cache_read_input_tokens=3000)
+    usage = Usage(
+        input_tokens=100, output_tokens=50, cache_creation_input_tokens=20, cache_read_input_tokens=3000
+    )
     assert usage.prompt_total == 3120
 
 
@@ -123,7 +130,9 @@ def test_usage_addition_sums_every_field():
     a = Usage(input_tokens=1, output_tokens=2, cache_creation_input_tokens=3, cache_read_input_tokens=4)
     b = Usage(input_tokens=10, output_tokens=20, cache_creation_input_tokens=30, cache_read_input_tokens=40)
     total = a + b
-    assert total == Usage(input_tokens=11, output_tokens=22, cache_creation_input_tokens=33, cache_read_input_tokens=44)
+    assert total == Usage(
+        input_tokens=11, output_tokens=22, cache_creation_input_tokens=33, cache_read_input_tokens=44
+    )
     assert total.prompt_total == a.prompt_total + b.prompt_total
 
 

@@ -26,7 +26,6 @@ from pseudoclaude_nb.providers.base import (
     UsageEvent,
     collect,
 )
-
 from tests.scripts import script, turn
 
 SYSTEM = "You are a test."
@@ -187,12 +186,23 @@ def test_summaries_are_consumed_by_complete_with_purpose_summary():
 
 def test_summary_can_also_be_streamed():
     provider = ScriptedProvider(script(summaries=["streamed summary text here please"]))
-    assert collect(provider.stream(_request("x", purpose="summary"))).text == "streamed summary text here please"
+    assert (
+        collect(provider.stream(_request("x", purpose="summary"))).text == "streamed summary text here please"
+    )
     assert provider.summaries_used == 1
 
 
 def test_memory_ops_are_consumed_by_complete_with_purpose_memory():
-    ops = [{"op": "create", "level": "project", "name": "pnpm", "description": "d", "type": "preference", "body": "b"}]
+    ops = [
+        {
+            "op": "create",
+            "level": "project",
+            "name": "pnpm",
+            "description": "d",
+            "type": "preference",
+            "body": "b",
+        }
+    ]
     provider = ScriptedProvider(script(memory_ops=[ops, []]))
     assert json.loads(provider.complete(_request("remember", purpose="memory")).text) == ops
     assert json.loads(provider.complete(_request("nothing", purpose="memory")).text) == []
@@ -233,7 +243,10 @@ def test_estimated_usage_counts_tool_schemas():
     bare = _request("hello")
     tools = [{"name": "t", "description": "d" * 700, "input_schema": {"type": "object"}}]
     with_tools = Request(system=SYSTEM, messages=bare.messages, tools=tools)
-    assert collect(provider.stream(with_tools)).usage.input_tokens > collect(provider.stream(bare)).usage.input_tokens
+    assert (
+        collect(provider.stream(with_tools)).usage.input_tokens
+        > collect(provider.stream(bare)).usage.input_tokens
+    )
 
 
 def test_given_usage_is_passed_through():
@@ -250,7 +263,10 @@ def test_given_usage_is_passed_through():
 
 
 def _no_id_script():
-    return script(turn("", ("bash", {"command": "ls"}), ("bash", {"command": "pwd"})), turn("", ("bash", {"command": "ls"})))
+    return script(
+        turn("", ("bash", {"command": "ls"}), ("bash", {"command": "pwd"})),
+        turn("", ("bash", {"command": "ls"})),
+    )
 
 
 def test_missing_call_ids_are_deterministic_for_the_same_request():
@@ -312,11 +328,15 @@ def test_stop_reason_is_tool_use_with_calls_and_end_turn_without():
     # Tool calls arrive as start, argument JSON, end — after the text.
     kinds = [type(e) for e in with_calls]
     assert kinds.index(ToolCallStart) > max(i for i, k in enumerate(kinds) if k is TextDelta)
-    assert kinds[kinds.index(ToolCallStart) : kinds.index(ToolCallStart) + 3] == [ToolCallStart, ToolCallDelta, ToolCallEnd]
+    assert kinds[kinds.index(ToolCallStart) : kinds.index(ToolCallStart) + 3] == [
+        ToolCallStart,
+        ToolCallDelta,
+        ToolCallEnd,
+    ]
 
 
 def test_tool_call_arguments_round_trip_through_the_stream():
-    arguments = {"path": "a/b.txt", "content": "x\n\"quoted\" — ünïcode", "n": [1, 2, {"k": None}]}
+    arguments = {"path": "a/b.txt", "content": 'x\n"quoted" — ünïcode', "n": [1, 2, {"k": None}]}
     provider = ScriptedProvider(script(turn("", ("write_file", arguments, "w1"))))
     response = collect(provider.stream(_request("x")))
     assert response.tool_calls == [ToolCall(id="w1", name="write_file", arguments=arguments)]
@@ -334,7 +354,12 @@ def test_complete_with_agent_purpose_consumes_a_turn():
 
 def test_assembler_refuses_a_stream_without_stop():
     assembler = StreamAssembler()
-    for event in [TextDelta("partial "), ToolCallStart("c1", "bash"), ToolCallDelta("c1", '{"command": "ls"}'), ToolCallEnd("c1")]:
+    for event in [
+        TextDelta("partial "),
+        ToolCallStart("c1", "bash"),
+        ToolCallDelta("c1", '{"command": "ls"}'),
+        ToolCallEnd("c1"),
+    ]:
         assembler.feed(event)
     assert assembler.text == "partial "
     with pytest.raises(StreamError, match="without a stop reason"):
@@ -386,7 +411,15 @@ def test_tool_results_in_requests_count_toward_estimated_usage():
     provider = ScriptedProvider(script(turn("x"), turn("x")))
     call = ToolCall(id="c", name="bash", arguments={})
     base = [Message(role="user", content="go"), Message(role="assistant", tool_calls=(call,))]
-    short = Request(system=SYSTEM, messages=base + [Message(role="user", tool_result=ToolResult(call_id="c", content="ok"))])
-    long = Request(system=SYSTEM, messages=base + [Message(role="user", tool_result=ToolResult(call_id="c", content="y" * 7000))])
-    difference = collect(provider.stream(long)).usage.input_tokens - collect(provider.stream(short)).usage.input_tokens
+    short = Request(
+        system=SYSTEM,
+        messages=base + [Message(role="user", tool_result=ToolResult(call_id="c", content="ok"))],
+    )
+    long = Request(
+        system=SYSTEM,
+        messages=base + [Message(role="user", tool_result=ToolResult(call_id="c", content="y" * 7000))],
+    )
+    difference = (
+        collect(provider.stream(long)).usage.input_tokens - collect(provider.stream(short)).usage.input_tokens
+    )
     assert difference == pytest.approx((7000 - 2) / 3.5, abs=2)

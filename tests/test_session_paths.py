@@ -66,7 +66,9 @@ def test_notebook_file_beats_jupyter_env_and_cwd(dirs):
 
 
 def test_jupyter_env_beats_cwd(dirs):
-    got = resolve_workspace(None, cwd=dirs["cwd"], environ={"JPY_SESSION_NAME": str(dirs["jupyter"] / "x.ipynb")})
+    got = resolve_workspace(
+        None, cwd=dirs["cwd"], environ={"JPY_SESSION_NAME": str(dirs["jupyter"] / "x.ipynb")}
+    )
     assert got == dirs["jupyter"].resolve()
 
 

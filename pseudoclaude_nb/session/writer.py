@@ -83,11 +83,8 @@ class SessionWriter:
 
     def append_message(self, message: Message) -> None:
         with self._lock:
-            if self.failed is not None:
-                # The resync snapshot already holds this message.
-                self._write(self._resync_bytes())
-                return
-            self._write(entries.encode(self._message_entry(message)))
+            # When failed, _write sends the resync snapshot, which already holds this message.
+            self._write(b"" if self.failed else entries.encode(self._message_entry(message)))
 
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
@@ -126,10 +123,11 @@ class SessionWriter:
     def _write(self, data: bytes, *, resync: bool = True) -> None:
         if self._fd is None:
             raise SessionWriteError(f"session {self.id} is closed; resume it to write again")
-        if self.failed is not None:
-            # Whatever part of the failed write landed ends with a torn line: start afresh.
-            data = b"\n" + (self._resync_bytes() if resync else b"") + data
         try:
+            if self.failed is not None:
+                # Part of the failed write may have landed as a torn line: end it, then
+                # bring the log back to the whole conversation.
+                data = self._mending() + (self._resync_bytes() if resync else b"") + data
             view = memoryview(data)
             while view:
                 written = os.write(self._fd, view)
@@ -146,20 +144,27 @@ class SessionWriter:
         self.failed = None
 
     def _mend_torn_tail(self) -> None:
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            return
-        with open(self.path, "rb") as f:
-            f.seek(size - 1)
-            last = f.read(1)
-        if last != b"\n":
-            # End the torn line, and say so: the loader then counts it as a crash's torn
-            # tail rather than as corruption.
-            note = entries.note_entry("a line torn by a crash precedes this note", "warning")
-            note["kind"] = entries.TORN_NOTE
-            os.write(self._fd, b"\n" + entries.encode(note))
+        mending = self._mending()
+        if mending:
+            os.write(self._fd, mending)
             if self.fsync:
                 os.fsync(self._fd)
+
+    def _mending(self) -> bytes:
+        """What ends a torn last line: ``\n`` plus a note saying the line was torn.
+
+        The note lets the loader count the line as a crash's torn tail, not corruption.
+        """
+        with open(self.path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            if size == 0:
+                return b""
+            f.seek(size - 1)
+            if f.read(1) == b"\n":
+                return b""
+        note = entries.note_entry("a line torn by a crash or failed write precedes this note", "warning")
+        note["kind"] = entries.TORN_NOTE
+        return b"\n" + entries.encode(note)
 
     def _acquire_lock(self) -> int:
         path = self.dir / LOCK_NAME
