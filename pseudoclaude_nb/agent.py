@@ -13,11 +13,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .compact.manage import CompactSettings, ContextManager
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .conversation import Conversation
 from .errors import SessionNotFoundError
 from .prompt import build_system_prompt
-from .providers import make_provider
+from .providers import Provider, make_provider
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
 from .session.paths import resolve_workspace, session_dir
@@ -29,6 +30,7 @@ class ActiveSession:
     dir: Path
     writer: SessionWriter
     conversation: Conversation
+    context: ContextManager
     previous_model: str | None = None  # from a resume; said once, by the next run
     idle_since: float | None = None  # last activity: a resume's log, or the last run
 
@@ -52,6 +54,7 @@ class Agent:
         self.ask = ask
         self.session: ActiveSession | None = None
         self.last_runner: Runner | None = None
+        self.last_provider: Provider | None = None
 
     @property
     def workspace(self) -> Path:
@@ -82,15 +85,21 @@ class Agent:
             writer.close()
             raise
         self.close()
-        conversation = Conversation(loaded.messages)
-        writer.attach(conversation)
+        active = self._activate(path, writer, loaded.messages)
         if loaded.repaired:
             # Make the log's effective state the replayed one, so later appends land on it.
-            conversation.replace("resync", loaded.messages)
-        self.session = ActiveSession(
-            path, writer, conversation, previous_model=loaded.last_model, idle_since=loaded.last_ts
-        )
+            active.conversation.replace("resync", loaded.messages)
+        else:
+            active.context.restore(loaded)
+        active.previous_model, active.idle_since = loaded.last_model, loaded.last_ts
         return loaded
+
+    def _activate(self, path: Path, writer: SessionWriter, messages: list) -> ActiveSession:
+        conversation = Conversation(messages)
+        writer.attach(conversation)
+        context = ContextManager(conversation, session_dir=path, workspace=self.workspace, writer=writer)
+        self.session = ActiveSession(path, writer, conversation, context)
+        return self.session
 
     def close(self) -> None:
         if self.session is not None:
@@ -100,13 +109,23 @@ class Agent:
     def _ensure_session(self, config: RunConfig) -> ActiveSession:
         if self.session is None:
             path = new_session_dir(self.workspace)
-            writer = SessionWriter(path, fsync=config.fsync)
-            conversation = Conversation()
-            writer.attach(conversation)
-            self.session = ActiveSession(path, writer, conversation)
+            self._activate(path, SessionWriter(path, fsync=config.fsync), [])
+        assert self.session is not None
         return self.session
 
     # --- runs ------------------------------------------------------------------------------
+
+    def compact_settings(self, context_window: int) -> CompactSettings:
+        s = self.settings
+        return CompactSettings(
+            context_window=context_window,
+            spill_bytes=s.spill_bytes,
+            spill_batch_bytes=s.spill_batch_bytes,
+            summary_reserve=s.summary_reserve,
+            safety_margin=s.safety_margin,
+            recent_tokens=s.recent_tokens,
+            breaker_limit=s.breaker_limit,
+        )
 
     def config(self, **options: object) -> RunConfig:
         return run_config(self.settings).with_options(**options)
@@ -132,13 +151,17 @@ class Agent:
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
         tools = build_tools(self.workspace, python_executor=self.python_executor)
+        system = build_system_prompt(self.workspace)
+        active.context.configure(self.compact_settings(provider.context_window), system=system, tools=tools.schemas())
+        self.last_provider = provider
         runner = Runner(
             conversation=active.conversation,
             provider=provider,
             tools=tools,
             permissions=Permissions(config.permission_mode, ask=self.ask),
-            system_prompt=build_system_prompt(self.workspace),
+            system_prompt=system,
             writer=active.writer,
+            context=active.context,
             max_steps=config.max_steps,
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
             listeners=listeners,

@@ -60,6 +60,11 @@ class Conversation:
         with self._lock:
             return list(self._messages)
 
+    def since(self, index: int) -> list[Message]:
+        """A copy of the messages from ``index`` on: O(new messages), not O(history)."""
+        with self._lock:
+            return self._messages[max(index, 0) :]
+
     def __len__(self) -> int:
         with self._lock:
             return len(self._messages)

@@ -10,6 +10,7 @@ Every message says what happened *and* what to do next, because the magics show
     │   ├── SessionLockedError   another process holds writer.lock
     │   └── SessionWriteError    the log could not be written (writer is now "failed")
     ├── ProviderError            the model could not be asked
+    │   ├── ContextTooLong       the provider says the prompt exceeds the window
     │   ├── ScriptError          a scripted provider's script is malformed or used up
     │   └── StreamError          a response stream ended without a stop reason
     ├── ProtocolError            a request would break tool call <-> result pairing
@@ -66,6 +67,10 @@ class ProviderError(PseudoClaudeError):
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
+
+
+class ContextTooLong(ProviderError):
+    """The provider refused the request as longer than the model's window."""
 
 
 class ScriptError(ProviderError):

@@ -10,75 +10,29 @@ way that keeps the conversation protocol-valid: every tool call gets a result.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
+from .compact.manage import ContextManager
 from .conversation import Conversation
-from .errors import HookError, PseudoClaudeError
-from .messages import Message, ToolCall, ToolResult, Usage, validate_request
-from .providers.base import Provider, Request, StreamAssembler, TextDelta
+from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SessionWriteError
+from .events import (
+    AssistantDelta,
+    Listener,
+    Notice,
+    RunEvent,
+    RunFinished,
+    RunSummary,
+    StepFinished,
+    StepStarted,
+    ToolFinished,
+    ToolStarted,
+)
+from .messages import Message, ToolCall, validate_request
+from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
-
-
-# --- events for observers --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class StepStarted:
-    step: int
-
-
-@dataclass(frozen=True)
-class AssistantDelta:
-    text: str
-
-
-@dataclass(frozen=True)
-class ToolStarted:
-    call: ToolCall
-
-
-@dataclass(frozen=True)
-class ToolFinished:
-    call: ToolCall
-    result: ToolResult
-    seconds: float
-
-
-@dataclass(frozen=True)
-class StepFinished:
-    step: int
-    usage: Usage
-    message: Message
-
-
-@dataclass(frozen=True)
-class Notice:
-    text: str
-    level: str = "info"
-
-
-@dataclass
-class RunSummary:
-    status: str = "running"  # done | max-steps | interrupted | error
-    steps: int = 0
-    usage: Usage = field(default_factory=Usage)
-    seconds: float = 0.0
-    session_id: str | None = None
-    error: PseudoClaudeError | None = None
-    final_text: str = ""
-
-
-@dataclass(frozen=True)
-class RunFinished:
-    summary: RunSummary
-
-
-RunEvent = StepStarted | AssistantDelta | ToolStarted | ToolFinished | StepFinished | Notice | RunFinished
-Listener = Callable[[RunEvent], None]
 
 
 class _Interrupted(Exception):
@@ -98,6 +52,7 @@ class Runner:
         max_steps: int = 50,
         strict: bool = False,
         listeners: Iterable[Listener] = (),
+        context: ContextManager | None = None,
     ) -> None:
         self.conversation = conversation
         self.provider = provider
@@ -108,6 +63,9 @@ class Runner:
         self.max_steps = max_steps
         self.strict = strict
         self.listeners = list(listeners)
+        self.context = context
+        if context is not None:
+            context.emit = self.emit
         self.last_request: Request | None = None
 
     def emit(self, event: RunEvent) -> None:
@@ -170,7 +128,31 @@ class Runner:
 
     def _step(self, step: int, summary: RunSummary) -> Message:
         self.emit(StepStarted(step))
-        request = self._request()
+        if self.context is not None:
+            self.context.before_request(self.provider)
+        try:
+            response = self._ask(self._request())
+        except ContextTooLong as exc:
+            # The estimate was wrong (or there is no anchor yet): compact once, retry once.
+            if self.context is None or not self.context.compact(self.provider, trigger="forced").ok:
+                raise self._too_long(exc) from exc
+            try:
+                response = self._ask(self._request())
+            except ContextTooLong as again:
+                raise self._too_long(again) from again
+        if response.tool_calls:
+            message = self.conversation.add_assistant_tool_calls(response.text, response.tool_calls)
+        else:
+            message = self.conversation.add_assistant(response.text)
+        summary.usage = summary.usage + response.usage
+        if self.context is not None:
+            self.context.on_usage(response.usage, len(self.conversation))
+        if self.writer is not None:
+            self.writer.log_usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        self.emit(StepFinished(step, response.usage, message))
+        return message
+
+    def _ask(self, request: Request) -> Response:
         assembler = StreamAssembler()
         try:
             for event in self.provider.stream(request):
@@ -182,16 +164,15 @@ class Runner:
             if assembler.text:
                 self.conversation.add_assistant(assembler.text + "\n\n[interrupted by user]")
             raise _Interrupted from None
-        response = assembler.finish()
-        if response.tool_calls:
-            message = self.conversation.add_assistant_tool_calls(response.text, response.tool_calls)
-        else:
-            message = self.conversation.add_assistant(response.text)
-        summary.usage = summary.usage + response.usage
-        if self.writer is not None:
-            self.writer.log_usage(response.usage, messages=len(self.conversation), model=self.provider.model)
-        self.emit(StepFinished(step, response.usage, message))
-        return message
+        return assembler.finish()
+
+    @staticmethod
+    def _too_long(exc: ContextTooLong) -> ProviderError:
+        return ProviderError(
+            f"{exc} — even after compacting once. Try %compact, start afresh with "
+            "%sessions new, or run with --strategy rollover.",
+            status=exc.status,
+        )
 
     def _request(self) -> Request:
         messages, problems = validate_request(self.conversation.messages(), strict=self.strict)
@@ -213,5 +194,16 @@ class Runner:
             self.emit(ToolStarted(call))
             started = time.monotonic()
             result = self.tools.run(call, self.permissions)
-            self.conversation.add_tool_result(result.call_id, result.content, result.is_error)
+            content = result.content
+            if self.context is not None:
+                try:
+                    content = self.context.admit_result(call, content)
+                except SessionWriteError:
+                    # The spill file could not be written: keep the result in full (the
+                    # conversation stays valid) and stop rather than grow unchecked.
+                    self.conversation.add_tool_result(call.id, content, result.is_error)
+                    raise
+            self.conversation.add_tool_result(result.call_id, content, result.is_error)
             self.emit(ToolFinished(call, result, time.monotonic() - started))
+        if self.context is not None:
+            self.context.after_tools(len(calls))

@@ -13,12 +13,12 @@ import json
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..compact.estimate import estimate_request, tokens_for_bytes
-from ..errors import ScriptError
+from ..errors import ContextTooLong, ScriptError
 from ..messages import ToolCall, Usage
 from .base import (
     Request,
@@ -41,11 +41,22 @@ class ScriptCall(BaseModel):
     id: str | None = None
 
 
+ScriptedFault = Literal["context_too_long"]
+
+
+class ScriptFault(BaseModel):
+    """A scripted failure instead of an answer (the provider raises it)."""
+
+    model_config = ConfigDict(extra="forbid")
+    error: ScriptedFault
+
+
 class ScriptTurn(BaseModel):
     model_config = ConfigDict(extra="forbid")
     text: str = ""
     tool_calls: list[ScriptCall] = Field(default_factory=list)
     usage: Usage | None = None
+    error: ScriptedFault | None = None  # e.g. "context_too_long": the request is refused
 
 
 class Script(BaseModel):
@@ -53,7 +64,7 @@ class Script(BaseModel):
     model: str = "scripted"
     context_window: int = Field(default=200_000, gt=0)
     turns: list[ScriptTurn]
-    summaries: list[str] = Field(default_factory=list)
+    summaries: list[str | ScriptFault] = Field(default_factory=list)
     memory_ops: list[list[dict[str, Any]]] = Field(default_factory=list)
 
 
@@ -110,6 +121,8 @@ class ScriptedProvider:
             yield from _replay(self.complete(request))
             return
         turn, index = self._take_turn(request)
+        if turn.error:
+            _raise(turn.error, self.source)
         calls = [
             ToolCall(id=c.id or _call_id(request, index, k), name=c.name, arguments=c.arguments)
             for k, c in enumerate(turn.tool_calls)
@@ -132,7 +145,10 @@ class ScriptedProvider:
         if request.purpose == "summary":
             items, used = self.script.summaries, self.summaries_used
             self.summaries_used += 1
-            text = self._item(items, used, "summaries", "summary")
+            item = self._item(items, used, "summaries", "summary")
+            if isinstance(item, ScriptFault):
+                _raise(item.error, self.source)
+            text = item
         else:
             items_ops, used = self.script.memory_ops, self.memory_ops_used
             self.memory_ops_used += 1
@@ -156,6 +172,12 @@ class ScriptedProvider:
                 "with %agent --new"
             )
         return items[index]
+
+
+def _raise(fault: str, source: str) -> NoReturn:
+    if fault == "context_too_long":
+        raise ContextTooLong(f"prompt is too long for the model's context window (scripted by {source})", status=400)
+    raise ScriptError(f"script {source}: unknown fault {fault!r}")
 
 
 def _call_id(request: Request, turn: int, k: int) -> str:

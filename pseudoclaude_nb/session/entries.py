@@ -55,6 +55,18 @@ def note_entry(text: str, level: str = "info") -> dict[str, Any]:
     return _entry("note", text=text, level=level)
 
 
+def spill_entry(*, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> dict[str, Any]:
+    return _entry("spill", call_id=call_id, tool=tool, path=path, bytes=bytes, sha256=sha256)
+
+
+def compact_entry(
+    *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
+) -> dict[str, Any]:
+    return _entry(
+        "compact", trigger=trigger, before_tokens=before_tokens, after_tokens=after_tokens, ok=ok, error=error
+    )
+
+
 def encode(entry: dict[str, Any]) -> bytes:
     """One line, newline included. orjson keeps non-ASCII as UTF-8 and is ~4x faster."""
     return orjson.dumps(entry) + b"\n"

@@ -48,6 +48,7 @@ class LoadResult:
     replaces: int = 0
     usage_anchor: tuple[int, int] | None = None  # (tokens, conversation length)
     spills: list[dict[str, Any]] = field(default_factory=list)
+    compacts: list[dict[str, Any]] = field(default_factory=list)
     notes: list[dict[str, Any]] = field(default_factory=list)
     bytes: int = 0
 
@@ -187,6 +188,8 @@ def _replay(data: bytes, r: LoadResult) -> None:
                 r.last_model = model
         elif kind == "spill":
             r.spills.append(entry)
+        elif kind == "compact":
+            r.compacts.append(entry)
         elif kind == "note":
             r.notes.append(entry)
         # Unknown types are ignored: forward compatibility.

@@ -1,0 +1,318 @@
+"""Context management before each request: Layer 1 spill, then Layer 2 summary.
+
+``ContextManager`` owns the runtime state of one session's context — the usage anchor,
+the spill ledger and the breaker — and restores it from the log on resume. It changes
+the conversation only through ``Conversation.replace`` (so every change is logged as a
+replace marker plus snapshot) and never touches the log otherwise, except to add
+``spill`` and ``compact`` entries. Per step it costs the same at 100 messages as at
+10,000: it looks only at the messages after the anchor.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..conversation import Conversation
+from ..errors import ContextTooLong, ProviderError, SessionWriteError
+from ..events import Compacted, CompactStarted, ContextState, Notice, RunEvent, Spilled
+from ..messages import Message, ToolCall, ToolResult, Usage
+from ..providers.base import Provider, Request
+from ..session import entries
+from ..session.loader import LoadResult
+from ..session.writer import SessionWriter
+from .breaker import MIN_FREED, Breaker
+from .estimate import estimate_request, estimate_tokens
+from .spill import Ledger, batch_to_spill, preview, write_spill
+from .summarize import (
+    SUMMARY_SYSTEM,
+    compacted,
+    drop_oldest_exchange,
+    freed_fraction,
+    layer2_threshold,
+    summary_messages,
+    tail_start,
+)
+
+SUMMARY_RETRIES = 3
+
+
+@dataclass(frozen=True)
+class CompactSettings:
+    context_window: int = 200_000
+    spill_bytes: int = 50_000
+    spill_batch_bytes: int = 200_000
+    summary_reserve: int = 20_000
+    safety_margin: int = 13_000
+    recent_tokens: int = 20_000
+    breaker_limit: int = 3
+
+    @property
+    def threshold(self) -> int:
+        return layer2_threshold(self.context_window, self.summary_reserve, self.safety_margin)
+
+    @property
+    def tail_tokens(self) -> int:
+        # The tail may use at most half of what the window allows before compacting: with
+        # a small window, 20,000 recent tokens would leave nothing old to summarize.
+        return max(1, min(self.recent_tokens, self.threshold // 2))
+
+
+class ContextManager:
+    def __init__(
+        self,
+        conversation: Conversation,
+        settings: CompactSettings | None = None,
+        *,
+        session_dir: Path | None = None,
+        workspace: Path | None = None,
+        writer: SessionWriter | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self.settings = settings or CompactSettings()
+        self.session_dir = session_dir
+        self.workspace = workspace
+        self.writer = writer
+        self.emit: Callable[[RunEvent], None] = lambda event: None
+        self.ledger = Ledger()
+        self.breaker = Breaker(self.settings.breaker_limit)
+        self.anchor: tuple[int, int] | None = None  # (tokens, conversation length)
+        self.compactions = 0
+        self.last_compact: Compacted | None = None
+        self._pending_batch = 0  # results of the last tool batch not yet checked together
+        self._system = ""
+        self._tools: list[dict[str, Any]] = []
+        self._breaker_noted = False
+
+    def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
+        self.settings = settings
+        self.breaker.limit = settings.breaker_limit
+        self._system, self._tools = system, tools
+        self._breaker_noted = False
+
+    def restore(self, loaded: LoadResult) -> None:
+        """Rebuild the runtime state from a log: anchor, ledger, breaker."""
+        self.anchor = loaded.usage_anchor
+        for spill in loaded.spills:
+            if isinstance(spill.get("call_id"), str):
+                self.ledger.record(spill["call_id"], "spilled")
+        for msg in loaded.messages:
+            if msg.tool_result is not None:
+                self.ledger.record(msg.tool_result.call_id, "kept")
+        for entry in loaded.compacts:
+            ok = bool(entry.get("ok"))
+            self.breaker.record(ok, str(entry.get("trigger") or "auto"))
+            self.compactions += ok
+
+    # --- the estimate ------------------------------------------------------------------
+
+    def estimate(self) -> int:
+        """Tokens of the next request: the provider's last figure plus what came after."""
+        length = len(self.conversation)
+        if self.anchor is not None and self.anchor[1] <= length:
+            tokens, at = self.anchor
+            return tokens + estimate_tokens(self.conversation.since(at))
+        self._reset_anchor(self.conversation.messages())
+        assert self.anchor is not None
+        return self.anchor[0]
+
+    def on_usage(self, usage: Usage, length: int) -> None:
+        if usage.prompt_total or usage.output_tokens:
+            self.anchor = (usage.prompt_total + usage.output_tokens, length)
+
+    def _reset_anchor(self, messages: list[Message]) -> None:
+        self.anchor = (estimate_request(self._system, messages, self._tools), len(messages))
+
+    def state(self) -> ContextState:
+        total = self.estimate()
+        return ContextState(
+            estimated_tokens=total,
+            anchor_tokens=self.anchor[0] if self.anchor else 0,
+            context_window=self.settings.context_window,
+            threshold=self.settings.threshold,
+            breaker_open=self.breaker.open,
+            spills=self.ledger.spilled,
+            compactions=self.compactions,
+        )
+
+    # --- Layer 1 -------------------------------------------------------------------------
+
+    def admit_result(self, call: ToolCall, content: str) -> str:
+        """What the conversation gets for a tool result: the text, or a spill preview."""
+        if len(content) * 4 <= self.settings.spill_bytes or self.session_dir is None:
+            return content  # fast path: even 4-byte characters would fit
+        if len(content.encode("utf-8")) <= self.settings.spill_bytes:
+            return content
+        return preview(content, self._spill(call.id, call.name, content, "single"))
+
+    def after_tools(self, count: int) -> None:
+        """The runner appended a batch of ``count`` results: check the batch before the next request."""
+        self._pending_batch = count
+
+    def _spill(self, call_id: str, tool: str, content: str, reason: str) -> str:
+        assert self.session_dir is not None
+        try:
+            spill = write_spill(self.session_dir, call_id, tool, content)
+        except OSError as exc:
+            raise SessionWriteError(
+                f"could not spill the {len(content):,}-character result of {tool} to "
+                f"{self.session_dir / 'tool-results'}: {exc.strerror or exc}. The result was kept "
+                "in full; free disk space, then run %agent again (or %compact --layer1)."
+            ) from exc
+        if self.writer is not None:
+            self.writer.log(entries.spill_entry(**spill.entry_fields()))
+        self.ledger.force(call_id, "spilled")
+        shown = self._shown_path(spill.path)
+        self.emit(Spilled(call_id, tool, shown, spill.bytes, reason))
+        return shown
+
+    def _shown_path(self, rel: str) -> str:
+        assert self.session_dir is not None
+        full = self.session_dir / rel
+        if self.workspace is not None:
+            try:
+                return str(full.relative_to(self.workspace))
+            except ValueError:
+                pass
+        return str(full)
+
+    def _spill_batch(self) -> None:
+        count, self._pending_batch = self._pending_batch, 0
+        if count == 0 or self.session_dir is None:
+            return
+        batch = [m for m in self.conversation.since(len(self.conversation) - count) if m.tool_result]
+        chosen = batch_to_spill(batch, self.ledger, self.settings.spill_batch_bytes)
+        if chosen:
+            self._replace_results({m.id for m in chosen}, "batch", reason="snapshot")
+        for msg in batch:
+            self.ledger.record(msg.tool_result.call_id, "kept")  # type: ignore[union-attr]
+
+    def spill_all(self) -> int:
+        """``%compact --layer1``: spill every result over ``spill_bytes`` and fit every batch."""
+        if self.session_dir is None:
+            return 0
+        messages = self.conversation.messages()
+        ids = set()
+        batches: list[list[Message]] = []
+        for msg in messages:
+            if msg.tool_result is None:
+                batches.append([])
+                continue
+            if batches:
+                batches[-1].append(msg)
+            if len(msg.tool_result.content.encode("utf-8")) > self.settings.spill_bytes and not _is_preview(msg):
+                ids.add(msg.id)
+        scratch = Ledger()
+        for batch in batches:
+            fitting = [m for m in batch if m.id not in ids and not _is_preview(m)]
+            rest = self.settings.spill_batch_bytes - sum(
+                len(m.tool_result.content.encode("utf-8")) for m in batch if m.id in ids  # type: ignore[union-attr]
+            )
+            ids.update(m.id for m in batch_to_spill(fitting, scratch, max(rest, 0)))
+        if ids:
+            self._replace_results(ids, "manual", reason="snapshot")
+        return len(ids)
+
+    def _replace_results(self, ids: set[str], why: str, *, reason: str) -> None:
+        new = []
+        for msg in self.conversation.messages():
+            result = msg.tool_result
+            if result is not None and msg.id in ids:
+                tool = self._tool_name(result.call_id)
+                shown = self._spill(result.call_id, tool, result.content, why)
+                result = ToolResult(call_id=result.call_id, content=preview(result.content, shown), is_error=result.is_error)
+                msg = msg.model_copy(update={"tool_result": result})
+            new.append(msg)
+        self.conversation.replace(reason, new)
+        self._reset_anchor(new)
+
+    def _tool_name(self, call_id: str) -> str:
+        for msg in reversed(self.conversation.messages()):
+            for call in msg.tool_calls:
+                if call.id == call_id:
+                    return call.name
+        return "tool"
+
+    # --- before each request ------------------------------------------------------------------
+
+    def before_request(self, provider: Provider) -> None:
+        self._spill_batch()
+        total = self.estimate()
+        if total >= self.settings.threshold:
+            if self.breaker.open:
+                if not self._breaker_noted:
+                    self._breaker_noted = True
+                    self.emit(
+                        Notice(
+                            f"automatic compaction skipped: the breaker opened after "
+                            f"{self.breaker.failures} failed attempts; %compact still works",
+                            "warning",
+                        )
+                    )
+            else:
+                self.compact(provider, trigger="auto")
+        self.emit(self.state())
+
+    # --- Layer 2 -------------------------------------------------------------------------------
+
+    def compact(self, provider: Provider, trigger: str = "manual") -> Compacted:
+        messages = self.conversation.messages()
+        before = estimate_request(self._system, messages, self._tools)
+        self.emit(CompactStarted(trigger, before))
+        start = tail_start(messages, self.settings.tail_tokens)
+        head, tail = messages[:start], messages[start:]
+        new, error = self._summarize(provider, head, tail)
+        after = before
+        if new is not None:
+            after = estimate_request(self._system, new, self._tools)
+            freed = freed_fraction(before, after)
+            if freed < MIN_FREED:
+                error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
+                after = before
+        if new is not None:
+            self.conversation.replace("compact", new)
+            self._reset_anchor(new)
+            self.compactions += 1
+        result = Compacted(trigger, before, after, new is not None, error)
+        self.breaker.record(result.ok, trigger)
+        if self.writer is not None:
+            self.writer.log(
+                entries.compact_entry(
+                    trigger=trigger, before_tokens=before, after_tokens=after, ok=result.ok, error=error
+                )
+            )
+        self.last_compact = result
+        self.emit(result)
+        return result
+
+    def _summarize(
+        self, provider: Provider, head: list[Message], tail: list[Message]
+    ) -> tuple[list[Message] | None, str | None]:
+        if not head:
+            return None, "nothing old enough to summarize: the recent tail is the whole conversation"
+        for _ in range(1 + SUMMARY_RETRIES):
+            request = Request(
+                system=SUMMARY_SYSTEM,
+                messages=summary_messages(head),
+                max_tokens=self.settings.summary_reserve,
+                purpose="summary",
+            )
+            try:
+                response = provider.complete(request)
+            except ContextTooLong:
+                head = drop_oldest_exchange(head)
+                if not head:
+                    return None, "the summary request is too long even without the older history"
+                continue
+            except ProviderError as exc:
+                return None, f"the summary request failed: {exc}"
+            if not response.text.strip():
+                return None, "the model returned an empty summary"
+            return compacted(response.text, tail), None
+        return None, f"the summary request was still too long after {SUMMARY_RETRIES} retries"
+
+
+def _is_preview(msg: Message) -> bool:
+    return msg.tool_result is not None and msg.tool_result.content.startswith("[Tool result too large")

@@ -1,0 +1,120 @@
+"""Events a run reports to its observers (renderers, widgets, tests).
+
+Observers only watch: nothing here calls back into the loop.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .errors import PseudoClaudeError
+from .messages import Message, ToolCall, ToolResult, Usage
+
+
+@dataclass(frozen=True)
+class StepStarted:
+    step: int
+
+
+@dataclass(frozen=True)
+class AssistantDelta:
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolStarted:
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class ToolFinished:
+    call: ToolCall
+    result: ToolResult
+    seconds: float
+
+
+@dataclass(frozen=True)
+class StepFinished:
+    step: int
+    usage: Usage
+    message: Message
+
+
+@dataclass(frozen=True)
+class Notice:
+    text: str
+    level: str = "info"
+
+
+@dataclass
+class RunSummary:
+    status: str = "running"  # done | max-steps | interrupted | error
+    steps: int = 0
+    usage: Usage = field(default_factory=Usage)
+    seconds: float = 0.0
+    session_id: str | None = None
+    error: PseudoClaudeError | None = None
+    final_text: str = ""
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    summary: RunSummary
+
+
+@dataclass(frozen=True)
+class Spilled:
+    """Layer 1 moved a tool result to a file."""
+
+    call_id: str
+    tool: str
+    path: str  # relative to the workspace
+    bytes: int
+    reason: str  # "single" (over spill_bytes) | "batch" (over spill_batch_bytes) | "manual"
+
+
+@dataclass(frozen=True)
+class CompactStarted:
+    trigger: str  # auto | manual | forced
+    before_tokens: int
+
+
+@dataclass(frozen=True)
+class Compacted:
+    """A Layer 2 attempt ended (``ok`` False: nothing was replaced)."""
+
+    trigger: str
+    before_tokens: int
+    after_tokens: int
+    ok: bool
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class ContextState:
+    """Where the context stands before a request: for gauges."""
+
+    estimated_tokens: int
+    anchor_tokens: int  # part of the estimate the provider measured
+    context_window: int
+    threshold: int
+    breaker_open: bool
+    spills: int
+    compactions: int
+
+
+RunEvent = (
+    StepStarted
+    | AssistantDelta
+    | ToolStarted
+    | ToolFinished
+    | StepFinished
+    | Notice
+    | RunFinished
+    | Spilled
+    | CompactStarted
+    | Compacted
+    | ContextState
+)
+Listener = Callable[[RunEvent], None]
