@@ -14,10 +14,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .compact.manage import CompactSettings, ContextManager
+from .compact.manifest import manifest
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .conversation import Conversation
-from .errors import SessionNotFoundError
-from .prompt import build_system_prompt
+from .errors import ConfigError, SessionNotFoundError
+from .events import Compacted
+from .prompt import join_sections, system_sections
 from .providers import Provider, make_provider
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
@@ -151,8 +153,10 @@ class Agent:
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
         tools = build_tools(self.workspace, python_executor=self.python_executor)
-        system = build_system_prompt(self.workspace)
-        active.context.configure(self.compact_settings(provider.context_window), system=system, tools=tools.schemas())
+        system = join_sections(system_sections(self.workspace))
+        active.context.configure(
+            self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
+        )
         self.last_provider = provider
         runner = Runner(
             conversation=active.conversation,
@@ -172,6 +176,89 @@ class Agent:
             return runner.run(prompt)
         finally:
             active.idle_since = time.time()
+
+    # --- context: %context and %compact ---------------------------------------------------------
+
+    def provider_for_context(self) -> Provider:
+        """The provider of the last run (a scripted one keeps its place), else a new one."""
+        if self.last_provider is not None:
+            return self.last_provider
+        c = self.config()
+        return make_provider(c.provider, model=c.model, context_window=c.context_window, script=c.script)
+
+    def _context_window(self) -> int:
+        if self.settings.context_window:
+            return self.settings.context_window
+        try:
+            return self.provider_for_context().context_window
+        except ConfigError:
+            return CompactSettings().context_window
+
+    def _prepared_context(self) -> tuple[list[tuple[str, str]], list[dict], CompactSettings]:
+        sections = system_sections(self.workspace)
+        tools = build_tools(self.workspace, python_executor=self.python_executor).schemas()
+        settings = self.compact_settings(self._context_window())
+        if self.session is not None:
+            self.session.context.configure(settings, system=join_sections(sections), tools=tools)
+        return sections, tools, settings
+
+    def context_manifest(self) -> dict:
+        """What the next request would contain, part by part (``%context``)."""
+        sections, tools, settings = self._prepared_context()
+        extra = {"strategy": self.settings.strategy, "session_id": None}
+        if self.session is None:
+            return manifest(
+                sections=sections,
+                messages=[],
+                tools=tools,
+                context_window=settings.context_window,
+                threshold=settings.threshold,
+                extra=extra,
+            )
+        ctx = self.session.context
+        state = ctx.state()
+        extra.update(
+            session_id=self.session.id,
+            breaker="open" if ctx.breaker.open else "closed",
+            breaker_failures=ctx.breaker.failures,
+            spills=ctx.ledger.spilled,
+            compactions=ctx.compactions,
+        )
+        return manifest(
+            sections=sections,
+            messages=self.session.conversation.messages(),
+            tools=tools,
+            context_window=settings.context_window,
+            threshold=settings.threshold,
+            estimated_tokens=state.estimated_tokens,
+            anchor_tokens=state.anchor_tokens,
+            extra=extra,
+        )
+
+    def last_manifest(self) -> dict | None:
+        """The manifest of the last request actually sent (``%context --last``)."""
+        runner = self.last_runner
+        if runner is None or runner.last_request is None:
+            return None
+        request = runner.last_request
+        settings = self.compact_settings(runner.provider.context_window)
+        return manifest(
+            sections=[("system prompt as sent", request.system)],
+            messages=request.messages,
+            tools=request.tools,
+            context_window=settings.context_window,
+            threshold=settings.threshold,
+            extra={"provider": runner.provider.name, "model": runner.provider.model},
+        )
+
+    def compact(self, *, layer1_only: bool = False) -> Compacted | int:
+        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass."""
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_context()
+        if layer1_only:
+            return self.session.context.spill_all()
+        return self.session.context.compact(self.provider_for_context(), trigger="manual")
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""

@@ -24,6 +24,7 @@ def run_demo(workspace: Path, *, quiet: bool = False) -> int:
     cells = [
         "%load_ext pseudoclaude_nb",
         f"%agent --provider demo --mode auto --new {'--quiet ' if quiet else ''}{shlex.quote(DEMO_PROMPT)}",
+        "%context",
         "%sessions list",
     ]
     for cell in cells:

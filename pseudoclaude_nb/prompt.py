@@ -1,4 +1,7 @@
-"""The system prompt: fixed instructions, the workspace, and ``PSEUDOCLAUDE.md``."""
+"""The system prompt: fixed instructions, the workspace, and ``PSEUDOCLAUDE.md``.
+
+Built from named sections so ``%context`` can show what each costs.
+"""
 
 from __future__ import annotations
 
@@ -15,10 +18,19 @@ PROJECT_FILE = "PSEUDOCLAUDE.md"
 PROJECT_FILE_CAP = 25_000
 
 
-def build_system_prompt(workspace: Path) -> str:
-    parts = [BASE.format(workspace=workspace)]
+def system_sections(workspace: Path) -> list[tuple[str, str]]:
+    """(title, text) pairs, in prompt order."""
+    sections = [("instructions", BASE.format(workspace=workspace))]
     project = Path(workspace) / PROJECT_FILE
     if project.is_file():
         raw = project.read_bytes()[:PROJECT_FILE_CAP].decode("utf-8", errors="ignore")
-        parts.append(f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}")
-    return "\n\n".join(parts)
+        sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}"))
+    return sections
+
+
+def join_sections(sections: list[tuple[str, str]]) -> str:
+    return "\n\n".join(text for _, text in sections)
+
+
+def build_system_prompt(workspace: Path) -> str:
+    return join_sections(system_sections(workspace))

@@ -99,7 +99,9 @@ class Runner:
             self._close_open_calls(f"not run: the run stopped before this tool ({exc})")
         summary.seconds = time.monotonic() - started
         if summary.status == "max-steps":
-            self.emit(Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning"))
+            self.emit(
+                Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning")
+            )
         self.emit(RunFinished(summary))
         return summary
 

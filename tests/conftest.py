@@ -53,3 +53,20 @@ def workspace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.chdir(ws)
     monkeypatch.delenv("JPY_SESSION_NAME", raising=False)
     return ws
+
+
+@pytest.fixture
+def ip(workspace: Path):
+    """The in-process IPython shell with the extension loaded, working in ``workspace``."""
+    from IPython import get_ipython
+    from IPython.testing.globalipapp import start_ipython
+
+    from pseudoclaude_nb.magics import current_agent
+
+    shell = start_ipython() or get_ipython()  # the global shell starts only once
+    shell.config.pop("PseudoClaude", None)  # %config in one test must not leak into the next
+    shell.run_line_magic("load_ext", "pseudoclaude_nb")
+    current_agent(shell).settings.workspace = str(workspace)
+    yield shell
+    shell.run_line_magic("unload_ext", "pseudoclaude_nb")
+    shell.config.pop("PseudoClaude", None)

@@ -1,4 +1,4 @@
-"""Small scripted-provider scripts shared by tests (data, not fake models)."""
+"""Helpers shared by tests: scripted-provider scripts (data, not fake models) and magics."""
 
 from __future__ import annotations
 
@@ -17,3 +17,16 @@ def turn(text: str = "", *calls: tuple[str, dict[str, Any]] | tuple[str, dict[st
 
 def script(*turns: dict[str, Any], context_window: int = 200_000, **extra: Any) -> dict[str, Any]:
     return {"model": "scripted-test", "context_window": context_window, "turns": list(turns), **extra}
+
+
+def run_magic(ip: Any, line: str, cell: str | None = None) -> str:
+    """Run ``%line`` (or ``%%line`` with ``cell``) in the shell; return what it printed."""
+    from IPython.utils.capture import capture_output
+
+    name, _, rest = line.partition(" ")
+    with capture_output() as out:
+        if cell is None:
+            ip.run_line_magic(name, rest)
+        else:
+            ip.run_cell_magic(name, rest, cell)
+    return out.stdout

@@ -6,38 +6,17 @@ import json
 from pathlib import Path
 
 import pytest
-from IPython import get_ipython
 from IPython.core.error import UsageError
-from IPython.testing.globalipapp import start_ipython
-from IPython.utils.capture import capture_output
 
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.session import list_sessions, load_session
+from tests.scripts import run_magic as run
 from tests.scripts import script, turn
-
-
-@pytest.fixture
-def ip(workspace: Path):
-    shell = start_ipython() or get_ipython()  # the global shell starts only once
-    shell.run_line_magic("load_ext", "pseudoclaude_nb")
-    agent = current_agent(shell)
-    agent.settings.workspace = str(workspace)
-    yield shell
-    shell.run_line_magic("unload_ext", "pseudoclaude_nb")
 
 
 def write_script(path: Path, *turns: dict) -> Path:
     path.write_text(json.dumps(script(*turns)))
     return path
-
-
-def run(ip, line: str, cell: str | None = None) -> str:
-    with capture_output() as out:
-        if cell is None:
-            ip.run_line_magic(line.split()[0], line.partition(" ")[2])
-        else:
-            ip.run_cell_magic(line.split()[0], line.partition(" ")[2], cell)
-    return out.stdout
 
 
 def test_agent_streams_text_runs_tools_and_ends_with_a_summary_line(ip, workspace: Path) -> None:

@@ -39,6 +39,4 @@ def estimate_text(text: str) -> int:
 def estimate_request(system: str, messages: Iterable[Message], tools: list[dict[str, Any]]) -> int:
     """The full request: system prompt and tool schemas count against the window too."""
     schema_bytes = len(json.dumps(tools, ensure_ascii=False).encode("utf-8")) if tools else 0
-    return (
-        estimate_tokens(messages) + estimate_text(system) + tokens_for_bytes(schema_bytes)
-    )
+    return estimate_tokens(messages) + estimate_text(system) + tokens_for_bytes(schema_bytes)

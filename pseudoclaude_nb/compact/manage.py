@@ -202,13 +202,17 @@ class ContextManager:
                 continue
             if batches:
                 batches[-1].append(msg)
-            if len(msg.tool_result.content.encode("utf-8")) > self.settings.spill_bytes and not _is_preview(msg):
+            if len(msg.tool_result.content.encode("utf-8")) > self.settings.spill_bytes and not _is_preview(
+                msg
+            ):
                 ids.add(msg.id)
         scratch = Ledger()
         for batch in batches:
             fitting = [m for m in batch if m.id not in ids and not _is_preview(m)]
             rest = self.settings.spill_batch_bytes - sum(
-                len(m.tool_result.content.encode("utf-8")) for m in batch if m.id in ids  # type: ignore[union-attr]
+                len(m.tool_result.content.encode("utf-8"))
+                for m in batch
+                if m.id in ids  # type: ignore[union-attr]
             )
             ids.update(m.id for m in batch_to_spill(fitting, scratch, max(rest, 0)))
         if ids:
@@ -222,7 +226,9 @@ class ContextManager:
             if result is not None and msg.id in ids:
                 tool = self._tool_name(result.call_id)
                 shown = self._spill(result.call_id, tool, result.content, why)
-                result = ToolResult(call_id=result.call_id, content=preview(result.content, shown), is_error=result.is_error)
+                result = ToolResult(
+                    call_id=result.call_id, content=preview(result.content, shown), is_error=result.is_error
+                )
                 msg = msg.model_copy(update={"tool_result": result})
             new.append(msg)
         self.conversation.replace(reason, new)

@@ -33,7 +33,13 @@ class Spill:
     sha256: str
 
     def entry_fields(self) -> dict[str, object]:
-        return {"call_id": self.call_id, "tool": self.tool, "path": self.path, "bytes": self.bytes, "sha256": self.sha256}
+        return {
+            "call_id": self.call_id,
+            "tool": self.tool,
+            "path": self.path,
+            "bytes": self.bytes,
+            "sha256": self.sha256,
+        }
 
 
 class Ledger:
@@ -116,9 +122,7 @@ def preview(text: str, shown_path: str) -> str:
         f"[Tool result too large for the context: {size:,} bytes, saved in full to {shown_path}]\n"
         f"Read it in parts with read_file(path={shown_path!r}, offset=N, limit=M), or search "
         f"it with grep(pattern, path={shown_path!r}). The first {len(head.encode('utf-8')):,} "
-        f"bytes follow.\n\n{head}"
-        + ("" if head.endswith("\n") else "\n")
-        + "[… preview ends here …]"
+        f"bytes follow.\n\n{head}" + ("" if head.endswith("\n") else "\n") + "[… preview ends here …]"
     )
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from ..agent import Agent
 from ..config import PseudoClaude
 from .agent import AgentMagics
+from .context import ContextMagics
 from .python_exec import python_executor
 from .sessions import SessionMagics
 
@@ -25,7 +26,7 @@ def register(shell: Any) -> Agent:
     shell.configurables.append(settings)
     notebook_file = shell.user_ns.get("__vsc_ipynb_file__")
     agent = Agent(settings, notebook_file=notebook_file, python_executor=python_executor(shell))
-    shell.register_magics(AgentMagics(shell, agent), SessionMagics(shell, agent))
+    shell.register_magics(AgentMagics(shell, agent), SessionMagics(shell, agent), ContextMagics(shell, agent))
     _AGENTS[id(shell)] = agent
     return agent
 
@@ -35,8 +36,14 @@ def unregister(shell: Any) -> None:
     if agent is not None:
         agent.close()
         shell.configurables[:] = [c for c in shell.configurables if c is not agent.settings]
-    for name, kind in (("agent", "line"), ("agent", "cell"), ("sessions", "line")):
+    for name, kind in (
+        ("agent", "line"),
+        ("agent", "cell"),
+        ("sessions", "line"),
+        ("context", "line"),
+        ("compact", "line"),
+    ):
         shell.magics_manager.magics[kind].pop(name, None)
 
 
-__all__ = ["AgentMagics", "SessionMagics", "current_agent", "register", "unregister"]
+__all__ = ["AgentMagics", "ContextMagics", "SessionMagics", "current_agent", "register", "unregister"]

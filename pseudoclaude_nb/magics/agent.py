@@ -50,7 +50,9 @@ class AgentMagics(Magics):
         if cell is not None:
             prompt = (prompt + "\n\n" + cell).strip() if prompt else cell.strip()
         if not prompt:
-            raise UsageError('%agent needs a prompt: %agent "what to do", or %%agent with the prompt as the cell body')
+            raise UsageError(
+                '%agent needs a prompt: %agent "what to do", or %%agent with the prompt as the cell body'
+            )
         if args.max_steps is not None and args.max_steps < 1:
             raise UsageError("--max-steps must be at least 1")
         if args.context_window is not None and args.context_window < 1000:

@@ -13,18 +13,22 @@ from typing import Any
 
 from IPython.display import display
 
-from ..messages import ToolCall, ToolResult
-from ..runner import (
+from ..events import (
     AssistantDelta,
+    Compacted,
+    CompactStarted,
+    ContextState,
     Notice,
     RunEvent,
     RunFinished,
     RunSummary,
+    Spilled,
     StepFinished,
     StepStarted,
     ToolFinished,
     ToolStarted,
 )
+from ..messages import ToolCall, ToolResult
 
 UPDATE_EVERY = 0.15  # seconds between Markdown re-renders: smooth without flooding the frontend
 
@@ -55,7 +59,7 @@ def result_brief(result: ToolResult) -> str:
     return f"{mark} {tail} · {size}" if tail else f"{mark} {size}"
 
 
-def end_line(summary: RunSummary) -> str:
+def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     u = summary.usage
     head = {
         "done": "✓ done",
@@ -63,11 +67,33 @@ def end_line(summary: RunSummary) -> str:
         "interrupted": "■ interrupted",
         "error": "✗ error",
     }.get(summary.status, summary.status)
+    window = ""
+    if context is not None:
+        window = f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
     return (
         f"{head} · {summary.steps} steps · {u.prompt_total:,} in / {u.output_tokens:,} out"
-        f" · cache read {u.cache_read_input_tokens:,} · {summary.seconds:.1f} s"
+        f" · cache read {u.cache_read_input_tokens:,}{window} · {summary.seconds:.1f} s"
         f" · session {summary.session_id}"
     )
+
+
+def context_line(event: Spilled | CompactStarted | Compacted) -> str:
+    """The one-line story of a context change (Layer 1 or Layer 2)."""
+    if isinstance(event, Spilled):
+        why = {
+            "single": "over the spill limit",
+            "batch": "batch over its limit",
+            "manual": "%compact --layer1",
+        }
+        return (
+            f"⤓ spilled the {event.tool} result ({event.bytes:,} bytes, {why.get(event.reason, event.reason)})"
+            f" → {event.path}; the model sees a preview"
+        )
+    if isinstance(event, CompactStarted):
+        return f"⟳ compacting ({event.trigger}) ~{event.before_tokens:,} tokens…"
+    if event.ok:
+        return f"⟳ compacted ({event.trigger}): ~{event.before_tokens:,} → ~{event.after_tokens:,} tokens"
+    return f"✗ compaction ({event.trigger}) failed: {event.error}"
 
 
 class TerminalRenderer:
@@ -77,13 +103,21 @@ class TerminalRenderer:
         self.quiet = quiet
         self.out = out or sys.stdout
         self._mid_line = False
+        self._context: ContextState | None = None
 
     def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, ContextState):
+            self._context = event
+            return
         if isinstance(event, RunFinished):
             self._newline()
             if event.summary.error is not None:
                 self._write(f"error: {event.summary.error}\n")
-            self._write(end_line(event.summary) + "\n")
+            self._write(end_line(event.summary, self._context) + "\n")
+            return
+        if isinstance(event, (Spilled, Compacted)):
+            self._newline()
+            self._write(context_line(event) + "\n")
             return
         if isinstance(event, Notice):
             self._newline()
@@ -122,14 +156,42 @@ class NotebookRenderer:
         self._text = ""
         self._handle: Any = None
         self._last_update = 0.0
+        self._context: ContextState | None = None
+        self._compacting: Any = None
 
     def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, ContextState):
+            self._context = event
+            return
         if isinstance(event, RunFinished):
             self._flush()
             s = event.summary
             if s.error is not None:
                 _show_html(f"<b>error:</b> {html.escape(str(s.error))}", f"error: {s.error}", "#b00020")
-            _show_html(html.escape(end_line(s)), end_line(s), "#555")
+            line = end_line(s, self._context)
+            _show_html(html.escape(line), line, "#555")
+            return
+        if isinstance(event, CompactStarted):
+            # Shown while the summary request runs, then replaced by its outcome.
+            self._flush()
+            line = context_line(event)
+            self._compacting = display(
+                _html_line(html.escape(line), line, "#1565c0"), raw=True, display_id=True
+            )
+            return
+        if isinstance(event, (Spilled, Compacted)):
+            self._flush()
+            line = context_line(event)
+            data = _html_line(
+                html.escape(line),
+                line,
+                "#b00020" if isinstance(event, Compacted) and not event.ok else "#1565c0",
+            )
+            if isinstance(event, Compacted) and self._compacting is not None:
+                self._compacting.update(data, raw=True)
+                self._compacting = None
+            else:
+                display(data, raw=True)
             return
         if isinstance(event, Notice):
             self._flush()
@@ -184,11 +246,12 @@ def _markdown(text: str) -> dict[str, str]:
     return {"text/markdown": text, "text/plain": text}
 
 
+def _html_line(markup: str, plain: str, color: str) -> dict[str, str]:
+    return {"text/html": f"<div style='color:{color};font-size:90%'>{markup}</div>", "text/plain": plain}
+
+
 def _show_html(markup: str, plain: str, color: str) -> None:
-    display(
-        {"text/html": f"<div style='color:{color};font-size:90%'>{markup}</div>", "text/plain": plain},
-        raw=True,
-    )
+    display(_html_line(markup, plain, color), raw=True)
 
 
 def renderer_for(shell: Any, quiet: bool = False) -> TerminalRenderer | NotebookRenderer:

@@ -39,9 +39,7 @@ def make_provider(
                 "the scripted provider needs a script: pass --script PATH "
                 "(or %config PseudoClaude.script = 'PATH')"
             )
-        return ScriptedProvider(
-            script, model=model or None, context_window=context_window or None
-        )
+        return ScriptedProvider(script, model=model or None, context_window=context_window or None)
     raise ConfigError(f"unknown provider {name!r}; choose one of: demo, scripted")
 
 

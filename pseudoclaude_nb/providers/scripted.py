@@ -86,8 +86,7 @@ def load_script(source: dict[str, Any] | str | Path) -> tuple[Script, str]:
         return Script.model_validate(data), name
     except ValidationError as exc:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in err['loc']) or 'top level'}: {err['msg']}"
-            for err in exc.errors()[:5]
+            f"{'.'.join(str(p) for p in err['loc']) or 'top level'}: {err['msg']}" for err in exc.errors()[:5]
         )
         raise ScriptError(f"script {name} is malformed: {problems}") from None
 
@@ -153,9 +152,7 @@ class ScriptedProvider:
             items_ops, used = self.script.memory_ops, self.memory_ops_used
             self.memory_ops_used += 1
             text = json.dumps(self._item(items_ops, used, "memory_ops", "memory update"))
-        return Response(
-            text=text, usage=_usage_for(request, text, []), stop_reason="end_turn"
-        )
+        return Response(text=text, usage=_usage_for(request, text, []), stop_reason="end_turn")
 
     def _take_turn(self, request: Request) -> tuple[ScriptTurn, int]:
         self.requests.append(request)
@@ -176,7 +173,9 @@ class ScriptedProvider:
 
 def _raise(fault: str, source: str) -> NoReturn:
     if fault == "context_too_long":
-        raise ContextTooLong(f"prompt is too long for the model's context window (scripted by {source})", status=400)
+        raise ContextTooLong(
+            f"prompt is too long for the model's context window (scripted by {source})", status=400
+        )
     raise ScriptError(f"script {source}: unknown fault {fault!r}")
 
 

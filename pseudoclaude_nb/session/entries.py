@@ -26,9 +26,7 @@ def _entry(type_: str, **fields: Any) -> dict[str, Any]:
     return entry
 
 
-def message_entry(
-    msg: Message, *, replace_id: str | None = None, model: str | None = None
-) -> dict[str, Any]:
+def message_entry(msg: Message, *, replace_id: str | None = None, model: str | None = None) -> dict[str, Any]:
     data = msg.to_dict()
     entry = _entry(
         "message",

@@ -19,7 +19,9 @@ LOG_NAME = "conversation.jsonl"
 META_NAME = "meta.json"
 LOCK_NAME = "writer.lock"
 SPILL_DIR = "tool-results"
-GITIGNORE = "# written by pseudoclaude_nb: session logs are private by default\nsessions/\ntrash/\nhistory.sqlite*\n"
+GITIGNORE = (
+    "# written by pseudoclaude_nb: session logs are private by default\nsessions/\ntrash/\nhistory.sqlite*\n"
+)
 
 
 def resolve_workspace(

@@ -29,9 +29,7 @@ def is_binary(path: Path) -> bool:
 def _existing_file(workspace: Path, path: str) -> Path:
     resolved = resolve_in_workspace(workspace, path)
     if not resolved.exists():
-        raise ToolError(
-            f"{path} does not exist (paths are relative to the workspace); try list_files"
-        )
+        raise ToolError(f"{path} does not exist (paths are relative to the workspace); try list_files")
     if resolved.is_dir():
         raise ToolError(f"{path} is a directory, not a file; use list_files to see its files")
     if not resolved.is_file():
@@ -53,8 +51,7 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
     resolved = _existing_file(workspace, args.path)
     if is_binary(resolved):
         raise ToolError(
-            f"{args.path} looks binary (NUL byte in its first 8 KB); "
-            "inspect it with bash (file, xxd)"
+            f"{args.path} looks binary (NUL byte in its first 8 KB); inspect it with bash (file, xxd)"
         )
     shown: list[str] = []
     total = 0
@@ -70,9 +67,7 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
     if total == 0:
         return f"({args.path} is empty)"
     if args.offset > total:
-        raise ToolError(
-            f"offset={args.offset} is past the end of {args.path}, which has {total} lines"
-        )
+        raise ToolError(f"offset={args.offset} is past the end of {args.path}, which has {total} lines")
     remaining = total - last
     if remaining > 0:
         shown.append(f"… {remaining} more lines; use offset={last + 1}")
@@ -102,9 +97,7 @@ def write_file(workspace: Path, args: WriteFileArgs) -> str:
 
 class EditFileArgs(ToolArgs):
     path: str = Field(description="File path, relative to the workspace.")
-    old_string: str = Field(
-        description="Exact text to replace, including whitespace and indentation."
-    )
+    old_string: str = Field(description="Exact text to replace, including whitespace and indentation.")
     new_string: str = Field(description="Text to put in its place.")
     replace_all: bool = Field(False, description="Replace every occurrence instead of exactly one.")
 

@@ -117,13 +117,9 @@ class Permissions:
     each cell it executes.
     """
 
-    def __init__(
-        self, mode: PermissionMode = "ask", ask: Callable[[str], str] | None = None
-    ) -> None:
+    def __init__(self, mode: PermissionMode = "ask", ask: Callable[[str], str] | None = None) -> None:
         if mode not in PERMISSION_MODES:
-            raise ConfigError(
-                f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}"
-            )
+            raise ConfigError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
         self.mode: PermissionMode = mode
         self._ask = ask
         self.always_allowed: set[str] = set()

@@ -19,9 +19,7 @@ from .files import is_binary
 from .registry import Tool, ToolArgs
 from .workspace import display_path, resolve_in_workspace
 
-SKIP_DIRS = frozenset(
-    {".git", ".pseudoclaude", "__pycache__", ".ipynb_checkpoints", "node_modules"}
-)
+SKIP_DIRS = frozenset({".git", ".pseudoclaude", "__pycache__", ".ipynb_checkpoints", "node_modules"})
 MAX_LISTED_FILES = 1000
 MAX_GREP_MATCHES = 200
 # A match in a minified file would otherwise put the whole file into one output line.
@@ -116,9 +114,7 @@ def list_files(workspace: Path, args: ListFilesArgs) -> str:
     if not top.is_dir():
         return f"no files match {args.pattern!r}"
     regex = glob_to_regex(pattern)
-    matches = sorted(
-        rel for p in walk_files(top) if regex.match(rel := p.relative_to(root).as_posix())
-    )
+    matches = sorted(rel for p in walk_files(top) if regex.match(rel := p.relative_to(root).as_posix()))
     if not matches:
         return f"no files match {args.pattern!r}"
     lines = matches[:MAX_LISTED_FILES]

@@ -93,9 +93,7 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 
 class BashArgs(ToolArgs):
     command: str = Field(description="The command line, run by /bin/bash -c in the workspace.")
-    timeout: float = Field(
-        120, gt=0, le=600, description="Seconds before the command is killed (max 600)."
-    )
+    timeout: float = Field(120, gt=0, le=600, description="Seconds before the command is killed (max 600).")
 
 
 def _command_env() -> dict[str, str]:

@@ -1,0 +1,68 @@
+"""What a request contains, part by part, with token estimates: ``%context``'s data.
+
+A pure function of the request's parts, so the same code describes the next request
+and the last one actually sent.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from ..messages import Message
+from .estimate import estimate_text, message_bytes, tokens_for_bytes
+
+PREVIEW_MARK = "[Tool result too large"
+
+
+def message_parts(messages: list[Message]) -> dict[str, int]:
+    parts = {"user_text": 0, "assistant_text": 0, "tool_calls": 0, "tool_results": 0, "spill_previews": 0}
+    for m in messages:
+        if m.tool_result is not None:
+            key = "spill_previews" if m.tool_result.content.startswith(PREVIEW_MARK) else "tool_results"
+            parts[key] += message_bytes(m)
+        elif m.role == "user":
+            parts["user_text"] += message_bytes(m)
+        else:
+            text = len(m.role) + len(m.content.encode("utf-8"))
+            parts["assistant_text"] += text
+            parts["tool_calls"] += message_bytes(m) - text
+    return {k: tokens_for_bytes(v) for k, v in parts.items()}
+
+
+def manifest(
+    *,
+    sections: list[tuple[str, str]],
+    messages: list[Message],
+    tools: list[dict[str, Any]],
+    context_window: int,
+    threshold: int,
+    estimated_tokens: int | None = None,
+    anchor_tokens: int = 0,
+    memory_index: str | None = None,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    system = [{"title": title, "tokens": estimate_text(text)} for title, text in sections]
+    tool_tokens = tokens_for_bytes(len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))) if tools else 0
+    parts = message_parts(messages)
+    memory_tokens = estimate_text(memory_index) if memory_index else 0
+    computed = sum(s["tokens"] for s in system) + tool_tokens + sum(parts.values()) + memory_tokens
+    data: dict[str, Any] = {
+        "context_window": context_window,
+        "estimated_tokens": estimated_tokens if estimated_tokens is not None else computed,
+        "anchor_tokens": anchor_tokens,
+        "threshold": threshold,
+        "message_count": len(messages),
+        "tools": [t["name"] for t in tools],
+        "memory_included": memory_index is not None,
+        "memory_index": memory_index,
+        "parts": {
+            "system": sum(s["tokens"] for s in system),
+            "memory": memory_tokens,
+            "tool_schemas": tool_tokens,
+            **parts,
+        },
+        "system_sections": system,
+    }
+    data.update(extra or {})
+    return data

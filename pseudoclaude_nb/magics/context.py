@@ -1,0 +1,126 @@
+"""``%context`` and ``%compact``: see what the model will get, and shrink it on demand."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from IPython.core.error import UsageError
+from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+
+from ..agent import Agent
+from ..errors import PseudoClaudeError
+
+PART_LABELS = {
+    "system": "system prompt",
+    "memory": "memory index",
+    "tool_schemas": "tool schemas",
+    "user_text": "user messages",
+    "assistant_text": "assistant text",
+    "tool_calls": "tool calls",
+    "tool_results": "tool results",
+    "spill_previews": "spill previews",
+}
+
+
+def render_manifest(m: dict[str, Any], *, title: str) -> str:
+    window, est = m["context_window"], m["estimated_tokens"]
+    pct = 100 * est / window if window else 0.0
+    lines = [
+        f"{title}: ~{est:,} of {window:,} tokens ({pct:.0f}%) · Layer 2 at {m['threshold']:,}"
+        + (f" · breaker {m['breaker']}" if "breaker" in m else "")
+    ]
+    if m.get("anchor_tokens"):
+        lines.append(
+            f"  {m['anchor_tokens']:,} as last measured by the provider + "
+            f"{max(est - m['anchor_tokens'], 0):,} estimated since (bytes/3.5)"
+        )
+    lines.append(f"  {'part':<22}{'tokens':>9}")
+    for key, label in PART_LABELS.items():
+        value = m["parts"].get(key, 0)
+        note = ""
+        if key == "system":
+            note = "  " + ", ".join(f"{s['title']} {s['tokens']:,}" for s in m["system_sections"])
+        elif key == "memory":
+            note = "" if m["memory_included"] else "  (not included)"
+        elif key == "tool_schemas":
+            note = f"  {len(m['tools'])} tools: {', '.join(m['tools'])}"
+        lines.append(f"  {label:<22}{value:>9,}{note}")
+    lines.append(f"  {m['message_count']} messages")
+    if m.get("session_id"):
+        lines.append(
+            f"  session {m['session_id']} · {m.get('spills', 0)} spilled results · "
+            f"{m.get('compactions', 0)} compactions"
+        )
+    return "\n".join(lines)
+
+
+@magics_class
+class ContextMagics(Magics):
+    def __init__(self, shell: Any, agent: Agent) -> None:
+        super().__init__(shell)
+        self._agent = agent
+
+    @magic_arguments()
+    @argument("--json", action="store_true", help="print one JSON object instead of a table")
+    @argument("--last", action="store_true", help="the last request actually sent, not the next one")
+    @line_magic
+    def context(self, line: str) -> None:
+        """What the next request would contain: system prompt sections, memory index,
+        messages and tool schemas, with token estimates per part and the thresholds.
+
+        %context          a table
+        %context --json   one JSON object (context_window, estimated_tokens, message_count,
+                          tools, memory_included, memory_index, parts, …)
+        %context --last   the manifest of the last request actually sent
+        """
+        args = parse_argstring(self.context, line)
+        try:
+            data = self._agent.last_manifest() if args.last else self._agent.context_manifest()
+        except PseudoClaudeError as exc:
+            raise UsageError(str(exc)) from None
+        if data is None:
+            raise UsageError("no request has been sent in this kernel yet; run %agent first")
+        if args.json:
+            print(json.dumps(data, ensure_ascii=False))
+        else:
+            print(render_manifest(data, title="last request" if args.last else "next request"))
+
+    @magic_arguments()
+    @argument("--layer1", action="store_true", help="only spill large tool results (no summary)")
+    @argument("--status", action="store_true", help="show the compaction state; change nothing")
+    @line_magic
+    def compact(self, line: str) -> None:
+        """Compact the current session's context now.
+
+        %compact            Layer 2: summarize the old history, keep the recent tail
+        %compact --layer1   Layer 1 only: spill tool results over spill_bytes to files
+        %compact --status   estimate, thresholds, spills, compactions, breaker
+        """
+        args = parse_argstring(self.compact, line)
+        if args.layer1 and args.status:
+            raise UsageError("use --layer1 or --status, not both")
+        try:
+            if args.status:
+                print(render_manifest(self._agent.context_manifest(), title="context"))
+                self._last_compact()
+                return
+            result = self._agent.compact(layer1_only=args.layer1)
+        except PseudoClaudeError as exc:
+            raise UsageError(str(exc)) from None
+        if isinstance(result, int):
+            print(f"Layer 1: spilled {result} tool result{'s' if result != 1 else ''} to files")
+        elif result.ok:
+            print(f"compacted: ~{result.before_tokens:,} → ~{result.after_tokens:,} tokens")
+        else:
+            print(f"compaction failed: {result.error}; nothing was replaced")
+
+    def _last_compact(self) -> None:
+        session = self._agent.session
+        last = session.context.last_compact if session else None
+        if last is not None:
+            outcome = "ok" if last.ok else f"failed ({last.error})"
+            print(
+                f"  last compaction ({last.trigger}): {last.before_tokens:,} → {last.after_tokens:,}, {outcome}"
+            )
