@@ -17,14 +17,18 @@ from .compact.manage import CompactSettings, ContextManager
 from .compact.manifest import manifest
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .conversation import Conversation
-from .errors import ConfigError, SessionNotFoundError
+from .errors import ConfigError, SessionNotFoundError, ToolError
 from .events import Compacted
 from .prompt import join_sections, system_sections
 from .providers import Provider, make_provider
+from .rollover.handoff import GUIDANCE, Intent
+from .rollover.manage import RolloverManager, RolloverSettings
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
+from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
-from .tools import Permissions, build_tools
+from .tools import Permissions, ToolRegistry, build_tools
+from .tools.rollover import new_context_tool, search_history_tool
 
 
 @dataclass
@@ -57,10 +61,21 @@ class Agent:
         self.session: ActiveSession | None = None
         self.last_runner: Runner | None = None
         self.last_provider: Provider | None = None
+        self._history: HistoryIndex | None = None
 
     @property
     def workspace(self) -> Path:
         return resolve_workspace(self.settings.workspace or None, notebook_file=self.notebook_file)
+
+    @property
+    def history(self) -> HistoryIndex:
+        """The full-history index of the current workspace (``.pseudoclaude/history.sqlite``)."""
+        ws = self.workspace
+        if self._history is None or self._history.workspace != ws:
+            if self._history is not None:
+                self._history.close()
+            self._history = HistoryIndex(ws)
+        return self._history
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -88,25 +103,54 @@ class Agent:
             raise
         self.close()
         active = self._activate(path, writer, loaded.messages)
+        active.context.restore(loaded)
         if loaded.repaired:
             # Make the log's effective state the replayed one, so later appends land on it.
+            # The last usage described what was cut, so the estimate starts afresh.
             active.conversation.replace("resync", loaded.messages)
-        else:
-            active.context.restore(loaded)
+            active.context.anchor = None
         active.previous_model, active.idle_since = loaded.last_model, loaded.last_ts
         return loaded
 
     def _activate(self, path: Path, writer: SessionWriter, messages: list) -> ActiveSession:
         conversation = Conversation(messages)
         writer.attach(conversation)
-        context = ContextManager(conversation, session_dir=path, workspace=self.workspace, writer=writer)
+        # Right after the writer: each append is in the index when the append returns.
+        conversation.add_hooks(self.history.hooks(path))
+        kind = RolloverManager if self.settings.strategy == "rollover" else ContextManager
+        context = kind(conversation, session_dir=path, workspace=self.workspace, writer=writer)
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
+
+    def _use_strategy(self, active: ActiveSession, strategy: str) -> ContextManager:
+        """The session's context manager for ``strategy``; a switch keeps anchor, ledger and breaker."""
+        kind = RolloverManager if strategy == "rollover" else ContextManager
+        old = active.context
+        if type(old) is kind:
+            return old
+        new = kind(
+            active.conversation,
+            old.settings,
+            session_dir=active.dir,
+            workspace=self.workspace,
+            writer=active.writer,
+        )
+        new.anchor, new.ledger, new.breaker = old.anchor, old.ledger, old.breaker
+        new.compactions, new.last_compact = old.compactions, old.last_compact
+        active.context = new
+        return new
+
+    def _strategy(self) -> str:
+        if self.session is not None:
+            return "rollover" if isinstance(self.session.context, RolloverManager) else "compact"
+        return self.settings.strategy
 
     def close(self) -> None:
         if self.session is not None:
             self.session.writer.close()
             self.session = None
+        if self._history is not None:
+            self._history.close()  # reopened on demand
 
     def _ensure_session(self, config: RunConfig) -> ActiveSession:
         if self.session is None:
@@ -152,9 +196,10 @@ class Agent:
             self.resume(session_id)
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
-        tools = build_tools(self.workspace, python_executor=self.python_executor)
-        system = join_sections(system_sections(self.workspace))
-        active.context.configure(
+        context = self._use_strategy(active, config.strategy)
+        tools = self._tools(config.strategy)
+        system = join_sections(self._sections(config.strategy))
+        context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
         self.last_provider = provider
@@ -165,17 +210,47 @@ class Agent:
             permissions=Permissions(config.permission_mode, ask=self.ask),
             system_prompt=system,
             writer=active.writer,
-            context=active.context,
+            context=context,
             max_steps=config.max_steps,
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
             listeners=listeners,
         )
         self.last_runner = runner
+        if config.provider == "auto" and provider.name == "demo":
+            runner.emit(
+                Notice(
+                    "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set, so this run uses the "
+                    "offline demo provider (a fixed script). Set a key, or pass --provider."
+                )
+            )
         prompt = self._resume_notices(active, provider.model, config, runner) + prompt
+        self.history.on_notice = lambda text: runner.emit(Notice(text, "warning"))
         try:
             return runner.run(prompt)
         finally:
             active.idle_since = time.time()
+            self.history.on_notice = None
+
+    # --- what a run offers: tools and system prompt, by strategy ----------------------------------
+
+    def _tools(self, strategy: str) -> ToolRegistry:
+        tools = build_tools(self.workspace, python_executor=self.python_executor)
+        if strategy == "rollover":
+            tools.add(new_context_tool(self.workspace, self._declare_rollover))
+            tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
+        return tools
+
+    def _sections(self, strategy: str) -> list[tuple[str, str]]:
+        sections = system_sections(self.workspace)
+        if strategy == "rollover":
+            sections.append(("rollover", GUIDANCE))
+        return sections
+
+    def _declare_rollover(self, intent: Intent) -> str:
+        context = self.session.context if self.session is not None else None
+        if not isinstance(context, RolloverManager):
+            raise ToolError("new_context works only with --strategy rollover; keep working in this window")
+        return context.declare(intent)
 
     # --- context: %context and %compact ---------------------------------------------------------
 
@@ -195,9 +270,12 @@ class Agent:
             return CompactSettings().context_window
 
     def _prepared_context(self) -> tuple[list[tuple[str, str]], list[dict], CompactSettings]:
-        sections = system_sections(self.workspace)
-        tools = build_tools(self.workspace, python_executor=self.python_executor).schemas()
+        strategy = self._strategy()
+        sections = self._sections(strategy)
+        tools = self._tools(strategy).schemas()
         settings = self.compact_settings(self._context_window())
+        if strategy == "rollover":
+            settings = RolloverSettings.from_compact(settings)
         if self.session is not None:
             self.session.context.configure(settings, system=join_sections(sections), tools=tools)
         return sections, tools, settings
@@ -205,7 +283,10 @@ class Agent:
     def context_manifest(self) -> dict:
         """What the next request would contain, part by part (``%context``)."""
         sections, tools, settings = self._prepared_context()
-        extra = {"strategy": self.settings.strategy, "session_id": None}
+        extra: dict = {"strategy": self._strategy(), "session_id": None}
+        if isinstance(settings, RolloverSettings):
+            # The gauge and %context show these instead of the Layer 2 line.
+            extra["rollover_limits"] = settings.limits
         if self.session is None:
             return manifest(
                 sections=sections,
@@ -224,6 +305,8 @@ class Agent:
             spills=ctx.ledger.spilled,
             compactions=ctx.compactions,
         )
+        if isinstance(ctx, RolloverManager):
+            extra.update(rollovers=ctx.rollovers, rollover_phase=state.phase)
         return manifest(
             sections=sections,
             messages=self.session.conversation.messages(),

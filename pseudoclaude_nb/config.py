@@ -14,14 +14,19 @@ from pathlib import Path
 from traitlets import Bool, CaselessStrEnum, Int, Unicode
 from traitlets.config import Configurable
 
-PROVIDERS = ("demo", "scripted")
+PROVIDERS = ("auto", "anthropic", "openai", "demo", "scripted")
 STRATEGIES = ("compact", "rollover")
 MODES = ("read-only", "ask", "auto")
 MEMORY_POLICIES = ("explicit", "auto", "off")
 
 
 class PseudoClaude(Configurable):
-    provider = CaselessStrEnum(PROVIDERS, default_value="demo", help="Model provider.").tag(config=True)
+    provider = CaselessStrEnum(
+        PROVIDERS,
+        default_value="auto",
+        help="Model provider; auto: anthropic if ANTHROPIC_API_KEY is set, else openai if "
+        "OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline demo.",
+    ).tag(config=True)
     model = Unicode("", help="Model name; empty means the provider's default.").tag(config=True)
     context_window = Int(0, help="Context window in tokens; 0 means the provider's.").tag(config=True)
     workspace = Unicode("", help="Workspace folder; empty means the notebook's folder.").tag(config=True)

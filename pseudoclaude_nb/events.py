@@ -102,6 +102,49 @@ class ContextState:
     breaker_open: bool
     spills: int
     compactions: int
+    strategy: str = "compact"  # compact | rollover
+    # Rollover only: (label, tokens) marks — remind, base (fallback) and hard limits.
+    limits: tuple[tuple[str, int], ...] = ()
+    rollovers: int = 0
+    phase: str = "normal"  # rollover: normal | reminded | fallback | declared
+
+
+@dataclass(frozen=True)
+class RolloverReminded:
+    """The one-time notice of a window: finish up and call new_context."""
+
+    estimated_tokens: int
+    base_limit: int
+
+
+@dataclass(frozen=True)
+class RolloverFallback:
+    """At the base limit: this request offers only ``tools``; other calls are refused."""
+
+    estimated_tokens: int
+    tools: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RolloverDeclared:
+    """The model called new_context: the switch happens at the next pre-step boundary."""
+
+    call_id: str | None
+    message_uuid: str | None
+    related_files: int
+    missing_files: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RolloverCommitted:
+    """The conversation was replaced by the first message of a new window."""
+
+    reason: str  # model | hard-limit
+    before_tokens: int
+    after_tokens: int
+    session_id: str | None
+    message_uuid: str | None  # the anchor in the old window
+    related_files: int
 
 
 RunEvent = (
@@ -116,5 +159,9 @@ RunEvent = (
     | CompactStarted
     | Compacted
     | ContextState
+    | RolloverReminded
+    | RolloverFallback
+    | RolloverDeclared
+    | RolloverCommitted
 )
 Listener = Callable[[RunEvent], None]

@@ -67,6 +67,8 @@ class Runner:
         if context is not None:
             context.emit = self.emit
         self.last_request: Request | None = None
+        # The tools of the current step: what its request offered is what its calls may use.
+        self.surface = tools
 
     def emit(self, event: RunEvent) -> None:
         # Listeners only observe: a broken display must not break the run (an interrupt,
@@ -131,13 +133,18 @@ class Runner:
     def _step(self, step: int, summary: RunSummary) -> Message:
         self.emit(StepStarted(step))
         if self.context is not None:
+            # The pre-step boundary: every result of the last step is in, the next request
+            # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
             self.context.before_request(self.provider)
+            self.surface = self.context.surface(self.tools)
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
-            # The estimate was wrong (or there is no anchor yet): compact once, retry once.
-            if self.context is None or not self.context.compact(self.provider, trigger="forced").ok:
+            # The estimate was wrong (or there is no anchor yet): shrink once (compact, or a
+            # forced rollover), retry once.
+            if self.context is None or not self.context.recover(self.provider):
                 raise self._too_long(exc) from exc
+            self.surface = self.context.surface(self.tools)
             try:
                 response = self._ask(self._request())
             except ContextTooLong as again:
@@ -149,6 +156,7 @@ class Runner:
         summary.usage = summary.usage + response.usage
         if self.context is not None:
             self.context.on_usage(response.usage, len(self.conversation))
+            self.emit(self.context.state())
         if self.writer is not None:
             self.writer.log_usage(response.usage, messages=len(self.conversation), model=self.provider.model)
         self.emit(StepFinished(step, response.usage, message))
@@ -185,7 +193,7 @@ class Runner:
             self.emit(Notice(text, "warning"))
             if self.writer is not None:
                 self.writer.log_note(text, "warning")
-        request = Request(system=self.system_prompt, messages=messages, tools=self.tools.schemas())
+        request = Request(system=self.system_prompt, messages=messages, tools=self.surface.schemas())
         self.last_request = request
         return request
 
@@ -195,7 +203,8 @@ class Runner:
         for call in calls:
             self.emit(ToolStarted(call))
             started = time.monotonic()
-            result = self.tools.run(call, self.permissions)
+            result = self.surface.run(call, self.permissions)
+            self.emit(ToolFinished(call, result, time.monotonic() - started))
             content = result.content
             if self.context is not None:
                 try:
@@ -206,6 +215,5 @@ class Runner:
                     self.conversation.add_tool_result(call.id, content, result.is_error)
                     raise
             self.conversation.add_tool_result(result.call_id, content, result.is_error)
-            self.emit(ToolFinished(call, result, time.monotonic() - started))
         if self.context is not None:
             self.context.after_tools(len(calls))

@@ -18,7 +18,9 @@ BYTES_PER_TOKEN = 3.5
 def message_bytes(msg: Message) -> int:
     n = len(msg.role) + len(msg.content.encode("utf-8"))
     for call in msg.tool_calls:
-        n += len(call.name) + len(json.dumps(call.arguments, ensure_ascii=False).encode("utf-8"))
+        n += len(call.name.encode("utf-8")) + len(
+            json.dumps(call.arguments, ensure_ascii=False).encode("utf-8")
+        )
     if msg.tool_result is not None:
         n += len(msg.tool_result.content.encode("utf-8"))
     return n

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..conversation import Conversation
 from ..errors import ContextTooLong, ProviderError, SessionWriteError
@@ -25,7 +25,7 @@ from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from .breaker import MIN_FREED, Breaker
 from .estimate import estimate_request, estimate_tokens
-from .spill import Ledger, batch_to_spill, preview, write_spill
+from .spill import Ledger, Spill, batch_to_spill, preview, write_spill
 from .summarize import (
     SUMMARY_SYSTEM,
     compacted,
@@ -35,6 +35,9 @@ from .summarize import (
     summary_messages,
     tail_start,
 )
+
+if TYPE_CHECKING:
+    from ..tools import ToolRegistry
 
 SUMMARY_RETRIES = 3
 
@@ -81,7 +84,7 @@ class ContextManager:
         self.anchor: tuple[int, int] | None = None  # (tokens, conversation length)
         self.compactions = 0
         self.last_compact: Compacted | None = None
-        self._pending_batch = 0  # results of the last tool batch not yet checked together
+        self._pending_batch: list[str] = []  # call ids of the last tool batch, not yet checked together
         self._system = ""
         self._tools: list[dict[str, Any]] = []
         self._breaker_noted = False
@@ -95,8 +98,12 @@ class ContextManager:
     def restore(self, loaded: LoadResult) -> None:
         """Rebuild the runtime state from a log: anchor, ledger, breaker."""
         self.anchor = loaded.usage_anchor
+        in_full = {
+            m.tool_result.call_id for m in loaded.messages if m.tool_result is not None and not _is_preview(m)
+        }
         for spill in loaded.spills:
-            if isinstance(spill.get("call_id"), str):
+            # A spill entry whose snapshot never landed (a crash between) left the result in full.
+            if isinstance(spill.get("call_id"), str) and spill["call_id"] not in in_full:
                 self.ledger.record(spill["call_id"], "spilled")
         for msg in loaded.messages:
             if msg.tool_result is not None:
@@ -145,27 +152,35 @@ class ContextManager:
             return content  # fast path: even 4-byte characters would fit
         if len(content.encode("utf-8")) <= self.settings.spill_bytes:
             return content
-        return preview(content, self._spill(call.id, call.name, content, "single"))
+        spill = self._write(call.id, call.name, content)
+        shown = self._record(spill, "single")
+        return preview(content, shown)
 
     def after_tools(self, count: int) -> None:
-        """The runner appended a batch of ``count`` results: check the batch before the next request."""
-        self._pending_batch = count
+        """The runner appended a batch of ``count`` results: check them together before the next request."""
+        batch = self.conversation.since(len(self.conversation) - count)
+        # By call id, not by position: a run may stop (max steps, interrupt) before the next
+        # request, and the next run's user message comes after the batch.
+        self._pending_batch = [m.tool_result.call_id for m in batch if m.tool_result is not None]
 
-    def _spill(self, call_id: str, tool: str, content: str, reason: str) -> str:
+    def _write(self, call_id: str, tool: str, content: str) -> Spill:
         assert self.session_dir is not None
         try:
-            spill = write_spill(self.session_dir, call_id, tool, content)
+            return write_spill(self.session_dir, call_id, tool, content)
         except OSError as exc:
             raise SessionWriteError(
                 f"could not spill the {len(content):,}-character result of {tool} to "
                 f"{self.session_dir / 'tool-results'}: {exc.strerror or exc}. The result was kept "
                 "in full; free disk space, then run %agent again (or %compact --layer1)."
             ) from exc
-        if self.writer is not None:
+
+    def _record(self, spill: Spill, reason: str, *, logged: bool = False) -> str:
+        """Log a written spill and freeze its decision; returns the path shown to the model."""
+        if self.writer is not None and not logged:
             self.writer.log(entries.spill_entry(**spill.entry_fields()))
-        self.ledger.force(call_id, "spilled")
+        self.ledger.force(spill.call_id, "spilled")
         shown = self._shown_path(spill.path)
-        self.emit(Spilled(call_id, tool, shown, spill.bytes, reason))
+        self.emit(Spilled(spill.call_id, spill.tool, shown, spill.bytes, reason))
         return shown
 
     def _shown_path(self, rel: str) -> str:
@@ -179,69 +194,105 @@ class ContextManager:
         return str(full)
 
     def _spill_batch(self) -> None:
-        count, self._pending_batch = self._pending_batch, 0
-        if count == 0 or self.session_dir is None:
+        pending, self._pending_batch = self._pending_batch, []
+        if not pending or self.session_dir is None:
             return
-        batch = [m for m in self.conversation.since(len(self.conversation) - count) if m.tool_result]
+        wanted = set(pending)
+        batch = [m for m in self._tail_with(wanted) if m.tool_result and m.tool_result.call_id in wanted]
         chosen = batch_to_spill(batch, self.ledger, self.settings.spill_batch_bytes)
         if chosen:
-            self._replace_results({m.id for m in chosen}, "batch", reason="snapshot")
+            try:
+                self._replace_results({m.id for m in chosen}, "batch")
+            except SessionWriteError:
+                self._pending_batch = pending  # nothing was decided: check again next time
+                raise
         for msg in batch:
             self.ledger.record(msg.tool_result.call_id, "kept")  # type: ignore[union-attr]
+
+    def _tail_with(self, call_ids: set[str]) -> list[Message]:
+        """The shortest tail of the conversation holding every result in ``call_ids``."""
+        length = len(self.conversation)
+        size = len(call_ids) + 2
+        while True:
+            tail = self.conversation.since(length - size)
+            found = {m.tool_result.call_id for m in tail if m.tool_result is not None}
+            if call_ids <= found or size >= length:
+                return tail
+            size *= 2
 
     def spill_all(self) -> int:
         """``%compact --layer1``: spill every result over ``spill_bytes`` and fit every batch."""
         if self.session_dir is None:
             return 0
-        messages = self.conversation.messages()
-        ids = set()
+        singles: set[str] = set()
         batches: list[list[Message]] = []
-        for msg in messages:
+        for msg in self.conversation.messages():
             if msg.tool_result is None:
                 batches.append([])
                 continue
             if batches:
                 batches[-1].append(msg)
-            if len(msg.tool_result.content.encode("utf-8")) > self.settings.spill_bytes and not _is_preview(
-                msg
+            if (
+                not _is_preview(msg)
+                and len(msg.tool_result.content.encode("utf-8")) > self.settings.spill_bytes
             ):
-                ids.add(msg.id)
-        scratch = Ledger()
+                singles.add(msg.id)
+        chosen = set(singles)
         for batch in batches:
-            fitting = [m for m in batch if m.id not in ids and not _is_preview(m)]
-            rest = self.settings.spill_batch_bytes - sum(
-                len(m.tool_result.content.encode("utf-8"))
-                for m in batch
-                if m.id in ids  # type: ignore[union-attr]
-            )
-            ids.update(m.id for m in batch_to_spill(fitting, scratch, max(rest, 0)))
-        if ids:
-            self._replace_results(ids, "manual", reason="snapshot")
-        return len(ids)
+            # What the batch will hold: previews instead of the singles, the rest as it is.
+            scratch = Ledger()
+            for m in batch:
+                if _is_preview(m) or m.id in singles:
+                    scratch.record(m.tool_result.call_id, "spilled")  # type: ignore[union-attr]
+            sized = [_as_preview(m) if m.id in singles else m for m in batch]
+            chosen.update(m.id for m in batch_to_spill(sized, scratch, self.settings.spill_batch_bytes))
+        if chosen:
+            self._replace_results(chosen, "manual")
+        return len(chosen)
 
-    def _replace_results(self, ids: set[str], why: str, *, reason: str) -> None:
+    def _replace_results(self, ids: set[str], why: str) -> None:
+        """Spill the results ``ids`` and replace the conversation (``snapshot``).
+
+        Every file is written before anything is decided: if one fails, no decision is
+        frozen, nothing is logged, and the conversation is unchanged.
+        """
+        messages = self.conversation.messages()
+        names = {c.id: c.name for m in messages for c in m.tool_calls}
+        written: dict[str, Spill] = {}
+        for msg in messages:
+            if msg.tool_result is not None and msg.id in ids:
+                call_id = msg.tool_result.call_id
+                written[msg.id] = self._write(call_id, names.get(call_id, "tool"), msg.tool_result.content)
         new = []
-        for msg in self.conversation.messages():
+        shown = {mid: self._shown_path(spill.path) for mid, spill in written.items()}
+        for msg in messages:
             result = msg.tool_result
-            if result is not None and msg.id in ids:
-                tool = self._tool_name(result.call_id)
-                shown = self._spill(result.call_id, tool, result.content, why)
+            if result is not None and msg.id in written:
                 result = ToolResult(
-                    call_id=result.call_id, content=preview(result.content, shown), is_error=result.is_error
+                    call_id=result.call_id,
+                    content=preview(result.content, shown[msg.id]),
+                    is_error=result.is_error,
                 )
                 msg = msg.model_copy(update={"tool_result": result})
             new.append(msg)
-        self.conversation.replace(reason, new)
+        # The log explains the snapshot before it comes: spill entries first.
+        if self.writer is not None:
+            for spill in written.values():
+                self.writer.log(entries.spill_entry(**spill.entry_fields()))
+        self.conversation.replace("snapshot", new)
         self._reset_anchor(new)
-
-    def _tool_name(self, call_id: str) -> str:
-        for msg in reversed(self.conversation.messages()):
-            for call in msg.tool_calls:
-                if call.id == call_id:
-                    return call.name
-        return "tool"
+        for spill in written.values():
+            self._record(spill, why, logged=True)
 
     # --- before each request ------------------------------------------------------------------
+
+    def surface(self, tools: ToolRegistry) -> ToolRegistry:
+        """The tools the next request offers: all of them here (rollover's fallback prunes)."""
+        return tools
+
+    def recover(self, provider: Provider) -> bool:
+        """The provider said the prompt is too long: compact once; True when that worked."""
+        return self.compact(provider, trigger="forced").ok
 
     def before_request(self, provider: Provider) -> None:
         self._spill_batch()
@@ -318,6 +369,14 @@ class ContextManager:
                 return None, "the model returned an empty summary"
             return compacted(response.text, tail), None
         return None, f"the summary request was still too long after {SUMMARY_RETRIES} retries"
+
+
+def _as_preview(msg: Message) -> Message:
+    """The message as it will be once spilled, for sizing a batch (the path is a stand-in)."""
+    result = msg.tool_result
+    assert result is not None
+    stand_in = preview(result.content, "x" * 90)
+    return msg.model_copy(update={"tool_result": result.model_copy(update={"content": stand_in})})
 
 
 def _is_preview(msg: Message) -> bool:

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Literal
 
 from ..messages import Message
+from ..redact import Redactor
 from ..session.paths import SPILL_DIR
 
 PREVIEW_BYTES = 2_000
@@ -71,12 +72,17 @@ def safe_name(call_id: str) -> str:
     return clean
 
 
-def write_spill(session_dir: Path, call_id: str, tool: str, text: str) -> Spill:
+def write_spill(session_dir: Path, call_id: str, tool: str, text: str, *, redact: bool = True) -> Spill:
     """Write the full text to ``tool-results/``; an existing identical file is reused.
 
     Written to a temporary file, fsynced and renamed, so a crash never leaves half a
     file that a later run would take for the whole result. Raises ``OSError``.
+
+    With ``redact`` (SPEC §6.2) the file holds the redacted text, and the returned
+    ``bytes``/``sha256`` describe that file as it is on disk, not the original text.
     """
+    if redact:
+        text = Redactor().text(text)
     data = text.encode("utf-8")
     digest = hashlib.sha256(data).hexdigest()
     folder = Path(session_dir) / SPILL_DIR

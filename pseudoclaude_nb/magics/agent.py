@@ -21,7 +21,10 @@ class AgentMagics(Magics):
         self._agent = agent
 
     @magic_arguments()
-    @argument("--provider", help="demo, scripted (default: %%config PseudoClaude.provider)")
+    @argument(
+        "--provider",
+        help="anthropic, openai, demo, scripted or auto (default: %%config PseudoClaude.provider)",
+    )
     @argument("--model", help="model name (default: the provider's)")
     @argument("--new", action="store_true", help="start a new session for this run")
     @argument("--session", metavar="ID", help="resume session ID and continue it")

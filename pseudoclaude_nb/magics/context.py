@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import html
 import json
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.display import display
 
 from ..agent import Agent
 from ..errors import PseudoClaudeError
+from .render import in_notebook
 
 PART_LABELS = {
     "system": "system prompt",
@@ -22,6 +25,28 @@ PART_LABELS = {
     "tool_results": "tool results",
     "spill_previews": "spill previews",
 }
+
+
+def manifest_html(m: dict[str, Any], *, title: str) -> str:
+    """The breakdown as an HTML table, largest parts visible at a glance."""
+    window = m["context_window"] or 1
+    rows = []
+    for key, label in PART_LABELS.items():
+        value = m["parts"].get(key, 0)
+        width = 100 * value / window
+        rows.append(
+            f"<tr><td>{html.escape(label)}</td><td style='text-align:right'>{value:,}</td>"
+            f"<td style='width:240px'><div style='background:#1565c0;height:10px;width:{width:.2f}%'></div></td></tr>"
+        )
+    sections = ", ".join(f"{html.escape(s['title'])} {s['tokens']:,}" for s in m["system_sections"])
+    return (
+        f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m['estimated_tokens']:,} of "
+        f"{m['context_window']:,} tokens · Layer 2 at {m['threshold']:,} · {m['message_count']} messages"
+        f"<table style='font-size:90%'><tr><th>part</th><th>tokens</th><th>share of window</th></tr>"
+        f"{''.join(rows)}</table>"
+        f"<div style='font-size:85%;color:#555'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
+        f" · memory {'included' if m['memory_included'] else 'not included'}</div></div>"
+    )
 
 
 def render_manifest(m: dict[str, Any], *, title: str) -> str:
@@ -56,6 +81,24 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
     return "\n".join(lines)
 
 
+def status_gauge(m: dict[str, Any]) -> Any:
+    from ..widgets import ContextGauge, GaugeState
+
+    gauge = ContextGauge()
+    gauge.update(
+        GaugeState(
+            estimated_tokens=m["estimated_tokens"],
+            anchor_tokens=m.get("anchor_tokens", 0),
+            context_window=m["context_window"],
+            marks=(("Layer 2", m["threshold"]),),
+            spills=m.get("spills", 0),
+            compactions=m.get("compactions", 0),
+            breaker_open=m.get("breaker") == "open",
+        )
+    )
+    return gauge
+
+
 @magics_class
 class ContextMagics(Magics):
     def __init__(self, shell: Any, agent: Agent) -> None:
@@ -82,10 +125,19 @@ class ContextMagics(Magics):
             raise UsageError(str(exc)) from None
         if data is None:
             raise UsageError("no request has been sent in this kernel yet; run %agent first")
+        title = "last request" if args.last else "next request"
         if args.json:
             print(json.dumps(data, ensure_ascii=False))
+        elif in_notebook(self.shell):
+            display(
+                {
+                    "text/html": manifest_html(data, title=title),
+                    "text/plain": render_manifest(data, title=title),
+                },
+                raw=True,
+            )
         else:
-            print(render_manifest(data, title="last request" if args.last else "next request"))
+            print(render_manifest(data, title=title))
 
     @magic_arguments()
     @argument("--layer1", action="store_true", help="only spill large tool results (no summary)")
@@ -103,7 +155,10 @@ class ContextMagics(Magics):
             raise UsageError("use --layer1 or --status, not both")
         try:
             if args.status:
-                print(render_manifest(self._agent.context_manifest(), title="context"))
+                data = self._agent.context_manifest()
+                if in_notebook(self.shell):
+                    display(status_gauge(data).widget)
+                print(render_manifest(data, title="context"))
                 self._last_compact()
                 return
             result = self._agent.compact(layer1_only=args.layer1)

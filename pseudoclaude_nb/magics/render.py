@@ -149,10 +149,15 @@ class TerminalRenderer:
 
 
 class NotebookRenderer:
-    """Markdown that grows in place while the answer streams; tool calls as <details>."""
+    """Markdown that grows in place while the answer streams; tool calls as <details>;
+    the context gauge on top, updated after every step."""
 
     def __init__(self, quiet: bool = False) -> None:
+        from ..widgets import ContextGauge
+
         self.quiet = quiet
+        self.gauge = ContextGauge()
+        self._gauge_shown = False
         self._text = ""
         self._handle: Any = None
         self._last_update = 0.0
@@ -160,6 +165,10 @@ class NotebookRenderer:
         self._compacting: Any = None
 
     def __call__(self, event: RunEvent) -> None:
+        self.gauge(event)
+        if not self._gauge_shown and isinstance(event, (StepStarted, RunFinished)):
+            self._gauge_shown = True
+            display(self.gauge.widget)
         if isinstance(event, ContextState):
             self._context = event
             return
@@ -254,8 +263,10 @@ def _show_html(markup: str, plain: str, color: str) -> None:
     display(_html_line(markup, plain, color), raw=True)
 
 
+def in_notebook(shell: Any) -> bool:
+    # A kernel (ipykernel's ZMQInteractiveShell) has a frontend that renders HTML and widgets.
+    return getattr(shell, "kernel", None) is not None
+
+
 def renderer_for(shell: Any, quiet: bool = False) -> TerminalRenderer | NotebookRenderer:
-    # A kernel (ipykernel's ZMQInteractiveShell) has a frontend that renders Markdown.
-    if getattr(shell, "kernel", None) is not None:
-        return NotebookRenderer(quiet)
-    return TerminalRenderer(quiet)
+    return NotebookRenderer(quiet) if in_notebook(shell) else TerminalRenderer(quiet)

@@ -1,22 +1,85 @@
-"""``%sessions``: list, show, resume and start sessions of this workspace."""
+"""``%sessions``: list, show, resume and start sessions; trash, restore, purge, gc, export, import.
+
+Thin: it parses, calls ``session`` (catalog, lifecycle, archive) and prints. Every mistake
+or refusal is a ``UsageError`` whose text says what to do instead.
+"""
 
 from __future__ import annotations
 
 import datetime as dt
 import time
+from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.utils.process import arg_split
 
 from ..agent import Agent
 from ..errors import PseudoClaudeError
 from ..messages import Message
-from ..session import list_sessions, load_session
+from ..session import (
+    export_session,
+    gc_sessions,
+    import_session,
+    list_sessions,
+    list_trash,
+    load_session,
+    plan_purge,
+    purge,
+    restore_session,
+    trash_session,
+)
 from ..session.paths import session_dir
+from .history import reindex_action, search_action
 
-ACTIONS = ("list", "show", "resume", "new")
+ACTIONS = (
+    "list",
+    "show",
+    "resume",
+    "new",
+    "search",
+    "reindex",
+    "trash",
+    "restore",
+    "purge",
+    "gc",
+    "export",
+    "import",
+)
+# Which options each action takes; any other combination is a UsageError, not silently ignored.
+_OPTIONS = {
+    "last": ("list", "resume"),
+    "trash": ("list",),
+    "all_trash": ("purge",),
+    "yes": ("purge",),
+    "days": ("gc",),
+    "no_spills": ("export",),
+    "all": ("search",),
+}
+# How many positional arguments each action takes: (at least, at most).
+_ARITY = {
+    "list": (0, 0),
+    "show": (0, 1),
+    "resume": (0, 1),
+    "new": (0, 0),
+    "search": (1, 1_000),  # the words of the query
+    "reindex": (0, 0),
+    "trash": (0, 1),
+    "restore": (1, 1),
+    "purge": (0, 1),
+    "gc": (0, 0),
+    "export": (2, 2),
+    "import": (1, 1),
+}
+_USAGE = {
+    "restore": "%sessions restore ID (see %sessions trash)",
+    "export": "%sessions export ID PATH [--no-spills]",
+    "import": "%sessions import PATH",
+    "purge": "%sessions purge ID|--all-trash [--yes]",
+    "search": '%sessions search "text to find" [--all]',
+}
 
 
 def _when(ts: float) -> str:
@@ -54,36 +117,108 @@ class SessionMagics(Magics):
 
     @magic_arguments()
     @argument("--last", action="store_true", help="with resume (or alone): the latest session")
-    @argument("action", nargs="?", default="list", help="list | show ID | resume ID | resume --last | new")
-    @argument("target", nargs="?", help="a session id")
+    @argument("--trash", action="store_true", help="with list: the trashed sessions")
+    @argument("--all-trash", action="store_true", help="with purge: every trashed session")
+    @argument("--yes", action="store_true", help="with purge: really delete (without it, only say what)")
+    @argument("--days", type=int, default=None, help="with gc: idle days before trashing (default 30)")
+    @argument("--no-spills", action="store_true", help="with export: leave out tool-results/")
+    @argument("--all", action="store_true", help="with search: every session, not only the current one")
+    @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
+    @argument("targets", nargs="*", help="a session id; for export ID PATH; for import PATH")
     @line_magic
     def sessions(self, line: str) -> None:
         """Sessions of this workspace, stored in .pseudoclaude/sessions/<id>/.
 
-        %sessions                 list them, newest activity first
-        %sessions show ID         the effective conversation, and any recovery problems
-        %sessions resume ID       continue session ID with the next %agent
-        %sessions resume --last   (or %sessions --last) continue the latest session
-        %sessions new             the next %agent starts a new session
+        %sessions                     list them, newest activity first
+        %sessions show ID             the effective conversation, and any recovery problems
+        %sessions resume ID           continue session ID with the next %agent
+        %sessions resume --last       (or %sessions --last) continue the latest session
+        %sessions new                 the next %agent starts a new session
+        %sessions search TEXT [--all] full-text search of this session (--all: every session)
+        %sessions reindex             rebuild .pseudoclaude/history.sqlite from the logs
+        %sessions trash ID            move a session to .pseudoclaude/trash/ (undo with restore)
+        %sessions trash               (or %sessions list --trash) list the trash
+        %sessions restore ID          move a trashed session back
+        %sessions purge ID --yes      delete a trashed session for good (--all-trash: all of them);
+                                      without --yes it only says what it would delete
+        %sessions gc [--days 30]      move sessions idle for more than N days to the trash
+        %sessions export ID PATH      write a zip (secrets redacted) to share; --no-spills
+                                      leaves out the spilled tool results
+        %sessions import PATH         add an exported session (a new id if its id is taken)
         """
-        args = parse_argstring(self.sessions, line)
+        # Intermixed, so options may come anywhere: "purge --yes ID" as well as "purge ID --yes".
+        args = self.sessions.parser.parse_intermixed_args(arg_split(line))
         action = args.action
         if action not in ACTIONS:
             raise UsageError(f"unknown action {action!r}; use one of: {', '.join(ACTIONS)}")
+        self._check_options(args)
         try:
-            if action == "list" and not args.last:
-                self._list()
-            elif action == "show":
-                self._show(args.target or self._current_id())
-            elif action == "resume" or args.last:
-                if not args.target and not args.last:
-                    raise UsageError("%sessions resume needs an ID or --last")
-                self._resume(None if args.last else args.target)
-            elif action == "new":
-                self._agent.new_session()
-                print("the next %agent starts a new session")
+            self._dispatch(action, args)
         except PseudoClaudeError as exc:
             raise UsageError(str(exc)) from None
+        except OSError as exc:
+            where = f" ({exc.filename})" if exc.filename else ""
+            raise UsageError(
+                f"%sessions {action} failed: {exc.strerror or exc}{where}; check the folder"
+            ) from None
+
+    def _check_options(self, args: Any) -> None:
+        action = "resume" if args.last and args.action == "list" else args.action
+        for option, allowed in _OPTIONS.items():
+            value = getattr(args, option)
+            if value not in (None, False) and action not in allowed:
+                flag = "--" + option.replace("_", "-")
+                raise UsageError(f"{flag} goes with %sessions {' or '.join(allowed)}, not {action}")
+        low, high = _ARITY[action]
+        n = len(args.targets)
+        if not low <= n <= high:
+            usage = _USAGE.get(action, f"%sessions {action}" + (" ID" if high else ""))
+            wanted = "no" if high == 0 else str(low) if low == high else f"{low}-{high}"
+            wanted = f"at least {low}" if high > 2 else wanted
+            noun = "argument" if wanted.endswith(" 1") or wanted == "1" else "arguments"
+            raise UsageError(f"%sessions {action} takes {wanted} {noun}, not {n}; usage: {usage}")
+
+    def _dispatch(self, action: str, args: Any) -> None:
+        target: str = args.targets[0] if args.targets else ""
+        if args.last or action == "resume":
+            if not target and not args.last:
+                raise UsageError("%sessions resume needs an ID or --last")
+            self._resume(None if args.last else target)
+        elif action == "list" and args.trash:
+            self._list_trash()
+        elif action == "list":
+            self._list()
+        elif action == "show":
+            self._show(target or self._current_id())
+        elif action == "new":
+            self._agent.new_session()
+            print("the next %agent starts a new session")
+        elif action == "search":
+            print(search_action(self._agent, " ".join(args.targets), all_sessions=args.all))
+        elif action == "reindex":
+            print(reindex_action(self._agent))
+        elif action == "trash" and target:
+            self._trash(target)
+        elif action == "trash":
+            self._list_trash()
+        elif action == "restore":
+            self._restore(target)
+        elif action == "purge":
+            self._purge(target or None, all_trash=args.all_trash, yes=args.yes)
+        elif action == "gc":
+            self._gc(30 if args.days is None else args.days)
+        elif action == "export":
+            self._export(target, args.targets[1], spills=not args.no_spills)
+        elif action == "import":
+            self._import(target)
+
+    def _open_id(self) -> str | None:
+        return self._agent.session.id if self._agent.session else None
+
+    def _path(self, text: str) -> Path:
+        """A path as typed: relative to the workspace (the notebook's folder)."""
+        path = Path(text).expanduser()
+        return path if path.is_absolute() else self._agent.workspace / path
 
     def _current_id(self) -> str:
         if self._agent.session is None:
@@ -92,8 +227,12 @@ class SessionMagics(Magics):
 
     def _list(self) -> None:
         sessions = list_sessions(self._agent.workspace)
+        trashed = list_trash(self._agent.workspace)
+        in_trash = f"{_count(len(trashed), 'session')} in the trash: %sessions list --trash"
         if not sessions:
             print(f"no sessions yet in {self._agent.workspace}; start one with %agent")
+            if trashed:
+                print(in_trash)
             return
         current = self._agent.session.id if self._agent.session else None
         print(f"  {'id':<21} {'last activity':<16} {'messages':>9} {'size':>9}  {'status':<10} title")
@@ -105,6 +244,8 @@ class SessionMagics(Magics):
                 f"  {s.status:<10} {s.title}"
             )
         print("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")
+        if trashed:
+            print(in_trash)
 
     def _show(self, session_id: str) -> None:
         path = session_dir(self._agent.workspace, session_id)
@@ -130,3 +271,94 @@ class SessionMagics(Magics):
         print(f"resumed session {sid}: {len(loaded.messages)} messages{idle}; the next %agent continues it")
         for problem in loaded.problems():
             print(f"! {problem}")
+
+    # --- trash, restore, purge, gc ---------------------------------------------------------------
+
+    def _list_trash(self) -> None:
+        trashed = list_trash(self._agent.workspace)
+        if not trashed:
+            print("the trash is empty (.pseudoclaude/trash/)")
+            return
+        print(f"  {'trash id':<24} {'trashed':<16} {'last activity':<16} {'size':>9}  title")
+        for t in trashed:
+            via = " (gc)" if t.reason == "gc" else ""
+            print(
+                f"  {t.id:<24} {_when(t.trashed_at):<16} {_when(t.last_activity):<16} {_size(t.bytes):>9}"
+                f"  {t.title}{via}"
+            )
+        total = sum(t.bytes for t in trashed)
+        print(
+            f"{_count(len(trashed), 'trashed session')}, {_size(total)}. %sessions restore ID · "
+            "%sessions purge ID --yes · %sessions purge --all-trash --yes"
+        )
+
+    def _trash(self, session_id: str) -> None:
+        t = trash_session(self._agent.workspace, session_id, open_id=self._open_id())
+        title = f" ({t.title})" if t.title else ""
+        print(
+            f"moved session {session_id}{title} to the trash: .pseudoclaude/trash/{t.id}. "
+            f"Undo with %sessions restore {t.id}; delete it for good with %sessions purge {t.id} --yes"
+        )
+
+    def _restore(self, trash_id: str) -> None:
+        path = restore_session(self._agent.workspace, trash_id)
+        print(f"restored session {path.name}; continue it with %sessions resume {path.name}")
+
+    def _purge(self, trash_id: str | None, *, all_trash: bool, yes: bool) -> None:
+        if bool(trash_id) == all_trash:
+            raise UsageError("%sessions purge needs one trashed session ID or --all-trash (not both)")
+        plan = plan_purge(self._agent.workspace, trash_id)
+        if not plan.count:
+            print("the trash is empty; nothing to purge")
+            return
+        what = f"{_count(plan.count, 'trashed session')} ({_size(plan.bytes)}): " + ", ".join(
+            t.id for t in plan.sessions
+        )
+        if not yes:
+            again = f"%sessions purge {trash_id or '--all-trash'} --yes"
+            print(f"would permanently delete {what}. Nothing was deleted; to confirm, run {again}")
+            return
+        purge(plan)
+        print(f"permanently deleted {what}")
+
+    def _gc(self, days: int) -> None:
+        if days < 1:
+            raise UsageError(f"--days must be at least 1, not {days}")
+        report = gc_sessions(self._agent.workspace, days, open_id=self._open_id())
+        for info, why in report.skipped:
+            print(f"kept {info.id} (idle since {_when(info.last_activity)}, but {why})")
+        if not report.moved:
+            print(f"no session idle for more than {days} days; nothing moved")
+            return
+        print(f"moved {_count(len(report.moved), 'session')} idle for more than {days} days to the trash:")
+        for t in report.moved:
+            print(f"  {t.original_id:<21} last activity {_when(t.last_activity):<16} {t.title}")
+        print("Nothing was deleted: %sessions restore ID brings one back; %sessions trash lists them")
+
+    # --- export and import -----------------------------------------------------------------------
+
+    def _export(self, session_id: str, dest: str, *, spills: bool) -> None:
+        report = export_session(self._agent.workspace, session_id, self._path(dest), spills=spills)
+        if report.redactions:
+            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.redactions.items()))
+            redacted = f"{_count(sum(report.redactions.values()), 'secret')} redacted ({kinds})"
+        else:
+            redacted = "no secrets found to redact"
+        left_out = "; spilled results left out" if not spills else ""
+        print(
+            f"exported session {session_id} to {report.path} "
+            f"({_count(report.files, 'file')}, {_size(report.bytes)}); {redacted}{left_out}"
+        )
+
+    def _import(self, source: str) -> None:
+        report = import_session(self._agent.workspace, self._path(source))
+        sid = report.session_id
+        print(f"imported {source} as session {sid}; continue it with %sessions resume {sid}")
+        if report.renamed:
+            print(f"(its id {report.original_id} is already taken here, so it got the new id {sid})")
+        for problem in report.problems:
+            print(f"! {problem}")
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" + ("" if n == 1 else "s")

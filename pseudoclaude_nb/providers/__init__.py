@@ -1,4 +1,8 @@
-"""Providers: one file per wire protocol, chosen by name."""
+"""Providers: one file per wire protocol, chosen by name.
+
+The wire providers are imported only when asked for: the SDK costs import time that
+the offline providers (demo, scripted) do not need.
+"""
 
 from __future__ import annotations
 
@@ -13,6 +17,20 @@ from .scripted import ScriptedProvider
 DEMO_PACE = 0.004
 
 
+def auto_provider(environ: dict[str, str] | None = None) -> str:
+    """The provider a user most likely means: the one whose key (or endpoint) is set.
+
+    Anthropic first, then any OpenAI-compatible endpoint; with neither, the offline demo,
+    so a first ``%agent`` works without configuration.
+    """
+    env = os.environ if environ is None else environ
+    if env.get("ANTHROPIC_API_KEY"):
+        return "anthropic"
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        return "openai"
+    return "demo"
+
+
 def make_provider(
     name: str,
     *,
@@ -22,6 +40,8 @@ def make_provider(
     **_: Any,
 ) -> Provider:
     """Build the provider a run asked for; errors say which option or variable to set."""
+    if name == "auto":
+        name = auto_provider()
     if name == "demo":
         from .demo_script import build_demo_script
 
@@ -40,7 +60,23 @@ def make_provider(
                 "(or %config PseudoClaude.script = 'PATH')"
             )
         return ScriptedProvider(script, model=model or None, context_window=context_window or None)
-    raise ConfigError(f"unknown provider {name!r}; choose one of: demo, scripted")
+    if name == "anthropic":
+        from .anthropic import AnthropicProvider
+
+        return AnthropicProvider(model=model or None, context_window=context_window or None)
+    if name == "openai":
+        from .openai_compat import OpenAIProvider
+
+        return OpenAIProvider(model=model or None, context_window=context_window or None)
+    raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, demo, scripted")
 
 
-__all__ = ["Provider", "Request", "Response", "ScriptedProvider", "StreamEvent", "make_provider"]
+__all__ = [
+    "Provider",
+    "Request",
+    "Response",
+    "ScriptedProvider",
+    "StreamEvent",
+    "auto_provider",
+    "make_provider",
+]

@@ -1,19 +1,46 @@
-"""Sessions: the durable, append-only log of a conversation, and the catalog of logs."""
+"""Sessions: the durable, append-only log of a conversation, the catalog of logs, and their lifecycle."""
 
+from .archive import ArchiveError, ExportReport, ImportLimits, ImportReport, export_session, import_session
 from .catalog import SessionInfo, list_sessions, session_info, write_meta
+from .lifecycle import (
+    GcReport,
+    PurgePlan,
+    TrashedSession,
+    gc_sessions,
+    list_trash,
+    plan_purge,
+    purge,
+    restore_session,
+    trash_session,
+)
 from .loader import LoadResult, load_session
 from .paths import new_session_dir, resolve_workspace, session_dir
 from .writer import SessionWriter
 
 __all__ = [
+    "ArchiveError",
+    "ExportReport",
+    "GcReport",
+    "ImportLimits",
+    "ImportReport",
     "LoadResult",
+    "PurgePlan",
     "SessionInfo",
     "SessionWriter",
+    "TrashedSession",
+    "export_session",
+    "gc_sessions",
+    "import_session",
     "list_sessions",
+    "list_trash",
     "load_session",
     "new_session_dir",
+    "plan_purge",
+    "purge",
     "resolve_workspace",
+    "restore_session",
     "session_dir",
     "session_info",
+    "trash_session",
     "write_meta",
 ]

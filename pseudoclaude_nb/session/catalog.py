@@ -94,7 +94,14 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
     root = sessions_dir(workspace)
     if not root.is_dir():
         return []
-    infos = [session_info(d) for d in root.iterdir() if (d / LOG_NAME).is_file()]
+    infos = []
+    for d in root.iterdir():
+        if not (d / LOG_NAME).is_file():
+            continue
+        try:
+            infos.append(session_info(d))
+        except FileNotFoundError:
+            continue  # trashed by another kernel while we listed
     infos.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
     return infos
 

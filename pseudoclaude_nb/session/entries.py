@@ -65,6 +65,27 @@ def compact_entry(
     )
 
 
+def rollover_entry(
+    *,
+    phase: str,
+    reason: str,
+    handoff: dict[str, Any],
+    related_files: list[dict[str, Any]],
+    call_id: str | None,
+    **extra: Any,
+) -> dict[str, Any]:
+    """``phase`` intent (the model called new_context) or commit (the window was replaced)."""
+    return _entry(
+        "rollover",
+        phase=phase,
+        reason=reason,
+        handoff=handoff,
+        related_files=related_files,
+        call_id=call_id,
+        **extra,
+    )
+
+
 def encode(entry: dict[str, Any]) -> bytes:
     """One line, newline included. orjson keeps non-ASCII as UTF-8 and is ~4x faster."""
     return orjson.dumps(entry) + b"\n"

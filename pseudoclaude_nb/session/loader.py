@@ -49,6 +49,8 @@ class LoadResult:
     usage_anchor: tuple[int, int] | None = None  # (tokens, conversation length)
     spills: list[dict[str, Any]] = field(default_factory=list)
     compacts: list[dict[str, Any]] = field(default_factory=list)
+    rollovers: list[dict[str, Any]] = field(default_factory=list)
+    effective_from_line: int = 1  # where the effective state begins: the last committed replace
     notes: list[dict[str, Any]] = field(default_factory=list)
     bytes: int = 0
 
@@ -88,6 +90,7 @@ class LoadResult:
 class _Pending:
     replace_id: str
     count: int
+    line: int
     messages: list[Message] = field(default_factory=list)
 
 
@@ -168,6 +171,7 @@ def _replay(data: bytes, r: LoadResult) -> None:
             elif pending is not None and rid == pending.replace_id:
                 pending.messages.append(msg)
                 if len(pending.messages) == pending.count:
+                    r.effective_from_line = pending.line
                     state, pending, anchor = pending.messages, None, None
                     r.replaces += 1
             # else: a snapshot entry of a replace already discarded; ignore it.
@@ -177,9 +181,10 @@ def _replay(data: bytes, r: LoadResult) -> None:
                 r.bad_lines.append(lineno)
             elif count == 0:
                 state, anchor = [], None
+                r.effective_from_line = lineno
                 r.replaces += 1
             else:
-                pending = _Pending(rid, count)
+                pending = _Pending(rid, count, lineno)
         elif kind == "usage":
             anchor = _anchor(entry) or anchor
             model = entry.get("model")
@@ -190,6 +195,8 @@ def _replay(data: bytes, r: LoadResult) -> None:
             r.spills.append(entry)
         elif kind == "compact":
             r.compacts.append(entry)
+        elif kind == "rollover":
+            r.rollovers.append(entry)
         elif kind == "note":
             r.notes.append(entry)
         # Unknown types are ignored: forward compatibility.

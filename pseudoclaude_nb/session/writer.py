@@ -9,7 +9,10 @@ Crash rules it keeps (SPEC §6.2):
   next entry does not fuse with the torn one;
 * after a failed write the writer is *failed*: its next write is a ``resync`` replace of
   the whole current conversation, so the log converges however much of the failed write
-  reached the disk.
+  reached the disk;
+* with ``redact`` (the default) every entry passes through ``redact.Redactor`` first, so
+  known secret shapes and the environment's API keys never reach the disk. The in-memory
+  conversation keeps the original text: only the log is redacted.
 """
 
 from __future__ import annotations
@@ -24,17 +27,21 @@ from typing import Any
 from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError
 from ..messages import Message, Usage, new_id
+from ..redact import Redactor
 from . import entries
 from .paths import LOCK_NAME, LOG_NAME
 
 
 class SessionWriter:
-    def __init__(self, session_dir: Path, *, model: str | None = None, fsync: bool = True) -> None:
+    def __init__(
+        self, session_dir: Path, *, model: str | None = None, fsync: bool = True, redact: bool = True
+    ) -> None:
         self.dir = Path(session_dir)
         self.id = self.dir.name
         self.path = self.dir / LOG_NAME
         self.model = model
         self.fsync = fsync
+        self.redactor: Redactor | None = Redactor() if redact else None
         self.failed: SessionWriteError | None = None
         self.conversation: Conversation | None = None
         self._stamped = False
@@ -84,7 +91,7 @@ class SessionWriter:
     def append_message(self, message: Message) -> None:
         with self._lock:
             # When failed, _write sends the resync snapshot, which already holds this message.
-            self._write(b"" if self.failed else entries.encode(self._message_entry(message)))
+            self._write(b"" if self.failed else self._encode(self._message_entry(message)))
 
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
@@ -100,9 +107,20 @@ class SessionWriter:
 
     def log(self, entry: dict[str, Any]) -> None:
         with self._lock:
-            self._write(entries.encode(entry))
+            self._write(self._encode(entry))
 
     # --- internals -------------------------------------------------------------------------
+
+    def _encode(self, entry: dict[str, Any]) -> bytes:
+        """One line, redacted.
+
+        Encoding first makes the pre-check one scan of the bytes; only a line that may hold
+        a secret is walked and encoded again.
+        """
+        line = entries.encode(entry)
+        if self.redactor is not None and self.redactor.may_contain(line):
+            line = entries.encode(self.redactor.value(entry))
+        return line
 
     def _message_entry(self, message: Message, replace_id: str | None = None) -> dict[str, Any]:
         model = None
@@ -112,9 +130,15 @@ class SessionWriter:
 
     def _replace_bytes(self, reason: str, messages: list[Message]) -> bytes:
         rid = new_id()
-        parts = [entries.encode(entries.replace_entry(reason, rid, len(messages)))]
-        parts.extend(entries.encode(self._message_entry(m, rid)) for m in messages)
-        return b"".join(parts)
+        batch = [entries.replace_entry(reason, rid, len(messages))]
+        batch.extend(self._message_entry(m, rid) for m in messages)
+        data = b"".join(entries.encode(e) for e in batch)
+        # One pre-check over the whole snapshot, so a clean 1,000-message replace costs
+        # what one append of the same bytes costs; entries are redacted one by one only if
+        # it finds something.
+        if self.redactor is not None and self.redactor.may_contain(data):
+            data = b"".join(self._encode(e) for e in batch)
+        return data
 
     def _resync_bytes(self) -> bytes:
         current = self.conversation.messages() if self.conversation is not None else []

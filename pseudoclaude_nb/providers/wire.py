@@ -1,0 +1,96 @@
+"""What the wire providers share: reading keys, grouping turns, wording errors.
+
+Both providers tell the user the same things in the same words: which variable to set,
+which URL could not be reached, when to try again. Every message is one line and
+never contains a key (server messages are scrubbed before they are quoted).
+"""
+
+from __future__ import annotations
+
+import os
+
+from ..errors import ConfigError, ProviderError
+from ..messages import Message
+
+# Server messages are quoted for the details, but a page of HTML from a proxy is not one line.
+QUOTE_LIMIT = 300
+
+
+def env(name: str) -> str | None:
+    """An environment variable, with empty or blank treated as unset."""
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def turns(messages: list[Message]) -> list[list[Message]]:
+    """Consecutive messages of one role, grouped: each group becomes one wire turn.
+
+    A tool result is a user message, so the results of one step and any user text
+    after them form one user turn, as the Messages API requires. Messages with nothing
+    to send are left out first, so they cannot split a turn in two.
+    """
+    groups: list[list[Message]] = []
+    for msg in messages:
+        if not (msg.content.strip() or msg.tool_calls or msg.tool_result is not None):
+            continue
+        if groups and groups[-1][0].role == msg.role:
+            groups[-1].append(msg)
+        else:
+            groups.append([msg])
+    return groups
+
+
+def quote(text: object, secret: str | None = None) -> str:
+    """A server's message as one short line, with the key scrubbed if it was echoed."""
+    line = " ".join(str(text).split())
+    if secret:
+        line = line.replace(secret, "***")
+    if len(line) > QUOTE_LIMIT:
+        line = line[: QUOTE_LIMIT - 1] + "…"
+    return line
+
+
+# --- the errors both providers raise, worded once ----------------------------------------------
+
+
+def missing_key(service: str, variable: str) -> ConfigError:
+    return ConfigError(
+        f"{variable} is not set: set it to your {service} API key in the environment or in the "
+        "workspace's .env file (or try the agent offline with --provider demo)"
+    )
+
+
+def key_rejected(service: str, variable: str, status: int) -> ProviderError:
+    what = "rejected the API key" if status == 401 else "refused this API key access"
+    return ProviderError(
+        f"{service} {what} ({status}): check {variable} — it must be a valid, active key for this endpoint",
+        status=status,
+    )
+
+
+def model_missing(service: str, model: str, base_url: str, status: int, detail: str) -> ProviderError:
+    return ProviderError(
+        f"{service} at {base_url} does not know model {model!r} ({status}: {detail}): pass "
+        "--model NAME or set %config PseudoClaude.model = 'NAME'",
+        status=status,
+    )
+
+
+def busy(service: str, status: int, retries: int, detail: str) -> ProviderError:
+    after = f" even after {retries} retries" if retries else ""
+    if status == 429:
+        advice = "try again later, or check your plan's rate limits and credit"
+    else:
+        advice = "the service is overloaded or failing; try again later"
+    return ProviderError(f"{service} answered {status} ({detail}){after}: {advice}", status=status)
+
+
+def unreachable(service: str, base_url: str, variable: str, reason: str) -> ProviderError:
+    return ProviderError(
+        f"cannot reach {service} at {base_url} ({reason}): check {variable} and that the "
+        "server is running and reachable"
+    )
+
+
+def refused(service: str, status: int, detail: str) -> ProviderError:
+    return ProviderError(f"{service} refused the request ({status}: {detail})", status=status)

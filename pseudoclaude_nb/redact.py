@@ -1,0 +1,218 @@
+"""Secret redaction (SPEC §6.2): known key shapes become ``[REDACTED:<kind>]`` before disk.
+
+It owns the patterns and nothing else: the session writer, spill files and exports call it
+on everything they write; it never reads or writes files itself. The values of the API
+keys in the environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) are redacted exactly,
+whatever their shape, so a key pasted into a prompt or printed by a tool never lands on disk.
+
+Speed matters because every log line passes through here. Each pattern has literal
+*triggers* (``sk-``, ``AKIA``, ``PRIVATE KEY``…): a line without any is written as it is
+after a few substring searches, and a pattern's regex runs only on text holding one of its
+own triggers. The regexes begin with a literal, so ``re`` scans for it instead of trying
+every position. Clean text comes back as the very same object.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+# Environment variables whose values are never written, whatever they look like.
+ENV_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+# Shorter values are placeholders ("x", "test"): redacting them would shred ordinary text.
+MIN_ENV_VALUE = 12
+
+
+def marker(kind: str) -> str:
+    return f"[REDACTED:{kind}]"
+
+
+@dataclass(frozen=True)
+class Pattern:
+    kind: str
+    triggers: tuple[str, ...]  # literal substrings; the regex runs only if one is present
+    regex: re.Pattern[str]
+    keep: int = 0  # a group kept verbatim before the secret (the "aws_secret_access_key = ")
+
+    def sub(self, text: str, counts: Counter[str]) -> str:
+        if not any(t in text for t in self.triggers):
+            return text
+
+        def replace(m: re.Match[str]) -> str:
+            counts[self.kind] += 1
+            return (m.group(self.keep) if self.keep else "") + marker(self.kind)
+
+        return self.regex.sub(replace, text)
+
+
+# A token may not continue a longer word ("task-ant…", "xsk-…"). The check is a lookbehind
+# placed *after* the literal prefix, e.g. ``sk-(?<!X sk-)``, so the regex still starts
+# with a literal that ``re`` can search for quickly.
+_WORD = "[A-Za-z0-9_-]"
+_END = rf"(?!{_WORD})"
+
+
+def _after(prefix: str) -> str:
+    return rf"{re.escape(prefix)}(?<!{_WORD}{re.escape(prefix)})"
+
+
+_GITHUB_CLASSIC = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+
+PATTERNS: tuple[Pattern, ...] = (
+    # Private keys first: a PEM body can contain anything the token patterns look for.
+    Pattern(
+        "private-key",
+        ("PRIVATE KEY",),
+        re.compile(
+            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            # The whole block, not reaching past another BEGIN (so one unfinished block
+            # cannot swallow everything up to the next key's END) …
+            r"(?:(?:(?!-----BEGIN ).)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+            # … or a block cut before its END (a truncated read, a preview): its header
+            # and base64 lines, so half a key is not left behind either.
+            r"|(?:[ \t]*\r?\n?[ \t]*(?:(?:Proc-Type|DEK-Info|Comment):[^\n]*|[A-Za-z0-9+/]{16,}={0,2}))*)",
+            re.DOTALL,
+        ),
+    ),
+    # Anthropic: sk-ant-api03-…, sk-ant-admin01-…, sk-ant-oat01-… (about 100 characters).
+    Pattern("anthropic", ("sk-ant-",), re.compile(_after("sk-ant-") + r"[A-Za-z0-9_-]{20,}")),
+    # OpenAI project, service-account and admin keys, then legacy sk-<48 alphanumerics>.
+    # The legacy shape needs a digit and 32+ characters, so "sk-learn" or prose stays.
+    Pattern(
+        "openai",
+        ("sk-",),
+        re.compile(
+            _after("sk-") + r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
+            r"|(?=[A-Za-z]*[0-9])[A-Za-z0-9]{32,}" + _END + ")"
+        ),
+    ),
+    # GitHub classic tokens (ghp_/gho_/ghu_/ghs_/ghr_ + 36) and fine-grained github_pat_….
+    Pattern(
+        "github",
+        (*_GITHUB_CLASSIC, "github_pat_"),
+        re.compile(_after("g") + r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})" + _END),
+    ),
+    # AWS access key ids: AKIA (long-term) or ASIA (temporary) + 16 upper-case alphanumerics.
+    Pattern(
+        "aws-access-key-id",
+        ("AKIA", "ASIA"),
+        re.compile(r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    ),
+    # AWS secret keys are 40 random base64 characters: only recognisable by their label
+    # (aws_secret_access_key = …, "SecretAccessKey": "…", AWS_SECRET_ACCESS_KEY=…). The
+    # match starts at the "secret" (an "aws_" before it stays as it is): a literal start
+    # keeps the regex fast on the many texts that merely say "secret".
+    Pattern(
+        "aws-secret-key",
+        ("ecret", "ECRET"),
+        re.compile(
+            r"([sS](?:ecret|ECRET)_?(?i:(?:access_?)?key)[\"']?\s*[:=]\s*[\"']?)"
+            r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+        ),
+        keep=1,
+    ),
+    # Authorization: Bearer <token>, in headers, curl -H, JSON or Python dicts. A shell
+    # variable ($TOKEN) or a placeholder (<token>) has characters outside the token set.
+    Pattern(
+        "bearer-token",
+        ("uthorization", "UTHORIZATION"),
+        re.compile(r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+)[A-Za-z0-9._~+/=_-]{16,}"),
+        keep=1,
+    ),
+)
+
+# The pre-check. The five short GitHub prefixes would cost five scans; one scan for "gh"
+# gates them (most text has no "gh", and a regex checks the rest). "sk-ant-" is inside "sk-".
+_SUBSUMED = ("sk-ant-", *_GITHUB_CLASSIC)
+_TRIGGERS = tuple(dict.fromkeys(t for p in PATTERNS for t in p.triggers if t not in _SUBSUMED))
+_TRIGGER_BYTES = tuple(t.encode() for t in _TRIGGERS)
+_GH_STR = re.compile("gh[pousr]_")
+_GH_BYTES = re.compile(b"gh[pousr]_")
+
+
+def _has_trigger(data: str | bytes) -> bool:
+    if isinstance(data, bytes):
+        return any(t in data for t in _TRIGGER_BYTES) or (
+            b"gh" in data and _GH_BYTES.search(data) is not None
+        )
+    return any(t in data for t in _TRIGGERS) or ("gh" in data and _GH_STR.search(data) is not None)
+
+
+class Redactor:
+    """Redacts strings, nested JSON values and encoded lines; counts replacements by kind.
+
+    The environment is looked at on every call (not once), because a key may be set after
+    the writer opened: by ``.env`` loading, or by the user in a cell.
+    """
+
+    def __init__(self, environ: Mapping[str, str] | None = None) -> None:
+        self._environ = environ
+        self.counts: Counter[str] = Counter()
+        self._env_seen: tuple[str | None, ...] = ()
+        self._env: list[tuple[str, str]] = []
+        self._env_bytes: tuple[bytes, ...] = ()
+
+    @property
+    def total(self) -> int:
+        return sum(self.counts.values())
+
+    def env_secrets(self) -> list[tuple[str, str]]:
+        """(name, value) of the API keys set now, longest value first (recomputed on change)."""
+        env = os.environ if self._environ is None else self._environ
+        seen = tuple(map(env.get, ENV_KEYS))
+        if seen != self._env_seen:
+            found = [(n, v) for n, v in zip(ENV_KEYS, seen, strict=True) if v and len(v) >= MIN_ENV_VALUE]
+            self._env = sorted(found, key=lambda nv: -len(nv[1]))
+            self._env_bytes = tuple(v.encode() for _, v in self._env)
+            self._env_seen = seen
+        return self._env
+
+    def may_contain(self, data: bytes) -> bool:
+        """The cheap pre-check on an encoded line (or many): could it hold a secret?
+
+        Every trigger is ASCII and JSON leaves ASCII letters, digits, ``-`` and ``_``
+        unescaped, so a secret inside a JSON string shows up in the encoded bytes too.
+        """
+        self.env_secrets()
+        return _has_trigger(data) or any(v in data for v in self._env_bytes)
+
+    def text(self, text: str) -> str:
+        """``text`` with secrets replaced; the very same object when there was none."""
+        return self._text(text, self.env_secrets())
+
+    def value(self, obj: Any) -> Any:
+        """A JSON-like value (dicts, lists, strings) with every string redacted, keys too."""
+        return self._value(obj, self.env_secrets())
+
+    def _value(self, obj: Any, secrets: list[tuple[str, str]]) -> Any:
+        if isinstance(obj, str):
+            return self._text(obj, secrets)
+        if isinstance(obj, dict):
+            return {self._value(k, secrets): self._value(v, secrets) for k, v in obj.items()}
+        if isinstance(obj, (list, tuple)):
+            return [self._value(v, secrets) for v in obj]
+        return obj
+
+    def _text(self, text: str, secrets: list[tuple[str, str]]) -> str:
+        if not (_has_trigger(text) or any(v in text for _, v in secrets)):
+            return text
+        for name, value in secrets:
+            if value in text:
+                self.counts[name] += text.count(value)
+                text = text.replace(value, marker(name))
+        for pattern in PATTERNS:
+            text = pattern.sub(text, self.counts)
+        return text
+
+
+def redact_text(text: str, environ: Mapping[str, str] | None = None) -> str:
+    """One string (memory files, index rows, previews): the same object if it is clean."""
+    return Redactor(environ).text(text)
+
+
+def redact_value(obj: Any, environ: Mapping[str, str] | None = None) -> Any:
+    return Redactor(environ).value(obj)

@@ -1,0 +1,411 @@
+"""The rollover strategy at run time: budget checks and the two-phase switch to a new window.
+
+``RolloverManager`` keeps the runner-facing interface of ``ContextManager`` and its Layer 1
+(spills, the anchor, the ledger); it replaces Layer 2 by rollover. Before each request —
+the pre-step boundary, when every result of the last step is in — it asks the pure budget
+what to do: remind once, enter fallback once (the request offers only new_context and
+search_history; other calls are refused), or commit a rollover. A rollover is declared by
+the model through ``new_context`` (phase 1: the intent is logged, the conversation is left
+alone) and committed here (phase 2: the conversation is replaced by one user message).
+At the hard limit the host writes the handoff itself.
+
+Its state is rebuilt from the log on resume: the claimed reminder and fallback are the
+host notes in the current window, a pending intent is the last ``rollover`` entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import orjson
+from pydantic import ValidationError
+
+from ..compact.manage import CompactSettings, ContextManager
+from ..errors import BoundaryError
+from ..events import (
+    ContextState,
+    Notice,
+    RolloverCommitted,
+    RolloverDeclared,
+    RolloverFallback,
+    RolloverReminded,
+)
+from ..messages import Message, ToolCall, ToolResult
+from ..providers.base import Provider
+from ..session import entries
+from ..session.loader import LoadResult
+from ..session.paths import LOG_NAME
+from ..tools.registry import Permissions, ToolRegistry
+from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
+from ..tools.workspace import resolve_in_workspace
+from .budget import (
+    CONTINUE,
+    FALLBACK_RESERVE,
+    OUTPUT_RESERVE,
+    REMINDER_THRESHOLD,
+    BudgetAction,
+    BudgetState,
+    evaluate_budget,
+    limits,
+)
+from .handoff import CheckedFile, Handoff, Intent, first_message, first_user_text, forced_handoff
+
+REMIND_MARK = "[host note] context rollover reminder"
+FALLBACK_MARK = "[host note] context rollover fallback"
+HOST_MARKS = (REMIND_MARK, FALLBACK_MARK)
+
+
+@dataclass(frozen=True)
+class RolloverSettings(CompactSettings):
+    output_reserve: int = OUTPUT_RESERVE
+    fallback_reserve: int = FALLBACK_RESERVE
+    reminder_threshold: int = REMINDER_THRESHOLD
+
+    @classmethod
+    def from_compact(cls, settings: CompactSettings) -> RolloverSettings:
+        """The same two reserves as Layer 2: room for the model's last output (a summary there,
+        a handoff here) and headroom before it. So both strategies act at the same estimate."""
+        if isinstance(settings, RolloverSettings):
+            return settings
+        return cls(
+            **asdict(settings),
+            output_reserve=settings.summary_reserve,
+            fallback_reserve=settings.safety_margin,
+        )
+
+    def budget(self, current: int, **flags: bool) -> BudgetState:
+        return BudgetState(
+            self.context_window,
+            self.output_reserve,
+            self.fallback_reserve,
+            self.reminder_threshold,
+            current,
+            **flags,
+        )
+
+    @property
+    def threshold(self) -> int:  # the base limit: where the host starts to act
+        return self.budget(0).base_limit
+
+    @property
+    def limits(self) -> dict[str, int]:
+        return limits(
+            self.context_window, self.output_reserve, self.fallback_reserve, self.reminder_threshold
+        )
+
+
+class FallbackTools(ToolRegistry):
+    """The pruned surface of the fallback step: only ``allowed`` is offered; other calls are refused."""
+
+    def __init__(self, tools: ToolRegistry, allowed: tuple[str, ...]) -> None:
+        super().__init__(t for t in tools if t.name in allowed)
+        self.full = tools
+
+    def run(self, call: ToolCall, permissions: Permissions) -> ToolResult:
+        if call.name in self:
+            return super().run(call, permissions)
+        offered = " and ".join(self.names()) or "no tools"
+        return ToolResult(
+            call_id=call.id,
+            is_error=True,
+            content=(
+                f"refused: {call.name} is not available now. The context is at its fallback limit and "
+                f"only {offered} remain; call new_context with your handoff now."
+            ),
+        )
+
+
+class RolloverManager(ContextManager):
+    settings: RolloverSettings
+
+    def __init__(self, conversation: Any, settings: CompactSettings | None = None, **kwargs: Any) -> None:
+        super().__init__(conversation, RolloverSettings.from_compact(settings or CompactSettings()), **kwargs)
+        self.declared: Intent | None = None
+        self.reminded = False
+        self.fallback_claimed = False
+        self.pruned = False  # this step offers only the rollover tools
+        self.rollovers = 0
+        self.last_action: BudgetAction = CONTINUE
+        self.pinned: str | None = None
+        self.sync_window()
+
+    def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
+        super().configure(RolloverSettings.from_compact(settings), system=system, tools=tools)
+
+    def restore(self, loaded: LoadResult) -> None:
+        super().restore(loaded)
+        self.rollovers = sum(1 for e in loaded.rollovers if e.get("phase") == "commit")
+        self.declared = _pending_intent(loaded)
+        self.sync_window()
+
+    def sync_window(self) -> None:
+        """The claimed reminder and fallback of the current window, from its host notes."""
+        notes = [
+            m.content for m in self.conversation.messages() if m.role == "user" and m.tool_result is None
+        ]
+        self.reminded = any(n.startswith(REMIND_MARK) for n in notes)
+        self.fallback_claimed = any(n.startswith(FALLBACK_MARK) for n in notes)
+
+    # --- the budget -----------------------------------------------------------------------------
+
+    def budget_state(self) -> BudgetState:
+        return self.settings.budget(
+            self.estimate(),
+            explicit_rollover_declared=self.declared is not None,
+            reminder_claimed=self.reminded,
+            fallback_claimed=self.fallback_claimed,
+        )
+
+    def state(self) -> ContextState:
+        marks = self.settings.limits
+        if self.declared is not None:
+            phase = "declared"
+        elif self.fallback_claimed:
+            phase = "fallback"
+        else:
+            phase = "reminded" if self.reminded else "normal"
+        return replace(
+            super().state(),
+            strategy="rollover",
+            limits=(("remind", marks["remind"]), ("base", marks["base"]), ("hard", marks["hard"])),
+            rollovers=self.rollovers,
+            phase=phase,
+        )
+
+    def surface(self, tools: ToolRegistry) -> ToolRegistry:
+        return FallbackTools(tools, ROLLOVER_TOOLS) if self.pruned else tools
+
+    def before_request(self, provider: Provider) -> None:
+        self._spill_batch()
+        if self.pinned is None and self.session_dir is None:
+            self.pinned = first_user_text(self.conversation.messages())
+        state = self.budget_state()
+        action = evaluate_budget(state)
+        self.pruned = False
+        if action.type == "rollover" and not self._has_work():
+            # Over the limit before any answer in this window (a huge prompt): there is
+            # nothing to hand over, and a new window would hold the same prompt.
+            self.emit(
+                Notice("the context is over its limit but this window holds no work to hand over", "warning")
+            )
+        elif action.type == "rollover":
+            self.commit(action.reason or "hard-limit")
+        elif action.type == "fallback":
+            self.fallback_claimed = self.pruned = True
+            self._host_note(
+                f"{FALLBACK_MARK}: the context is at its limit (about {state.current_tokens:,} tokens; "
+                f"fallback limit {state.base_limit:,}). Only new_context and search_history are available "
+                "now, and any other tool call is refused. Call new_context with your handoff now; "
+                "otherwise the host switches windows with a handoff it writes itself, all of it unverified."
+            )
+            self.emit(RolloverFallback(state.current_tokens, ROLLOVER_TOOLS))
+        elif action.type == "remind":
+            self.reminded = True
+            self._host_note(
+                f"{REMIND_MARK}: about {state.current_tokens:,} of {state.context_window:,} tokens are "
+                f"in use; {max(state.remaining, 0):,} remain before the fallback limit at "
+                f"{state.base_limit:,}. Finish the step you are on, then call new_context with your "
+                "handoff and related files; the task continues in a fresh window. At the limit only "
+                "new_context and search_history remain."
+            )
+            self.emit(RolloverReminded(state.current_tokens, state.base_limit))
+        self.last_action = action
+        self.emit(self.state())
+
+    def recover(self, provider: Provider) -> bool:
+        """The provider said the prompt is too long: a forced rollover, unless this is a fresh window."""
+        if not self._has_work():
+            return False
+        self.commit("model" if self.declared is not None else "hard-limit")
+        return True
+
+    def _has_work(self) -> bool:
+        return self.declared is not None or any(m.role == "assistant" for m in self.conversation.messages())
+
+    def _host_note(self, text: str) -> None:
+        # A user-side message, appended (never edited in): it is logged like any message,
+        # keeps the cached prefix intact, and its presence is how a resume knows it was said.
+        self.conversation.append(Message(role="user", content=text))
+        self.emit(Notice(text.removeprefix("[host note] "), "warning"))
+
+    # --- phase 1: the intent ---------------------------------------------------------------------
+
+    def declare(self, intent: Intent) -> str:
+        """``new_context``'s handler: log the intent and answer; the conversation stays as it is."""
+        caller, call = self._calling(NEW_CONTEXT)
+        intent = replace(
+            intent, call_id=call.id if call else None, message_uuid=caller.id if caller else None
+        )
+        if self.writer is not None:
+            self.writer.log(
+                entries.rollover_entry(
+                    phase="intent",
+                    reason="model",
+                    handoff=intent.handoff.model_dump(),
+                    related_files=[f.to_dict() for f in intent.related_files],
+                    call_id=intent.call_id,
+                    message_uuid=intent.message_uuid,
+                )
+            )
+        self.declared = intent
+        missing = tuple(f.path for f in intent.related_files if not f.exists)
+        self.emit(RolloverDeclared(intent.call_id, intent.message_uuid, len(intent.related_files), missing))
+        answer = (
+            "Handoff recorded. The host switches to a fresh context window before your next step, "
+            "after the results of this step are in; the new window starts with the original request, "
+            "your handoff and the related files. This window stays searchable with search_history"
+            + (
+                f" (session_id {self.session_dir.name}, message_uuid {intent.message_uuid})."
+                if self.session_dir
+                else "."
+            )
+        )
+        if missing:
+            answer += f" Note: these related files do not exist (yet): {', '.join(missing)}."
+        return answer
+
+    def _calling(self, name: str) -> tuple[Message | None, ToolCall | None]:
+        """The assistant message and call now running: the runner runs a step's calls in order
+        and appends each result before the next, so it is the first one still unanswered."""
+        messages = self.conversation.messages()
+        i = len(messages)
+        while i > 0 and messages[i - 1].tool_result is not None:
+            i -= 1
+        if i == 0 or not messages[i - 1].tool_calls:
+            return None, None
+        answered = {m.tool_result.call_id for m in messages[i:] if m.tool_result is not None}
+        for call in messages[i - 1].tool_calls:
+            if call.name == name and call.id not in answered:
+                return messages[i - 1], call
+        return messages[i - 1], None
+
+    # --- phase 2: the commit ----------------------------------------------------------------------
+
+    def commit(self, reason: str) -> RolloverCommitted:
+        """Replace the conversation by the first message of a new window (reason model | hard-limit)."""
+        messages = self.conversation.messages()
+        before = self.estimate()
+        intent = self.declared if reason == "model" else None
+        if intent is None:
+            reason = "hard-limit"
+            handoff, touched = forced_handoff(messages)
+            last = next((m for m in reversed(messages) if m.role == "assistant"), None)
+            intent = Intent(handoff, self._check_touched(touched), message_uuid=last.id if last else None)
+        session_id = self.session_dir.name if self.session_dir is not None else None
+        text = first_message(
+            session_id=session_id or "(no session log)",
+            message_uuid=intent.message_uuid,
+            pinned_request=self.pinned_request(),
+            handoff=intent.handoff,
+            related_files=intent.related_files,
+            reason=reason,
+            later_user_text=_later_user_text(messages),
+        )
+        new = [Message(role="user", content=text)]
+        self.conversation.replace("rollover", new)
+        self._reset_anchor(new)
+        after = self.anchor[0] if self.anchor else 0
+        if self.writer is not None:
+            self.writer.log(
+                entries.rollover_entry(
+                    phase="commit",
+                    reason=reason,
+                    handoff=intent.handoff.model_dump(),
+                    related_files=[f.to_dict() for f in intent.related_files],
+                    call_id=intent.call_id,
+                    message_uuid=intent.message_uuid,
+                    before_tokens=before,
+                    after_tokens=after,
+                )
+            )
+        self.declared, self.reminded, self.fallback_claimed, self.pruned = None, False, False, False
+        self.rollovers += 1
+        event = RolloverCommitted(
+            reason, before, after, session_id, intent.message_uuid, len(intent.related_files)
+        )
+        self.emit(event)
+        return event
+
+    def pinned_request(self) -> str | None:
+        """The session's first user message, verbatim, for every window (so intent cannot drift).
+
+        Read from the head of the log, which keeps it however often the window was replaced;
+        the in-memory text is preferred while that message is still in the conversation
+        (the log's copy may be redacted).
+        """
+        if self.pinned is None and self.session_dir is not None:
+            found = _first_request_in_log(self.session_dir / LOG_NAME)
+            if found is not None:
+                uuid, text = found
+                live = next((m for m in self.conversation.messages() if m.id == uuid), None)
+                self.pinned = live.content if live is not None else text
+        if self.pinned is None:
+            self.pinned = first_user_text(self.conversation.messages())
+        return self.pinned
+
+    def _check_touched(self, touched: list[tuple[str, str]]) -> list[CheckedFile]:
+        files = []
+        for path, how in touched:
+            exists = True
+            if self.workspace is not None:
+                try:
+                    exists = resolve_in_workspace(self.workspace, path).exists()
+                except BoundaryError:
+                    continue
+            files.append(CheckedFile(path, "other", how, exists))
+        return files
+
+
+def _later_user_text(messages: list[Message]) -> list[str]:
+    """User text sent after the old window's last answer (a new %agent prompt): carried over."""
+    out = []
+    for m in reversed(messages):
+        if m.role == "assistant":
+            break
+        if m.tool_result is None and m.content and not m.content.startswith(HOST_MARKS):
+            out.append(m.content)
+    return out[::-1]
+
+
+def _pending_intent(loaded: LoadResult) -> Intent | None:
+    """The last ``rollover`` entry, if it is an intent whose call is answered in the effective state."""
+    if not loaded.rollovers or loaded.rollovers[-1].get("phase") != "intent":
+        return None
+    entry = loaded.rollovers[-1]
+    answered = {
+        m.tool_result.call_id
+        for m in loaded.messages
+        if m.tool_result is not None and not m.tool_result.is_error
+    }
+    if entry.get("call_id") not in answered:
+        return None  # the crash came before the result: the model never heard it was accepted
+    try:
+        handoff = Handoff.model_validate(entry.get("handoff") or {})
+    except ValidationError:
+        return None
+    files = [CheckedFile.from_dict(f) for f in entry.get("related_files") or [] if isinstance(f, dict)]
+    return Intent(handoff, files, call_id=entry.get("call_id"), message_uuid=entry.get("message_uuid"))
+
+
+def _first_request_in_log(log: Path) -> tuple[str, str] | None:
+    """(message id, content) of the log's first user text message; reads only up to it."""
+    try:
+        with open(log, "rb") as f:
+            for line in f:
+                try:
+                    entry = orjson.loads(line)
+                except orjson.JSONDecodeError:
+                    continue
+                if (
+                    isinstance(entry, dict)
+                    and entry.get("type") == "message"
+                    and entry.get("role") == "user"
+                    and not entry.get("tool_result")
+                    and isinstance(entry.get("content"), str)
+                ):
+                    return str(entry.get("id")), entry["content"]
+    except OSError:
+        return None
+    return None

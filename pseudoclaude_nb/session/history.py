@@ -1,0 +1,589 @@
+"""The full-history index: SQLite FTS5 (trigram) over every session log of a workspace.
+
+It owns ``.pseudoclaude/history.sqlite`` and nothing else. The index is derived data: it
+*tails* each ``conversation.jsonl`` from the byte offset it has consumed, so what it holds
+is exactly what the logs hold (redacted, spilled bodies as files) and it can always be
+rebuilt from them. One row per message part — text, each tool call (name + arguments),
+the tool result — and the text of spilled files in chunks of lines; the trigram tokenizer
+makes CJK and code substrings match.
+
+Registered as a conversation hook right after the session writer, so each append is in
+the index by the time ``Conversation.append`` returns (the same turn can search it). It
+never raises into its callers: a missing index is recreated, a corrupt one is deleted
+and rebuilt, a locked one is caught up later; problems are reported through ``on_notice``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from ..conversation import Hooks
+from ..errors import SessionError
+from ..messages import Message
+from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
+
+INDEX_NAME = "history.sqlite"
+SCHEMA_VERSION = 3
+MAX_LIMIT = 50
+HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
+CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
+CHUNK_BYTES = 16_000
+SPILL_INDEX_BYTES = 8_000_000  # beyond this, a spilled file's tail is not indexed
+SNIPPET_CHARS = 90  # each side of the match
+SEARCH_TOOL = "search_history"
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS logs(
+    session_id TEXT PRIMARY KEY,
+    offset INTEGER NOT NULL,
+    head TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS docs(
+    id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    message_uuid TEXT NOT NULL,
+    call_id TEXT,
+    tool TEXT,
+    role TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    ts REAL NOT NULL,
+    part INTEGER NOT NULL DEFAULT 0,
+    line INTEGER,
+    ref TEXT,
+    text TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS docs_session ON docs(session_id);
+CREATE INDEX IF NOT EXISTS docs_message ON docs(session_id, message_uuid);
+CREATE INDEX IF NOT EXISTS docs_call ON docs(session_id, call_id);
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
+    text, content='docs', content_rowid='id', tokenize='trigram'
+);
+CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
+    INSERT INTO docs_fts(rowid, text) VALUES (new.id, new.text);
+END;
+CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
+    INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
+END;
+"""
+
+_COLUMNS = "d.session_id, d.message_uuid, d.role, d.kind, d.ts, d.call_id, d.line, d.ref, d.text"
+
+
+@dataclass(frozen=True)
+class Hit:
+    session_id: str
+    message_uuid: str
+    role: str
+    kind: str  # text | tool_call | tool_result | spill
+    ts: float
+    snippet: str
+    call_id: str | None = None
+    ref: str | None = None  # spills: the file, relative to the workspace
+    line: int | None = None  # spills: the line of the match in that file
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "session_id": self.session_id,
+            "message_uuid": self.message_uuid,
+            "role": self.role,
+            "kind": self.kind,
+            "ts": self.ts,
+            "snippet": self.snippet,
+            "call_id": self.call_id,
+            "ref": self.ref,
+            "line": self.line,
+        }
+
+
+@dataclass(frozen=True)
+class IndexStats:
+    sessions: int
+    rows: int
+    seconds: float
+
+
+class HistoryIndex:
+    def __init__(self, workspace: Path, *, on_notice: Callable[[str], None] | None = None) -> None:
+        self.workspace = Path(workspace)
+        self.path = self.workspace / STATE_DIR / INDEX_NAME
+        self.on_notice = on_notice
+        self.notices: list[str] = []
+        self._con: sqlite3.Connection | None = None
+        self._inode: tuple[int, int] | None = None
+        self._lock = threading.RLock()
+        self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
+
+    # --- wiring ------------------------------------------------------------------------
+
+    def hooks(self, session_dir: Path) -> Hooks:
+        """Conversation hooks that bring ``session_dir``'s log into the index; never raise."""
+        folder = Path(session_dir)
+
+        def on_append(_message: Message) -> None:
+            self.catch_up(folder)
+
+        def on_replace(_reason: str, _messages: list[Message]) -> None:
+            self.catch_up(folder)
+
+        return Hooks(on_append=on_append, on_replace=on_replace)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._con is not None:
+                try:
+                    self._con.close()
+                except sqlite3.Error:
+                    pass
+            self._con, self._inode = None, None
+
+    # --- keeping up with the logs -----------------------------------------------------------
+
+    def catch_up(self, session_dir: Path) -> int:
+        """Index what ``session_dir``'s log gained since the last call; the number of rows added.
+
+        Never raises: this runs inside conversation hooks, and a broken index must not
+        stop a run.
+        """
+        if self.disabled:
+            return 0  # said once, when it was found out
+        try:
+            return self._run(lambda con: self._consume(con, Path(session_dir)))
+        except Exception as exc:  # noqa: BLE001 - derived data: report, never fail the caller
+            self._notice(f"history index not updated for {Path(session_dir).name}: {exc}")
+            return 0
+
+    def rebuild(self) -> IndexStats:
+        """Delete the index and build it again from every session log (``%sessions reindex``)."""
+        started = time.monotonic()
+        with self._lock:
+            self.close()
+            self._delete_files()
+            self.disabled = None
+            rows = self._run(self._sync_all)
+            sessions = self._run(lambda con: con.execute("SELECT count(*) FROM logs").fetchone()[0])
+        return IndexStats(sessions, rows, time.monotonic() - started)
+
+    # --- searching -----------------------------------------------------------------------
+
+    def search(self, query: str, *, session_id: str | None = None, limit: int = 5) -> list[Hit]:
+        """Matches for ``query`` (a substring, case-insensitive; words are ANDed), newest first.
+
+        ``session_id`` limits the search to one session (caught up first); ``None``
+        searches all sessions of the workspace. Raises ``SessionError`` only when the index
+        cannot work at all, with what to do.
+        """
+        query = query.strip()
+        limit = max(1, min(int(limit), MAX_LIMIT))
+        if not query:
+            return []
+        if session_id is not None:
+            if not session_id or "/" in session_id or session_id.startswith("."):
+                return []  # not a session id: never a path to read
+            folder = sessions_dir(self.workspace) / session_id
+            if (folder / LOG_NAME).is_file():
+                self._run(lambda con: self._consume(con, folder))
+        else:
+            self._run(self._sync_all)
+        return self._run(lambda con: self._match(con, query, session_id, limit))
+
+    def count(self, session_id: str | None = None) -> int:
+        """Rows in the index, of one session or of all."""
+        where, args = ("WHERE session_id = ?", [session_id]) if session_id is not None else ("", [])
+        return self._run(lambda con: con.execute(f"SELECT count(*) FROM docs {where}", args).fetchone()[0])
+
+    # --- the connection, and recovering from a broken file ---------------------------------------
+
+    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+        """Run ``fn`` on a healthy connection; a corrupt file is deleted, rebuilt and ``fn`` retried once."""
+        with self._lock:
+            if self.disabled:
+                raise SessionError(f"history search is unavailable: {self.disabled}")
+            for attempt in (1, 2):
+                try:
+                    return fn(self._open())
+                except sqlite3.Error as exc:
+                    if attempt == 2 or not _is_corrupt(exc):
+                        raise SessionError(
+                            f"history index {self.path} failed: {exc}; run %sessions reindex to rebuild it"
+                        ) from exc
+                    self._notice(
+                        f"the history index {self.path.name} was unreadable ({exc}); "
+                        "it was deleted and is rebuilt from the session logs"
+                    )
+                    self.close()
+                    self._delete_files()
+            raise AssertionError("unreachable")
+
+    def _open(self) -> sqlite3.Connection:
+        try:
+            return self._connection()
+        except OSError as exc:
+            raise SessionError(
+                f"history index {self.path} cannot be opened: {exc.strerror or exc}; "
+                "move it away, then run %sessions reindex"
+            ) from exc
+
+    def _connection(self) -> sqlite3.Connection:
+        try:
+            st = os.stat(self.path)
+            inode: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except FileNotFoundError:
+            inode = None
+        if self._con is not None and inode == self._inode:
+            return self._con
+        if self._con is not None:
+            # The file was deleted or replaced under us: start over from the logs.
+            self._notice(
+                f"the history index {self.path.name} was removed; it is rebuilt from the session logs"
+            )
+            self.close()
+        ensure_state_dir(self.workspace)
+        # The index holds what the logs hold: private like them (SQLite gives its -wal and
+        # -shm files the database's mode).
+        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        con = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False, isolation_level=None)
+        try:
+            self._prepare(con)
+        except sqlite3.OperationalError as exc:
+            con.close()
+            if "fts5" in str(exc) or "trigram" in str(exc):
+                self.disabled = (
+                    f"this Python's SQLite {sqlite3.sqlite_version} lacks FTS5 with the trigram "
+                    "tokenizer (needs SQLite 3.34 or newer)"
+                )
+                raise SessionError(f"history search is unavailable: {self.disabled}") from exc
+            raise
+        except BaseException:
+            con.close()
+            raise
+        st = os.stat(self.path)
+        self._con, self._inode = con, (st.st_dev, st.st_ino)
+        return con
+
+    @staticmethod
+    def _prepare(con: sqlite3.Connection) -> None:
+        con.execute("PRAGMA journal_mode=WAL")
+        # Derived data: a lost last transaction is re-read from the log next time (the offset
+        # is in the same transaction), so the per-append cost need not include an fsync.
+        con.execute("PRAGMA synchronous=NORMAL")
+        version = con.execute("PRAGMA user_version").fetchone()[0]
+        if version not in (0, SCHEMA_VERSION):
+            for name in ("docs_fts", "docs", "logs"):
+                con.execute(f"DROP TABLE IF EXISTS {name}")
+        con.executescript(_SCHEMA)
+        con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def _delete_files(self) -> None:
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            try:
+                os.unlink(f"{self.path}{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def _notice(self, text: str) -> None:
+        """Said through ``on_notice`` during a run; kept in ``notices`` for the next magic otherwise."""
+        if self.on_notice is not None:
+            try:
+                self.on_notice(text)
+                return
+            except Exception:  # noqa: BLE001 - a display problem must not break indexing
+                pass
+        self.notices.append(text)
+
+    # --- tailing one log -------------------------------------------------------------------------
+
+    def _sync_all(self, con: sqlite3.Connection) -> int:
+        root = sessions_dir(self.workspace)
+        present = {p.name: p for p in root.iterdir() if (p / LOG_NAME).is_file()} if root.is_dir() else {}
+        known = {row[0] for row in con.execute("SELECT session_id FROM logs")}
+        for gone in known - present.keys():  # trashed or purged: not searchable any more
+            with _transaction(con):
+                con.execute("DELETE FROM docs WHERE session_id = ?", (gone,))
+                con.execute("DELETE FROM logs WHERE session_id = ?", (gone,))
+        # In id order (ids start with the time): rowids then follow time, newest last.
+        return sum(self._consume(con, present[sid]) for sid in sorted(present))
+
+    def _consume(self, con: sqlite3.Connection, session_dir: Path) -> int:
+        sid = session_dir.name
+        row = con.execute("SELECT offset, head FROM logs WHERE session_id = ?", (sid,)).fetchone()
+        offset, head = (row[0], row[1]) if row else (0, "")
+        tail = _read_tail(session_dir / LOG_NAME, offset, head)
+        if tail is None:
+            return 0
+        restart, data, new_offset, new_head = tail
+        rows = 0
+        with _transaction(con):
+            if restart:
+                con.execute("DELETE FROM docs WHERE session_id = ?", (sid,))
+            for line in data.split(b"\n"):
+                if line.strip():
+                    rows += self._index_line(con, session_dir, line)
+            con.execute(
+                "INSERT INTO logs(session_id, offset, head) VALUES (?, ?, ?) "
+                "ON CONFLICT(session_id) DO UPDATE SET offset = excluded.offset, head = excluded.head",
+                (sid, new_offset, new_head),
+            )
+        return rows
+
+    def _index_line(self, con: sqlite3.Connection, session_dir: Path, line: bytes) -> int:
+        try:
+            entry = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return 0  # a torn or corrupt line: the loader reports it; the index skips it
+        if not isinstance(entry, dict):
+            return 0
+        kind = entry.get("type")
+        if kind == "message":
+            return self._index_message(con, session_dir.name, entry)
+        if kind == "spill":
+            return self._index_spill(con, session_dir, entry)
+        return 0
+
+    def _index_message(self, con: sqlite3.Connection, sid: str, entry: dict[str, Any]) -> int:
+        uuid, role = entry.get("id"), entry.get("role")
+        if not isinstance(uuid, str) or not isinstance(role, str):
+            return 0
+        # A replace snapshot repeats messages already indexed (a spilled result then carries
+        # only its preview): keep the first, fullest version of each message.
+        if con.execute(
+            "SELECT 1 FROM docs WHERE session_id = ? AND message_uuid = ? LIMIT 1", (sid, uuid)
+        ).fetchone():
+            return 0
+        ts = entry.get("ts") if isinstance(entry.get("ts"), (int, float)) else 0.0
+        rows: list[tuple[Any, ...]] = []
+        content = entry.get("content")
+        if isinstance(content, str) and content.strip():
+            rows.append((sid, uuid, None, None, role, "text", ts, 0, content))
+        for k, call in enumerate(entry.get("tool_calls") or ()):
+            if isinstance(call, dict):
+                name, args = call.get("name"), orjson.dumps(call.get("arguments") or {}).decode()
+                rows.append((sid, uuid, call.get("id"), name, role, "tool_call", ts, k, f"{name} {args}"))
+        result = entry.get("tool_result")
+        if isinstance(result, dict) and isinstance(result.get("content"), str):
+            call_id = result.get("call_id")
+            tool = con.execute(
+                "SELECT tool FROM docs WHERE session_id = ? AND call_id = ? AND kind = 'tool_call' LIMIT 1",
+                (sid, call_id),
+            ).fetchone()
+            rows.append((sid, uuid, call_id, tool and tool[0], role, "tool_result", ts, 0, result["content"]))
+            # A spill is logged before its (preview) result: link its rows to this message.
+            con.execute(
+                "UPDATE docs SET message_uuid = ? WHERE session_id = ? AND kind = 'spill' "
+                "AND call_id = ? AND message_uuid = ''",
+                (uuid, sid, call_id),
+            )
+        con.executemany(
+            "INSERT INTO docs(session_id, message_uuid, call_id, tool, role, kind, ts, part, text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        return len(rows)
+
+    def _index_spill(self, con: sqlite3.Connection, session_dir: Path, entry: dict[str, Any]) -> int:
+        sid, call_id, rel = session_dir.name, entry.get("call_id"), entry.get("path")
+        if not isinstance(call_id, str) or not isinstance(rel, str):
+            return 0
+        if con.execute(
+            "SELECT 1 FROM docs WHERE session_id = ? AND kind = 'spill' AND call_id = ? LIMIT 1",
+            (sid, call_id),
+        ).fetchone():
+            return 0
+        path = (session_dir / rel).resolve()
+        if not path.is_relative_to(session_dir.resolve()):
+            return 0  # a log naming a file outside its session: not ours to read
+        try:
+            with open(path, "rb") as f:
+                text = f.read(SPILL_INDEX_BYTES).decode("utf-8", errors="replace")
+        except OSError:
+            return 0
+        owner = con.execute(
+            "SELECT message_uuid FROM docs WHERE session_id = ? AND kind = 'tool_result' AND call_id = ? LIMIT 1",
+            (sid, call_id),
+        ).fetchone()
+        ts = entry.get("ts") if isinstance(entry.get("ts"), (int, float)) else 0.0
+        ref = f"{STATE_DIR}/sessions/{sid}/{rel}"
+        tool = entry.get("tool") if isinstance(entry.get("tool"), str) else None
+        rows = [
+            (sid, owner[0] if owner else "", call_id, tool, "user", "spill", ts, part, line, ref, chunk)
+            for part, (line, chunk) in enumerate(_chunks(text))
+        ]
+        con.executemany(
+            "INSERT INTO docs(session_id, message_uuid, call_id, tool, role, kind, ts, part, line, ref, text) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
+        return len(rows)
+
+    # --- matching ----------------------------------------------------------------------------
+
+    def _match(self, con: sqlite3.Connection, query: str, session_id: str | None, limit: int) -> list[Hit]:
+        quoted = len(query) >= 2 and query[0] == query[-1] == '"'
+        phrase = query[1:-1].strip() if quoted else query
+        terms = [phrase] if quoted else phrase.split()
+        span: tuple[int, int] | None = None
+        if session_id is not None:
+            # A session's rows form one rowid range (mostly its own): FTS5 narrows by range
+            # natively, where a join condition alone would walk every match of the workspace.
+            low, high = con.execute(
+                "SELECT min(id), max(id) FROM docs WHERE session_id = ?", (session_id,)
+            ).fetchone()
+            if low is None:
+                return []
+            span = (low, high)
+        found = self._find(con, [phrase], session_id, span, limit)
+        if len(found) < limit and len(terms) > 1:
+            # Too few hits for the exact phrase: every word, anywhere in one row.
+            ids = {r[0] for r in found}
+            more = [r for r in self._find(con, terms, session_id, span, limit) if r[0] not in ids]
+            found += more[: limit - len(found)]
+        return [_hit(r[1:], terms) for r in found]
+
+    @staticmethod
+    def _find(
+        con: sqlite3.Connection,
+        terms: list[str],
+        session_id: str | None,
+        span: tuple[int, int] | None,
+        limit: int,
+    ) -> list[tuple]:
+        """Rows with every term, newest first.
+
+        Newest first rather than by bm25: on trigrams bm25 says little about a substring
+        match, and ranking must score every match, where rowid order stops at ``limit``.
+        """
+        # Trigrams need 3 characters; shorter terms (two CJK characters, "id") are checked
+        # with instr() on the rows the long terms matched, or by a scan when there are none.
+        long = [t for t in terms if len(t) >= 3]
+        short = [t.lower() for t in terms if len(t) < 3]
+        # Earlier searches echo their own query and hits: never an answer to a new one.
+        where, args = [f"coalesce(d.tool, '') != '{SEARCH_TOOL}'"], []
+        for t in short:
+            where.append("instr(lower(d.text), ?) > 0")
+            args.append(t)
+        if session_id is not None:
+            where.append("d.session_id = ?")
+            args.append(session_id)
+        conditions = "".join(f" AND {w}" for w in where)
+        if long:
+            match = " AND ".join('"' + t.replace('"', '""') + '"' for t in long)
+            in_span = " AND docs_fts.rowid BETWEEN ? AND ?" if span else ""
+            sql = (
+                f"SELECT d.id, {_COLUMNS} FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
+                f"WHERE docs_fts MATCH ?{in_span}{conditions} ORDER BY docs_fts.rowid DESC LIMIT ?"
+            )
+            return con.execute(sql, (match, *(span or ()), *args, limit)).fetchall()
+        in_span = " AND d.id BETWEEN ? AND ?" if span else ""
+        sql = f"SELECT d.id, {_COLUMNS} FROM docs d WHERE 1{in_span}{conditions} ORDER BY d.id DESC LIMIT ?"
+        return con.execute(sql, (*(span or ()), *args, limit)).fetchall()
+
+
+@contextmanager
+def _transaction(con: sqlite3.Connection) -> Iterator[None]:
+    # The rows and the log offset they came from commit together: a crash between the two
+    # is re-read from the log next time, never indexed twice.
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _is_corrupt(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
+    return type(exc) is sqlite3.DatabaseError  # Python < 3.11: corruption has no subclass
+
+
+def _read_tail(log: Path, offset: int, head: str) -> tuple[bool, bytes, int, str] | None:
+    """The whole lines after ``offset``: (restart, data, new offset, new head), or None if nothing new.
+
+    ``restart`` means the log is not the one the offset belongs to (it shrank, or its first
+    bytes changed: an import or a hand repair), so it is read from the start.
+    """
+    try:
+        f = open(log, "rb")  # noqa: SIM115 - closed by the with below; FileNotFoundError handled here
+    except FileNotFoundError:
+        return None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        restart = offset > 0 and (size < offset or _head(f, offset) != head)
+        if restart:
+            offset = 0
+        if size == offset:
+            return None
+        f.seek(offset)
+        data = f.read(size - offset)
+        end = data.rfind(b"\n") + 1  # whole lines only: the writer may be mid-line
+        if end == 0 and not restart:
+            return None
+        new_offset = offset + end
+        return (
+            restart,
+            data[:end],
+            new_offset,
+            head if offset >= HEAD_BYTES and not restart else _head(f, new_offset),
+        )
+
+
+def _head(f: Any, offset: int) -> str:
+    return hashlib.sha1(os.pread(f.fileno(), min(offset, HEAD_BYTES), 0)).hexdigest()
+
+
+def _chunks(text: str) -> Iterator[tuple[int, str]]:
+    """(first line number, text) pieces of at most CHUNK_LINES lines or about CHUNK_BYTES."""
+    lines = text.splitlines(keepends=True)
+    start, buf, size = 1, [], 0
+    for number, line in enumerate(lines, 1):
+        buf.append(line)
+        size += len(line)
+        if len(buf) >= CHUNK_LINES or size >= CHUNK_BYTES:
+            yield start, "".join(buf)
+            start, buf, size = number + 1, [], 0
+    if buf:
+        yield start, "".join(buf)
+
+
+def _hit(row: tuple, terms: list[str]) -> Hit:
+    session_id, uuid, role, kind, ts, call_id, line, ref, text = row
+    match = None
+    for term in terms:
+        match = re.search(re.escape(term), text, re.IGNORECASE)
+        if match:
+            break
+    a, b = (match.start(), match.end()) if match else (0, 0)
+    lo, hi = max(0, a - SNIPPET_CHARS), min(len(text), b + SNIPPET_CHARS)
+    snippet = ("…" if lo else "") + " ".join(text[lo:hi].split()) + ("…" if hi < len(text) else "")
+    if line is not None and match:
+        line += text[:a].count("\n")
+    return Hit(session_id, uuid, role, kind, ts or 0.0, snippet, call_id, ref, line)
+
+
+def render_hits(hits: list[Hit], query: str, scope: str) -> str:
+    """Hits as text, for the model and for ``%sessions search``."""
+    if not hits:
+        return f"no match for {query!r} in {scope}."
+    lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:"]
+    for i, h in enumerate(hits, 1):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.ts)) if h.ts else "?"
+        where = f"session_id {h.session_id} · message_uuid {h.message_uuid or '(unknown)'}"
+        what = f"{h.role} {h.kind}" + (f" {h.call_id}" if h.call_id else "")
+        lines.append(f"{i}. {where} · {what} · {when}")
+        if h.ref:
+            lines.append(f"   in {h.ref}, line {h.line} (read_file with offset to see more)")
+        lines.append(f"   {h.snippet}")
+    return "\n".join(lines)

@@ -1,0 +1,180 @@
+"""The context gauge: the estimate against the window, live during a run.
+
+One ``ipywidgets.HTML`` holding an inline SVG, so it renders in JupyterLab, Notebook 7,
+VS Code and Colab without a front-end extension. ``GaugeState`` is plain data and
+``gauge_svg``/``gauge_text`` are pure functions of it; ``ContextGauge`` only observes
+run events and re-renders.
+"""
+
+from __future__ import annotations
+
+import html
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import ipywidgets
+
+from ..events import Compacted, CompactStarted, ContextState, RunEvent, RunFinished, Spilled, StepFinished
+from ..messages import Usage
+
+
+@dataclass(frozen=True)
+class GaugeState:
+    estimated_tokens: int = 0
+    anchor_tokens: int = 0
+    context_window: int = 0
+    marks: tuple[tuple[str, int], ...] = ()  # (label, tokens): the Layer 2 line or rollover limits
+    last_usage: Usage | None = None
+    spills: int = 0
+    compactions: int = 0
+    breaker_open: bool = False
+    status: str = "idle"  # idle | running | compacting… | done | error | interrupted
+
+    @property
+    def fraction(self) -> float:
+        return min(self.estimated_tokens / self.context_window, 1.0) if self.context_window else 0.0
+
+
+def gauge_text(s: GaugeState, width: int = 30) -> str:
+    """One line for terminals and text frontends."""
+    if not s.context_window:
+        return "context gauge: waiting for the first request"
+    filled = round(s.fraction * width)
+    anchored = round(min(s.anchor_tokens / s.context_window, 1.0) * width) if s.context_window else 0
+    anchored = min(anchored, filled)
+    bar = "█" * anchored + "▓" * (filled - anchored) + "░" * (width - filled)
+    marks = " · ".join(f"{label} {value:,}" for label, value in s.marks)
+    usage = ""
+    if s.last_usage is not None:
+        u = s.last_usage
+        usage = f" · cache read {u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
+    return (
+        f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.fraction:.0%})"
+        + (f" · {marks}" if marks else "")
+        + usage
+        + f" · {s.spills} spilled · {s.compactions} compacted · breaker {'OPEN' if s.breaker_open else 'closed'}"
+        + (f" · {s.status}" if s.status not in ("idle", "done") else "")
+    )
+
+
+def gauge_svg(s: GaugeState, width: int = 560) -> str:
+    """The bar: measured part (anchor) solid, estimated suffix lighter, marks as lines."""
+    bar_w, bar_h, top = width - 20, 18, 22
+    window = max(s.context_window, 1)
+
+    def x(tokens: int) -> float:
+        return 10 + bar_w * min(max(tokens, 0) / window, 1.0)
+
+    hot = s.marks and s.estimated_tokens >= min(v for _, v in s.marks)
+    color = "#c62828" if hot else "#1565c0"
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="64" role="img" '
+        f'aria-label="{html.escape(gauge_text(s))}">',
+        f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" fill="#eceff1"/>',
+        f'<rect class="pc-gauge-suffix" x="10" y="{top}" width="{x(s.estimated_tokens) - 10:.1f}" '
+        f'height="{bar_h}" rx="3" fill="{color}" fill-opacity="0.45"/>',
+        f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
+        f'height="{bar_h}" rx="3" fill="{color}"/>',
+    ]
+    for label, value in s.marks:
+        px = x(value)
+        parts.append(
+            f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" stroke="#424242" '
+            f'stroke-dasharray="3,2"><title>{html.escape(label)}: {value:,} tokens</title></line>'
+        )
+        parts.append(
+            f'<text x="{px:.1f}" y="{top + bar_h + 16}" font-size="10" text-anchor="middle" '
+            f'fill="#424242">{html.escape(label)} {value:,}</text>'
+        )
+    head = f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
+    parts.append(f'<text x="10" y="14" font-size="12" font-weight="bold" fill="#212121">{head}</text>')
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def gauge_html(s: GaugeState) -> str:
+    u = s.last_usage
+    cache = (
+        f"last usage: cache read {u.cache_read_input_tokens:,} · cache write {u.cache_creation_input_tokens:,}"
+        if u is not None
+        else "no usage yet"
+    )
+    breaker = "<b style='color:#c62828'>breaker OPEN</b>" if s.breaker_open else "breaker closed"
+    status = f" · <b>{html.escape(s.status)}</b>" if s.status not in ("idle", "done") else ""
+    suffix = max(s.estimated_tokens - s.anchor_tokens, 0)
+    return (
+        f"<div class='pc-gauge' data-estimated='{s.estimated_tokens}' data-window='{s.context_window}' "
+        f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-status='{html.escape(s.status)}'>"
+        f"{gauge_svg(s)}"
+        f"<div style='font-size:85%;color:#455a64'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
+        f"{cache} · {s.spills} spilled · {s.compactions} compacted · {breaker}{status}</div></div>"
+    )
+
+
+def state_from_context(
+    state: ContextState, marks: tuple[tuple[str, int], ...] | None = None
+) -> dict[str, Any]:
+    return {
+        "estimated_tokens": state.estimated_tokens,
+        "anchor_tokens": state.anchor_tokens,
+        "context_window": state.context_window,
+        "marks": marks if marks is not None else (("Layer 2", state.threshold),),
+        "spills": state.spills,
+        "compactions": state.compactions,
+        "breaker_open": state.breaker_open,
+    }
+
+
+class TextReprHTML(ipywidgets.HTML):
+    """An HTML widget whose ``text/plain`` form is readable in terminals and saved notebooks."""
+
+    def __init__(self, *, text: str, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.text = text
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = self.text
+        return bundle
+
+
+@dataclass
+class ContextGauge:
+    """A live gauge: feed it run events (it is a runner listener)."""
+
+    state: GaugeState = field(default_factory=GaugeState)
+    widget: Any = None
+
+    def __post_init__(self) -> None:
+        self.widget = TextReprHTML(value=gauge_html(self.state), text=gauge_text(self.state))
+
+    def __call__(self, event: RunEvent) -> None:
+        s = self.state
+        if isinstance(event, ContextState):
+            s = replace(
+                s, **state_from_context(event), status="running" if s.status != "compacting…" else s.status
+            )
+        elif isinstance(event, StepFinished):
+            s = replace(s, last_usage=event.usage)
+        elif isinstance(event, CompactStarted):
+            s = replace(s, status="compacting…")
+        elif isinstance(event, Compacted):
+            s = replace(
+                s,
+                status="running",
+                compactions=s.compactions + (1 if event.ok else 0),
+                estimated_tokens=event.after_tokens if event.ok else s.estimated_tokens,
+                anchor_tokens=event.after_tokens if event.ok else s.anchor_tokens,
+            )
+        elif isinstance(event, Spilled):
+            s = replace(s, spills=s.spills + 1)
+        elif isinstance(event, RunFinished):
+            s = replace(s, status="done" if event.summary.status == "done" else event.summary.status)
+        else:
+            return
+        self.update(s)
+
+    def update(self, state: GaugeState) -> None:
+        self.state = state
+        self.widget.text = gauge_text(state)
+        self.widget.value = gauge_html(state)

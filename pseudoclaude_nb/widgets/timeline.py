@@ -1,0 +1,151 @@
+"""The session timeline: the physical log in order, the effective window highlighted.
+
+An inline SVG overview (one tick per entry, replace markers with their reason, spills,
+the tokens-per-step curve) above a list of entries; choosing an entry shows its content.
+Only core ipywidgets (HTML, Select, VBox), so it renders wherever widgets do.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import Any
+
+import ipywidgets
+
+from ..session.timeline import Item, Timeline
+
+COLORS = {
+    "user": "#2e7d32",
+    "assistant": "#1565c0",
+    "tool_call": "#6a1b9a",
+    "tool_result": "#8e24aa",
+    "spill": "#ef6c00",
+    "usage": "#9e9e9e",
+    "replace": "#c62828",
+    "compact": "#c62828",
+    "rollover": "#ad1457",
+    "note": "#795548",
+    "bad": "#000000",
+}
+ROWS = ["user", "assistant", "tool_call", "tool_result", "spill"]
+
+
+def timeline_svg(t: Timeline, width: int = 720) -> str:
+    n = max(len(t.items), 1)
+    left, right = 80, 10
+    span = width - left - right
+    curve_top, curve_h = 8, 50
+    rows_top = curve_top + curve_h + 14
+    row_h = 14
+    height = rows_top + row_h * len(ROWS) + 18
+
+    def x(i: int) -> float:
+        return left + span * (i + 0.5) / n
+
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="pc-timeline-svg" '
+        f'role="img" aria-label="session {html.escape(t.session_id)}: {len(t.items)} log entries">'
+    ]
+    effective = [i for i, it in enumerate(t.items) if it.effective]
+    if effective:
+        x0 = left + span * effective[0] / n
+        out.append(
+            f'<rect class="pc-effective" x="{x0:.1f}" y="{rows_top - 4}" width="{left + span - x0:.1f}" '
+            f'height="{row_h * len(ROWS) + 4}" fill="#fff8e1"><title>effective window: what the model '
+            f"sees next ({t.effective_messages} messages)</title></rect>"
+        )
+    for r, name in enumerate(ROWS):
+        out.append(
+            f'<text x="{left - 6}" y="{rows_top + r * row_h + 9}" font-size="10" text-anchor="end" '
+            f'fill="#616161">{name.replace("_", " ")}</text>'
+        )
+    curve = t.usage_curve
+    peak = max((tok for _, tok in curve), default=0)
+    if curve and peak:
+        pts = " ".join(f"{x(i):.1f},{curve_top + curve_h - curve_h * tok / peak:.1f}" for i, tok in curve)
+        out.append(
+            f'<polyline class="pc-curve" points="{pts}" fill="none" stroke="#455a64" stroke-width="1.5"/>'
+        )
+        for i, tok in curve:
+            out.append(
+                f'<circle cx="{x(i):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5" '
+                f'fill="#455a64"><title>step usage: {tok:,} tokens</title></circle>'
+            )
+        out.append(
+            f'<text x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end">{peak:,}</text>'
+        )
+        out.append(
+            f'<text x="{left - 6}" y="{curve_top + curve_h}" font-size="10" text-anchor="end">tokens/step</text>'
+        )
+    for i, it in enumerate(t.items):
+        title = f"<title>#{it.line} {html.escape(it.label)}</title>"
+        if it.kind in ("replace", "compact", "rollover"):
+            if it.kind == "replace":
+                out.append(
+                    f'<line class="pc-replace" x1="{x(i):.1f}" y1="{curve_top}" x2="{x(i):.1f}" '
+                    f'y2="{rows_top + row_h * len(ROWS)}" stroke="{COLORS["replace"]}" stroke-width="2">{title}</line>'
+                )
+                out.append(
+                    f'<text x="{x(i) + 3:.1f}" y="{height - 4}" font-size="10" fill="{COLORS["replace"]}">'
+                    f"{html.escape(it.reason)}</text>"
+                )
+            continue
+        if it.kind not in ROWS:
+            continue
+        y = rows_top + ROWS.index(it.kind) * row_h
+        color = COLORS[it.kind]
+        opacity = "1" if it.effective else "0.35"
+        out.append(
+            f'<rect class="pc-item pc-{it.kind}" x="{x(i) - 2:.1f}" y="{y}" width="4" height="10" '
+            f'fill="{color}" fill-opacity="{opacity}">{title}</rect>'
+        )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def timeline_text(t: Timeline) -> str:
+    lines = [f"session {t.session_id}: {len(t.items)} log entries, {t.effective_messages} effective messages"]
+    lines += [f"! {p}" for p in t.problems]
+    for it in t.items:
+        mark = "▶" if it.effective else " "
+        lines.append(f"{mark} {it.line:>5}  {it.kind:<11} {it.label}")
+    return "\n".join(lines)
+
+
+def _detail_html(it: Item) -> str:
+    text = (
+        it.detail if len(it.detail) <= 20_000 else it.detail[:20_000] + f"\n… ({len(it.detail):,} characters)"
+    )
+    return (
+        f"<div class='pc-detail'><b>line {it.line} · {html.escape(it.kind)}</b>"
+        f"<pre style='max-height:24em;overflow:auto;white-space:pre-wrap'>{html.escape(text)}</pre></div>"
+    )
+
+
+class SessionTimeline(ipywidgets.VBox):
+    def __init__(self, timeline: Timeline, **kwargs: Any) -> None:
+        self.timeline = timeline
+        self.overview = ipywidgets.HTML(value=f"<div class='pc-timeline'>{timeline_svg(timeline)}</div>")
+        options = [
+            (f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}", i)
+            for i, it in enumerate(timeline.items)
+        ]
+        self.entries = ipywidgets.Select(
+            options=options, rows=min(12, max(len(options), 1)), layout={"width": "100%"}
+        )
+        self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>")
+        self.entries.observe(self._show, names="value")
+        super().__init__(children=[self.overview, self.entries, self.detail], **kwargs)
+
+    def select(self, index: int) -> None:
+        self.entries.value = index
+
+    def _show(self, change: dict[str, Any]) -> None:
+        index = change["new"]
+        if index is not None:
+            self.detail.value = _detail_html(self.timeline.items[index])
+
+    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        bundle = super()._repr_mimebundle_(**kwargs) or {}
+        bundle["text/plain"] = timeline_text(self.timeline)
+        return bundle

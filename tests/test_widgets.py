@@ -1,0 +1,98 @@
+"""The widgets: pure renderings, live updates during a real run, text forms."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pseudoclaude_nb.agent import Agent
+from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.events import ContextState
+from pseudoclaude_nb.messages import Usage
+from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, gauge_text
+from pseudoclaude_nb.widgets.gauge import gauge_svg
+from pseudoclaude_nb.widgets.timeline import timeline_svg
+
+
+def demo_session(workspace: Path) -> tuple[Agent, list[str]]:
+    agent = Agent(PseudoClaude(workspace=str(workspace), provider="demo", permission_mode="auto", fsync=False))
+    gauge = ContextGauge()
+    seen: list[str] = []
+    gauge.widget.observe(lambda change: seen.append(change["new"]), names="value")
+    summary = agent.run("Add a stats module", listeners=[gauge])
+    assert summary.status == "done"
+    return agent, seen
+
+
+def test_gauge_updates_during_one_run_and_ends_with_the_context(workspace: Path) -> None:
+    agent, seen = demo_session(workspace)
+    estimates = [int(m.group(1)) for v in seen if (m := re.search(r"data-estimated='(\d+)'", v))]
+    assert len(set(estimates)) > 5, "the gauge changes with every step"
+    assert "compacting…" in " ".join(seen), "it says so while Layer 2 runs"
+    final = agent.session.context.state()
+    assert f"data-estimated='{final.estimated_tokens}'" in seen[-1]
+    assert "data-spills='1'" in seen[-1] and "data-compactions='1'" in seen[-1]
+    agent.close()
+
+
+def test_gauge_text_and_svg_show_marks_anchor_and_breaker() -> None:
+    state = GaugeState(
+        estimated_tokens=30_000,
+        anchor_tokens=20_000,
+        context_window=50_000,
+        marks=(("Layer 2", 17_000),),
+        last_usage=Usage(input_tokens=5, cache_read_input_tokens=19_000, cache_creation_input_tokens=100),
+        spills=2,
+        compactions=1,
+        breaker_open=True,
+    )
+    text = gauge_text(state)
+    assert "~30,000 / 50,000 (60%)" in text and "Layer 2 17,000" in text
+    assert "cache read 19,000 / write 100" in text and "breaker OPEN" in text
+    bar = text[text.index("▕") + 1 : text.index("▏")]
+    assert bar.count("█") == 12 and bar.count("▓") == 6  # 40% measured + 20% estimated of 30 cells
+    svg = gauge_svg(state)
+    assert 'width="216.0"' in svg and 'width="324.0"' in svg  # anchor and estimate, of a 540-wide bar
+    assert "Layer 2: 17,000 tokens" in svg and "#c62828" in svg  # over the line: red
+
+
+def test_gauge_follows_events() -> None:
+    gauge = ContextGauge()
+    gauge(ContextState(1000, 900, 10_000, 5_000, False, 0, 0))
+    assert gauge.state.estimated_tokens == 1000 and gauge.state.marks == (("Layer 2", 5_000),)
+    assert gauge.widget._repr_mimebundle_()["text/plain"].startswith("context ▕")
+
+
+def test_timeline_marks_the_effective_window_and_replace_reason(workspace: Path) -> None:
+    agent, _ = demo_session(workspace)
+    timeline = build_timeline(agent.session.dir)
+    kinds = [it.kind for it in timeline.items]
+    assert kinds.count("replace") == 1 and kinds.count("spill") == 1 and kinds.count("compact") == 1
+    replace_at = kinds.index("replace")
+    assert not any(it.effective for it in timeline.items[:replace_at])
+    assert all(it.effective for it in timeline.items[replace_at:])
+    assert timeline.items[replace_at].reason == "compact"
+    assert len(timeline.usage_curve) == 11  # one point per step
+    svg = timeline_svg(timeline)
+    assert svg.count("<polyline") == 1 and "pc-replace" in svg and ">compact</text>" in svg
+
+    widget = SessionTimeline(timeline)
+    widget.select(replace_at)
+    assert "&quot;reason&quot;: &quot;compact&quot;" in widget.detail.value
+    text = widget._repr_mimebundle_()["text/plain"]
+    assert text.startswith(f"session {agent.session.id}: {len(timeline.items)} log entries, 15 effective")
+    agent.close()
+
+
+def test_spill_browser_lists_spills_and_shows_the_full_text(workspace: Path) -> None:
+    agent, _ = demo_session(workspace)
+    browser = SpillBrowser(agent.session.dir)
+    (row,) = browser.rows
+    assert row["tool"] == "read_file" and row["bytes"] == 110_069
+    browser.show(row)
+    assert "row 1999" in browser.full.value  # line 2000 of the 110 KB read: the full text, not the preview
+    assert "110,069 bytes" in browser._repr_mimebundle_()["text/plain"]
+    assert json.loads(json.dumps(browser.rows, default=str))
+    agent.close()
