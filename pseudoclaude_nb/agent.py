@@ -95,7 +95,7 @@ class Agent:
         if self.session is not None and self.session.dir == path:
             self.close()  # resuming the current session reloads it from disk
         # Lock first, then read: no other process can append between the two.
-        writer = SessionWriter(path, fsync=self.settings.fsync)
+        writer = SessionWriter(path, fsync=self.settings.fsync, redact=self.settings.redact_secrets)
         try:
             loaded = load_session(path)
         except BaseException:
@@ -155,7 +155,9 @@ class Agent:
     def _ensure_session(self, config: RunConfig) -> ActiveSession:
         if self.session is None:
             path = new_session_dir(self.workspace)
-            self._activate(path, SessionWriter(path, fsync=config.fsync), [])
+            self._activate(
+                path, SessionWriter(path, fsync=config.fsync, redact=self.settings.redact_secrets), []
+            )
         assert self.session is not None
         return self.session
 

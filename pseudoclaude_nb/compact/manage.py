@@ -166,7 +166,9 @@ class ContextManager:
     def _write(self, call_id: str, tool: str, content: str) -> Spill:
         assert self.session_dir is not None
         try:
-            return write_spill(self.session_dir, call_id, tool, content)
+            # Spill files follow the log's redaction setting.
+            redact = self.writer is None or self.writer.redactor is not None
+            return write_spill(self.session_dir, call_id, tool, content, redact=redact)
         except OSError as exc:
             raise SessionWriteError(
                 f"could not spill the {len(content):,}-character result of {tool} to "

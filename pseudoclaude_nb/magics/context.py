@@ -41,7 +41,7 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
     sections = ", ".join(f"{html.escape(s['title'])} {s['tokens']:,}" for s in m["system_sections"])
     return (
         f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m['estimated_tokens']:,} of "
-        f"{m['context_window']:,} tokens · Layer 2 at {m['threshold']:,} · {m['message_count']} messages"
+        f"{m['context_window']:,} tokens · {html.escape(limits_phrase(m))} · {m['message_count']} messages"
         f"<table style='font-size:90%'><tr><th>part</th><th>tokens</th><th>share of window</th></tr>"
         f"{''.join(rows)}</table>"
         f"<div style='font-size:85%;color:#555'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
@@ -53,7 +53,7 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
     window, est = m["context_window"], m["estimated_tokens"]
     pct = 100 * est / window if window else 0.0
     lines = [
-        f"{title}: ~{est:,} of {window:,} tokens ({pct:.0f}%) · Layer 2 at {m['threshold']:,}"
+        f"{title}: ~{est:,} of {window:,} tokens ({pct:.0f}%) · {limits_phrase(m)}"
         + (f" · breaker {m['breaker']}" if "breaker" in m else "")
     ]
     if m.get("anchor_tokens"):
@@ -81,6 +81,20 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
     return "\n".join(lines)
 
 
+def marks_of(m: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+    """The lines that matter for the strategy: Layer 2, or rollover's three limits."""
+    limits = m.get("rollover_limits")
+    if limits:
+        return tuple((name, int(value)) for name, value in limits.items())
+    return (("Layer 2", m["threshold"]),)
+
+
+def limits_phrase(m: dict[str, Any]) -> str:
+    return " · ".join(
+        f"{'Layer 2 at' if name == 'Layer 2' else name} {value:,}" for name, value in marks_of(m)
+    )
+
+
 def status_gauge(m: dict[str, Any]) -> Any:
     from ..widgets import ContextGauge, GaugeState
 
@@ -90,9 +104,10 @@ def status_gauge(m: dict[str, Any]) -> Any:
             estimated_tokens=m["estimated_tokens"],
             anchor_tokens=m.get("anchor_tokens", 0),
             context_window=m["context_window"],
-            marks=(("Layer 2", m["threshold"]),),
+            marks=marks_of(m),
             spills=m.get("spills", 0),
             compactions=m.get("compactions", 0),
+            rollovers=m.get("rollovers", 0),
             breaker_open=m.get("breaker") == "open",
         )
     )

@@ -19,6 +19,8 @@ from ..events import (
     CompactStarted,
     ContextState,
     Notice,
+    RolloverCommitted,
+    RolloverDeclared,
     RunEvent,
     RunFinished,
     RunSummary,
@@ -77,8 +79,20 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     )
 
 
-def context_line(event: Spilled | CompactStarted | Compacted) -> str:
-    """The one-line story of a context change (Layer 1 or Layer 2)."""
+ContextChange = Spilled | CompactStarted | Compacted | RolloverDeclared | RolloverCommitted
+
+
+def context_line(event: ContextChange) -> str:
+    """The one-line story of a context change (Layer 1, Layer 2 or rollover)."""
+    if isinstance(event, RolloverDeclared):
+        missing = f", {len(event.missing_files)} missing" if event.missing_files else ""
+        return (
+            f"↻ the model handed off (new_context, {event.related_files} related files{missing}); "
+            "the new window opens before the next step"
+        )
+    if isinstance(event, RolloverCommitted):
+        who = "the model's handoff" if event.reason == "model" else "a host-written handoff (hard limit)"
+        return f"↻ rolled over to a new window with {who}: ~{event.before_tokens:,} → ~{event.after_tokens:,} tokens"
     if isinstance(event, Spilled):
         why = {
             "single": "over the spill limit",
@@ -115,7 +129,7 @@ class TerminalRenderer:
                 self._write(f"error: {event.summary.error}\n")
             self._write(end_line(event.summary, self._context) + "\n")
             return
-        if isinstance(event, (Spilled, Compacted)):
+        if isinstance(event, (Spilled, Compacted, RolloverDeclared, RolloverCommitted)):
             self._newline()
             self._write(context_line(event) + "\n")
             return
@@ -188,7 +202,7 @@ class NotebookRenderer:
                 _html_line(html.escape(line), line, "#1565c0"), raw=True, display_id=True
             )
             return
-        if isinstance(event, (Spilled, Compacted)):
+        if isinstance(event, (Spilled, Compacted, RolloverDeclared, RolloverCommitted)):
             self._flush()
             line = context_line(event)
             data = _html_line(
@@ -243,7 +257,7 @@ class NotebookRenderer:
             f" <span style='color:#888'>{event.seconds:.1f} s</span>"
         )
         markup = (
-            f"<details style='margin:2px 0'><summary>🔧 {summary}</summary>"
+            f"<details style='margin:2px 0'><summary>{summary}</summary>"
             f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(args)}</pre>"
             f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
         )

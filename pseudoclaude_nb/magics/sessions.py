@@ -14,6 +14,7 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
 from IPython.utils.process import arg_split
 
 from ..agent import Agent
@@ -32,7 +33,10 @@ from ..session import (
     trash_session,
 )
 from ..session.paths import session_dir
+from ..session.timeline import build_timeline
+from ..widgets import SessionTimeline
 from .history import reindex_action, search_action
+from .render import in_notebook
 
 ACTIONS = (
     "list",
@@ -260,6 +264,9 @@ class SessionMagics(Magics):
             print(f"! {problem}")
         for i, m in enumerate(loaded.messages):
             print(message_line(i, m))
+        if in_notebook(self.shell):
+            # The physical log as a timeline; choosing an entry shows it in full.
+            display(SessionTimeline(build_timeline(path)))
 
     def _resume(self, session_id: str | None) -> None:
         loaded = self._agent.resume(session_id)

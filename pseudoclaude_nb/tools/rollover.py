@@ -96,7 +96,9 @@ def search_history_tool(index: HistoryIndex, current_session: Callable[[], str |
         try:
             session_dir(index.workspace, sid)
         except SessionNotFoundError:
-            raise ToolError(f"no session {sid!r} in this workspace; the current session is {current}") from None
+            raise ToolError(
+                f"no session {sid!r} in this workspace; the current session is {current}"
+            ) from None
         try:
             hits = index.search(args.query, session_id=sid, limit=min(args.limit, SEARCH_LIMIT))
         except SessionError as exc:

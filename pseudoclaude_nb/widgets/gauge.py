@@ -14,7 +14,16 @@ from typing import Any
 
 import ipywidgets
 
-from ..events import Compacted, CompactStarted, ContextState, RunEvent, RunFinished, Spilled, StepFinished
+from ..events import (
+    Compacted,
+    CompactStarted,
+    ContextState,
+    RolloverCommitted,
+    RunEvent,
+    RunFinished,
+    Spilled,
+    StepFinished,
+)
 from ..messages import Usage
 
 
@@ -27,6 +36,7 @@ class GaugeState:
     last_usage: Usage | None = None
     spills: int = 0
     compactions: int = 0
+    rollovers: int = 0
     breaker_open: bool = False
     status: str = "idle"  # idle | running | compacting… | done | error | interrupted
 
@@ -52,7 +62,9 @@ def gauge_text(s: GaugeState, width: int = 30) -> str:
         f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.fraction:.0%})"
         + (f" · {marks}" if marks else "")
         + usage
-        + f" · {s.spills} spilled · {s.compactions} compacted · breaker {'OPEN' if s.breaker_open else 'closed'}"
+        + f" · {s.spills} spilled · {s.compactions} compacted"
+        + (f" · {s.rollovers} rolled over" if s.rollovers else "")
+        + f" · breaker {'OPEN' if s.breaker_open else 'closed'}"
         + (f" · {s.status}" if s.status not in ("idle", "done") else "")
     )
 
@@ -104,10 +116,12 @@ def gauge_html(s: GaugeState) -> str:
     suffix = max(s.estimated_tokens - s.anchor_tokens, 0)
     return (
         f"<div class='pc-gauge' data-estimated='{s.estimated_tokens}' data-window='{s.context_window}' "
-        f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-status='{html.escape(s.status)}'>"
+        f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-rollovers='{s.rollovers}' "
+        f"data-status='{html.escape(s.status)}'>"
         f"{gauge_svg(s)}"
         f"<div style='font-size:85%;color:#455a64'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
-        f"{cache} · {s.spills} spilled · {s.compactions} compacted · {breaker}{status}</div></div>"
+        f"{cache} · {s.spills} spilled · {s.compactions} compacted"
+        f"{f' · {s.rollovers} rolled over' if s.rollovers else ''} · {breaker}{status}</div></div>"
     )
 
 
@@ -121,6 +135,7 @@ def state_from_context(
         "marks": marks if marks is not None else (("Layer 2", state.threshold),),
         "spills": state.spills,
         "compactions": state.compactions,
+        "rollovers": state.rollovers,
         "breaker_open": state.breaker_open,
     }
 
@@ -168,6 +183,13 @@ class ContextGauge:
             )
         elif isinstance(event, Spilled):
             s = replace(s, spills=s.spills + 1)
+        elif isinstance(event, RolloverCommitted):
+            s = replace(
+                s,
+                rollovers=s.rollovers + 1,
+                estimated_tokens=event.after_tokens,
+                anchor_tokens=event.after_tokens,
+            )
         elif isinstance(event, RunFinished):
             s = replace(s, status="done" if event.summary.status == "done" else event.summary.status)
         else:
