@@ -58,7 +58,8 @@ def result_brief(result: ToolResult) -> str:
         return f"{mark} {lines[0][:80]}"
     tail = lines[-1] if lines[-1].startswith("exit code") else ""
     size = f"{len(lines):,} lines, {len(result.content.encode('utf-8')):,} bytes"
-    return f"{mark} {tail} · {size}" if tail else f"{mark} {size}"
+    # A command that exited non-zero is a normal result for the model, but it failed.
+    return f"✗ {tail} · {size}" if tail else f"{mark} {size}"
 
 
 def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
