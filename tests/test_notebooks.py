@@ -40,7 +40,12 @@ def _kernel_env(tmp_path: Path) -> dict[str, str]:
 
 def test_there_are_notebooks() -> None:
     names = {nb.name for nb in NOTEBOOKS}
-    assert {"01_quickstart.ipynb", "02_session_log_anatomy.ipynb", "03_compaction_live.ipynb"} <= names
+    assert {
+        "01_quickstart.ipynb",
+        "02_session_log_anatomy.ipynb",
+        "03_compaction_live.ipynb",
+        "05_compaction_vs_rollover.ipynb",
+    } <= names
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.name)

@@ -11,13 +11,23 @@ from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import ContextState
 from pseudoclaude_nb.messages import Usage
 from pseudoclaude_nb.session.timeline import build_timeline
-from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, gauge_text
+from pseudoclaude_nb.widgets import (
+    ContextGauge,
+    GaugeState,
+    SessionTimeline,
+    SpillBrowser,
+    UsageCurves,
+    gauge_text,
+)
+from pseudoclaude_nb.widgets.curves import curves_svg
 from pseudoclaude_nb.widgets.gauge import gauge_svg
 from pseudoclaude_nb.widgets.timeline import timeline_svg
 
 
 def demo_session(workspace: Path) -> tuple[Agent, list[str]]:
-    agent = Agent(PseudoClaude(workspace=str(workspace), provider="demo", permission_mode="auto", fsync=False))
+    agent = Agent(
+        PseudoClaude(workspace=str(workspace), provider="demo", permission_mode="auto", fsync=False)
+    )
     gauge = ContextGauge()
     seen: list[str] = []
     gauge.widget.observe(lambda change: seen.append(change["new"]), names="value")
@@ -95,4 +105,16 @@ def test_spill_browser_lists_spills_and_shows_the_full_text(workspace: Path) -> 
     assert "row 1999" in browser.full.value  # line 2000 of the 110 KB read: the full text, not the preview
     assert "110,069 bytes" in browser._repr_mimebundle_()["text/plain"]
     assert json.loads(json.dumps(browser.rows, default=str))
+    agent.close()
+
+
+def test_usage_curves_compare_sessions_from_their_logs(workspace: Path) -> None:
+    agent, _ = demo_session(workspace)
+    widget = UsageCurves({"demo": agent.session.dir})
+    (points,) = widget.curves.values()
+    assert len(points) == 11 and all(p > 0 for p in points)
+    text = widget._repr_mimebundle_()["text/plain"]
+    assert f"total {sum(points):>9,} tokens" in text and f"peak {max(points):>7,}" in text
+    svg = curves_svg({"a": [10, 20, 5], "b": [20, 20, 20]})
+    assert svg.count("<polyline") == 2 and "a: 35 total" in svg and "b: 60 total" in svg
     agent.close()
