@@ -2,7 +2,10 @@
 
 It owns the session lifecycle (new, resume, continue) and builds each run from the
 current settings: resume restores the *conversation*, never the runtime configuration,
-so the provider, model, permission mode and memory setting of this run apply.
+so the provider, model, permission mode and memory setting of this run apply. With memory
+on, a run gets the memory index in its system prompt and the ``read_memory`` tool, and a
+run that ends normally queues the memory update; with memory off, neither the index nor
+any note's body is in what the model is sent.
 """
 
 from __future__ import annotations
@@ -13,22 +16,28 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
+from .agent_views import ContextViews
 from .compact.manage import CompactSettings, ContextManager
-from .compact.manifest import manifest
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .conversation import Conversation
-from .errors import ConfigError, SessionNotFoundError, ToolError
-from .events import Compacted
-from .prompt import join_sections, system_sections
+from .conversation import Conversation, Hooks
+from .errors import SessionNotFoundError, ToolError
+from .events import MemoryUpdated, RunEvent
+from .memory import MemoryManager, user_memory_dir
+from .messages import Message
+from .prompt import join_sections, system_sections, with_memory
 from .providers import Provider, make_provider
 from .rollover.handoff import GUIDANCE, Intent
-from .rollover.manage import RolloverManager, RolloverSettings
+from .rollover.manage import RolloverManager
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
 from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
-from .tools import Permissions, ToolRegistry, build_tools
+from .tools import MemoryReader, Permissions, ToolRegistry, build_tools
+from .tools.memory import withhold_bodies
 from .tools.rollover import new_context_tool, search_history_tool
+
+# How long a run waits for the previous run's memory update before going on without it.
+MEMORY_WAIT_SECONDS = 15.0
 
 
 @dataclass
@@ -45,7 +54,7 @@ class ActiveSession:
         return self.dir.name
 
 
-class Agent:
+class Agent(ContextViews):
     def __init__(
         self,
         settings: PseudoClaude | None = None,
@@ -62,6 +71,9 @@ class Agent:
         self.last_runner: Runner | None = None
         self.last_provider: Provider | None = None
         self._history: HistoryIndex | None = None
+        self._memory: MemoryManager | None = None
+        self.memory_wait = MEMORY_WAIT_SECONDS
+        self._last_memory_index: str | None = None  # what the last run's requests carried
 
     @property
     def workspace(self) -> Path:
@@ -76,6 +88,14 @@ class Agent:
                 self._history.close()
             self._history = HistoryIndex(ws)
         return self._history
+
+    @property
+    def memory(self) -> MemoryManager:
+        """The project memory of the current workspace and the user memory (``%memory``)."""
+        ws, user = self.workspace, user_memory_dir()
+        if self._memory is None or self._memory.workspace != ws or self._memory.user.root != user:
+            self._memory = MemoryManager(ws, user)
+        return self._memory
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -199,8 +219,10 @@ class Agent:
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
         context = self._use_strategy(active, config.strategy)
-        tools = self._tools(config.strategy)
-        system = join_sections(self._sections(config.strategy))
+        memory_events: list[RunEvent] = []
+        memory_index = self._memory_for_run(config.memory, memory_events)
+        tools = self._tools(config.strategy, memory_index)
+        system = join_sections(self._sections(config.strategy, memory_index))
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
@@ -218,6 +240,11 @@ class Agent:
             listeners=listeners,
         )
         self.last_runner = runner
+        self._last_memory_index = memory_index
+        for event in memory_events:
+            runner.emit(event)
+        if not config.memory:
+            self._withhold_memory(active, runner)
         if config.provider == "auto" and provider.name == "demo":
             runner.emit(
                 Notice(
@@ -227,123 +254,100 @@ class Agent:
             )
         prompt = self._resume_notices(active, provider.model, config, runner) + prompt
         self.history.on_notice = lambda text: runner.emit(Notice(text, "warning"))
+        new_messages: list[Message] = []  # what this run appended, whatever replaces happen
+        collect = Hooks(on_append=new_messages.append)
+        active.conversation.add_hooks(collect)
         try:
-            return runner.run(prompt)
+            summary = runner.run(prompt)
         finally:
+            active.conversation.remove_hooks(collect)
             active.idle_since = time.time()
             self.history.on_notice = None
+        if summary.status == "done" and config.memory:
+            self._update_memory(new_messages, provider, active)
+        return summary
+
+    # --- memory: the index for a run, bodies withheld, the update after it ------------------------
+
+    def _memory_index(self, enabled: bool) -> str | None:
+        """The index for the next request (after any pending update), or ``None``."""
+        if not enabled:
+            return None
+        self.memory.wait(self.memory_wait)
+        try:
+            return self.memory.prompt_index()
+        except OSError:
+            return None  # said by _memory_for_run; %context only describes
+
+    def _memory_for_run(self, enabled: bool, events: list[RunEvent]) -> str | None:
+        """The index for this run; what earlier updates did, and any problem, as events."""
+        if not enabled:
+            return None
+        if not self.memory.wait(self.memory_wait):
+            events.append(
+                Notice(
+                    "the memory update of the previous run is still running; this run sees memory "
+                    "as it was before it",
+                    "warning",
+                )
+            )
+        for report in self.memory.take_reports():
+            events.append(
+                MemoryUpdated(tuple(report.changes), tuple(report.ignored), report.error, report.session_id)
+            )
+            events.append(Notice(report.summary(), "warning" if report.error or report.ignored else "info"))
+        try:
+            index = self.memory.prompt_index()
+        except OSError as exc:
+            events.append(Notice(f"memory left out of this run: {exc}; check %memory show", "warning"))
+            index = None
+        events.extend(Notice(text, "warning") for text in self.memory.take_notices())
+        return index
+
+    def _withhold_memory(self, active: ActiveSession, runner: Runner) -> None:
+        """Memory is off: notes read in earlier runs leave the conversation (an ``edit`` replace)."""
+        messages, count = withhold_bodies(active.conversation.messages())
+        if count:
+            active.conversation.replace("edit", messages)
+            active.context.anchor = None  # the last usage measured the bodies
+            runner.emit(
+                Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
+            )
+
+    def _update_memory(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
+        if not _plays_memory(provider):
+            return
+        writer = active.writer
+        self.memory.update_async(
+            messages,
+            provider=provider,
+            policy=self.settings.memory_policy,
+            session_id=active.id,
+            note=lambda text, level: writer.log_note(text, level),
+        )
 
     # --- what a run offers: tools and system prompt, by strategy ----------------------------------
 
-    def _tools(self, strategy: str) -> ToolRegistry:
-        tools = build_tools(self.workspace, python_executor=self.python_executor)
+    def _tools(self, strategy: str, memory_index: str | None = None) -> ToolRegistry:
+        # read_memory only when memory is on and holds something: else it is noise.
+        reader = MemoryReader(self.memory) if memory_index else None
+        tools = build_tools(self.workspace, python_executor=self.python_executor, memory=reader)
         if strategy == "rollover":
             tools.add(new_context_tool(self.workspace, self._declare_rollover))
             tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
         return tools
 
-    def _sections(self, strategy: str) -> list[tuple[str, str]]:
+    def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
         sections = system_sections(self.workspace)
         if strategy == "rollover":
             sections.append(("rollover", GUIDANCE))
-        return sections
+        return with_memory(sections, memory_index)
 
     def _declare_rollover(self, intent: Intent) -> str:
         context = self.session.context if self.session is not None else None
         if not isinstance(context, RolloverManager):
             raise ToolError("new_context works only with --strategy rollover; keep working in this window")
         return context.declare(intent)
-
-    # --- context: %context and %compact ---------------------------------------------------------
-
-    def provider_for_context(self) -> Provider:
-        """The provider of the last run (a scripted one keeps its place), else a new one."""
-        if self.last_provider is not None:
-            return self.last_provider
-        c = self.config()
-        return make_provider(c.provider, model=c.model, context_window=c.context_window, script=c.script)
-
-    def _context_window(self) -> int:
-        if self.settings.context_window:
-            return self.settings.context_window
-        try:
-            return self.provider_for_context().context_window
-        except ConfigError:
-            return CompactSettings().context_window
-
-    def _prepared_context(self) -> tuple[list[tuple[str, str]], list[dict], CompactSettings]:
-        strategy = self._strategy()
-        sections = self._sections(strategy)
-        tools = self._tools(strategy).schemas()
-        settings = self.compact_settings(self._context_window())
-        if strategy == "rollover":
-            settings = RolloverSettings.from_compact(settings)
-        if self.session is not None:
-            self.session.context.configure(settings, system=join_sections(sections), tools=tools)
-        return sections, tools, settings
-
-    def context_manifest(self) -> dict:
-        """What the next request would contain, part by part (``%context``)."""
-        sections, tools, settings = self._prepared_context()
-        extra: dict = {"strategy": self._strategy(), "session_id": None}
-        if isinstance(settings, RolloverSettings):
-            # The gauge and %context show these instead of the Layer 2 line.
-            extra["rollover_limits"] = settings.limits
-        if self.session is None:
-            return manifest(
-                sections=sections,
-                messages=[],
-                tools=tools,
-                context_window=settings.context_window,
-                threshold=settings.threshold,
-                extra=extra,
-            )
-        ctx = self.session.context
-        state = ctx.state()
-        extra.update(
-            session_id=self.session.id,
-            breaker="open" if ctx.breaker.open else "closed",
-            breaker_failures=ctx.breaker.failures,
-            spills=ctx.ledger.spilled,
-            compactions=ctx.compactions,
-        )
-        if isinstance(ctx, RolloverManager):
-            extra.update(rollovers=ctx.rollovers, rollover_phase=state.phase)
-        return manifest(
-            sections=sections,
-            messages=self.session.conversation.messages(),
-            tools=tools,
-            context_window=settings.context_window,
-            threshold=settings.threshold,
-            estimated_tokens=state.estimated_tokens,
-            anchor_tokens=state.anchor_tokens,
-            extra=extra,
-        )
-
-    def last_manifest(self) -> dict | None:
-        """The manifest of the last request actually sent (``%context --last``)."""
-        runner = self.last_runner
-        if runner is None or runner.last_request is None:
-            return None
-        request = runner.last_request
-        settings = self.compact_settings(runner.provider.context_window)
-        return manifest(
-            sections=[("system prompt as sent", request.system)],
-            messages=request.messages,
-            tools=request.tools,
-            context_window=settings.context_window,
-            threshold=settings.threshold,
-            extra={"provider": runner.provider.name, "model": runner.provider.model},
-        )
-
-    def compact(self, *, layer1_only: bool = False) -> Compacted | int:
-        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass."""
-        if self.session is None:
-            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_context()
-        if layer1_only:
-            return self.session.context.spill_all()
-        return self.session.context.compact(self.provider_for_context(), trigger="manual")
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""
@@ -363,3 +367,13 @@ class Agent:
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix
+
+
+def _plays_memory(provider: Provider) -> bool:
+    """Whether to ask ``provider`` for a memory update at all.
+
+    A scripted provider whose script has no ``memory_ops`` (the demo, most test and notebook
+    scripts) scripts no memory updates: asking would only fail with "the script ran out".
+    """
+    script = getattr(provider, "script", None)
+    return script is None or bool(getattr(script, "memory_ops", True))

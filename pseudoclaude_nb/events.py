@@ -147,6 +147,16 @@ class RolloverCommitted:
     related_files: int
 
 
+@dataclass(frozen=True)
+class MemoryUpdated:
+    """The background memory update of an earlier run has finished (said at the next run)."""
+
+    changes: tuple[str, ...]  # "created project/package manager", …
+    ignored: tuple[str, ...] = ()  # invalid operations, with the reason
+    error: str | None = None
+    session_id: str | None = None
+
+
 RunEvent = (
     StepStarted
     | AssistantDelta
@@ -163,5 +173,6 @@ RunEvent = (
     | RolloverFallback
     | RolloverDeclared
     | RolloverCommitted
+    | MemoryUpdated
 )
 Listener = Callable[[RunEvent], None]

@@ -1,6 +1,7 @@
-"""The system prompt: fixed instructions, the workspace, and ``PSEUDOCLAUDE.md``.
+"""The system prompt: fixed instructions, the workspace, ``PSEUDOCLAUDE.md`` and the memory index.
 
-Built from named sections so ``%context`` can show what each costs.
+Built from named sections so ``%context`` can show what each costs. The memory index (and
+never a note's body) is the last section, present only when memory is on for the run.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ or moved to files; when a result says so, read the file it names with offsets or
 PROJECT_FILE = "PSEUDOCLAUDE.md"
 # Project instructions are the user's, but a runaway file must not eat the window.
 PROJECT_FILE_CAP = 25_000
+MEMORY_SECTION = "memory index"
 
 
 def system_sections(workspace: Path) -> list[tuple[str, str]]:
@@ -26,6 +28,15 @@ def system_sections(workspace: Path) -> list[tuple[str, str]]:
         raw = project.read_bytes()[:PROJECT_FILE_CAP].decode("utf-8", errors="ignore")
         sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}"))
     return sections
+
+
+def with_memory(sections: list[tuple[str, str]], memory_index: str | None) -> list[tuple[str, str]]:
+    """``sections`` plus the memory index last (it changes more often than the rest: caching)."""
+    return [*sections, (MEMORY_SECTION, memory_index)] if memory_index else list(sections)
+
+
+def without_memory(sections: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    return [s for s in sections if s[0] != MEMORY_SECTION]
 
 
 def join_sections(sections: list[tuple[str, str]]) -> str:

@@ -6,10 +6,15 @@ the conversation only through ``Conversation.replace`` (so every change is logge
 replace marker plus snapshot) and never touches the log otherwise, except to add
 ``spill`` and ``compact`` entries. Per step it costs the same at 100 messages as at
 10,000: it looks only at the messages after the anchor.
+
+Each response's usage also calibrates the estimate (``estimate.Calibration``): the
+messages between two consecutive anchors are what the provider counted in between. A
+replace, or a new system prompt or tool list (``configure``), breaks the pair.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +29,7 @@ from ..session import entries
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from .breaker import MIN_FREED, Breaker
-from .estimate import estimate_request, estimate_tokens
+from .estimate import Calibration, estimate_request, estimate_tokens, message_bytes
 from .spill import Ledger, Spill, batch_to_spill, preview, write_spill
 from .summarize import (
     SUMMARY_SYSTEM,
@@ -82,6 +87,10 @@ class ContextManager:
         self.ledger = Ledger()
         self.breaker = Breaker(self.settings.breaker_limit)
         self.anchor: tuple[int, int] | None = None  # (tokens, conversation length)
+        self.calibration = Calibration()
+        # The last anchor a provider reported (tokens, length, the message it ends at), while
+        # nothing broke the pair.
+        self._observed: tuple[int, int, Message | None] | None = None
         self.compactions = 0
         self.last_compact: Compacted | None = None
         self._pending_batch: list[str] = []  # call ids of the last tool batch, not yet checked together
@@ -92,6 +101,8 @@ class ContextManager:
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.settings = settings
         self.breaker.limit = settings.breaker_limit
+        if (system, tools) != (self._system, self._tools):
+            self._observed = None  # the next request differs by more than its messages
         self._system, self._tools = system, tools
         self._breaker_noted = False
 
@@ -107,7 +118,9 @@ class ContextManager:
                 self.ledger.record(spill["call_id"], "spilled")
         for msg in loaded.messages:
             if msg.tool_result is not None:
-                self.ledger.record(msg.tool_result.call_id, "kept")
+                # A preview is a spilled result even when its spill entry was not read (a
+                # fast load skips the log before its look-back).
+                self.ledger.record(msg.tool_result.call_id, "spilled" if _is_preview(msg) else "kept")
         for entry in loaded.compacts:
             ok = bool(entry.get("ok"))
             self.breaker.record(ok, str(entry.get("trigger") or "auto"))
@@ -120,17 +133,41 @@ class ContextManager:
         length = len(self.conversation)
         if self.anchor is not None and self.anchor[1] <= length:
             tokens, at = self.anchor
-            return tokens + estimate_tokens(self.conversation.since(at))
+            return tokens + self._calibrated(estimate_tokens(self.conversation.since(at)))
         self._reset_anchor(self.conversation.messages())
         assert self.anchor is not None
         return self.anchor[0]
 
     def on_usage(self, usage: Usage, length: int) -> None:
         if usage.prompt_total or usage.output_tokens:
-            self.anchor = (usage.prompt_total + usage.output_tokens, length)
+            tokens = usage.prompt_total + usage.output_tokens
+            self._calibrate(tokens, length)
+            self.anchor = (tokens, length)
+
+    def _calibrate(self, tokens: int, length: int) -> None:
+        """One sample, from the last reported anchor to this one, when both count one conversation."""
+        previous, self._observed = self._observed, None
+        if 0 < length <= len(self.conversation):
+            self._observed = (tokens, length, self.conversation.since(length - 1)[0])
+        if previous is None:
+            return
+        p_tokens, p_length, p_last = previous
+        if not 0 < p_length < length <= len(self.conversation):
+            return
+        # A replace by anyone (an edit, a resync) puts another message where the last
+        # anchor ended: then the two counts are not of one conversation.
+        window = self.conversation.since(p_length - 1)[: length - p_length + 1]
+        if window[0] is p_last:
+            self.calibration.observe(sum(message_bytes(m) for m in window[1:]), tokens - p_tokens)
+
+    def _calibrated(self, seed_tokens: int) -> int:
+        """A seed-ratio estimate at this session's ratio (the same number until it learned one)."""
+        ratio, seed = self.calibration.ratio, self.calibration.seed
+        return seed_tokens if ratio == seed else math.ceil(seed_tokens * seed / ratio)
 
     def _reset_anchor(self, messages: list[Message]) -> None:
-        self.anchor = (estimate_request(self._system, messages, self._tools), len(messages))
+        self._observed = None  # estimated, not reported: no sample against it
+        self.anchor = (self._calibrated(estimate_request(self._system, messages, self._tools)), len(messages))
 
     def state(self) -> ContextState:
         total = self.estimate()

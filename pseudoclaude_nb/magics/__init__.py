@@ -8,6 +8,7 @@ from ..agent import Agent
 from ..config import PseudoClaude
 from .agent import AgentMagics
 from .context import ContextMagics
+from .memory import MemoryMagics
 from .python_exec import python_executor
 from .sessions import SessionMagics
 
@@ -26,7 +27,12 @@ def register(shell: Any) -> Agent:
     shell.configurables.append(settings)
     notebook_file = shell.user_ns.get("__vsc_ipynb_file__")
     agent = Agent(settings, notebook_file=notebook_file, python_executor=python_executor(shell))
-    shell.register_magics(AgentMagics(shell, agent), SessionMagics(shell, agent), ContextMagics(shell, agent))
+    shell.register_magics(
+        AgentMagics(shell, agent),
+        SessionMagics(shell, agent),
+        ContextMagics(shell, agent),
+        MemoryMagics(shell, agent),
+    )
     _AGENTS[id(shell)] = agent
     return agent
 
@@ -42,8 +48,18 @@ def unregister(shell: Any) -> None:
         ("sessions", "line"),
         ("context", "line"),
         ("compact", "line"),
+        ("memory", "line"),
+        ("memory", "cell"),
     ):
         shell.magics_manager.magics[kind].pop(name, None)
 
 
-__all__ = ["AgentMagics", "ContextMagics", "SessionMagics", "current_agent", "register", "unregister"]
+__all__ = [
+    "AgentMagics",
+    "ContextMagics",
+    "MemoryMagics",
+    "SessionMagics",
+    "current_agent",
+    "register",
+    "unregister",
+]

@@ -122,6 +122,8 @@ class HistoryIndex:
         self.notices: list[str] = []
         self._con: sqlite3.Connection | None = None
         self._inode: tuple[int, int] | None = None
+        # Session id -> (inode, size, mtime) of its log when it was last consumed to its end.
+        self._seen: dict[str, tuple[int, int, int]] = {}
         self._lock = threading.RLock()
         self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
 
@@ -147,6 +149,7 @@ class HistoryIndex:
                 except sqlite3.Error:
                     pass
             self._con, self._inode = None, None
+            self._seen = {}
 
     # --- keeping up with the logs -----------------------------------------------------------
 
@@ -306,21 +309,40 @@ class HistoryIndex:
 
     def _sync_all(self, con: sqlite3.Connection) -> int:
         root = sessions_dir(self.workspace)
-        present = {p.name: p for p in root.iterdir() if (p / LOG_NAME).is_file()} if root.is_dir() else {}
+        present: dict[str, tuple[Path, os.stat_result]] = {}
+        if root.is_dir():
+            for p in root.iterdir():
+                try:
+                    present[p.name] = (p, os.stat(p / LOG_NAME))
+                except (FileNotFoundError, NotADirectoryError):
+                    continue
         known = {row[0] for row in con.execute("SELECT session_id FROM logs")}
         for gone in known - present.keys():  # trashed or purged: not searchable any more
             with _transaction(con):
                 con.execute("DELETE FROM docs WHERE session_id = ?", (gone,))
                 con.execute("DELETE FROM logs WHERE session_id = ?", (gone,))
+            self._seen.pop(gone, None)
         # In id order (ids start with the time): rowids then follow time, newest last.
-        return sum(self._consume(con, present[sid]) for sid in sorted(present))
+        return sum(self._consume(con, present[sid][0], present[sid][1]) for sid in sorted(present))
 
-    def _consume(self, con: sqlite3.Connection, session_dir: Path) -> int:
+    def _consume(self, con: sqlite3.Connection, session_dir: Path, st: os.stat_result | None = None) -> int:
         sid = session_dir.name
+        if st is None:
+            try:
+                st = os.stat(session_dir / LOG_NAME)
+            except FileNotFoundError:
+                return 0
+        # A log unchanged since it was consumed to its end needs no look (a search of all
+        # sessions would otherwise open and hash every log each time).
+        stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
+        if self._seen.get(sid) == stamp:
+            return 0
         row = con.execute("SELECT offset, head FROM logs WHERE session_id = ?", (sid,)).fetchone()
         offset, head = (row[0], row[1]) if row else (0, "")
         tail = _read_tail(session_dir / LOG_NAME, offset, head)
         if tail is None:
+            if offset == st.st_size:
+                self._seen[sid] = stamp
             return 0
         restart, data, new_offset, new_head = tail
         rows = 0
@@ -335,6 +357,8 @@ class HistoryIndex:
                 "ON CONFLICT(session_id) DO UPDATE SET offset = excluded.offset, head = excluded.head",
                 (sid, new_offset, new_head),
             )
+        if new_offset == st.st_size:
+            self._seen[sid] = stamp
         return rows
 
     def _index_line(self, con: sqlite3.Connection, session_dir: Path, line: bytes) -> int:

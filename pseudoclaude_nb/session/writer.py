@@ -13,6 +13,11 @@ Crash rules it keeps (SPEC §6.2):
 * with ``redact`` (the default) every entry passes through ``redact.Redactor`` first, so
   known secret shapes and the environment's API keys never reach the disk. The in-memory
   conversation keeps the original text: only the log is redacted.
+
+A replace repeats messages the writer has already written (the recent tail of a summary,
+all but the spilled results of a snapshot), so it keeps each current message's encoded,
+redacted line: a snapshot entry is that line plus its ``replace_id``, and a 1,000-message
+replace costs about what writing and fsyncing its bytes costs (SPEC §15).
 """
 
 from __future__ import annotations
@@ -23,6 +28,8 @@ import os
 import threading
 from pathlib import Path
 from typing import Any
+
+import orjson
 
 from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError
@@ -45,6 +52,10 @@ class SessionWriter:
         self.failed: SessionWriteError | None = None
         self.conversation: Conversation | None = None
         self._stamped = False
+        # Message id -> (the message, its encoded and redacted entry without model or
+        # replace_id), for the messages of the current conversation; see the docstring.
+        self._lines: dict[str, tuple[Message, bytes]] = {}
+        self._lines_env: tuple[Any, ...] = ()
         self._lock = threading.Lock()
         self._hooks = Hooks(on_append=self.append_message, on_replace=self.replace)
         self._fd: int | None = None
@@ -91,7 +102,11 @@ class SessionWriter:
     def append_message(self, message: Message) -> None:
         with self._lock:
             # When failed, _write sends the resync snapshot, which already holds this message.
-            self._write(b"" if self.failed else self._encode(self._message_entry(message)))
+            if self.failed:
+                self._write(b"")
+            else:
+                self._check_env()
+                self._write(self._message_line(message))
 
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
@@ -122,23 +137,69 @@ class SessionWriter:
             line = entries.encode(self.redactor.value(entry))
         return line
 
-    def _message_entry(self, message: Message, replace_id: str | None = None) -> dict[str, Any]:
-        model = None
-        if not self._stamped and self.model:
-            model, self._stamped = self.model, True
-        return entries.message_entry(message, replace_id=replace_id, model=model)
+    def _message_line(self, message: Message) -> bytes:
+        return self._bodies([message])[0] + self._model_stamp() + b"}\n"
+
+    def _model_stamp(self) -> bytes:
+        """``,"model":…`` for the first message entry this writer writes with a model, else empty."""
+        if self._stamped or not self.model:
+            return b""
+        self._stamped = True
+        model = self.redactor.text(self.model) if self.redactor is not None else self.model
+        return b',"model":' + orjson.dumps(model)
+
+    def _bodies(self, messages: list[Message]) -> list[bytes]:
+        """Each message's encoded, redacted entry without its closing brace and newline (kept).
+
+        A message the writer encoded before (the very same object) reuses its line.
+        """
+        get = self._lines.get
+        out = [kept[1] if (kept := get(m.id)) is not None and kept[0] is m else None for m in messages]
+        fresh = [i for i, body in enumerate(out) if body is None]
+        if fresh:
+            found = [entries.message_entry(messages[i]) for i in fresh]
+            lines = [entries.encode(e) for e in found]
+            # One pre-check over all new lines; lines are redacted one by one only if it finds something.
+            redactor = self.redactor
+            if redactor is not None and redactor.may_contain(b"".join(lines)):
+                lines = [
+                    entries.encode(redactor.value(e)) if redactor.may_contain(line) else line
+                    for e, line in zip(found, lines, strict=True)
+                ]
+            for i, line in zip(fresh, lines, strict=True):
+                out[i] = body = line[:-2]  # an entry is a JSON object and a newline: drop "}\n"
+                self._lines[messages[i].id] = (messages[i], body)
+        return out  # type: ignore[return-value]
+
+    def _check_env(self) -> None:
+        """A key set in the environment since a line was kept must be redacted from it too."""
+        if self.redactor is not None:
+            env = tuple(self.redactor.env_secrets())
+            if env != self._lines_env:
+                self._lines, self._lines_env = {}, env
 
     def _replace_bytes(self, reason: str, messages: list[Message]) -> bytes:
+        """The marker and every snapshot entry, as one buffer for one write.
+
+        A snapshot entry is its body plus ``,"replace_id":…}`` (and the model stamp on the
+        first entry this writer writes): the same bytes as encoding the entry, since orjson
+        writes a dict compactly and in insertion order and ``entries.message_entry`` adds
+        these keys last.
+        """
+        self._check_env()
         rid = new_id()
-        batch = [entries.replace_entry(reason, rid, len(messages))]
-        batch.extend(self._message_entry(m, rid) for m in messages)
-        data = b"".join(entries.encode(e) for e in batch)
-        # One pre-check over the whole snapshot, so a clean 1,000-message replace costs
-        # what one append of the same bytes costs; entries are redacted one by one only if
-        # it finds something.
-        if self.redactor is not None and self.redactor.may_contain(data):
-            data = b"".join(self._encode(e) for e in batch)
-        return data
+        bodies = self._bodies(messages)
+        if len(self._lines) > 2 * len(messages) + 64:
+            # Lines of messages a replace dropped: let them go once they outnumber the rest.
+            current = {m.id for m in messages}
+            self._lines = {k: v for k, v in self._lines.items() if k in current}
+        tail = b',"replace_id":' + orjson.dumps(rid) + b"}\n"
+        parts = [tail] * (2 * len(bodies) + 1)
+        parts[0] = entries.encode(entries.replace_entry(reason, rid, len(messages)))
+        parts[1::2] = bodies
+        if bodies:
+            parts[1] = bodies[0] + self._model_stamp()
+        return b"".join(parts)  # one buffer: the snapshot is copied once
 
     def _resync_bytes(self) -> bytes:
         current = self.conversation.messages() if self.conversation is not None else []

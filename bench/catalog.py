@@ -1,0 +1,79 @@
+"""Listing sessions (SPEC §15: 1,000 sessions in ≤ 0.2 s) from their ``meta.json`` sidecars.
+
+Measured twice: with every sidecar fresh (the usual ``%sessions list``), and after a run
+appended to a few sessions (their sidecars are stale and are brought up to date).
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.messages import Message
+from pseudoclaude_nb.session import list_sessions
+from pseudoclaude_nb.session.paths import new_session_dir
+from pseudoclaude_nb.session.writer import SessionWriter
+
+from .common import Row, Sizes, median_time, timed
+from .workload import Workload
+
+
+def _make_sessions(ws: Path, count: int) -> list[Path]:
+    work = Workload(21, big_every=0)
+    template = list(work.messages(24))[:24]
+    folders = []
+    for i in range(count):
+        folder = new_session_dir(ws, now=1_790_000_000 + i * 60)
+        conversation = Conversation()
+        with SessionWriter(folder, model="bench-model", fsync=False) as writer:
+            writer.attach(conversation)
+            conversation.append(Message(role="user", content=f"task {i}: " + template[0].content))
+            for m in template[1:]:
+                conversation.append(m.model_copy(update={"id": f"{i:05d}{m.id[5:]}"}))
+        folders.append(folder)
+    return folders
+
+
+def list_many(root: Path, sizes: Sizes) -> list[Row]:
+    ws = Path(tempfile.mkdtemp(dir=root, prefix="catalog-"))
+    folders = _make_sessions(ws, sizes.sessions)
+    first = timed(lambda: list_sessions(ws))  # builds every sidecar
+    fresh = median_time(lambda: list_sessions(ws), sizes.repeat)
+    stale_share = 0.05
+    touched = folders[:: int(1 / stale_share)]
+
+    def touch() -> None:
+        for folder in touched:
+            with SessionWriter(folder, fsync=False) as writer:
+                conversation = Conversation()
+                writer.attach(conversation)
+                conversation.add_user("one more")
+
+    stale = median_time(lambda: list_sessions(ws), sizes.repeat, setup=touch)
+    scale = 1_000 / sizes.sessions
+    listed = len(list_sessions(ws))
+    return [
+        Row(
+            key="list",
+            what=f"list {sizes.sessions:,} sessions (sidecars fresh)",
+            target="≤ 0.2 s for 1,000",
+            value=round(fresh * scale, 4),
+            unit="s per 1,000",
+            ok=fresh * scale <= 0.2 and listed == sizes.sessions,
+            detail={
+                "sessions": sizes.sessions,
+                "list_s": round(fresh, 4),
+                "first_list_building_every_sidecar_s": round(first, 3),
+            },
+        ),
+        Row(
+            key="list_stale",
+            what=f"… after {len(touched)} of them grew (their sidecars rebuilt)",
+            target="",
+            value=round(stale * scale, 4),
+            unit="s per 1,000",
+            ok=None,
+            detail={"list_s": round(stale, 4), "stale_sessions": len(touched)},
+        ),
+    ]

@@ -1,0 +1,110 @@
+"""Harness overhead per step (SPEC §15): the same step at 10,000 messages costs what it costs at 100.
+
+A step, as the runner drives it, without the model and the tools: ``before_request``
+(Layer 1 batch check, the estimate, the gauge state), the assistant message appended and
+logged, the usage anchor, each result admitted (spill check) and appended, the batch noted.
+The log is written with fsync off, so what is timed is the harness, not the disk.
+"""
+
+from __future__ import annotations
+
+import statistics
+import tempfile
+from pathlib import Path
+
+from pseudoclaude_nb.compact.manage import CompactSettings, ContextManager
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.messages import Message, Usage
+from pseudoclaude_nb.session.history import HistoryIndex
+from pseudoclaude_nb.session.paths import new_session_dir
+from pseudoclaude_nb.session.writer import SessionWriter
+
+from .common import Row, Sizes, no_gc, timed
+from .workload import Workload
+
+SYSTEM = "You are a coding agent in a notebook.\n" * 40
+
+
+def _per_step(ws: Path, history: list[Message], steps: list[list[Message]], *, index: bool) -> list[float]:
+    folder = new_session_dir(ws)
+    conversation = Conversation()
+    writer = SessionWriter(folder, model="bench-model", fsync=False)
+    writer.attach(conversation)
+    for m in history:
+        conversation.append(m)
+    history_index = HistoryIndex(ws) if index else None
+    if history_index is not None:
+        conversation.add_hooks(history_index.hooks(folder))
+        history_index.catch_up(folder)
+    context = ContextManager(
+        conversation,
+        CompactSettings(context_window=10**9),
+        session_dir=folder,
+        workspace=ws,
+        writer=writer,
+    )
+    context.configure(context.settings, system=SYSTEM, tools=[])
+    context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=100), len(conversation))
+    times = []
+    try:
+        for exchange in steps:
+            assistant, results = exchange[0], exchange[1:]
+            calls = {c.id: c for c in assistant.tool_calls}
+
+            def step(
+                assistant: Message = assistant, results: list[Message] = results, calls: dict = calls
+            ) -> None:
+                context.before_request(None)  # type: ignore[arg-type] - no compaction at this window
+                conversation.append(assistant)
+                context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=120), len(conversation))
+                for r in results:
+                    assert r.tool_result is not None
+                    context.admit_result(calls[r.tool_result.call_id], r.tool_result.content)
+                    conversation.append(r)
+                context.after_tools(len(results))
+
+            with no_gc():
+                times.append(timed(step))
+    finally:
+        writer.close()
+        if history_index is not None:
+            history_index.close()
+    return times
+
+
+def harness_overhead(root: Path, sizes: Sizes) -> list[Row]:
+    work = Workload(31, big_every=0)
+    big = list(work.messages(sizes.overhead_big))[: sizes.overhead_big]
+    small = big[: sizes.overhead_small]
+    steps = [work.exchange() for _ in range(sizes.overhead_steps)]
+    rows = []
+    for index in (False, True) if sizes.index_variants else (False,):
+        ws = Path(tempfile.mkdtemp(dir=root, prefix="overhead-"))
+        at_small, at_big = [], []
+        for _ in range(max(1, sizes.repeat // 2)):  # interleaved
+            at_small.append(statistics.median(_per_step(ws, small, steps, index=index)))
+            at_big.append(statistics.median(_per_step(ws, big, steps, index=index)))
+        s, b = min(at_small), min(at_big)
+        ratio = b / s
+        rows.append(
+            Row(
+                key="overhead_indexed" if index else "overhead",
+                what=(
+                    "… the same with the history index updated on each append, for reference"
+                    if index
+                    else f"harness overhead per step (manage_context + append, fsync off) at "
+                    f"{sizes.overhead_big:,} messages vs {sizes.overhead_small:,}"
+                ),
+                target="" if index else "≤ 1.5×",
+                value=round(ratio, 3),
+                unit="×",
+                ok=None if index else ratio <= 1.5,
+                detail={
+                    f"us_per_step_at_{sizes.overhead_small}": round(s * 1e6, 1),
+                    f"us_per_step_at_{sizes.overhead_big}": round(b * 1e6, 1),
+                    "steps_timed": len(steps),
+                    "messages_per_step": round(sum(len(x) for x in steps) / len(steps), 2),
+                },
+            )
+        )
+    return rows

@@ -1,0 +1,347 @@
+"""The session log's numbers (SPEC §15): durable appends, replace, resume, replay, line size.
+
+Each figure is a ratio against a baseline timed in the same run: the product's append
+against a bare ``write`` + ``fsync`` loop of the same lines, a replace against one durable
+append of the same bytes, resume against a full replay of the same log, a full replay
+against ``orjson.loads`` of the same lines.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import tempfile
+from pathlib import Path
+
+import orjson
+
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.messages import Message
+from pseudoclaude_nb.session import entries, load_session
+from pseudoclaude_nb.session import writer as writer_module
+from pseudoclaude_nb.session.history import HistoryIndex
+from pseudoclaude_nb.session.paths import LOG_NAME, new_session_dir
+from pseudoclaude_nb.session.writer import SessionWriter
+
+from .common import Row, Sizes, median_time, no_gc, timed
+from .logs import BuiltLog, build_log
+from .workload import Workload
+
+
+def _messages(count: int, seed: int = 11) -> list[Message]:
+    work = Workload(seed, big_every=0)
+    return list(work.messages(count))[:count]
+
+
+def _lines(messages: list[Message]) -> list[bytes]:
+    return [entries.encode(entries.message_entry(m)) for m in messages]
+
+
+class _FsyncCounter:
+    """Counts ``os.fsync`` calls made by the writer (patched in the writer's module only)."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+        self._real = os.fsync
+
+    def __enter__(self) -> _FsyncCounter:
+        def counting(fd: int) -> None:
+            self.calls += 1
+            self._real(fd)
+
+        writer_module.os.fsync = counting  # type: ignore[attr-defined]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        writer_module.os.fsync = self._real  # type: ignore[attr-defined]
+
+
+# --- durable appends ---------------------------------------------------------------------------------
+
+
+def _bare_loop(path: Path, lines: list[bytes]) -> float:
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+
+        def run() -> None:
+            for line in lines:
+                os.write(fd, line)
+                os.fsync(fd)
+
+        with no_gc():
+            return timed(run)
+    finally:
+        os.close(fd)
+
+
+def _product_loop(workspace: Path, messages: list[Message], *, index: HistoryIndex | None = None) -> float:
+    folder = new_session_dir(workspace)
+    conversation = Conversation()
+    with SessionWriter(folder, fsync=True) as writer:
+        writer.attach(conversation)
+        if index is not None:
+            conversation.add_hooks(index.hooks(folder))
+        with no_gc():
+            return timed(lambda: [conversation.append(m) for m in messages])
+
+
+def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
+    messages = _messages(sizes.appends)
+    lines = _lines(messages)
+    ws = Path(tempfile.mkdtemp(dir=root, prefix="append-"))
+    bare, product, indexed = [], [], []
+    index = HistoryIndex(ws)
+    for i in range(sizes.repeat):  # interleaved, so drift hits both alike
+        bare.append(_bare_loop(ws / f"bare-{i}.jsonl", lines))
+        product.append(_product_loop(ws, messages))
+        if sizes.index_variants:
+            indexed.append(_product_loop(ws, messages, index=index))
+    index.close()
+    n = len(messages)
+    b, p = statistics.median(bare), statistics.median(product)
+    ratio = b / p
+    avg = sum(len(line) for line in lines) / n
+    rows = [
+        Row(
+            key="append",
+            what="durable append throughput vs a bare write+fsync loop of the same lines",
+            target="≥ 0.8×",
+            value=round(ratio, 3),
+            unit="×",
+            ok=ratio >= 0.8,
+            detail={
+                "appends": n,
+                "avg_line_bytes": round(avg),
+                "bare_appends_per_s": round(n / b),
+                "product_appends_per_s": round(n / p),
+                "bare_us_per_append": round(b / n * 1e6, 1),
+                "product_us_per_append": round(p / n * 1e6, 1),
+            },
+        ),
+    ]
+    if not indexed:
+        return rows
+    x = statistics.median(indexed)
+    rows.append(
+        Row(
+            key="append_indexed",
+            what="… with the history index updated in the same call (SPEC §6.2), for reference",
+            target="",
+            value=round(b / x, 3),
+            unit="×",
+            ok=None,
+            detail={
+                "indexed_appends_per_s": round(n / x),
+                "index_us_per_append": round((x - p) / n * 1e6, 1),
+            },
+            note="the per-append cost the FTS index adds on top of the durable append",
+        )
+    )
+    return rows
+
+
+# --- replace ------------------------------------------------------------------------------------------
+
+
+def replace_cost(root: Path, sizes: Sizes) -> list[Row]:
+    """A Layer 1 snapshot: the conversation again, with one result swapped for its preview.
+
+    The conversation was appended through the writer, as in a session. For reference, a
+    cold replace too: a fresh writer (as after a resume, a ``resync``) encodes every entry.
+    """
+    messages = _messages(sizes.replace_messages, seed=12)
+    ws = Path(tempfile.mkdtemp(dir=root, prefix="replace-"))
+    folder = new_session_dir(ws)
+    log = folder / LOG_NAME
+    results = [i for i, m in enumerate(messages) if m.tool_result is not None]
+    replace_times, append_times, cold_times, fsyncs, written = [], [], [], [], 0
+    conversation = Conversation()
+    with SessionWriter(folder, fsync=True) as writer:
+        writer.attach(conversation)
+        for m in messages:
+            conversation.append(m)
+        for i in range(sizes.repeat + 1):
+            current = conversation.messages()
+            k = results[i * 7 % len(results)]
+            result = current[k].tool_result
+            assert result is not None
+            swapped = result.model_copy(
+                update={"content": result.content[:200] + "\n[… preview ends here …]"}
+            )
+            snapshot = [
+                *current[:k],
+                current[k].model_copy(update={"tool_result": swapped}),
+                *current[k + 1 :],
+            ]
+            before = log.stat().st_size
+            with _FsyncCounter() as counter, no_gc():
+                t = timed(lambda snapshot=snapshot: conversation.replace("snapshot", snapshot))
+            written = log.stat().st_size - before
+            a = _one_append(ws / f"one-append-{i}.bin", written)
+            if i:  # the first round warms caches
+                replace_times.append(t)
+                append_times.append(a)
+                fsyncs.append(counter.calls)
+    for _ in range(sizes.repeat):
+        cold = SessionWriter(folder, fsync=True)
+        try:
+            loaded = Conversation(load_session(folder).messages)
+            cold.attach(loaded)
+            with no_gc():
+                cold_times.append(timed(lambda c=loaded: c.replace("resync", c.messages())))
+        finally:
+            cold.close()
+    r, a, c = (statistics.median(x) for x in (replace_times, append_times, cold_times))
+    ratio = r / a
+    return [
+        Row(
+            key="replace",
+            what=f"replace of a {len(messages):,}-message snapshot vs one durable append of the same bytes",
+            target="one fsync; ≤ 2×",
+            value=round(ratio, 3),
+            unit="×",
+            ok=max(fsyncs) == 1 and ratio <= 2.0,
+            detail={
+                "messages": len(messages),
+                "bytes": written,
+                "fsyncs_per_replace": max(fsyncs),
+                "replace_ms": round(r * 1e3, 2),
+                "one_append_ms": round(a * 1e3, 2),
+            },
+            note="baseline: one os.write of the same byte count + one fsync",
+        ),
+        Row(
+            key="replace_cold",
+            what="… the same replace by a fresh writer (a resync after resume: every entry encoded)",
+            target="",
+            value=round(c / a, 3),
+            unit="×",
+            ok=None,
+            detail={"replace_ms": round(c * 1e3, 2)},
+        ),
+    ]
+
+
+def _one_append(path: Path, size: int) -> float:
+    data = b"x" * (size - 1) + b"\n"
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+
+        def one_append() -> None:
+            os.write(fd, data)
+            os.fsync(fd)
+
+        with no_gc():
+            return timed(one_append)
+    finally:
+        os.close(fd)
+
+
+# --- resume and full replay ------------------------------------------------------------------------------
+
+
+def build_resume_log(root: Path, sizes: Sizes) -> tuple[BuiltLog, float]:
+    ws = Path(tempfile.mkdtemp(dir=root, prefix="resume-"))
+    built: list[BuiltLog] = []
+    seconds = timed(lambda: built.append(build_log(ws, sizes.resume_log_mb * 1_000_000)))
+    return built[0], seconds
+
+
+def resume_and_replay(built: BuiltLog, sizes: Sizes, build_seconds: float) -> list[Row]:
+    path = built.path
+    fast = load_session(path)
+    full = load_session(path, full=True)
+    same = [m.to_dict() for m in fast.messages] == [m.to_dict() for m in full.messages]
+    t_fast = median_time(lambda: load_session(path), sizes.repeat * 3)
+    t_full = median_time(lambda: load_session(path, full=True), sizes.repeat)
+
+    def orjson_lines() -> None:
+        with open(path, "rb") as f:
+            data = f.read()
+        for line in data.split(b"\n"):
+            if line:
+                orjson.loads(line)
+
+    t_orjson = median_time(orjson_lines, sizes.repeat)
+    share = t_fast / t_full
+    mb = built.bytes / 1e6
+    return [
+        Row(
+            key="resume",
+            what=f"resume of a {mb:,.0f} MB log whose last replace is near the end",
+            target="≤ 0.1 s and ≤ 5% of a full replay",
+            value=round(share, 4),
+            unit="of a full replay",
+            ok=t_fast <= 0.1 and share <= 0.05 and same,
+            detail={
+                "log_mb": round(mb, 1),
+                "resume_s": round(t_fast, 4),
+                "full_replay_s": round(t_full, 3),
+                "bytes_read": fast.bytes_read,
+                "share_of_file_read": round(fast.bytes_read / built.bytes, 4),
+                "effective_messages": len(fast.messages),
+                "physical_messages": full.physical_messages,
+                "replaces": full.replaces,
+                "same_state_as_full_replay": same,
+                "log_built_in_s": round(build_seconds, 1),
+            },
+        ),
+        Row(
+            key="replay",
+            what="full replay speed vs orjson.loads of the same lines",
+            target="≥ 0.5×",
+            value=round(t_orjson / t_full, 3),
+            unit="×",
+            ok=t_orjson / t_full >= 0.5,
+            detail={
+                "full_replay_mb_per_s": round(mb / t_full),
+                "orjson_mb_per_s": round(mb / t_orjson),
+                "lines": full.physical_messages,
+            },
+        ),
+    ]
+
+
+# --- the largest line -------------------------------------------------------------------------------------
+
+
+def largest_line(logs: list[Path], *, spill_bytes: int = 50_000) -> Row:
+    """Over real logs the product wrote with spilling on (the context-cost runs).
+
+    The limit is 64 KB plus the largest message the log holds (every logged message was,
+    when written, a non-spilled one: a result over ``spill_bytes`` is spilled before it is
+    appended). A raw spilled body is a logged result over ``spill_bytes``: there must be none.
+    (Results spilled later, by the batch cap, were under the limit when logged, as the spec has it.)
+    """
+    largest, largest_message, raw_bodies = 0, 0, 0
+    where = ""
+    for log in logs:
+        for raw in log.read_bytes().split(b"\n"):
+            if not raw:
+                continue
+            entry = orjson.loads(raw)
+            if len(raw) + 1 > largest:
+                largest, where = len(raw) + 1, f"{log.parent.name} ({entry.get('type')} entry)"
+            if entry.get("type") != "message":
+                continue
+            result = entry.get("tool_result")
+            size = len((result["content"] if result else entry.get("content", "")).encode())
+            largest_message = max(largest_message, size)
+            raw_bodies += bool(result) and size > spill_bytes
+    limit = 64 * 1024 + largest_message
+    return Row(
+        key="largest_line",
+        what="largest JSONL line written (the context-cost runs with spilling on)",
+        target="≤ 64 KB + the largest non-spilled message; no raw spilled body",
+        value=largest,
+        unit="bytes",
+        ok=largest <= limit and raw_bodies == 0,
+        detail={
+            "largest_line_bytes": largest,
+            "largest_message_bytes": largest_message,
+            "limit_bytes": limit,
+            "results_over_the_spill_limit_in_logs": raw_bodies,
+            "logs": len(logs),
+            "in": where,
+        },
+    )

