@@ -110,6 +110,7 @@ def markdown(
     estimator: dict[str, dict],
     cost: list[dict],
     host: dict[str, Any],
+    history_1gb: dict | None = None,
 ) -> str:
     when = time.strftime("%Y-%m-%d %H:%M %Z")
     lines = [
@@ -159,6 +160,17 @@ def markdown(
                 f"| {p['history_mb']:,} MB | {p['sessions']} | {p['index_mb']:,} MB | {p['rows']:,} | "
                 f"{p['median_ms']} ms | {p['max_ms']} ms | `{p['slowest']}` | {p['indexed_mb_per_s']} MB/s |"
             )
+    if history_1gb and history_1gb.get("points"):
+        p = history_1gb["points"][-1]
+        lines += [
+            "",
+            f"Measured directly at {p['history_mb']:,} MB of logs on {history_1gb['date']} "
+            f"(`python -m bench --only history --history-mb 1000`, {history_1gb['machine']['cores']} cores; "
+            "`history-1gb.json`): "
+            f"{p['sessions']} sessions, a {p['index_mb']:,} MB index of {p['rows']:,} rows; median query "
+            f"{p['median_ms']} ms, slowest {p['max_ms']} ms (`{p['slowest']}`); indexing ran at "
+            f"{p['indexed_mb_per_s']} MB/s.",
+        ]
     lines += _estimator_section(rows, estimator)
     lines += _cost_section(cost)
     lines += [
@@ -169,6 +181,7 @@ def markdown(
         ".venv/bin/pip install -e '.[bench]'",
         ".venv/bin/python -m bench            # full: a few minutes; writes bench/results.md, .json, *.svg",
         ".venv/bin/python -m bench --quick    # small sizes, under a minute (CI)",
+        ".venv/bin/python -m bench --only history --history-mb 1000   # 1 GB of history: ~7 min, ~4 GB disk",
         "```",
         "",
     ]

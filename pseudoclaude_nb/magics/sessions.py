@@ -253,7 +253,7 @@ class SessionMagics(Magics):
 
     def _show(self, session_id: str) -> None:
         path = session_dir(self._agent.workspace, session_id)
-        loaded = load_session(path)
+        loaded = load_session(path, full=True)  # counts and problems of the whole log
         print(f"session {session_id} · {path / 'conversation.jsonl'}")
         model = loaded.last_model or "?"
         print(

@@ -241,7 +241,7 @@ def import_session(
         except BaseException:
             shutil.rmtree(target, ignore_errors=True)
             raise
-    loaded = load_session(target)
+    loaded = load_session(target, full=True)
     write_meta(target, loaded)  # the archive's meta.json names the old id; the sidecar is derived anyway
     total = sum(member_size for _, _, member_size in plan.members.values())
     return ImportReport(target.name, plan.session_id, len(plan.members), total, loaded.problems())

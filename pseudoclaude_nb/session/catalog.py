@@ -65,6 +65,9 @@ def meta_from_load(result: LoadResult) -> dict:
 
 
 def write_meta(session_dir: Path, result: LoadResult) -> dict:
+    if result.partial:
+        # A resume's fast load counts only what it read; a sidecar describes the whole log.
+        result = loader.load_session(result.path, full=True)
     meta = meta_from_load(result)
     atomic_write_text(Path(session_dir) / META_NAME, json.dumps(meta, ensure_ascii=False, indent=1))
     return meta

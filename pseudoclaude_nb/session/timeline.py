@@ -47,7 +47,7 @@ def _short(text: str, width: int = 70) -> str:
 
 def build_timeline(path: str | Path) -> Timeline:
     file = log_path(path)
-    loaded = load_session(file)
+    loaded = load_session(file, full=True)
     items: list[Item] = []
     for lineno, raw in enumerate(file.read_bytes().split(b"\n"), start=1):
         if not raw.strip():

@@ -16,7 +16,7 @@ SHOW_CAP = 1_000_000  # bytes shown by "full text": a browser tab holds this com
 def spill_rows(session_dir: Path) -> list[dict[str, Any]]:
     """Spill entries of the log, with a preview read from each file."""
     rows = []
-    for entry in load_session(session_dir).spills:
+    for entry in load_session(session_dir, full=True).spills:  # every spill, not just the recent ones
         path = Path(session_dir) / str(entry.get("path", ""))
         try:
             with open(path, "rb") as f:
