@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..agent import Agent
 from ..errors import ConfigError
-from ..session.history import render_hits
+from ..session.history_query import render_hits
 
 SEARCH_LIMIT = 20
 

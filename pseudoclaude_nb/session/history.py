@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import sqlite3
 import threading
 import time
@@ -32,6 +31,7 @@ import orjson
 from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
+from .history_query import Hit, match
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
@@ -41,8 +41,6 @@ HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first b
 CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
 CHUNK_BYTES = 16_000
 SPILL_INDEX_BYTES = 8_000_000  # beyond this, a spilled file's tail is not indexed
-SNIPPET_CHARS = 90  # each side of the match
-SEARCH_TOOL = "search_history"
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs(
@@ -77,34 +75,6 @@ CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
     INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
 END;
 """
-
-_COLUMNS = "d.session_id, d.message_uuid, d.role, d.kind, d.ts, d.call_id, d.line, d.ref, d.text"
-
-
-@dataclass(frozen=True)
-class Hit:
-    session_id: str
-    message_uuid: str
-    role: str
-    kind: str  # text | tool_call | tool_result | spill
-    ts: float
-    snippet: str
-    call_id: str | None = None
-    ref: str | None = None  # spills: the file, relative to the workspace
-    line: int | None = None  # spills: the line of the match in that file
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "session_id": self.session_id,
-            "message_uuid": self.message_uuid,
-            "role": self.role,
-            "kind": self.kind,
-            "ts": self.ts,
-            "snippet": self.snippet,
-            "call_id": self.call_id,
-            "ref": self.ref,
-            "line": self.line,
-        }
 
 
 @dataclass(frozen=True)
@@ -199,7 +169,7 @@ class HistoryIndex:
                 self._run(lambda con: self._consume(con, folder))
         else:
             self._run(self._sync_all)
-        return self._run(lambda con: self._match(con, query, session_id, limit))
+        return self._run(lambda con: match(con, query, session_id, limit))
 
     def count(self, session_id: str | None = None) -> int:
         """Rows in the index, of one session or of all."""
@@ -450,68 +420,6 @@ class HistoryIndex:
         )
         return len(rows)
 
-    # --- matching ----------------------------------------------------------------------------
-
-    def _match(self, con: sqlite3.Connection, query: str, session_id: str | None, limit: int) -> list[Hit]:
-        quoted = len(query) >= 2 and query[0] == query[-1] == '"'
-        phrase = query[1:-1].strip() if quoted else query
-        terms = [phrase] if quoted else phrase.split()
-        span: tuple[int, int] | None = None
-        if session_id is not None:
-            # A session's rows form one rowid range (mostly its own): FTS5 narrows by range
-            # natively, where a join condition alone would walk every match of the workspace.
-            low, high = con.execute(
-                "SELECT min(id), max(id) FROM docs WHERE session_id = ?", (session_id,)
-            ).fetchone()
-            if low is None:
-                return []
-            span = (low, high)
-        found = self._find(con, [phrase], session_id, span, limit)
-        if len(found) < limit and len(terms) > 1:
-            # Too few hits for the exact phrase: every word, anywhere in one row.
-            ids = {r[0] for r in found}
-            more = [r for r in self._find(con, terms, session_id, span, limit) if r[0] not in ids]
-            found += more[: limit - len(found)]
-        return [_hit(r[1:], terms) for r in found]
-
-    @staticmethod
-    def _find(
-        con: sqlite3.Connection,
-        terms: list[str],
-        session_id: str | None,
-        span: tuple[int, int] | None,
-        limit: int,
-    ) -> list[tuple]:
-        """Rows with every term, newest first.
-
-        Newest first rather than by bm25: on trigrams bm25 says little about a substring
-        match, and ranking must score every match, where rowid order stops at ``limit``.
-        """
-        # Trigrams need 3 characters; shorter terms (two CJK characters, "id") are checked
-        # with instr() on the rows the long terms matched, or by a scan when there are none.
-        long = [t for t in terms if len(t) >= 3]
-        short = [t.lower() for t in terms if len(t) < 3]
-        # Earlier searches echo their own query and hits: never an answer to a new one.
-        where, args = [f"coalesce(d.tool, '') != '{SEARCH_TOOL}'"], []
-        for t in short:
-            where.append("instr(lower(d.text), ?) > 0")
-            args.append(t)
-        if session_id is not None:
-            where.append("d.session_id = ?")
-            args.append(session_id)
-        conditions = "".join(f" AND {w}" for w in where)
-        if long:
-            match = " AND ".join('"' + t.replace('"', '""') + '"' for t in long)
-            in_span = " AND docs_fts.rowid BETWEEN ? AND ?" if span else ""
-            sql = (
-                f"SELECT d.id, {_COLUMNS} FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
-                f"WHERE docs_fts MATCH ?{in_span}{conditions} ORDER BY docs_fts.rowid DESC LIMIT ?"
-            )
-            return con.execute(sql, (match, *(span or ()), *args, limit)).fetchall()
-        in_span = " AND d.id BETWEEN ? AND ?" if span else ""
-        sql = f"SELECT d.id, {_COLUMNS} FROM docs d WHERE 1{in_span}{conditions} ORDER BY d.id DESC LIMIT ?"
-        return con.execute(sql, (*(span or ()), *args, limit)).fetchall()
-
 
 @contextmanager
 def _transaction(con: sqlite3.Connection) -> Iterator[None]:
@@ -580,34 +488,3 @@ def _chunks(text: str) -> Iterator[tuple[int, str]]:
             start, buf, size = number + 1, [], 0
     if buf:
         yield start, "".join(buf)
-
-
-def _hit(row: tuple, terms: list[str]) -> Hit:
-    session_id, uuid, role, kind, ts, call_id, line, ref, text = row
-    match = None
-    for term in terms:
-        match = re.search(re.escape(term), text, re.IGNORECASE)
-        if match:
-            break
-    a, b = (match.start(), match.end()) if match else (0, 0)
-    lo, hi = max(0, a - SNIPPET_CHARS), min(len(text), b + SNIPPET_CHARS)
-    snippet = ("…" if lo else "") + " ".join(text[lo:hi].split()) + ("…" if hi < len(text) else "")
-    if line is not None and match:
-        line += text[:a].count("\n")
-    return Hit(session_id, uuid, role, kind, ts or 0.0, snippet, call_id, ref, line)
-
-
-def render_hits(hits: list[Hit], query: str, scope: str) -> str:
-    """Hits as text, for the model and for ``%sessions search``."""
-    if not hits:
-        return f"no match for {query!r} in {scope}."
-    lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:"]
-    for i, h in enumerate(hits, 1):
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.ts)) if h.ts else "?"
-        where = f"session_id {h.session_id} · message_uuid {h.message_uuid or '(unknown)'}"
-        what = f"{h.role} {h.kind}" + (f" {h.call_id}" if h.call_id else "")
-        lines.append(f"{i}. {where} · {what} · {when}")
-        if h.ref:
-            lines.append(f"   in {h.ref}, line {h.line} (read_file with offset to see more)")
-        lines.append(f"   {h.snippet}")
-    return "\n".join(lines)

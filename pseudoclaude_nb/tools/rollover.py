@@ -16,7 +16,8 @@ from pydantic import Field
 
 from ..errors import BoundaryError, SessionError, SessionNotFoundError, ToolError
 from ..rollover.handoff import CheckedFile, Handoff, Intent, RelatedFile
-from ..session.history import HistoryIndex, render_hits
+from ..session.history import HistoryIndex
+from ..session.history_query import render_hits
 from ..session.paths import session_dir
 from .registry import Tool, ToolArgs
 from .workspace import display_path, resolve_in_workspace
