@@ -77,3 +77,12 @@ def ip(workspace: Path):
     yield shell
     shell.run_line_magic("unload_ext", "pseudoclaude_nb")
     shell.config.pop("PseudoClaude", None)
+
+
+@pytest.fixture
+def agents():
+    """Agents made by a test are closed after it (their writer locks released)."""
+    made: list = []
+    yield made
+    for agent in made:
+        agent.close()

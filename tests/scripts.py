@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 
-def turn(text: str = "", *calls: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]) -> dict[str, Any]:
+def turn(
+    text: str = "", *calls: tuple[str, dict[str, Any]] | tuple[str, dict[str, Any], str]
+) -> dict[str, Any]:
     tool_calls = []
     for call in calls:
         entry: dict[str, Any] = {"name": call[0], "arguments": call[1]}
@@ -30,3 +34,21 @@ def run_magic(ip: Any, line: str, cell: str | None = None) -> str:
         else:
             ip.run_cell_magic(name, rest, cell)
     return out.stdout
+
+
+def scripted_agent(workspace: Path, script_path: str = "", **settings: Any) -> Any:
+    """An ``Agent`` on the scripted provider in ``workspace``: tools allowed, fsync off."""
+    from pseudoclaude_nb.agent import Agent
+    from pseudoclaude_nb.config import PseudoClaude
+
+    config: dict[str, Any] = dict(
+        workspace=str(workspace), provider="scripted", script=script_path, permission_mode="auto", fsync=False
+    )
+    config.update(settings)
+    return Agent(PseudoClaude(**config))
+
+
+def read_log(session_dir: Path) -> list[dict[str, Any]]:
+    """Every readable entry of a session's log, in order."""
+    text = (Path(session_dir) / "conversation.jsonl").read_text(encoding="utf-8")
+    return [json.loads(line) for line in text.splitlines() if line.strip()]

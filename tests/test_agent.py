@@ -23,39 +23,15 @@ from pseudoclaude_nb.providers.demo_script import DEMO_MODEL, DEMO_PROMPT, RUN_T
 from pseudoclaude_nb.runner import Notice
 from pseudoclaude_nb.session import SessionWriter, list_sessions, load_session, new_session_dir
 from pseudoclaude_nb.tools.registry import NO_STDIN_REFUSAL
+from tests.scripts import read_log as entries
 from tests.scripts import script, turn
+from tests.scripts import scripted_agent as make_agent
 
 
 def write_script(workspace: Path, name: str, *turns: dict, **extra) -> str:
     path = workspace.parent / f"{name}.json"  # outside the workspace: not a file the agent sees
     path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
     return str(path)
-
-
-def make_agent(workspace: Path, script_path: str = "", **settings) -> Agent:
-    config = dict(
-        workspace=str(workspace),
-        provider="scripted",
-        script=script_path,
-        permission_mode="auto",
-        fsync=False,
-    )
-    config.update(settings)
-    return Agent(PseudoClaude(**config))
-
-
-@pytest.fixture
-def agents():
-    """Agents made by a test are closed after it (their writer locks released)."""
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
-
-
-def entries(session_dir: Path) -> list[dict]:
-    log = session_dir / "conversation.jsonl"
-    return [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
 def user_texts(messages) -> list[str]:
@@ -450,7 +426,9 @@ def test_demo_end_to_end(workspace: Path, agents):
         for e in logged
         if e["type"] == "message" and e["tool_result"] and not e.get("replace_id")
     }
-    test_runs = [cid for cid, c in calls.items() if c["name"] == "bash" and c["arguments"].get("command") == RUN_TESTS]
+    test_runs = [
+        cid for cid, c in calls.items() if c["name"] == "bash" and c["arguments"].get("command") == RUN_TESTS
+    ]
     assert len(test_runs) == 2  # the failing run, then the run after the fix
     first_run, last_run = (results[cid] for cid in test_runs)
     assert "FAILED" in first_run

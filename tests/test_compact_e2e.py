@@ -12,17 +12,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.compact.estimate import estimate_request, estimate_tokens
-from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Notice, Spilled, StepFinished
 from pseudoclaude_nb.messages import Message, ToolCall, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import encode, message_entry
+from tests.scripts import read_log as log_entries
 from tests.scripts import script, turn
+from tests.scripts import scripted_agent as make_agent
 
 TOO_LONG = {"error": "context_too_long"}
 PREVIEW_START = "[Tool result too large"
@@ -36,27 +35,6 @@ def write_script(workspace: Path, name: str, *turns: dict, **extra) -> str:
     path = workspace.parent / f"{name}.json"  # outside the workspace
     path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
     return str(path)
-
-
-def make_agent(workspace: Path, script_path: str = "", **settings) -> Agent:
-    config = dict(
-        workspace=str(workspace), provider="scripted", script=script_path, permission_mode="auto", fsync=False
-    )
-    config.update(settings)
-    return Agent(PseudoClaude(**config))
-
-
-@pytest.fixture
-def agents():
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
-
-
-def log_entries(session_dir: Path) -> list[dict]:
-    text = (session_dir / "conversation.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def of_type(entries: list[dict], kind: str) -> list[dict]:

@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.compact import manage
 from pseudoclaude_nb.compact.spill import (
     PREVIEW_BYTES,
@@ -29,12 +28,13 @@ from pseudoclaude_nb.compact.spill import (
     safe_name,
     write_spill,
 )
-from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import Spilled
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, pairing_problems
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.tools import Permissions, build_tools
+from tests.scripts import read_log as log_entries
 from tests.scripts import script, turn
+from tests.scripts import scripted_agent as make_agent
 
 MARKER = "[… preview ends here …]"
 LINE_LIMIT = 64 * 1024
@@ -47,27 +47,6 @@ def write_script(workspace: Path, name: str, *turns: dict, **extra) -> str:
     path = workspace.parent / f"{name}.json"  # outside the workspace
     path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
     return str(path)
-
-
-def make_agent(workspace: Path, script_path: str, **settings) -> Agent:
-    config = dict(
-        workspace=str(workspace), provider="scripted", script=script_path, permission_mode="auto", fsync=False
-    )
-    config.update(settings)
-    return Agent(PseudoClaude(**config))
-
-
-@pytest.fixture
-def agents():
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
-
-
-def log_entries(session_dir: Path) -> list[dict]:
-    text = (session_dir / "conversation.jsonl").read_text(encoding="utf-8")
-    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def log_line_sizes(session_dir: Path) -> list[int]:

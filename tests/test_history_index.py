@@ -24,14 +24,6 @@ CODE = "def evaluate_budget(state: BudgetState) -> BudgetAction:"
 CJK = "上下文换窗：工作记忆与持久层的解耦"
 
 
-@pytest.fixture
-def agents():
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
-
-
 def make_agent(workspace: Path, agents: list, *turns: dict, **settings) -> Agent:
     path = workspace.parent / f"script-{len(agents)}.json"
     path.write_text(json.dumps(script(*turns)), encoding="utf-8")

@@ -61,14 +61,6 @@ def ws(workspace: Path) -> Path:
     return workspace
 
 
-@pytest.fixture
-def agents():
-    made: list[Agent] = []
-    yield made
-    for agent in made:
-        agent.close()
-
-
 def make_agent(ws: Path, agents: list, *turns: dict, **settings) -> Agent:
     path = ws.parent / f"script-{len(agents)}.json"
     path.write_text(json.dumps(script(*turns, context_window=WINDOW)), encoding="utf-8")
