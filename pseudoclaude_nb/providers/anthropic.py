@@ -296,15 +296,17 @@ class _Reader:
             self.blocks[index] = {"type": "tool_use", "id": block.id}
             yield ToolCallStart(id=block.id, name=block.name)
         elif block.type == "thinking":
+            # The docs' own stream starts a thinking block with no signature field at all.
+            thinking = getattr(block, "thinking", None) or ""
             self.blocks[index] = {
                 "type": "thinking",
-                "thinking": block.thinking or "",
-                "signature": block.signature or "",
+                "thinking": thinking,
+                "signature": getattr(block, "signature", None) or "",
             }
-            if block.thinking:
-                yield ReasoningDelta(block.thinking)
+            if thinking:
+                yield ReasoningDelta(thinking)
         elif block.type == "redacted_thinking":
-            self.blocks[index] = {"type": "redacted_thinking", "data": block.data}
+            self.blocks[index] = {"type": "redacted_thinking", "data": getattr(block, "data", None) or ""}
         elif block.type == "text":
             self.blocks[index] = {"type": "text"}
             if block.text:
@@ -335,9 +337,13 @@ def _thinking_block(r: Reasoning) -> dict[str, Any]:
 
 def _reasoning_of(block: Any) -> Reasoning | None:
     if block.type == "thinking":
-        return Reasoning(kind="thinking", text=block.thinking or "", signature=block.signature or "")
+        return Reasoning(
+            kind="thinking",
+            text=getattr(block, "thinking", None) or "",
+            signature=getattr(block, "signature", None) or "",
+        )
     if block.type == "redacted_thinking":
-        return Reasoning(kind="redacted_thinking", data=block.data or "")
+        return Reasoning(kind="redacted_thinking", data=getattr(block, "data", None) or "")
     return None
 
 
