@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .agent_views import ContextViews
-from .compact.manage import CompactSettings, ContextManager
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from .context import CompactSettings, ContextManager, Emit
 from .conversation import Conversation, Hooks
 from .errors import SessionNotFoundError, ToolError
 from .events import MemoryUpdated, RunEvent
@@ -27,7 +27,6 @@ from .messages import Message
 from .prompt import join_sections, system_sections, with_memory
 from .providers import Provider, make_provider
 from .rollover.handoff import GUIDANCE, Intent
-from .rollover.manage import RolloverManager
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
 from .session.history import HistoryIndex
@@ -128,7 +127,7 @@ class Agent(ContextViews):
             # Make the log's effective state the replayed one, so later appends land on it.
             # The last usage described what was cut, so the estimate starts afresh.
             active.conversation.replace("resync", loaded.messages)
-            active.context.anchor = None
+            active.context.forget_anchor()
         active.previous_model, active.idle_since = loaded.last_model, loaded.last_ts
         return loaded
 
@@ -137,32 +136,20 @@ class Agent(ContextViews):
         writer.attach(conversation)
         # Right after the writer: each append is in the index when the append returns.
         conversation.add_hooks(self.history.hooks(path))
-        kind = RolloverManager if self.settings.strategy == "rollover" else ContextManager
-        context = kind(conversation, session_dir=path, workspace=self.workspace, writer=writer)
+        context = ContextManager(
+            conversation, strategy=self.settings.strategy, session_dir=path, workspace=self.workspace, writer=writer
+        )
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
 
     def _use_strategy(self, active: ActiveSession, strategy: str) -> ContextManager:
-        """The session's context manager for ``strategy``; a switch keeps anchor, ledger and breaker."""
-        kind = RolloverManager if strategy == "rollover" else ContextManager
-        old = active.context
-        if type(old) is kind:
-            return old
-        new = kind(
-            active.conversation,
-            old.settings,
-            session_dir=active.dir,
-            workspace=self.workspace,
-            writer=active.writer,
-        )
-        new.anchor, new.ledger, new.breaker = old.anchor, old.ledger, old.breaker
-        new.compactions, new.last_compact = old.compactions, old.last_compact
-        active.context = new
-        return new
+        """The session's context with ``strategy`` current; a switch keeps the whole shared state."""
+        active.context.use(strategy)
+        return active.context
 
     def _strategy(self) -> str:
         if self.session is not None:
-            return "rollover" if isinstance(self.session.context, RolloverManager) else "compact"
+            return self.session.context.strategy.name
         return self.settings.strategy
 
     def close(self) -> None:
@@ -221,7 +208,8 @@ class Agent(ContextViews):
         context = self._use_strategy(active, config.strategy)
         memory_events: list[RunEvent] = []
         memory_index = self._memory_for_run(config.memory, memory_events)
-        tools = self._tools(config.strategy, memory_index)
+        relay = _Relay()  # this run's events, for tools that report (new_context)
+        tools = self._tools(config.strategy, memory_index, relay)
         system = join_sections(self._sections(config.strategy, memory_index))
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
@@ -239,6 +227,7 @@ class Agent(ContextViews):
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
             listeners=listeners,
         )
+        relay.target = runner.emit
         self.last_runner = runner
         self._last_memory_index = memory_index
         for event in memory_events:
@@ -309,7 +298,7 @@ class Agent(ContextViews):
         messages, count = withhold_bodies(active.conversation.messages())
         if count:
             active.conversation.replace("edit", messages)
-            active.context.anchor = None  # the last usage measured the bodies
+            active.context.forget_anchor()  # the last usage measured the bodies
             runner.emit(
                 Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
             )
@@ -328,12 +317,12 @@ class Agent(ContextViews):
 
     # --- what a run offers: tools and system prompt, by strategy ----------------------------------
 
-    def _tools(self, strategy: str, memory_index: str | None = None) -> ToolRegistry:
+    def _tools(self, strategy: str, memory_index: str | None = None, emit: Emit | None = None) -> ToolRegistry:
         # read_memory only when memory is on and holds something: else it is noise.
         reader = MemoryReader(self.memory) if memory_index else None
         tools = build_tools(self.workspace, python_executor=self.python_executor, memory=reader)
         if strategy == "rollover":
-            tools.add(new_context_tool(self.workspace, self._declare_rollover))
+            tools.add(new_context_tool(self.workspace, lambda intent: self._declare_rollover(intent, emit)))
             tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
         return tools
 
@@ -343,11 +332,10 @@ class Agent(ContextViews):
             sections.append(("rollover", GUIDANCE))
         return with_memory(sections, memory_index)
 
-    def _declare_rollover(self, intent: Intent) -> str:
-        context = self.session.context if self.session is not None else None
-        if not isinstance(context, RolloverManager):
-            raise ToolError("new_context works only with --strategy rollover; keep working in this window")
-        return context.declare(intent)
+    def _declare_rollover(self, intent: Intent, emit: Emit | None) -> str:
+        if self.session is None:
+            raise ToolError("new_context needs a session; keep working in this window")
+        return self.session.context.declare(intent, emit or _ignore)
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""
@@ -367,6 +355,20 @@ class Agent(ContextViews):
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix
+
+
+class _Relay:
+    """The events of one run, for what is built before its runner (the tools)."""
+
+    def __init__(self) -> None:
+        self.target: Emit = _ignore
+
+    def __call__(self, event: RunEvent) -> None:
+        self.target(event)
+
+
+def _ignore(event: RunEvent) -> None:
+    pass
 
 
 def _plays_memory(provider: Provider) -> bool:

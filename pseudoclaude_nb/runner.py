@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 
-from .compact.manage import ContextManager
+from .context import ContextManager
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SessionWriteError
 from .events import (
@@ -63,9 +63,7 @@ class Runner:
         self.max_steps = max_steps
         self.strict = strict
         self.listeners = list(listeners)
-        self.context = context
-        if context is not None:
-            context.emit = self.emit
+        self.context = context  # told this run's emit on every call, never kept
         self.last_request: Request | None = None
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
@@ -135,14 +133,14 @@ class Runner:
         if self.context is not None:
             # The pre-step boundary: every result of the last step is in, the next request
             # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
-            self.context.before_request(self.provider)
+            self.context.before_request(self.provider, self.emit)
             self.surface = self.context.surface(self.tools)
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet): shrink once (compact, or a
             # forced rollover), retry once.
-            if self.context is None or not self.context.recover(self.provider):
+            if self.context is None or not self.context.recover(self.provider, self.emit):
                 raise self._too_long(exc) from exc
             self.surface = self.context.surface(self.tools)
             try:
@@ -208,7 +206,7 @@ class Runner:
             content = result.content
             if self.context is not None:
                 try:
-                    content = self.context.admit_result(call, content)
+                    content = self.context.admit_result(call, content, self.emit)
                 except SessionWriteError:
                     # The spill file could not be written: keep the result in full (the
                     # conversation stays valid) and stop rather than grow unchecked.
