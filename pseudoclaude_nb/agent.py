@@ -197,7 +197,13 @@ class Agent(ContextViews):
         config = self.config(**options)
         load_dotenv_file(self.workspace)
         provider = make_provider(
-            config.provider, model=config.model, context_window=config.context_window, script=config.script
+            config.provider,
+            model=config.model,
+            context_window=config.context_window,
+            script=config.script,
+            max_output_tokens=config.max_output_tokens,
+            thinking_budget=config.thinking_budget,
+            reasoning_effort=config.reasoning_effort,
         )
         if new:
             self.new_session()
@@ -226,6 +232,7 @@ class Agent(ContextViews):
             max_steps=config.max_steps,
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
             listeners=listeners,
+            max_tokens=config.agent_output_tokens,
         )
         relay.target = runner.emit
         self.last_runner = runner

@@ -19,6 +19,7 @@ from ..events import (
     CompactStarted,
     ContextState,
     Notice,
+    ReasoningDelta,
     RolloverCommitted,
     RolloverDeclared,
     RunEvent,
@@ -69,6 +70,8 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
         "max-steps": "■ stopped at max steps",
         "interrupted": "■ interrupted",
         "error": "✗ error",
+        "truncated": "■ answer cut at the output cap",
+        "refused": "■ the model refused",
     }.get(summary.status, summary.status)
     window = ""
     if context is not None:
@@ -119,6 +122,7 @@ class TerminalRenderer:
         self.out = out or sys.stdout
         self._mid_line = False
         self._context: ContextState | None = None
+        self._thinking = False
 
     def __call__(self, event: RunEvent) -> None:
         if isinstance(event, ContextState):
@@ -140,7 +144,12 @@ class TerminalRenderer:
             return
         if self.quiet:
             return
-        if isinstance(event, AssistantDelta):
+        if isinstance(event, ReasoningDelta):
+            if not self._thinking:  # the model's thinking is never printed as the answer
+                self._thinking = True
+                self._newline()
+                self._write("thinking…\n")
+        elif isinstance(event, AssistantDelta):
             self._write(event.text)
             self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolStarted):
@@ -152,6 +161,7 @@ class TerminalRenderer:
             self._mid_line = False
         elif isinstance(event, StepFinished):
             self._newline()
+            self._thinking = False
 
     def _newline(self) -> None:
         if self._mid_line:
@@ -178,6 +188,9 @@ class NotebookRenderer:
         self._last_update = 0.0
         self._context: ContextState | None = None
         self._compacting: Any = None
+        self._reasoning = ""  # this step's thinking, shown collapsed above its answer
+        self._reasoning_handle: Any = None
+        self._reasoning_update = 0.0
 
     def __call__(self, event: RunEvent) -> None:
         self.gauge(event)
@@ -225,7 +238,18 @@ class NotebookRenderer:
             return
         if isinstance(event, StepStarted):
             self._text, self._handle = "", None
+            self._reasoning, self._reasoning_handle = "", None
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning += event.text
+            now = time.monotonic()
+            if self._reasoning_handle is None:
+                self._reasoning_handle = display(_thinking(self._reasoning), raw=True, display_id=True)
+                self._reasoning_update = now
+            elif now - self._reasoning_update >= UPDATE_EVERY:
+                self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+                self._reasoning_update = now
         elif isinstance(event, AssistantDelta):
+            self._end_reasoning()
             self._text += event.text
             now = time.monotonic()
             if self._handle is None:
@@ -235,9 +259,16 @@ class NotebookRenderer:
                 self._handle.update(_markdown(self._text), raw=True)
                 self._last_update = now
         elif isinstance(event, StepFinished):
+            self._end_reasoning()
             self._flush()
         elif isinstance(event, ToolFinished):
+            self._end_reasoning()
             self._tool(event)
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning_handle is not None:
+            self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+            self._reasoning_handle = None
 
     def _flush(self) -> None:
         if self._handle is not None:
@@ -263,6 +294,16 @@ class NotebookRenderer:
             f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
         )
         display({"text/html": markup, "text/plain": f"→ {brief} {outcome}"}, raw=True)
+
+
+def _thinking(text: str) -> dict[str, str]:
+    """The model's thinking, collapsed: one "thinking…" line that opens to the text."""
+    markup = (
+        "<details style='margin:2px 0;color:#777'><summary>thinking…</summary>"
+        f"<pre style='max-height:20em;overflow:auto;font-size:85%;white-space:pre-wrap'>{html.escape(text)}"
+        "</pre></details>"
+    )
+    return {"text/html": markup, "text/plain": f"thinking… ({len(text):,} characters)"}
 
 
 def _markdown(text: str) -> dict[str, str]:
