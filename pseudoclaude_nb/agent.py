@@ -22,6 +22,7 @@ from .context import CompactSettings, ContextManager, Emit
 from .conversation import Conversation, Hooks
 from .errors import SessionNotFoundError, ToolError
 from .events import MemoryUpdated, RunEvent
+from .mcp import McpHub, load_config
 from .memory import MemoryManager, user_memory_dir
 from .messages import Message
 from .prompt import join_sections, system_sections, with_memory
@@ -73,6 +74,7 @@ class Agent(ContextViews):
         self._memory: MemoryManager | None = None
         self.memory_wait = MEMORY_WAIT_SECONDS
         self._last_memory_index: str | None = None  # what the last run's requests carried
+        self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
     @property
     def workspace(self) -> Path:
@@ -100,7 +102,7 @@ class Agent(ContextViews):
 
     def new_session(self) -> None:
         """Close the current session; the next run starts a fresh one."""
-        self.close()
+        self._close_session()
 
     def resume(self, session_id: str | None = None) -> LoadResult:
         """Make a stored session current. ``None`` means the latest one."""
@@ -112,7 +114,7 @@ class Agent(ContextViews):
             session_id = sessions[0].id
         path = session_dir(ws, session_id)
         if self.session is not None and self.session.dir == path:
-            self.close()  # resuming the current session reloads it from disk
+            self._close_session()  # resuming the current session reloads it from disk
         # Lock first, then read: no other process can append between the two.
         writer = SessionWriter(path, fsync=self.settings.fsync, redact=self.settings.redact_secrets)
         try:
@@ -120,7 +122,7 @@ class Agent(ContextViews):
         except BaseException:
             writer.close()
             raise
-        self.close()
+        self._close_session()
         active = self._activate(path, writer, loaded.messages)
         active.context.restore(loaded)
         if loaded.repaired:
@@ -153,6 +155,12 @@ class Agent(ContextViews):
         return self.settings.strategy
 
     def close(self) -> None:
+        """The end of this agent: the session closed, the MCP servers stopped."""
+        self._close_session()
+        if self._mcp is not None:
+            self._mcp.close()
+
+    def _close_session(self) -> None:
         if self.session is not None:
             self.session.writer.close()
             self.session = None
@@ -215,17 +223,20 @@ class Agent(ContextViews):
         memory_events: list[RunEvent] = []
         memory_index = self._memory_for_run(config.memory, memory_events)
         relay = _Relay()  # this run's events, for tools that report (new_context)
+        mcp_problems = self.prepare_mcp()
         tools = self._tools(config.strategy, memory_index, relay)
         system = join_sections(self._sections(config.strategy, memory_index))
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
         self.last_provider = provider
+        permissions = Permissions(config.permission_mode, ask=self.ask)
+        permissions.always_allowed |= {t.name for t in tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,
             provider=provider,
             tools=tools,
-            permissions=Permissions(config.permission_mode, ask=self.ask),
+            permissions=permissions,
             system_prompt=system,
             writer=active.writer,
             context=context,
@@ -239,6 +250,8 @@ class Agent(ContextViews):
         self._last_memory_index = memory_index
         for event in memory_events:
             runner.emit(event)
+        for text in mcp_problems:
+            runner.emit(Notice(text, "warning"))
         if not config.memory:
             self._withhold_memory(active, runner)
         if config.provider == "auto" and provider.name == "demo":
@@ -331,7 +344,25 @@ class Agent(ContextViews):
         if strategy == "rollover":
             tools.add(new_context_tool(self.workspace, lambda intent: self._declare_rollover(intent, emit)))
             tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
+        for tool in self._mcp.tools() if self._mcp is not None else ():
+            tools.add(tool)
         return tools
+
+    # --- MCP servers -------------------------------------------------------------------------
+
+    @property
+    def mcp(self) -> McpHub:
+        """The kernel's MCP servers (``%mcp``); nothing runs until a run or ``%mcp`` starts them."""
+        if self._mcp is None:
+            self._mcp = McpHub()
+        return self._mcp
+
+    def prepare_mcp(self, *, start: bool = True) -> list[str]:
+        """Match the servers to the configuration now, starting new ones; problems as lines."""
+        hub = self.mcp
+        hub.start_timeout, hub.call_timeout = self.settings.mcp_start_timeout, self.settings.mcp_timeout
+        config = load_config(self.workspace, self.settings.mcp_servers)
+        return hub.configure(config, self.workspace, start=start)
 
     def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
         sections = system_sections(self.workspace)

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode
 from traitlets.config import Configurable
 
 PROVIDERS = ("auto", "anthropic", "openai", "demo", "scripted")
@@ -57,6 +57,12 @@ class PseudoClaude(Configurable):
     reasoning_effort = Unicode(
         "", help="OpenAI-compatible reasoning models: reasoning_effort (e.g. low, medium, high); empty: unset."
     ).tag(config=True)
+    # MCP servers (README "MCP servers"): merged over $PSEUDOCLAUDE_HOME/mcp.json and .mcp.json.
+    mcp_servers = Dict(
+        {}, help='MCP servers, as in .mcp.json\'s "mcpServers": {NAME: {"command", "args", "env"}}.'
+    ).tag(config=True)
+    mcp_timeout = Float(120.0, help="Seconds an MCP tool call may take before it is cancelled.").tag(config=True)
+    mcp_start_timeout = Float(30.0, help="Seconds MCP servers may take to start.").tag(config=True)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ from ..agent import Agent
 from ..config import PseudoClaude
 from .agent import AgentMagics
 from .context import ContextMagics
+from .mcp import McpMagics
 from .memory import MemoryMagics
 from .python_exec import python_executor
 from .sessions import SessionMagics
@@ -32,6 +33,7 @@ def register(shell: Any) -> Agent:
         SessionMagics(shell, agent),
         ContextMagics(shell, agent),
         MemoryMagics(shell, agent),
+        McpMagics(shell, agent),
     )
     _AGENTS[id(shell)] = agent
     return agent
@@ -50,6 +52,7 @@ def unregister(shell: Any) -> None:
         ("compact", "line"),
         ("memory", "line"),
         ("memory", "cell"),
+        ("mcp", "line"),
     ):
         shell.magics_manager.magics[kind].pop(name, None)
 
@@ -57,6 +60,7 @@ def unregister(shell: Any) -> None:
 __all__ = [
     "AgentMagics",
     "ContextMagics",
+    "McpMagics",
     "MemoryMagics",
     "SessionMagics",
     "current_agent",
