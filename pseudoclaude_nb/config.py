@@ -46,6 +46,12 @@ class PseudoClaude(Configurable):
     stale_hours = Int(6, help="Idle hours after which a resumed session gets a re-check note.").tag(
         config=True
     )
+    notebook_context = Bool(
+        True, help="Begin each run's user message with the cells run since the previous run."
+    ).tag(config=True)
+    notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
+        config=True
+    )
 
 
 @dataclass(frozen=True)
@@ -63,6 +69,7 @@ class RunConfig:
     stale_hours: int
     memory: bool = True
     quiet: bool = False
+    notebook: bool = True  # the notebook activity block (%agent --no-notebook)
 
     def with_options(self, **options: object) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -80,6 +87,7 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         fsync=settings.fsync,
         stale_hours=settings.stale_hours,
         memory=settings.memory_policy != "off",
+        notebook=settings.notebook_context,
     )
 
 

@@ -79,6 +79,20 @@ class Usage(BaseModel):
         return cls.model_validate(data)
 
 
+# --- issue-13: the notebook activity block at the start of a user message ----------------
+class NotebookMark(BaseModel):
+    """Marks a user message whose content begins with the notebook activity block.
+
+    ``chars`` is the block's length in the content (the prompt follows it); ``cells`` how
+    many cells it shows. Readers find the block by this field, never by its delimiter text.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    chars: int
+    cells: int = 0
+
+
 class Message(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -88,9 +102,10 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     ts: float = Field(default_factory=time.time)
+    notebook: NotebookMark | None = None  # issue-13: see NotebookMark
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data = {
             "id": self.id,
             "role": self.role,
             "content": self.content,
@@ -98,6 +113,9 @@ class Message(BaseModel):
             "tool_result": self.tool_result.to_dict() if self.tool_result else None,
             "ts": self.ts,
         }
+        if self.notebook is not None:
+            data["notebook"] = self.notebook.model_dump()
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
@@ -107,8 +125,13 @@ class Message(BaseModel):
     def is_tool_result(self) -> bool:
         return self.tool_result is not None
 
+    @property
+    def prompt_text(self) -> str:
+        """The content without a leading notebook activity block (what the user typed)."""
+        return self.content[self.notebook.chars :].lstrip() if self.notebook else self.content
+
     def text_for_title(self) -> str:
-        return " ".join(self.content.split())
+        return " ".join(self.prompt_text.split())
 
 
 # --- the request validator -------------------------------------------------------------

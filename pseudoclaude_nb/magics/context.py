@@ -19,6 +19,7 @@ PART_LABELS = {
     "system": "system prompt",
     "memory": "memory index",
     "tool_schemas": "tool schemas",
+    "notebook": "notebook activity",
     "user_text": "user messages",
     "assistant_text": "assistant text",
     "tool_calls": "tool calls",
@@ -71,6 +72,10 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
             note = "" if m["memory_included"] else "  (not included)"
         elif key == "tool_schemas":
             note = f"  {len(m['tools'])} tools: {', '.join(m['tools'])}"
+            if m.get("user_tools"):
+                note += f" (yours: {', '.join(m['user_tools'])})"
+        elif key == "notebook" and m.get("notebook_pending_cells"):
+            note = f"  incl. {m['notebook_pending_cells']} cells for the next run"
         lines.append(f"  {label:<22}{value:>9,}{note}")
     lines.append(f"  {m['message_count']} messages")
     if m.get("session_id"):
