@@ -80,9 +80,14 @@ class CellRecorder:
         if hasattr(hook, "write_format_data"):
             self._write_format = hook.write_format_data
             hook.write_format_data = self._on_result
-        # A terminal prints the traceback to stdout; the record has the error already.
-        self._showtraceback = self.shell.showtraceback
-        self.shell.showtraceback = self._quiet(self._showtraceback)
+        # A terminal prints the traceback and the "Out[n]:" prompt to stdout; that is the
+        # shell's output, not the cell's (the record has the error and result already).
+        self._quieted = [(self.shell, "showtraceback")]
+        self._quieted += [
+            (hook, n) for n in ("write_output_prompt", "finish_displayhook") if hasattr(hook, n)
+        ]
+        for obj, attr in self._quieted:
+            setattr(obj, attr, self._quiet(getattr(obj, attr)))
 
     def uninstall(self) -> None:
         for name, fn in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
@@ -94,7 +99,7 @@ class CellRecorder:
         for obj, attr in (
             (self.shell.display_pub, "publish"),
             (self.shell.displayhook, "write_format_data"),
-            (self.shell, "showtraceback"),
+            *getattr(self, "_quieted", ()),
         ):
             if attr in vars(obj):
                 delattr(obj, attr)  # the class's method shows through again

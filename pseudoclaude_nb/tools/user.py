@@ -159,7 +159,7 @@ def args_model(function: Callable[..., Any], tool_name: str, docs: dict[str, str
     return model
 
 
-_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params):\s*$", re.IGNORECASE)
+_SECTION = re.compile(r"^(Args|Arguments|Parameters|Params)\s*:?\s*$", re.IGNORECASE)
 _GOOGLE_PARAM = re.compile(r"^\s+\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SPHINX_PARAM = re.compile(r"^\s*:param\s+(?:[^:]*\s)?(\w+)\s*:\s*(.*)$")
 _NUMPY_PARAM = re.compile(r"^(\w+)\s*:\s*.*$")
