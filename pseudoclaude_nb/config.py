@@ -63,6 +63,12 @@ class PseudoClaude(Configurable):
     ).tag(config=True)
     mcp_timeout = Float(120.0, help="Seconds an MCP tool call may take before it is cancelled.").tag(config=True)
     mcp_start_timeout = Float(30.0, help="Seconds MCP servers may take to start.").tag(config=True)
+    notebook_context = Bool(
+        True, help="Begin each run's user message with the cells run since the previous run."
+    ).tag(config=True)
+    notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
+        config=True
+    )
 
 
 @dataclass(frozen=True)
@@ -84,6 +90,7 @@ class RunConfig:
     agent_output_tokens: int = 8192
     thinking_budget: int = 0
     reasoning_effort: str = ""
+    notebook: bool = True  # the notebook activity block (%agent --no-notebook)
 
     def with_options(self, **options: object) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -105,6 +112,7 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         agent_output_tokens=settings.agent_output_tokens,
         thinking_budget=settings.thinking_budget,
         reasoning_effort=settings.reasoning_effort,
+        notebook=settings.notebook_context,
     )
 
 

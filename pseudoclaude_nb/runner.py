@@ -85,11 +85,15 @@ class Runner:
                 self.listeners.remove(listener)
                 self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
 
-    def run(self, prompt: str) -> RunSummary:
+    def run(self, prompt: str | Message) -> RunSummary:
+        """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
         started = time.monotonic()
         try:
-            self.conversation.add_user(prompt)
+            if isinstance(prompt, Message):
+                self.conversation.append(prompt)
+            else:
+                self.conversation.add_user(prompt)
             summary.status = "max-steps"
             for step in range(1, self.max_steps + 1):
                 summary.steps = step
