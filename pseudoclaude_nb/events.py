@@ -110,8 +110,9 @@ class ContextState:
     spills: int
     compactions: int
     strategy: str = "compact"  # compact | rollover
-    # Rollover only: (label, tokens) marks — remind, base (fallback) and hard limits.
-    limits: tuple[tuple[str, int], ...] = ()
+    # (label, tokens) lines the strategy acts at: the Layer 2 line, or rollover's remind,
+    # base (fallback) and hard limits. Gauges draw these.
+    marks: tuple[tuple[str, int], ...] = ()
     rollovers: int = 0
     phase: str = "normal"  # rollover: normal | reminded | fallback | declared
 

@@ -98,6 +98,18 @@ class Reasoning(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
+# --- issue-13: the notebook activity block at the start of a user message ----------------
+class NotebookMark(BaseModel):
+    """Marks a user message whose content begins with the notebook activity block.
+
+    ``chars`` is the block's length in the content (the prompt follows it); ``cells`` how
+    many cells it shows. Readers find the block by this field, never by its delimiter text.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    chars: int
+    cells: int = 0
 
 
 class Message(BaseModel):
@@ -111,6 +123,7 @@ class Message(BaseModel):
     ts: float = Field(default_factory=time.time)
     reasoning: tuple[Reasoning, ...] = ()  # issue 15: serialized only when set
     stop_reason: NotableStop | None = None  # issue 15: "max_tokens" (text cut) or "refusal"
+    notebook: NotebookMark | None = None  # issue-13: see NotebookMark
 
     @field_validator("reasoning", mode="before")
     @classmethod
@@ -145,6 +158,8 @@ class Message(BaseModel):
             data["reasoning"] = [r.to_dict() for r in self.reasoning]
         if self.stop_reason:
             data["stop_reason"] = self.stop_reason
+        if self.notebook is not None:
+            data["notebook"] = self.notebook.model_dump()
         return data
 
     @classmethod
@@ -155,8 +170,13 @@ class Message(BaseModel):
     def is_tool_result(self) -> bool:
         return self.tool_result is not None
 
+    @property
+    def prompt_text(self) -> str:
+        """The content without a leading notebook activity block (what the user typed)."""
+        return self.content[self.notebook.chars :].lstrip() if self.notebook else self.content
+
     def text_for_title(self) -> str:
-        return " ".join(self.content.split())
+        return " ".join(self.prompt_text.split())
 
 
 # --- the request validator -------------------------------------------------------------

@@ -13,7 +13,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import replace
 
-from .compact.manage import ContextManager
+from .context import ContextManager
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SessionWriteError
 from .events import (
@@ -69,10 +69,8 @@ class Runner:
         self.max_steps = max_steps
         self.strict = strict
         self.listeners = list(listeners)
-        self.context = context
+        self.context = context  # told this run's emit on every call, never kept
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
-        if context is not None:
-            context.emit = self.emit
         self.last_request: Request | None = None
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
@@ -87,11 +85,15 @@ class Runner:
                 self.listeners.remove(listener)
                 self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
 
-    def run(self, prompt: str) -> RunSummary:
+    def run(self, prompt: str | Message) -> RunSummary:
+        """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
         started = time.monotonic()
         try:
-            self.conversation.add_user(prompt)
+            if isinstance(prompt, Message):
+                self.conversation.append(prompt)
+            else:
+                self.conversation.add_user(prompt)
             summary.status = "max-steps"
             for step in range(1, self.max_steps + 1):
                 summary.steps = step
@@ -143,14 +145,14 @@ class Runner:
         if self.context is not None:
             # The pre-step boundary: every result of the last step is in, the next request
             # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
-            self.context.before_request(self.provider)
+            self.context.before_request(self.provider, self.emit)
             self.surface = self.context.surface(self.tools)
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet): shrink once (compact, or a
             # forced rollover), retry once.
-            if self.context is None or not self.context.recover(self.provider):
+            if self.context is None or not self.context.recover(self.provider, self.emit):
                 raise self._too_long(exc) from exc
             self.surface = self.context.surface(self.tools)
             try:
@@ -293,7 +295,7 @@ class Runner:
             content = result.content
             if self.context is not None:
                 try:
-                    content = self.context.admit_result(call, content)
+                    content = self.context.admit_result(call, content, self.emit)
                 except SessionWriteError:
                     # The spill file could not be written: keep the result in full (the
                     # conversation stays valid) and stop rather than grow unchecked.

@@ -31,6 +31,8 @@ class AgentMagics(Magics):
     @argument("--strategy", choices=STRATEGIES, help="context strategy: compact or rollover")
     @argument("--mode", choices=MODES, help="tool permissions: read-only, ask (default) or auto")
     @argument("--no-memory", action="store_true", help="leave memory out of this run")
+    @argument("--no-notebook", action="store_true", help="leave the notebook activity block out")
+    @argument("--tools", action="store_true", help="list the tools the agent has (yours too); run nothing")
     @argument("--max-steps", type=int, metavar="N", help="model requests at most (default 50)")
     @argument("--context-window", type=int, metavar="N", help="override the window, in tokens")
     @argument("--script", metavar="PATH", help="script file for --provider scripted")
@@ -51,8 +53,16 @@ class AgentMagics(Magics):
 
             %%agent --mode auto
             Refactor utils.py and run the tests.
+
+            %agent why did my last cell fail?
+
+        Each run begins with the cells you ran since the previous run (--no-notebook
+        leaves them out); --tools lists the tools, your @tool functions included.
         """
         args = parse_argstring(self.agent, line)
+        if args.tools:
+            print(self._agent.describe_tools())
+            return
         prompt = " ".join(_unquote(word) for word in args.prompt)
         if cell is not None:
             prompt = (prompt + "\n\n" + cell).strip() if prompt else cell.strip()
@@ -80,6 +90,7 @@ class AgentMagics(Magics):
                 strategy=args.strategy,
                 permission_mode=args.mode,
                 memory=False if args.no_memory else None,
+                notebook=False if args.no_notebook else None,
                 max_steps=args.max_steps,
                 context_window=args.context_window,
                 script=args.script,

@@ -528,6 +528,9 @@ def _plainly_valid(e: dict[str, Any]) -> bool:
             return False
         if type(c.get("arguments", {})) is not dict:
             return False
+    mark = e.get("notebook")  # issue-13
+    if mark is not None and (type(mark) is not dict or type(mark.get("chars")) is not int):
+        return False
     result = e.get("tool_result")
     if result is None:
         return True
@@ -545,6 +548,9 @@ def _title(msg: Message | dict[str, Any]) -> str:
         content = msg.get("content", "")
         if msg["role"] != "user" or not content or msg.get("tool_result") is not None:
             return ""
+        mark = msg.get("notebook")
+        if type(mark) is dict and type(mark.get("chars")) is int:
+            content = content[mark["chars"] :]  # issue-13: the title is what the user typed
         return " ".join(content.split())[:80]
     assert isinstance(msg, Message)
     if msg.role != "user" or not msg.content or msg.tool_result is not None:
