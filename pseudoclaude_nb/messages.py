@@ -98,6 +98,8 @@ class Reasoning(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
+
+
 # --- issue-13: the notebook activity block at the start of a user message ----------------
 class NotebookMark(BaseModel):
     """Marks a user message whose content begins with the notebook activity block.
