@@ -153,4 +153,4 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
         gauge.screenshot(path=str(shots / "gauge.png"))
         page.query_selector(".pc-timeline").screenshot(path=str(shots / "timeline.png"))
         browser.close()
-    assert (root / "stats.py").is_file()
+    assert (root / "work" / "01_quickstart" / "stats.py").is_file()
