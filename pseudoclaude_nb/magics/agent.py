@@ -11,7 +11,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..agent import Agent
 from ..config import MODES, STRATEGIES
 from ..errors import PseudoClaudeError
-from .render import renderer_for
+from .render import memory_outcome, renderer_for
 
 
 @magics_class
@@ -101,6 +101,7 @@ class AgentMagics(Magics):
         except PseudoClaudeError as exc:
             # Setup problems (provider, session lock, …): one line that says what to do.
             raise UsageError(str(exc)) from None
+        memory_outcome(self._agent, renderer)
 
 
 def _unquote(word: str) -> str:
