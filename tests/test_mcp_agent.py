@@ -81,7 +81,9 @@ def test_read_only_mode_follows_the_hints(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
     path = write_script(
         workspace,
-        turn("", ("mcp__edge__echo", {"text": "ok"}, "c_ro"), ("mcp__edge__write_note", {"name": "n"}, "c_rw")),
+        turn(
+            "", ("mcp__edge__echo", {"text": "ok"}, "c_ro"), ("mcp__edge__write_note", {"name": "n"}, "c_rw")
+        ),
         turn("Done."),
     )
     agent = make_agent(workspace, path, permission_mode="read-only")
@@ -131,12 +133,17 @@ def test_bad_mcp_json_is_one_clear_notice(workspace: Path, agents) -> None:
 
 def test_resume_when_the_server_is_gone(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
-    first = make_agent(workspace, write_script(workspace, turn("", ("mcp__edge__echo", {"text": "old"}, "c_old")), turn("ok")))
+    first = make_agent(
+        workspace,
+        write_script(workspace, turn("", ("mcp__edge__echo", {"text": "old"}, "c_old")), turn("ok")),
+    )
     agents.append(first)
     session_id = first.run("first").session_id
     first.close()
     (workspace / ".mcp.json").unlink()
-    path = write_script(workspace, turn("", ("mcp__edge__echo", {"text": "new"}, "c_new")), turn("It is gone."))
+    path = write_script(
+        workspace, turn("", ("mcp__edge__echo", {"text": "new"}, "c_new")), turn("It is gone.")
+    )
     second = make_agent(workspace, path)
     agents.append(second)
     assert second.run("again", session_id=session_id).status == "done"
@@ -172,7 +179,9 @@ def test_anthropic_request_carries_mcp_schemas(workspace: Path, agents, monkeypa
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-mcp-test-1")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         fake.play(
-            anthropic_wire.answer("Let me check.", [("toolu_t", "mcp__time__get_current_time", {"timezone": "UTC"})]),
+            anthropic_wire.answer(
+                "Let me check.", [("toolu_t", "mcp__time__get_current_time", {"timezone": "UTC"})]
+            ),
             anthropic_wire.answer("It is a Tuesday somewhere."),
         )
         agent = make_agent(workspace, provider="anthropic")
