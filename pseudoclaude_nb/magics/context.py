@@ -20,6 +20,7 @@ PART_LABELS = {
     "memory": "memory index",
     "tool_schemas": "tool schemas",
     "mcp_tool_schemas": "MCP tool schemas",
+    "notebook": "notebook activity",
     "user_text": "user messages",
     "assistant_text": "assistant text",
     "tool_calls": "tool calls",
@@ -73,8 +74,12 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
         elif key == "tool_schemas":
             own = [t for t in m["tools"] if t not in set(m.get("mcp_tools", ()))]
             note = f"  {len(own)} tools: {', '.join(own)}"
+            if m.get("user_tools"):
+                note += f" (yours: {', '.join(m['user_tools'])})"
         elif key == "mcp_tool_schemas":
             note = f"  {len(m['mcp_tools'])} tools of {', '.join(_mcp_servers(m['mcp_tools']))}"
+        elif key == "notebook" and m.get("notebook_pending_cells"):
+            note = f"  incl. {m['notebook_pending_cells']} cells for the next run"
         lines.append(f"  {label:<22}{value:>9,}{note}")
     lines.append(f"  {m['message_count']} messages")
     if m.get("session_id"):
