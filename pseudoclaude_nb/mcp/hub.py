@@ -70,8 +70,9 @@ class McpHub:
         """
         with self._lock:
             self._notice_deaths()
+            moved = str(workspace) != self.workspace  # stdio servers run in the workspace
             self.config, self.workspace = config, str(workspace)
-            stale = [s for n, s in self.servers.items() if config.servers.get(n) != s.config]
+            stale = [s for n, s in self.servers.items() if moved or config.servers.get(n) != s.config]
             self._stop(stale)
             for state in stale:
                 del self.servers[state.name]
