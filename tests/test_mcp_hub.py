@@ -265,3 +265,16 @@ def test_a_server_killed_while_idle_shows_crashed_and_restarts_on_the_next_call(
     assert [t.name for t in hub.tools()][:1] == ["mcp__edge__crash"]  # still offered: it restarts
     assert int(run(hub, "mcp__edge__pid").content) != pid
     assert hub.servers["edge"].status == "running" and hub.servers["edge"].restarts == 1
+
+
+def test_a_new_workspace_restarts_stdio_servers_there(hub: McpHub, workspace: Path) -> None:
+    other = workspace.parent / "other"
+    other.mkdir()
+    start(hub, workspace, {"edge": edge()})
+    pid = int(run(hub, "mcp__edge__pid").content)
+    hub.configure(load_config(other, {"edge": edge()}), other)
+    new_pid = int(run(hub, "mcp__edge__pid").content)
+    assert new_pid != pid and not alive({pid})
+    import psutil
+
+    assert psutil.Process(new_pid).cwd() == str(other)
