@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.compact.manifest import PREVIEW_MARK
-from pseudoclaude_nb.events import Notice
+from pseudoclaude_nb.events import Notice, ToolStarted
 from pseudoclaude_nb.magics import current_agent
 from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as anthropic_wire
@@ -258,3 +258,32 @@ def test_config_setting_and_start(ip, workspace: Path) -> None:
     out = run_magic(ip, "mcp start")
     assert "edge  stdio  running · 9 tools" in out
     assert "%config PseudoClaude.mcp_servers" in out.splitlines()[0]
+
+
+def test_interrupt_during_an_mcp_call_keeps_the_log_valid(workspace: Path, agents) -> None:
+    import signal
+    import threading
+    import time
+
+    mcp_json(workspace, {"edge": edge()})
+    path = write_script(
+        workspace,
+        turn("", ("mcp__edge__echo", {"text": "warm"}, "c_warm")),
+        turn("", ("mcp__edge__slow", {"seconds": 90}, "c_slow")),
+        turn("never reached"),
+    )
+    agent = make_agent(workspace, path)
+    agents.append(agent)
+    main = threading.main_thread().ident
+    started = time.monotonic()
+
+    def interrupt_when_slow_runs(event: object) -> None:
+        if isinstance(event, ToolStarted) and event.call.name == "mcp__edge__slow":
+            threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
+
+    summary = agent.run("go slow", listeners=[interrupt_when_slow_runs])
+    assert summary.status == "interrupted" and time.monotonic() - started < 60
+    results = results_by_call(agent.session.dir)
+    assert results["c_warm"]["content"] == "warm"
+    assert results["c_slow"]["is_error"] and "interrupted by user" in results["c_slow"]["content"]
+    assert agent.mcp.servers["edge"].status == "running"  # the server itself is fine
