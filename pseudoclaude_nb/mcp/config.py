@@ -134,7 +134,9 @@ def _server(name: str, source: str, key: str, entry: Any, secrets: set[str]) -> 
     allowed = _STDIO_KEYS if kind == "stdio" else _HTTP_KEYS
     unknown = sorted(set(entry) - allowed)
     if unknown:
-        raise _Invalid(f"{key}.{unknown[0]}", f"unknown key for a {kind} server; use {', '.join(sorted(allowed))}")
+        raise _Invalid(
+            f"{key}.{unknown[0]}", f"unknown key for a {kind} server; use {', '.join(sorted(allowed))}"
+        )
     trust = entry.get("trust", "hints")
     if trust != "hints" and trust not in TRUST_VALUES:
         raise _Invalid(f"{key}.trust", f"must be one of {', '.join(TRUST_VALUES)}")
@@ -144,7 +146,9 @@ def _server(name: str, source: str, key: str, entry: Any, secrets: set[str]) -> 
             source=source,
             type="stdio",
             command=_string(entry, "command", key, secrets, required=True),
-            args=tuple(_expand(a, f"{key}.args[{i}]", secrets) for i, a in enumerate(_strings(entry, "args", key))),
+            args=tuple(
+                _expand(a, f"{key}.args[{i}]", secrets) for i, a in enumerate(_strings(entry, "args", key))
+            ),
             env=_mapping(entry, "env", key, secrets),
             cwd=_string(entry, "cwd", key, secrets),
             trust=trust,
