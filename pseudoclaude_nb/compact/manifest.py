@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..mcp.tools import is_mcp_tool
 from ..messages import Message
 from .estimate import estimate_text, message_bytes, tokens_for_bytes
 
@@ -55,12 +56,15 @@ def manifest(
 ) -> dict[str, Any]:
     """``pending_notebook`` is the activity block the next run would add (counted as notebook)."""
     system = [{"title": title, "tokens": estimate_text(text)} for title, text in sections]
-    tool_tokens = tokens_for_bytes(len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))) if tools else 0
+    # MCP servers' schemas are their own part: a well-known silent hog of the window.
+    mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
+    tool_tokens = _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])])
+    mcp_tokens = _schema_tokens(mcp_tools)
     parts = message_parts(messages)
     pending_tokens = estimate_text(pending_notebook) if pending_notebook else 0
     parts["notebook"] += pending_tokens
     memory_tokens = estimate_text(memory_index) if memory_index else 0
-    computed = sum(s["tokens"] for s in system) + tool_tokens + sum(parts.values()) + memory_tokens
+    computed = sum(s["tokens"] for s in system) + tool_tokens + mcp_tokens + sum(parts.values()) + memory_tokens
     data: dict[str, Any] = {
         "context_window": context_window,
         "estimated_tokens": estimated_tokens + pending_tokens if estimated_tokens is not None else computed,
@@ -68,12 +72,14 @@ def manifest(
         "threshold": threshold,
         "message_count": len(messages),
         "tools": [t["name"] for t in tools],
+        "mcp_tools": [t["name"] for t in mcp_tools],
         "memory_included": memory_index is not None,
         "memory_index": memory_index,
         "parts": {
             "system": sum(s["tokens"] for s in system),
             "memory": memory_tokens,
             "tool_schemas": tool_tokens,
+            "mcp_tool_schemas": mcp_tokens,
             **parts,
         },
         "system_sections": system,
@@ -81,3 +87,7 @@ def manifest(
     }
     data.update(extra or {})
     return data
+
+
+def _schema_tokens(tools: list[dict[str, Any]]) -> int:
+    return tokens_for_bytes(len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))) if tools else 0

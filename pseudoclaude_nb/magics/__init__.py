@@ -9,6 +9,7 @@ from ..config import PseudoClaude
 from ..notebook import CellStore
 from .agent import AgentMagics
 from .context import ContextMagics
+from .mcp import McpMagics
 from .memory import MemoryMagics
 from .notebook import CellRecorder, IPythonNotebook, question_transformer
 from .python_exec import python_executor
@@ -41,6 +42,7 @@ def register(shell: Any) -> Agent:
         SessionMagics(shell, agent),
         ContextMagics(shell, agent),
         MemoryMagics(shell, agent),
+        McpMagics(shell, agent),
     ]
     shell.register_magics(*magics)
     names = {name for m in magics for kind in m.magics.values() for name in kind}
@@ -75,6 +77,7 @@ def unregister(shell: Any) -> None:
         ("compact", "line"),
         ("memory", "line"),
         ("memory", "cell"),
+        ("mcp", "line"),
     ):
         shell.magics_manager.magics[kind].pop(name, None)
 
@@ -82,6 +85,7 @@ def unregister(shell: Any) -> None:
 __all__ = [
     "AgentMagics",
     "ContextMagics",
+    "McpMagics",
     "MemoryMagics",
     "SessionMagics",
     "current_agent",

@@ -11,7 +11,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..agent import Agent
 from ..config import MODES, STRATEGIES
 from ..errors import PseudoClaudeError
-from .render import renderer_for
+from .render import memory_outcome, renderer_for
 
 
 @magics_class
@@ -36,6 +36,10 @@ class AgentMagics(Magics):
     @argument("--max-steps", type=int, metavar="N", help="model requests at most (default 50)")
     @argument("--context-window", type=int, metavar="N", help="override the window, in tokens")
     @argument("--script", metavar="PATH", help="script file for --provider scripted")
+    @argument(
+        "--thinking", type=int, metavar="N", help="Anthropic extended thinking with N tokens (>= 1024; 0 off)"
+    )
+    @argument("--effort", metavar="LEVEL", help="reasoning_effort for OpenAI-compatible reasoning models")
     @argument("--quiet", action="store_true", help="show only notices and the end line")
     @argument("prompt", nargs="*", help="what to ask (or the cell body with %%agent)")
     @line_cell_magic
@@ -70,6 +74,8 @@ class AgentMagics(Magics):
             raise UsageError("--max-steps must be at least 1")
         if args.context_window is not None and args.context_window < 1000:
             raise UsageError("--context-window is in tokens and must be at least 1000")
+        if args.thinking is not None and (args.thinking < 0 or 0 < args.thinking < 1024):
+            raise UsageError("--thinking is a token budget of at least 1024 (or 0 for off)")
         if args.new and args.session:
             raise UsageError("use either --new or --session ID, not both")
         renderer = renderer_for(self.shell, quiet=args.quiet)
@@ -89,10 +95,13 @@ class AgentMagics(Magics):
                 context_window=args.context_window,
                 script=args.script,
                 quiet=args.quiet or None,
+                thinking_budget=args.thinking,
+                reasoning_effort=args.effort,
             )
         except PseudoClaudeError as exc:
             # Setup problems (provider, session lock, …): one line that says what to do.
             raise UsageError(str(exc)) from None
+        memory_outcome(self._agent, renderer)
 
 
 def _unquote(word: str) -> str:
