@@ -80,7 +80,14 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
             label = f"calls {names}" + (f" · {_short(content, 40)}" if content else "")
             return Item(lineno, "tool_call", label, detail, effective)
         role = "user" if e.get("role") == "user" else "assistant"
-        return Item(lineno, role, _short(content), content, effective)
+        label = _short(content)
+        mark = e.get("notebook")  # issue-13: the notebook activity block, by its field
+        if isinstance(mark, dict) and isinstance(mark.get("chars"), int):
+            cells = mark.get("cells", 0)
+            label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(
+                content[mark["chars"] :].lstrip()
+            )
+        return Item(lineno, role, label, content, effective)
     if kind == "usage":
         tokens = sum(
             int(e.get(k) or 0)
