@@ -274,7 +274,7 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
                       return {top: r.top, bottom: r.bottom, area: area.height, view: window.innerHeight}; }"""
         )
         assert place["area"] > place["view"], place  # the output is taller than the window
-        assert 0 <= place["top"] and place["bottom"] <= place["view"], place
+        assert place["top"] >= 0 and place["bottom"] <= place["view"], place
 
         # Readable in both Lab themes: computed colours, not screenshots.
         labels = ".pc-gauge-head, .pc-timeline .pc-row-label, .pc-timeline .pc-axis-label"

@@ -409,10 +409,10 @@ def test_failed_fsync_also_fails_the_writer(opened, monkeypatch):
 def test_permission_error_on_open_is_a_session_write_error(sdir, monkeypatch):
     real_open = os.open
 
-    def deny_log(path, flags, mode=0o777):
+    def deny_log(path, flags, mode=0o777, **kw):
         if str(path).endswith("conversation.jsonl"):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_open(path, flags, mode)
+        return real_open(path, flags, mode, **kw)
 
     with monkeypatch.context() as m:
         m.setattr(writer_mod.os, "open", deny_log)

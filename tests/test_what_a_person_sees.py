@@ -15,7 +15,6 @@ from pathlib import Path
 
 from IPython.utils.capture import capture_output
 from pydantic import BaseModel
-from scripts import run_magic, script, turn
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
@@ -28,6 +27,7 @@ from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.tools.registry import describe_call, permission_prompt
 from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, UsageCurves
 from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg, gauge_text
+from tests.scripts import run_magic, script, turn
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 

@@ -20,6 +20,7 @@ from ..events import (
     CompactStarted,
     ContextState,
     Notice,
+    ReasoningDelta,
     RolloverCommitted,
     RolloverDeclared,
     RunEvent,
@@ -72,6 +73,8 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
         "max-steps": "■ stopped at max steps",
         "interrupted": "■ interrupted",
         "error": "✗ error",
+        "truncated": "■ answer cut at the output cap",
+        "refused": "■ the model refused",
     }.get(summary.status, summary.status)
     window = ""
     if context is not None:
@@ -122,6 +125,7 @@ class TerminalRenderer:
         self.out = out or sys.stdout
         self._mid_line = False
         self._context: ContextState | None = None
+        self._thinking = False
         self._running: float | None = None  # when the tool on the current line started
 
     def __call__(self, event: RunEvent) -> None:
@@ -147,7 +151,12 @@ class TerminalRenderer:
             return
         if self.quiet:
             return
-        if isinstance(event, AssistantDelta):
+        if isinstance(event, ReasoningDelta):
+            if not self._thinking:  # the model's thinking is never printed as the answer
+                self._thinking = True
+                self._newline()
+                self._write("thinking…\n")
+        elif isinstance(event, AssistantDelta):
             self._write(event.text)
             self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolStarted):
@@ -159,6 +168,7 @@ class TerminalRenderer:
             self._mid_line, self._running = False, None
         elif isinstance(event, StepFinished):
             self._newline()
+            self._thinking = False
 
     def _newline(self) -> None:
         if self._mid_line:
@@ -185,6 +195,9 @@ class NotebookRenderer:
         self._last_update = 0.0
         self._context: ContextState | None = None
         self._compacting: Any = None
+        self._reasoning = ""  # this step's thinking, shown collapsed above its answer
+        self._reasoning_handle: Any = None
+        self._reasoning_update = 0.0
         self._tool: ToolLine | None = None
 
     def __call__(self, event: RunEvent) -> None:
@@ -233,7 +246,18 @@ class NotebookRenderer:
             return
         if isinstance(event, StepStarted):
             self._text, self._handle = "", None
+            self._reasoning, self._reasoning_handle = "", None
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning += event.text
+            now = time.monotonic()
+            if self._reasoning_handle is None:
+                self._reasoning_handle = display(_thinking(self._reasoning), raw=True, display_id=True)
+                self._reasoning_update = now
+            elif now - self._reasoning_update >= UPDATE_EVERY:
+                self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+                self._reasoning_update = now
         elif isinstance(event, AssistantDelta):
+            self._end_reasoning()
             self._text += event.text
             now = time.monotonic()
             if self._handle is None:
@@ -243,13 +267,21 @@ class NotebookRenderer:
                 self._handle.update(_markdown(self._text), raw=True)
                 self._last_update = now
         elif isinstance(event, StepFinished):
+            self._end_reasoning()
             self._flush()
         elif isinstance(event, ToolStarted):
+            self._end_reasoning()
             self._flush()
             self._tool = ToolLine(event.call)
         elif isinstance(event, ToolFinished):
+            self._end_reasoning()
             line, self._tool = self._tool or ToolLine(event.call), None
             line.finished(event)
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning_handle is not None:
+            self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+            self._reasoning_handle = None
 
     def _flush(self) -> None:
         if self._handle is not None:
@@ -352,6 +384,16 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
         handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
     else:
         renderer.out.write(text + "\n")
+
+
+def _thinking(text: str) -> dict[str, str]:
+    """The model's thinking, collapsed: one "thinking…" line that opens to the text."""
+    markup = (
+        "<details style='margin:2px 0;color:#777'><summary>thinking…</summary>"
+        f"<pre style='max-height:20em;overflow:auto;font-size:85%;white-space:pre-wrap'>{html.escape(text)}"
+        "</pre></details>"
+    )
+    return {"text/html": markup, "text/plain": f"thinking… ({len(text):,} characters)"}
 
 
 def _markdown(text: str) -> dict[str, str]:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import orjson
 
+from . import safeio
 from .loader import load_session, log_path
 
 
@@ -49,7 +50,7 @@ def build_timeline(path: str | Path) -> Timeline:
     file = log_path(path)
     loaded = load_session(file, full=True)
     items: list[Item] = []
-    for lineno, raw in enumerate(file.read_bytes().split(b"\n"), start=1):
+    for lineno, raw in enumerate(safeio.read_bytes(file).split(b"\n"), start=1):
         if not raw.strip():
             continue
         effective = lineno >= loaded.effective_from_line

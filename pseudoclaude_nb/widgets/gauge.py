@@ -134,14 +134,13 @@ def gauge_html(s: GaugeState) -> str:
     )
 
 
-def state_from_context(
-    state: ContextState, marks: tuple[tuple[str, int], ...] | None = None
-) -> dict[str, Any]:
+def state_from_context(state: ContextState) -> dict[str, Any]:
+    """The gauge's part of a ``ContextState`` event: the strategy's own marks."""
     return {
         "estimated_tokens": state.estimated_tokens,
         "anchor_tokens": state.anchor_tokens,
         "context_window": state.context_window,
-        "marks": marks if marks is not None else (("Layer 2", state.threshold),),
+        "marks": state.marks or (("Layer 2", state.threshold),),
         "spills": state.spills,
         "compactions": state.compactions,
         "rollovers": state.rollovers,
@@ -180,6 +179,7 @@ class ContextGauge:
 
     state: GaugeState = field(default_factory=GaugeState)
     widget: Any = None
+    finished: bool = False  # set by RunFinished: later events change nothing
     live: bool = False  # the gauge of a running %agent (sticky), not a snapshot
 
     def __post_init__(self) -> None:
@@ -192,6 +192,8 @@ class ContextGauge:
 
     def __call__(self, event: RunEvent) -> None:
         s = self.state
+        if self.finished:
+            return  # a finished run's gauge stays as it ended
         if isinstance(event, ContextState):
             s = replace(
                 s, **state_from_context(event), status="running" if s.status != "compacting…" else s.status
@@ -219,6 +221,7 @@ class ContextGauge:
             )
         elif isinstance(event, RunFinished):
             s = replace(s, status="done" if event.summary.status == "done" else event.summary.status)
+            self.finished = True
         else:
             return
         self.update(s)
