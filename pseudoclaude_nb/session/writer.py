@@ -273,7 +273,7 @@ class SessionWriter:
         size = os.fstat(self._fd).st_size
         if size == 0:
             return b""
-        if os.pread(self._fd, 1, size - 1) == b"\n":
+        if self._pread(1, size - 1) == b"\n":
             if not self._last_line_torn(size):
                 return b""
             lead = b""
@@ -283,11 +283,25 @@ class SessionWriter:
         note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
         return lead + entries.encode(note)
 
+    def _pread(self, count: int, offset: int) -> bytes:
+        """Bytes of the log, through the writer's fd (or a read-only one if it cannot read)."""
+        assert self._fd is not None
+        try:
+            return os.pread(self._fd, count, offset)
+        except OSError as exc:
+            if exc.errno != errno.EBADF:
+                raise
+        fd = safeio.open_file(self.path)
+        try:
+            return os.pread(fd, count, offset)
+        finally:
+            os.close(fd)
+
     def _last_line_torn(self, size: int) -> bool:
         """True when the log's last line (it ends with ``\n``) does not parse: a mend cut short."""
         assert self._fd is not None
         start = max(0, size - _MEND_LOOK)
-        tail = os.pread(self._fd, size - start, start)
+        tail = self._pread(size - start, start)
         cut = tail.rfind(b"\n", 0, len(tail) - 1)
         if cut < 0 and start > 0:
             return False  # a last line longer than we look at: a real entry, not a cut note
