@@ -366,7 +366,7 @@ class HistoryIndex:
             rows.append((sid, uuid, None, None, role, "text", ts, 0, content))
         for k, call in enumerate(entry.get("tool_calls") or ()):
             if isinstance(call, dict):
-                name, args = call.get("name"), orjson.dumps(call.get("arguments") or {}).decode()
+                name, args = call.get("name"), _dumps(call.get("arguments") or {})
                 rows.append((sid, uuid, call.get("id"), name, role, "tool_call", ts, k, f"{name} {args}"))
         result = entry.get("tool_result")
         if isinstance(result, dict) and isinstance(result.get("content"), str):
@@ -423,6 +423,19 @@ class HistoryIndex:
             rows,
         )
         return len(rows)
+
+
+def _dumps(value: Any) -> str:
+    """Tool-call arguments as text; nested past orjson's limit they still index (or are skipped)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        import json
+
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (RecursionError, ValueError, TypeError):
+            return ""
 
 
 @contextmanager
