@@ -32,10 +32,10 @@ import orjson
 from pseudoclaude_nb import agent as agent_module
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.base import Request
 from pseudoclaude_nb.providers.scripted import ScriptedProvider
-from pseudoclaude_nb.rollover.manage import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.session.paths import LOG_NAME
 
 from .common import Row, Sizes

@@ -12,7 +12,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from pseudoclaude_nb.compact.manage import CompactSettings, ContextManager
+from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
 from pseudoclaude_nb.session.history import HistoryIndex

@@ -8,16 +8,17 @@ what it shows is what the model gets.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from .compact.manage import CompactSettings
 from .compact.manifest import manifest
+from .context import CompactSettings, Emit, threshold_for
 from .errors import ConfigError
-from .events import Compacted
+from .events import Compacted, RunEvent
 from .prompt import join_sections, without_memory
 from .providers import Provider, make_provider
-from .rollover.manage import RolloverManager, RolloverSettings
 from .tools.memory import withhold_bodies
+from .tools.user import user_tools
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -47,8 +48,6 @@ class ContextViews:
         sections = self._sections(strategy, memory_index)
         tools = self._tools(strategy, memory_index).schemas()
         settings = self.compact_settings(self._context_window())
-        if strategy == "rollover":
-            settings = RolloverSettings.from_compact(settings)
         if self.session is not None:
             self.session.context.configure(settings, system=join_sections(sections), tools=tools)
         return sections, tools, settings, memory_index
@@ -61,23 +60,30 @@ class ContextViews:
         """
         sections, tools, settings, memory_index = self._prepared_context()
         sections = without_memory(sections)
+        strategy = self._strategy()
+        threshold = threshold_for(strategy, settings)
         extra: dict = {
-            "strategy": self._strategy(),
+            "strategy": strategy,
             "session_id": None,
             "memory_policy": self.settings.memory_policy,
+            "user_tools": [t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
         }
-        if isinstance(settings, RolloverSettings):
+        block = self.notebook_block() if self.settings.notebook_context else None
+        pending = block.text if block is not None and block.text else None
+        extra["notebook_pending_cells"] = block.shown if pending and block is not None else 0
+        if strategy == "rollover":
             # The gauge and %context show these instead of the Layer 2 line.
-            extra["rollover_limits"] = settings.limits
+            extra["rollover_limits"] = settings.rollover_limits
         if self.session is None:
             return manifest(
                 sections=sections,
                 messages=[],
                 tools=tools,
                 context_window=settings.context_window,
-                threshold=settings.threshold,
+                threshold=threshold,
                 memory_index=memory_index,
                 extra=extra,
+                pending_notebook=pending,
             )
         ctx = self.session.context
         state = ctx.state()
@@ -88,7 +94,7 @@ class ContextViews:
             spills=ctx.ledger.spilled,
             compactions=ctx.compactions,
         )
-        if isinstance(ctx, RolloverManager):
+        if strategy == "rollover":
             extra.update(rollovers=ctx.rollovers, rollover_phase=state.phase)
         messages = self.session.conversation.messages()
         if self.settings.memory_policy == "off":
@@ -98,11 +104,12 @@ class ContextViews:
             messages=messages,
             tools=tools,
             context_window=settings.context_window,
-            threshold=settings.threshold,
+            threshold=threshold,
             estimated_tokens=state.estimated_tokens,
             anchor_tokens=state.anchor_tokens,
             memory_index=memory_index,
             extra=extra,
+            pending_notebook=pending,
         )
 
     def last_manifest(self: Agent) -> dict | None:
@@ -127,11 +134,23 @@ class ContextViews:
             extra={"provider": runner.provider.name, "model": runner.provider.model},
         )
 
-    def compact(self: Agent, *, layer1_only: bool = False) -> Compacted | int:
-        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass."""
+    def compact(
+        self: Agent, *, layer1_only: bool = False, listeners: Iterable[Callable[[RunEvent], None]] = ()
+    ) -> Compacted | int:
+        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
+
+        Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
+        """
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
         self._prepared_context()
+        targets = list(listeners)
+
+        def emit(event: RunEvent) -> None:
+            for listener in targets:
+                listener(event)
+
+        report: Emit = emit
         if layer1_only:
-            return self.session.context.spill_all()
-        return self.session.context.compact(self.provider_for_context(), trigger="manual")
+            return self.session.context.spill_all(report)
+        return self.session.context.compact(self.provider_for_context(), "manual", report)

@@ -23,6 +23,13 @@ class AssistantDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """The model's thinking as it streams: shown collapsed ("thinking…"), never as the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolStarted:
     call: ToolCall
 
@@ -49,7 +56,7 @@ class Notice:
 
 @dataclass
 class RunSummary:
-    status: str = "running"  # done | max-steps | interrupted | error
+    status: str = "running"  # done | truncated | refused | max-steps | interrupted | error
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
@@ -103,8 +110,9 @@ class ContextState:
     spills: int
     compactions: int
     strategy: str = "compact"  # compact | rollover
-    # Rollover only: (label, tokens) marks — remind, base (fallback) and hard limits.
-    limits: tuple[tuple[str, int], ...] = ()
+    # (label, tokens) lines the strategy acts at: the Layer 2 line, or rollover's remind,
+    # base (fallback) and hard limits. Gauges draw these.
+    marks: tuple[tuple[str, int], ...] = ()
     rollovers: int = 0
     phase: str = "normal"  # rollover: normal | reminded | fallback | declared
 
@@ -160,6 +168,7 @@ class MemoryUpdated:
 RunEvent = (
     StepStarted
     | AssistantDelta
+    | ReasoningDelta
     | ToolStarted
     | ToolFinished
     | StepFinished

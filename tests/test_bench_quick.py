@@ -109,7 +109,7 @@ def test_charts_are_well_formed_svg():
 
 
 def test_the_heeding_model_answers_a_reminder_once():
-    from pseudoclaude_nb.rollover.manage import REMIND_MARK
+    from pseudoclaude_nb.context import REMIND_MARK
 
     note = Message(role="user", content=f"{REMIND_MARK}: about 150,000 tokens are in use")
     assert cost._pending_note([Message(role="user", content="go"), note]) is note

@@ -21,7 +21,7 @@ from pseudoclaude_nb.compact.estimate import (
     message_bytes,
     tokens_for_bytes,
 )
-from pseudoclaude_nb.compact.manage import CompactSettings, ContextManager
+from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
 
@@ -128,7 +128,7 @@ def test_the_managers_own_replace_breaks_the_pair():
     context = manager()
     play(context, PROSE, 2, 4.4)
     assert context.calibration.samples == 1
-    context._reset_anchor(context.conversation.messages())  # what a compaction or snapshot does
+    context.shared.reset_anchor(context.conversation.messages())  # what a compaction or snapshot does
     play(context, PROSE, 1, 4.4, start=context.anchor[0])
     assert context.calibration.samples == 1
 

@@ -15,11 +15,12 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact import manage
+from pseudoclaude_nb.compact import estimate as estimate_module
+from pseudoclaude_nb.compact import spill as spill_module
 from pseudoclaude_nb.compact.breaker import Breaker
 from pseudoclaude_nb.compact.estimate import estimate_request
-from pseudoclaude_nb.compact.manage import CompactSettings, ContextManager
 from pseudoclaude_nb.compact.summarize import SUMMARY_INSTRUCTION, SUMMARY_SYSTEM, tail_start
+from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionWriteError
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Notice, Spilled
@@ -75,9 +76,7 @@ def make(workspace: Path):
         writer.attach(conversation)
         context = ContextManager(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
         context.configure(settings, system=SYSTEM, tools=TOOLS)
-        managed = Managed(path, writer, conversation, context)
-        context.emit = managed.events.append
-        return managed
+        return Managed(path, writer, conversation, context)
 
     yield factory
     for writer in writers:
@@ -100,7 +99,7 @@ def tool_batch(m: Managed, sizes: list[int], prefix: str = "c") -> list[str]:
     calls = [ToolCall(id=cid, name="bash", arguments={"command": cid}) for cid in ids]
     m.conversation.add_assistant_tool_calls("running", calls)
     for call, size in zip(calls, sizes, strict=True):
-        m.conversation.add_tool_result(call.id, m.context.admit_result(call, "r" * size))
+        m.conversation.add_tool_result(call.id, m.context.admit_result(call, "r" * size, emit=m.events.append))
     m.context.after_tools(len(calls))
     return ids
 
@@ -191,7 +190,7 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
             raise AssertionError("the whole conversation was read during a step")
 
         seen: list[int] = []
-        real_estimate = manage.estimate_tokens
+        real_estimate = estimate_module.estimate_tokens
 
         def recording(messages):
             messages = list(messages)
@@ -201,7 +200,7 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
         p = provider()
         with monkeypatch.context() as patch:
             patch.setattr(conversation, "messages", history_read)
-            patch.setattr(manage, "estimate_tokens", recording)
+            patch.setattr(estimate_module, "estimate_tokens", recording)
             # One agent step as the runner drives it: check, response, tools, check.
             context.before_request(p)
             message = conversation.add_assistant_tool_calls(
@@ -227,7 +226,7 @@ def test_a_batch_snapshot_resets_the_anchor(make):
     m.conversation.add_user("go")
     m.context.on_usage(Usage(input_tokens=999_999), 1)
     tool_batch(m, [45_000] * 5)
-    m.context.before_request(provider())
+    m.context.before_request(provider(), emit=m.events.append)
     assert [e["reason"] for e in m.of_type("replace")] == ["snapshot"]
     new = m.conversation.messages()
     assert m.context.anchor == (request_estimate(new), len(new))
@@ -241,7 +240,7 @@ def test_spill_all_resets_the_anchor(make):
     m.conversation.add_assistant_tool_calls("", [ToolCall(id="big", name="bash")])
     m.conversation.add_tool_result("big", "b" * 80_000)  # appended without admit_result
     m.context.on_usage(Usage(input_tokens=999_999), 3)
-    assert m.context.spill_all() == 1
+    assert m.context.spill_all(emit=m.events.append) == 1
     new = m.conversation.messages()
     assert m.context.anchor == (request_estimate(new), 3)
 
@@ -251,7 +250,7 @@ def test_compact_resets_the_anchor(make):
     for i in range(10):
         exchange(m.conversation, i)
     m.context.on_usage(Usage(input_tokens=999_999), 40)
-    assert m.context.compact(provider("the summary")).ok
+    assert m.context.compact(provider("the summary"), emit=m.events.append).ok
     new = m.conversation.messages()
     assert m.context.anchor == (request_estimate(new), len(new))
     assert m.context.estimate() == request_estimate(new)
@@ -301,10 +300,10 @@ def test_restore_drops_an_anchor_that_a_replace_came_after(make):
 def test_admit_result_spills_over_spill_bytes_only(make):
     m = make()
     call = ToolCall(id="c1", name="bash")
-    assert m.context.admit_result(call, "x" * 50_000) == "x" * 50_000
-    assert m.context.admit_result(call, "é" * 25_000) == "é" * 25_000  # exactly 50,000 bytes
+    assert m.context.admit_result(call, "x" * 50_000, emit=m.events.append) == "x" * 50_000
+    assert m.context.admit_result(call, "é" * 25_000, emit=m.events.append) == "é" * 25_000  # exactly 50,000 bytes
     assert m.of_type("spill") == []
-    shown = m.context.admit_result(call, "é" * 25_001)  # 50,002 bytes
+    shown = m.context.admit_result(call, "é" * 25_001, emit=m.events.append)  # 50,002 bytes
     assert shown.startswith(PREVIEW_START)
     [entry] = m.of_type("spill")
     assert entry["bytes"] == 50_002 and entry["call_id"] == "c1" and entry["tool"] == "bash"
@@ -324,7 +323,7 @@ def test_batch_check_spills_largest_first_and_freezes_the_rest(make):
     m.conversation.add_user("go")
     ids = tool_batch(m, [40_000, 41_000, 42_000, 43_000, 44_000])  # 210,000
     before = m.conversation.messages()
-    m.context.before_request(provider())
+    m.context.before_request(provider(), emit=m.events.append)
     after = m.conversation.messages()
     assert [e["call_id"] for e in m.of_type("spill")] == ["c4"]
     assert [m.context.ledger.decision(i) for i in ids] == ["kept"] * 4 + ["spilled"]
@@ -335,7 +334,7 @@ def test_batch_check_spills_largest_first_and_freezes_the_rest(make):
     # A stricter cap later, and the same batch checked again: nothing is re-decided.
     m.context.configure(CompactSettings(spill_batch_bytes=50_000), system=SYSTEM, tools=TOOLS)
     m.context.after_tools(5)
-    m.context.before_request(provider())
+    m.context.before_request(provider(), emit=m.events.append)
     assert m.conversation.messages() == after
     assert len(m.of_type("spill")) == 1
     assert len(m.of_type("replace")) == 1
@@ -345,7 +344,7 @@ def test_single_spills_count_as_previews_in_the_batch(make):
     m = make()
     m.conversation.add_user("go")
     tool_batch(m, [120_000, 45_000, 45_000, 45_000, 45_000])  # 180K + a preview after the single spill
-    m.context.before_request(provider())
+    m.context.before_request(provider(), emit=m.events.append)
     assert [e["call_id"] for e in m.of_type("spill")] == ["c0"]
     assert m.of_type("replace") == []
 
@@ -368,7 +367,7 @@ def test_spill_all_spills_large_results_and_fits_batches(make):
     m.conversation.add_assistant_tool_calls("", [ToolCall(id=f"q{i}", name="bash") for i in range(5)])
     for i, size in enumerate([42_000, 44_000, 46_000, 48_000, 50_000]):
         m.conversation.add_tool_result(f"q{i}", "q" * size)
-    assert m.context.spill_all() == 4  # big, p1, p2, and the largest of the q batch
+    assert m.context.spill_all(emit=m.events.append) == 4  # big, p1, p2, and the largest of the q batch
     messages = m.conversation.messages()
     q_sizes = [len(result_of(messages, f"q{i}").tool_result.content) for i in range(5)]
     assert q_sizes[:4] == [42_000, 44_000, 46_000, 48_000] and q_sizes[4] < 3_000
@@ -386,7 +385,7 @@ def test_spill_all_spills_large_results_and_fits_batches(make):
     assert pairing_problems(messages) == []
     assert m.loaded_equals_conversation()
     # Previews are not spilled again.
-    assert m.context.spill_all() == 0
+    assert m.context.spill_all(emit=m.events.append) == 0
     assert len(m.of_type("replace")) == 1
 
 
@@ -398,14 +397,14 @@ def test_spill_all_spills_no_more_than_needed(make):
         m.conversation.add_tool_result(f"c{i}", "r" * size)
     # Spilling the 60K result leaves 180K + one preview: the batch fits (as the automatic path
     # would leave it: a single spill at append time, then nothing for the batch check).
-    assert m.context.spill_all() == 1
+    assert m.context.spill_all(emit=m.events.append) == 1
 
 
 def test_a_failed_batch_spill_freezes_no_decision(make, monkeypatch: pytest.MonkeyPatch):
     m = make(CompactSettings(spill_batch_bytes=100_000))
     m.conversation.add_user("go")
     ids = tool_batch(m, [40_000, 41_000, 42_000, 43_000, 44_000])
-    real = manage.write_spill
+    real = spill_module.write_spill
     count = []
 
     def second_fails(*args, **kwargs):
@@ -414,9 +413,9 @@ def test_a_failed_batch_spill_freezes_no_decision(make, monkeypatch: pytest.Monk
             raise OSError(errno.ENOSPC, "No space left on device")
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(manage, "write_spill", second_fails)
+    monkeypatch.setattr(spill_module, "write_spill", second_fails)
     with pytest.raises(SessionWriteError):
-        m.context.before_request(provider())
+        m.context.before_request(provider(), emit=m.events.append)
     messages = m.conversation.messages()
     assert all(not x.tool_result.content.startswith(PREVIEW_START) for x in messages if x.tool_result)
     assert [m.context.ledger.decision(i) for i in ids] == [None] * 5
@@ -430,9 +429,9 @@ def test_a_failed_single_spill_raises_a_write_error_and_freezes_nothing(
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(manage, "write_spill", disk_full)
+    monkeypatch.setattr(spill_module, "write_spill", disk_full)
     with pytest.raises(SessionWriteError) as info:
-        m.context.admit_result(ToolCall(id="c", name="bash"), "x" * 60_000)
+        m.context.admit_result(ToolCall(id="c", name="bash"), "x" * 60_000, emit=m.events.append)
     assert "No space left on device" in str(info.value)
     assert "%compact --layer1" in str(info.value)
     assert m.context.ledger.decision("c") is None
@@ -443,7 +442,7 @@ def test_restore_rebuilds_the_ledger(make):
     m = make()
     m.conversation.add_user("go")
     tool_batch(m, [120_000, 45_000, 45_000, 45_000, 45_000, 45_000])  # c0 single, then the batch
-    m.context.before_request(provider())
+    m.context.before_request(provider(), emit=m.events.append)
     expected = {f"c{i}": m.context.ledger.decision(f"c{i}") for i in range(6)}
     assert list(expected.values()).count("spilled") == 2
     loaded = load_session(m.dir)
@@ -464,7 +463,7 @@ def test_compact_replaces_the_head_with_the_summary(make):
     start = tail_start(original, SMALL.tail_tokens)
     assert 0 < start < len(original)
     p = provider("## Confirmed requirements\n- the summary")
-    result = m.context.compact(p, trigger="manual")
+    result = m.context.compact(p, trigger="manual", emit=m.events.append)
 
     assert result.ok and result.error is None and result.trigger == "manual"
     new = m.conversation.messages()
@@ -509,7 +508,7 @@ def test_compact_retries_dropping_the_oldest_exchanges(make):
         exchange(m.conversation, i)
     original = m.conversation.messages()
     p = provider(TOO_LONG, TOO_LONG, "the summary")
-    result = m.context.compact(p)
+    result = m.context.compact(p, emit=m.events.append)
     assert result.ok
     requests = summary_requests(p)
     assert len(requests) == 3
@@ -535,7 +534,7 @@ def test_compact_gives_up_after_three_retries(make):
         exchange(m.conversation, i)
     original = m.conversation.messages()
     p = provider(TOO_LONG, TOO_LONG, TOO_LONG, TOO_LONG, "never asked")
-    result = m.context.compact(p)
+    result = m.context.compact(p, emit=m.events.append)
     assert not result.ok
     assert "still too long after 3 retries" in result.error
     assert len(summary_requests(p)) == 4
@@ -553,7 +552,7 @@ def test_compact_gives_up_when_the_head_runs_out(make):
     for i in range(3):
         exchange(m.conversation, i)
     p = provider(*[TOO_LONG] * 4)
-    result = m.context.compact(p)
+    result = m.context.compact(p, emit=m.events.append)
     assert not result.ok
     assert "too long even without the older history" in result.error
     assert len(summary_requests(p)) < 4
@@ -566,7 +565,7 @@ def test_a_summary_that_frees_less_than_5_percent_is_a_failure(make):
     m.conversation.add_user("x" * 60_000)  # the recent tail: the head is the two before it
     original = m.conversation.messages()
     assert tail_start(original, 20_000) == 2
-    result = m.context.compact(provider("word " * 2_500), trigger="auto")
+    result = m.context.compact(provider("word " * 2_500), trigger="auto", emit=m.events.append)
     assert not result.ok
     assert "free only" in result.error and "5%" in result.error
     assert result.after_tokens == result.before_tokens
@@ -581,7 +580,7 @@ def test_an_empty_summary_is_a_failure(make):
     m = make(SMALL)
     for i in range(10):
         exchange(m.conversation, i)
-    result = m.context.compact(provider("  \n"))
+    result = m.context.compact(provider("  \n"), emit=m.events.append)
     assert not result.ok and "empty summary" in result.error
     assert m.of_type("replace") == []
 
@@ -590,7 +589,7 @@ def test_nothing_to_summarize_is_a_failure_without_a_request(make):
     m = make(SMALL)
     m.conversation.add_user("x" * 100_000)
     p = provider("unused")
-    result = m.context.compact(p)
+    result = m.context.compact(p, emit=m.events.append)
     assert not result.ok and "nothing old enough" in result.error
     assert p.requests == []
 
@@ -619,14 +618,14 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     assert m.context.estimate() >= SMALL.threshold
     p = provider("", "", "", "never asked")
     for _ in range(3):
-        m.context.before_request(p)
+        m.context.before_request(p, emit=m.events.append)
     assert [(e.trigger, e.ok) for e in m.of_event(Compacted)] == [("auto", False)] * 3
     assert m.context.breaker.open
     assert m.of_event(Notice) == []
 
     # Open: automatic Layer 2 is skipped, with one visible notice per run.
-    m.context.before_request(p)
-    m.context.before_request(p)
+    m.context.before_request(p, emit=m.events.append)
+    m.context.before_request(p, emit=m.events.append)
     assert len(summary_requests(p)) == 3
     notices = m.of_event(Notice)
     assert len(notices) == 1
@@ -634,13 +633,13 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     assert notices[0].level == "warning"
     assert m.of_event(ContextState)[-1].breaker_open is True
     m.context.configure(SMALL, system=SYSTEM, tools=TOOLS)  # the next run
-    m.context.before_request(p)
+    m.context.before_request(p, emit=m.events.append)
     assert len(m.of_event(Notice)) == 2
     assert len(summary_requests(p)) == 3
 
     # A manual compaction still runs, and its success closes the breaker.
     good = provider("the summary")
-    assert m.context.compact(good, trigger="manual").ok
+    assert m.context.compact(good, trigger="manual", emit=m.events.append).ok
     assert not m.context.breaker.open and m.context.breaker.failures == 0
     assert m.of_event(ContextState)[-1].breaker_open is True  # the gauge before it
     assert m.context.state().breaker_open is False
@@ -655,12 +654,12 @@ def test_manual_failures_do_not_open_the_breaker(make):
         exchange(m.conversation, i)
     p = provider("", "", "", "", "", "the summary")
     for _ in range(3):
-        assert not m.context.compact(p, trigger="manual").ok
+        assert not m.context.compact(p, trigger="manual", emit=m.events.append).ok
     assert not m.context.breaker.open and m.context.breaker.failures == 0
-    m.context.before_request(p)
-    m.context.before_request(p)
+    m.context.before_request(p, emit=m.events.append)
+    m.context.before_request(p, emit=m.events.append)
     assert m.context.breaker.failures == 2
-    assert m.context.compact(p, trigger="manual").ok  # success closes (resets) it
+    assert m.context.compact(p, trigger="manual", emit=m.events.append).ok  # success closes (resets) it
     assert m.context.breaker.failures == 0
 
 
@@ -670,18 +669,18 @@ def test_restore_rebuilds_breaker_and_compaction_count(make):
         exchange(m.conversation, i)
     p = provider("", "", "", "the summary", "", "")
     for _ in range(3):
-        m.context.before_request(p)
+        m.context.before_request(p, emit=m.events.append)
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
     restored.restore(loaded)
     assert restored.breaker.open and restored.breaker.failures == 3
     assert restored.compactions == 0
 
-    assert m.context.compact(p, trigger="manual").ok
+    assert m.context.compact(p, trigger="manual", emit=m.events.append).ok
     for i in range(10, 20):
         exchange(m.conversation, i)
-    m.context.compact(p, trigger="auto")
-    m.context.compact(p, trigger="auto")
+    m.context.compact(p, trigger="auto", emit=m.events.append)
+    m.context.compact(p, trigger="auto", emit=m.events.append)
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
     restored.restore(loaded)
@@ -694,7 +693,7 @@ def test_before_request_below_the_threshold_does_not_compact(make):
     m = make(SMALL)
     exchange(m.conversation, 0)
     p = provider("unused")
-    m.context.before_request(p)
+    m.context.before_request(p, emit=m.events.append)
     assert p.requests == []
     [state] = m.of_event(ContextState)
     assert state.estimated_tokens < state.threshold == SMALL.threshold
@@ -705,7 +704,7 @@ def test_automatic_compaction_above_the_threshold(make):
     m = make(SMALL)
     for i in range(10):
         exchange(m.conversation, i)
-    m.context.before_request(provider("the summary"))
+    m.context.before_request(provider("the summary"), emit=m.events.append)
     assert [(e.trigger, e.ok) for e in m.of_event(Compacted)] == [("auto", True)]
     state = m.of_event(ContextState)[-1]
     assert state.estimated_tokens < SMALL.threshold

@@ -16,8 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pseudoclaude_nb.compact.estimate import message_bytes, tokens_for_bytes
-from pseudoclaude_nb.compact.manage import CompactSettings, ContextManager
 from pseudoclaude_nb.compact.summarize import compacted, drop_oldest_exchange, summary_messages, tail_start
+from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider

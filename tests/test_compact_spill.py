@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact import manage
+from pseudoclaude_nb.compact import spill as spill_module
 from pseudoclaude_nb.compact.spill import (
     PREVIEW_BYTES,
     Ledger,
@@ -542,7 +542,7 @@ def test_a_failed_spill_keeps_the_result_and_stops_the_run(
     def disk_full(*args, **kwargs):
         raise OSError(errno.ENOSPC, "No space left on device")
 
-    monkeypatch.setattr(manage, "write_spill", disk_full)
+    monkeypatch.setattr(spill_module, "write_spill", disk_full)
     summary = agent.run("read big.txt")
     assert summary.status == "error"
     message = str(summary.error)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from pseudoclaude_nb.compact.manage import CompactSettings
 from pseudoclaude_nb.compact.summarize import (
     ACKNOWLEDGEMENT,
     BOUNDARY_REMINDER,
@@ -17,6 +16,7 @@ from pseudoclaude_nb.compact.summarize import (
     summary_messages,
     tail_start,
 )
+from pseudoclaude_nb.context import CompactSettings
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, pairing_problems
 
 SECTIONS = [

@@ -14,6 +14,7 @@ import pytest
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.events import (
     ContextState,
     RolloverCommitted,
@@ -22,7 +23,6 @@ from pseudoclaude_nb.events import (
     RolloverReminded,
 )
 from pseudoclaude_nb.messages import pairing_problems
-from pseudoclaude_nb.rollover.manage import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.session import load_session
 from tests.scripts import script, turn
 
@@ -232,7 +232,7 @@ def test_new_context_refuses_bad_input_and_declares_nothing(ws: Path, agents):
     assert result_of(agent, "nosrc")["is_error"] and "source" in result_of(agent, "nosrc")["content"]
     assert result_of(agent, "role")["is_error"] and "role" in result_of(agent, "role")["content"]
     assert not [e for e in log(agent) if e["type"] in ("rollover", "replace")]
-    assert agent.session.context.declared is None
+    assert agent.session.context.strategy.declared is None
 
 
 # --- remind, fallback, force ------------------------------------------------------------------------
@@ -259,7 +259,7 @@ def test_the_reminder_is_given_once_as_a_logged_user_note(ws: Path, agents):
     logged = [e for e in log(agent) if e["type"] == "message" and e["content"].startswith(REMIND_MARK)]
     assert len(logged) == 1
     states = [e for e in events if isinstance(e, ContextState) and e.strategy == "rollover"]
-    assert states and states[-1].limits == (("remind", 52_000), ("base", 67_000), ("hard", 80_000))
+    assert states and states[-1].marks == (("remind", 52_000), ("base", 67_000), ("hard", 80_000))
     assert states[-1].phase == "reminded"
 
 
@@ -367,7 +367,7 @@ def test_a_pending_intent_survives_a_restart_and_commits_before_the_next_request
 
     second = make_agent(ws, agents, turn("Continuing."))
     second.resume(sid)
-    assert second.session.context.declared is not None
+    assert second.session.context.strategy.declared is not None
     assert second.run("please go on").status == "done"
     text = requests(second)[0].messages[0].content
     assert len(requests(second)[0].messages) == 1
@@ -386,7 +386,7 @@ def test_a_resumed_window_remembers_its_reminder(ws: Path, agents):
     first.close()
     second = make_agent(ws, agents, turn("still fine"))
     second.resume(sid)
-    assert second.session.context.reminded
+    assert second.session.context.strategy.reminded
     second.run("next")
     notes = [m for m in second.session.conversation.messages() if m.content.startswith(REMIND_MARK)]
     assert len(notes) == 1
@@ -399,12 +399,12 @@ def test_switching_strategy_in_one_session_keeps_the_anchor(ws: Path, agents):
     assert "new_context" not in tool_names(requests(agent)[0])
     events: list = []
     agent.run("two", strategy="rollover", listeners=[events.append])
-    assert type(agent.session.context).__name__ == "RolloverManager"
+    assert agent.session.context.strategy.name == "rollover"
     assert "new_context" in tool_names(requests(agent)[0])
     first_state = next(e for e in events if isinstance(e, ContextState))
     assert first_state.strategy == "rollover" and first_state.estimated_tokens > 30_050
     agent.run("three", strategy="compact")
-    assert type(agent.session.context).__name__ == "ContextManager"
+    assert agent.session.context.strategy.name == "compact"
     assert "new_context" not in tool_names(requests(agent)[0])
 
 
@@ -425,3 +425,14 @@ def test_the_manifest_shows_rollover_limits_instead_of_the_layer2_line(ws: Path,
     compact = make_agent(ws, agents, turn("hi"), strategy="compact", context_window=WINDOW)
     data = compact.context_manifest()
     assert "rollover_limits" not in data and "new_context" not in data["tools"]
+
+
+def test_the_live_gauge_draws_the_rollover_marks(ws: Path, agents):
+    from pseudoclaude_nb.widgets import ContextGauge
+
+    agent = make_agent(ws, agents, used(55_000, turn("", ("read_file", {"path": "budget.py"}))), turn("Done."))
+    gauge = ContextGauge()
+    assert agent.run(PROMPT, listeners=[gauge]).status == "done"
+    assert gauge.state.marks == (("remind", 52_000), ("base", 67_000), ("hard", 80_000))
+    assert "Layer 2" not in gauge.widget.value and "Layer 2" not in gauge.widget.text
+    assert "remind 52,000" in gauge.widget.text and "hard 80,000" in gauge.widget.text

@@ -1,7 +1,7 @@
 """Layer 2: replace old history by a model-written summary — the pure parts.
 
 Functions from messages to messages; the request to the model and the bookkeeping live
-in ``manage``. The summary keeps evidence tiers apart, so that a guess made in turn 5
+in ``context.layer2``. The summary keeps evidence tiers apart, so that a guess made in turn 5
 does not come back in turn 50 as a fact.
 """
 

@@ -1,8 +1,8 @@
 """Rollover: instead of summarizing, hand the task to a fresh window with a structured handoff.
 
 ``budget`` is the pure three-stage budget (remind, fallback, rollover); ``handoff`` the
-four-section handoff and the new window's first message; ``manage`` the runtime side
-(``RolloverManager``: the same runner-facing interface as ``compact.manage.ContextManager``).
+four-section handoff and the new window's first message. The runtime side is
+``context.rollover.RolloverStrategy``.
 """
 
 from .budget import BudgetAction, BudgetState, evaluate_budget, limits

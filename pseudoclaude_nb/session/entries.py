@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..messages import Message, Usage, new_id
+from ..messages import Message, NotebookMark, Usage, new_id
 
 SCHEMA_VERSION = 1
 # The kind of note the writer adds after ending a line a crash left torn.
@@ -100,5 +100,14 @@ def message_from_entry(entry: dict[str, Any]) -> Message:
             "tool_calls": entry.get("tool_calls") or (),
             "tool_result": entry.get("tool_result"),
             "ts": entry.get("ts") or 0.0,
+            "notebook": _notebook_mark(entry.get("notebook")),
         }
     )
+
+
+def _notebook_mark(value: Any) -> NotebookMark | None:
+    """A readable mark, or none: a damaged mark must not cost the message itself."""
+    try:
+        return NotebookMark.model_validate(value) if isinstance(value, dict) else None
+    except ValueError:
+        return None

@@ -13,6 +13,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..errors import ToolError
+from ..notebook.ipynb import read_notebook
 from .registry import Tool, ToolArgs
 from .workspace import display_path, open_resolved, resolve_in_workspace
 
@@ -58,6 +59,11 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
         raise ToolError(
             f"{args.path} looks binary (NUL byte in its first 8 KB); inspect it with bash (file, xxd)"
         )
+    if resolved.suffix.lower() == ".ipynb":
+        view = read_notebook(resolved, args.offset, args.limit, args.path)  # issue-13
+        if view is not None:
+            raw.close()
+            return view
     raw.seek(0)
     shown: list[str] = []
     total = 0

@@ -1,99 +1,47 @@
-"""The rollover strategy at run time: budget checks and the two-phase switch to a new window.
+"""The rollover strategy: budget checks and the two-phase switch to a new window.
 
-``RolloverManager`` keeps the runner-facing interface of ``ContextManager`` and its Layer 1
-(spills, the anchor, the ledger); it replaces Layer 2 by rollover. Before each request —
-the pre-step boundary, when every result of the last step is in — it asks the pure budget
-what to do: remind once, enter fallback once (the request offers only new_context and
-search_history; other calls are refused), or commit a rollover. A rollover is declared by
-the model through ``new_context`` (phase 1: the intent is logged, the conversation is left
-alone) and committed here (phase 2: the conversation is replaced by one user message).
-At the hard limit the host writes the handoff itself.
+Before each request — the pre-step boundary, when every result of the last step is in —
+it asks the pure budget (``rollover.budget``) what to do: remind once, enter fallback once
+(the request offers only new_context and search_history; other calls are refused), or
+commit a rollover. A rollover is declared by the model through ``new_context`` (phase 1:
+the intent is logged, the conversation is left alone) and committed here (phase 2: the
+conversation is replaced by one user message). At the hard limit the host writes the
+handoff itself.
 
-Its state is rebuilt from the log on resume: the claimed reminder and fallback are the
-host notes in the current window, a pending intent is the last ``rollover`` entry.
+Its own state is rebuilt from the log on resume: the claimed reminder and fallback are
+the host notes in the current window, a pending intent is the last ``rollover`` entry.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import orjson
 from pydantic import ValidationError
 
-from ..compact.manage import CompactSettings, ContextManager
 from ..errors import BoundaryError
-from ..events import (
-    ContextState,
-    Notice,
-    RolloverCommitted,
-    RolloverDeclared,
-    RolloverFallback,
-    RolloverReminded,
-)
+from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import Message, ToolCall, ToolResult
 from ..providers.base import Provider
+from ..rollover.budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
+from ..rollover.handoff import CheckedFile, Handoff, Intent, first_message, first_user_text, forced_handoff
 from ..session import entries
 from ..session.loader import LoadResult
 from ..session.paths import LOG_NAME
 from ..tools.registry import Permissions, ToolRegistry
 from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
 from ..tools.workspace import resolve_in_workspace
-from .budget import (
-    CONTINUE,
-    FALLBACK_RESERVE,
-    OUTPUT_RESERVE,
-    REMINDER_THRESHOLD,
-    BudgetAction,
-    BudgetState,
-    evaluate_budget,
-    limits,
-)
-from .handoff import CheckedFile, Handoff, Intent, first_message, first_user_text, forced_handoff
+from .layer1 import Emit
+from .strategy import Marks, marks_for
+
+if TYPE_CHECKING:
+    from .state import SharedState
 
 REMIND_MARK = "[host note] context rollover reminder"
 FALLBACK_MARK = "[host note] context rollover fallback"
 HOST_MARKS = (REMIND_MARK, FALLBACK_MARK)
-
-
-@dataclass(frozen=True)
-class RolloverSettings(CompactSettings):
-    output_reserve: int = OUTPUT_RESERVE
-    fallback_reserve: int = FALLBACK_RESERVE
-    reminder_threshold: int = REMINDER_THRESHOLD
-
-    @classmethod
-    def from_compact(cls, settings: CompactSettings) -> RolloverSettings:
-        """The same two reserves as Layer 2: room for the model's last output (a summary there,
-        a handoff here) and headroom before it. So both strategies act at the same estimate."""
-        if isinstance(settings, RolloverSettings):
-            return settings
-        return cls(
-            **asdict(settings),
-            output_reserve=settings.summary_reserve,
-            fallback_reserve=settings.safety_margin,
-        )
-
-    def budget(self, current: int, **flags: bool) -> BudgetState:
-        return BudgetState(
-            self.context_window,
-            self.output_reserve,
-            self.fallback_reserve,
-            self.reminder_threshold,
-            current,
-            **flags,
-        )
-
-    @property
-    def threshold(self) -> int:  # the base limit: where the host starts to act
-        return self.budget(0).base_limit
-
-    @property
-    def limits(self) -> dict[str, int]:
-        return limits(
-            self.context_window, self.output_reserve, self.fallback_reserve, self.reminder_threshold
-        )
 
 
 class FallbackTools(ToolRegistry):
@@ -117,90 +65,86 @@ class FallbackTools(ToolRegistry):
         )
 
 
-class RolloverManager(ContextManager):
-    settings: RolloverSettings
+class RolloverStrategy:
+    name = "rollover"
 
-    def __init__(self, conversation: Any, settings: CompactSettings | None = None, **kwargs: Any) -> None:
-        super().__init__(conversation, RolloverSettings.from_compact(settings or CompactSettings()), **kwargs)
+    def __init__(self, state: SharedState) -> None:
+        self.state = state
         self.declared: Intent | None = None
         self.reminded = False
         self.fallback_claimed = False
         self.pruned = False  # this step offers only the rollover tools
-        self.rollovers = 0
         self.last_action: BudgetAction = CONTINUE
         self.pinned: str | None = None
         self.sync_window()
 
-    def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
-        super().configure(RolloverSettings.from_compact(settings), system=system, tools=tools)
+    def marks(self) -> Marks:
+        return marks_for(self.name, self.state.settings)
+
+    def threshold(self) -> int:  # the base limit: where the host starts to act
+        return self.state.settings.rollover_limits["base"]
+
+    def phase(self) -> str:
+        if self.declared is not None:
+            return "declared"
+        if self.fallback_claimed:
+            return "fallback"
+        return "reminded" if self.reminded else "normal"
 
     def restore(self, loaded: LoadResult) -> None:
-        super().restore(loaded)
-        self.rollovers = sum(1 for e in loaded.rollovers if e.get("phase") == "commit")
         self.declared = _pending_intent(loaded)
         self.sync_window()
 
     def sync_window(self) -> None:
         """The claimed reminder and fallback of the current window, from its host notes."""
         notes = [
-            m.content for m in self.conversation.messages() if m.role == "user" and m.tool_result is None
+            m.content
+            for m in self.state.conversation.messages()
+            if m.role == "user" and m.tool_result is None
         ]
         self.reminded = any(n.startswith(REMIND_MARK) for n in notes)
         self.fallback_claimed = any(n.startswith(FALLBACK_MARK) for n in notes)
 
     # --- the budget -----------------------------------------------------------------------------
 
-    def budget_state(self) -> BudgetState:
-        return self.settings.budget(
-            self.estimate(),
+    def budget_state(self, estimate: int | None = None) -> BudgetState:
+        return self.state.settings.budget(
+            self.state.estimate() if estimate is None else estimate,
             explicit_rollover_declared=self.declared is not None,
             reminder_claimed=self.reminded,
             fallback_claimed=self.fallback_claimed,
         )
 
-    def state(self) -> ContextState:
-        marks = self.settings.limits
-        if self.declared is not None:
-            phase = "declared"
-        elif self.fallback_claimed:
-            phase = "fallback"
-        else:
-            phase = "reminded" if self.reminded else "normal"
-        return replace(
-            super().state(),
-            strategy="rollover",
-            limits=(("remind", marks["remind"]), ("base", marks["base"]), ("hard", marks["hard"])),
-            rollovers=self.rollovers,
-            phase=phase,
-        )
-
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return FallbackTools(tools, ROLLOVER_TOOLS) if self.pruned else tools
 
-    def before_request(self, provider: Provider) -> None:
-        self._spill_batch()
-        if self.pinned is None and self.session_dir is None:
-            self.pinned = first_user_text(self.conversation.messages())
-        state = self.budget_state()
+    def before_request(self, estimate: int, provider: Provider, emit: Emit) -> bool:
+        s = self.state
+        if self.pinned is None and s.session_dir is None:
+            self.pinned = first_user_text(s.conversation.messages())
+        state = self.budget_state(estimate)
         action = evaluate_budget(state)
         self.pruned = False
+        acted = action.type != "continue"
         if action.type == "rollover" and not self._has_work():
             # Over the limit before any answer in this window (a huge prompt): there is
             # nothing to hand over, and a new window would hold the same prompt.
-            self.emit(
+            emit(
                 Notice("the context is over its limit but this window holds no work to hand over", "warning")
             )
+            acted = False
         elif action.type == "rollover":
-            self.commit(action.reason or "hard-limit")
+            self.commit(action.reason or "hard-limit", emit)
         elif action.type == "fallback":
             self.fallback_claimed = self.pruned = True
             self._host_note(
                 f"{FALLBACK_MARK}: the context is at its limit (about {state.current_tokens:,} tokens; "
                 f"fallback limit {state.base_limit:,}). Only new_context and search_history are available "
                 "now, and any other tool call is refused. Call new_context with your handoff now; "
-                "otherwise the host switches windows with a handoff it writes itself, all of it unverified."
+                "otherwise the host switches windows with a handoff it writes itself, all of it unverified.",
+                emit,
             )
-            self.emit(RolloverFallback(state.current_tokens, ROLLOVER_TOOLS))
+            emit(RolloverFallback(state.current_tokens, ROLLOVER_TOOLS))
         elif action.type == "remind":
             self.reminded = True
             self._host_note(
@@ -208,38 +152,42 @@ class RolloverManager(ContextManager):
                 f"in use; {max(state.remaining, 0):,} remain before the fallback limit at "
                 f"{state.base_limit:,}. Finish the step you are on, then call new_context with your "
                 "handoff and related files; the task continues in a fresh window. At the limit only "
-                "new_context and search_history remain."
+                "new_context and search_history remain.",
+                emit,
             )
-            self.emit(RolloverReminded(state.current_tokens, state.base_limit))
+            emit(RolloverReminded(state.current_tokens, state.base_limit))
         self.last_action = action
-        self.emit(self.state())
+        return acted
 
-    def recover(self, provider: Provider) -> bool:
-        """The provider said the prompt is too long: a forced rollover, unless this is a fresh window."""
+    def recover(self, provider: Provider, emit: Emit) -> bool:
+        """A forced rollover, unless this is a fresh window."""
         if not self._has_work():
             return False
-        self.commit("model" if self.declared is not None else "hard-limit")
+        self.commit("model" if self.declared is not None else "hard-limit", emit)
         return True
 
     def _has_work(self) -> bool:
-        return self.declared is not None or any(m.role == "assistant" for m in self.conversation.messages())
+        return self.declared is not None or any(
+            m.role == "assistant" for m in self.state.conversation.messages()
+        )
 
-    def _host_note(self, text: str) -> None:
+    def _host_note(self, text: str, emit: Emit) -> None:
         # A user-side message, appended (never edited in): it is logged like any message,
         # keeps the cached prefix intact, and its presence is how a resume knows it was said.
-        self.conversation.append(Message(role="user", content=text))
-        self.emit(Notice(text.removeprefix("[host note] "), "warning"))
+        self.state.conversation.append(Message(role="user", content=text))
+        emit(Notice(text.removeprefix("[host note] "), "warning"))
 
     # --- phase 1: the intent ---------------------------------------------------------------------
 
-    def declare(self, intent: Intent) -> str:
+    def declare(self, intent: Intent, emit: Emit) -> str:
         """``new_context``'s handler: log the intent and answer; the conversation stays as it is."""
+        s = self.state
         caller, call = self._calling(NEW_CONTEXT)
         intent = replace(
             intent, call_id=call.id if call else None, message_uuid=caller.id if caller else None
         )
-        if self.writer is not None:
-            self.writer.log(
+        if s.writer is not None:
+            s.writer.log(
                 entries.rollover_entry(
                     phase="intent",
                     reason="model",
@@ -251,14 +199,14 @@ class RolloverManager(ContextManager):
             )
         self.declared = intent
         missing = tuple(f.path for f in intent.related_files if not f.exists)
-        self.emit(RolloverDeclared(intent.call_id, intent.message_uuid, len(intent.related_files), missing))
+        emit(RolloverDeclared(intent.call_id, intent.message_uuid, len(intent.related_files), missing))
         answer = (
             "Handoff recorded. The host switches to a fresh context window before your next step, "
             "after the results of this step are in; the new window starts with the original request, "
             "your handoff and the related files. This window stays searchable with search_history"
             + (
-                f" (session_id {self.session_dir.name}, message_uuid {intent.message_uuid})."
-                if self.session_dir
+                f" (session_id {s.session_dir.name}, message_uuid {intent.message_uuid})."
+                if s.session_dir
                 else "."
             )
         )
@@ -269,7 +217,7 @@ class RolloverManager(ContextManager):
     def _calling(self, name: str) -> tuple[Message | None, ToolCall | None]:
         """The assistant message and call now running: the runner runs a step's calls in order
         and appends each result before the next, so it is the first one still unanswered."""
-        messages = self.conversation.messages()
+        messages = self.state.conversation.messages()
         i = len(messages)
         while i > 0 and messages[i - 1].tool_result is not None:
             i -= 1
@@ -283,17 +231,18 @@ class RolloverManager(ContextManager):
 
     # --- phase 2: the commit ----------------------------------------------------------------------
 
-    def commit(self, reason: str) -> RolloverCommitted:
+    def commit(self, reason: str, emit: Emit) -> RolloverCommitted:
         """Replace the conversation by the first message of a new window (reason model | hard-limit)."""
-        messages = self.conversation.messages()
-        before = self.estimate()
+        s = self.state
+        messages = s.conversation.messages()
+        before = s.estimate()
         intent = self.declared if reason == "model" else None
         if intent is None:
             reason = "hard-limit"
             handoff, touched = forced_handoff(messages)
             last = next((m for m in reversed(messages) if m.role == "assistant"), None)
             intent = Intent(handoff, self._check_touched(touched), message_uuid=last.id if last else None)
-        session_id = self.session_dir.name if self.session_dir is not None else None
+        session_id = s.session_dir.name if s.session_dir is not None else None
         text = first_message(
             session_id=session_id or "(no session log)",
             message_uuid=intent.message_uuid,
@@ -304,11 +253,11 @@ class RolloverManager(ContextManager):
             later_user_text=_later_user_text(messages),
         )
         new = [Message(role="user", content=text)]
-        self.conversation.replace("rollover", new)
-        self._reset_anchor(new)
-        after = self.anchor[0] if self.anchor else 0
-        if self.writer is not None:
-            self.writer.log(
+        s.conversation.replace("rollover", new)
+        s.reset_anchor(new)
+        after = s.anchor[0] if s.anchor else 0
+        if s.writer is not None:
+            s.writer.log(
                 entries.rollover_entry(
                     phase="commit",
                     reason=reason,
@@ -321,11 +270,11 @@ class RolloverManager(ContextManager):
                 )
             )
         self.declared, self.reminded, self.fallback_claimed, self.pruned = None, False, False, False
-        self.rollovers += 1
+        s.rollovers += 1
         event = RolloverCommitted(
             reason, before, after, session_id, intent.message_uuid, len(intent.related_files)
         )
-        self.emit(event)
+        emit(event)
         return event
 
     def pinned_request(self) -> str | None:
@@ -335,23 +284,25 @@ class RolloverManager(ContextManager):
         the in-memory text is preferred while that message is still in the conversation
         (the log's copy may be redacted).
         """
-        if self.pinned is None and self.session_dir is not None:
-            found = _first_request_in_log(self.session_dir / LOG_NAME)
+        s = self.state
+        if self.pinned is None and s.session_dir is not None:
+            found = _first_request_in_log(s.session_dir / LOG_NAME)
             if found is not None:
                 uuid, text = found
-                live = next((m for m in self.conversation.messages() if m.id == uuid), None)
+                live = next((m for m in s.conversation.messages() if m.id == uuid), None)
                 self.pinned = live.content if live is not None else text
         if self.pinned is None:
-            self.pinned = first_user_text(self.conversation.messages())
+            self.pinned = first_user_text(s.conversation.messages())
         return self.pinned
 
     def _check_touched(self, touched: list[tuple[str, str]]) -> list[CheckedFile]:
         files = []
+        workspace = self.state.workspace
         for path, how in touched:
             exists = True
-            if self.workspace is not None:
+            if workspace is not None:
                 try:
-                    exists = resolve_in_workspace(self.workspace, path).exists()
+                    exists = resolve_in_workspace(workspace, path).exists()
                 except BoundaryError:
                     continue
             files.append(CheckedFile(path, "other", how, exists))

@@ -1,0 +1,64 @@
+"""The compact strategy: Layer 2 at the threshold, once per request, behind the breaker."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ..errors import ToolError
+from ..events import Notice
+from ..providers.base import Provider
+from ..rollover.handoff import Intent
+from ..session.loader import LoadResult
+from . import layer2
+from .layer1 import Emit
+from .strategy import Marks, marks_for
+
+if TYPE_CHECKING:
+    from ..tools import ToolRegistry
+    from .state import SharedState
+
+
+class CompactStrategy:
+    name = "compact"
+
+    def __init__(self, state: SharedState) -> None:
+        self.state = state
+
+    def marks(self) -> Marks:
+        return marks_for(self.name, self.state.settings)
+
+    def threshold(self) -> int:
+        return self.state.settings.threshold
+
+    def phase(self) -> str:
+        return "normal"
+
+    def before_request(self, estimate: int, provider: Provider, emit: Emit) -> bool:
+        s = self.state
+        if estimate < s.settings.threshold:
+            return False
+        if s.breaker.open:
+            if not s.breaker_noted:
+                s.breaker_noted = True
+                emit(
+                    Notice(
+                        f"automatic compaction skipped: the breaker opened after "
+                        f"{s.breaker.failures} failed attempts; %compact still works",
+                        "warning",
+                    )
+                )
+            return False
+        layer2.compact(s, provider, "auto", emit)
+        return True
+
+    def recover(self, provider: Provider, emit: Emit) -> bool:
+        return layer2.compact(self.state, provider, "forced", emit).ok
+
+    def surface(self, tools: ToolRegistry) -> ToolRegistry:
+        return tools
+
+    def restore(self, loaded: LoadResult) -> None:
+        pass
+
+    def declare(self, intent: Intent, emit: Emit) -> str:
+        raise ToolError("new_context works only with --strategy rollover; keep working in this window")

@@ -1,0 +1,177 @@
+"""One session's context: the shared state, the Layer 1 spiller and the current strategy.
+
+``ContextManager`` is what the runner and the agent hold. It composes, and decides
+nothing itself: Layer 1 is the ``Spiller``, what happens at the window's limits is the
+strategy (``compact`` or ``rollover``), and both work on one ``SharedState``. Switching
+strategy (``use``) builds the other strategy over the same state, so the anchor, the
+learned calibration, the ledger, the breaker, the counters and the pending tool batch
+stay. Every method that can report takes the caller's ``emit``: events reach the run (or
+the ``%compact``) that asked and nobody else.
+
+It changes the conversation only through ``Conversation.replace`` (so every change is
+logged as a replace marker plus snapshot) and writes to the log only ``spill``,
+``compact`` and ``rollover`` entries.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..compact.breaker import Breaker
+from ..compact.estimate import Calibration
+from ..compact.spill import Ledger
+from ..conversation import Conversation
+from ..events import Compacted, ContextState
+from ..messages import ToolCall, Usage
+from ..providers.base import Provider
+from ..rollover.handoff import Intent
+from ..session.loader import LoadResult
+from ..session.writer import SessionWriter
+from . import layer2
+from .compact import CompactStrategy
+from .layer1 import Emit, Spiller, ignore
+from .rollover import RolloverStrategy
+from .settings import CompactSettings
+from .state import SharedState
+from .strategy import ContextStrategy
+
+if TYPE_CHECKING:
+    from ..tools import ToolRegistry
+
+STRATEGIES: dict[str, type[ContextStrategy]] = {"compact": CompactStrategy, "rollover": RolloverStrategy}
+
+
+class ContextManager:
+    def __init__(
+        self,
+        conversation: Conversation,
+        settings: CompactSettings | None = None,
+        *,
+        strategy: str = "compact",
+        session_dir: Path | None = None,
+        workspace: Path | None = None,
+        writer: SessionWriter | None = None,
+    ) -> None:
+        self.shared = SharedState(
+            conversation, settings, session_dir=session_dir, workspace=workspace, writer=writer
+        )
+        self.spiller = Spiller(self.shared)
+        self.strategy: ContextStrategy = STRATEGIES[strategy](self.shared)
+
+    def use(self, strategy: str) -> ContextStrategy:
+        """Make ``strategy`` current; the shared state stays as it is."""
+        if self.strategy.name != strategy:
+            self.strategy = STRATEGIES[strategy](self.shared)
+        return self.strategy
+
+    def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
+        self.shared.configure(settings, system=system, tools=tools)
+
+    def restore(self, loaded: LoadResult) -> None:
+        self.shared.restore(loaded)
+        self.strategy.restore(loaded)
+
+    # --- what it reads ---------------------------------------------------------------------
+
+    @property
+    def conversation(self) -> Conversation:
+        return self.shared.conversation
+
+    @property
+    def settings(self) -> CompactSettings:
+        return self.shared.settings
+
+    @property
+    def anchor(self) -> tuple[int, int] | None:
+        return self.shared.anchor
+
+    @property
+    def ledger(self) -> Ledger:
+        return self.shared.ledger
+
+    @property
+    def calibration(self) -> Calibration:
+        return self.shared.calibration
+
+    @property
+    def breaker(self) -> Breaker:
+        return self.shared.breaker
+
+    @property
+    def compactions(self) -> int:
+        return self.shared.compactions
+
+    @property
+    def rollovers(self) -> int:
+        return self.shared.rollovers
+
+    @property
+    def last_compact(self) -> Compacted | None:
+        return self.shared.last_compact
+
+    def estimate(self) -> int:
+        return self.shared.estimate()
+
+    def forget_anchor(self) -> None:
+        self.shared.forget_anchor()
+
+    def on_usage(self, usage: Usage, length: int) -> None:
+        self.shared.on_usage(usage, length)
+
+    def state(self, estimate: int | None = None) -> ContextState:
+        """Where the context stands, for gauges; ``estimate`` when the caller has it already."""
+        s = self.shared
+        return ContextState(
+            estimated_tokens=s.estimate() if estimate is None else estimate,
+            anchor_tokens=s.anchor[0] if s.anchor else 0,
+            context_window=s.settings.context_window,
+            threshold=self.strategy.threshold(),
+            breaker_open=s.breaker.open,
+            spills=s.ledger.spilled,
+            compactions=s.compactions,
+            strategy=self.strategy.name,
+            marks=self.strategy.marks(),
+            rollovers=s.rollovers,
+            phase=self.strategy.phase(),
+        )
+
+    # --- a run's boundaries ------------------------------------------------------------------
+
+    def admit_result(self, call: ToolCall, content: str, emit: Emit = ignore) -> str:
+        return self.spiller.admit_result(call, content, emit)
+
+    def after_tools(self, count: int) -> None:
+        self.spiller.after_tools(count)
+
+    def before_request(self, provider: Provider, emit: Emit = ignore) -> None:
+        """The pre-step boundary: Layer 1's batch check, then the strategy at the estimate.
+
+        The state is reported with the very estimate the strategy decides on, and again
+        after the strategy acted (a replace, a host note).
+        """
+        self.spiller.check_batch(emit)
+        estimate = self.shared.estimate()
+        emit(self.state(estimate))
+        if self.strategy.before_request(estimate, provider, emit):
+            emit(self.state())
+
+    def recover(self, provider: Provider, emit: Emit = ignore) -> bool:
+        return self.strategy.recover(provider, emit)
+
+    def surface(self, tools: ToolRegistry) -> ToolRegistry:
+        return self.strategy.surface(tools)
+
+    # --- on request ----------------------------------------------------------------------------
+
+    def compact(self, provider: Provider, trigger: str = "manual", emit: Emit = ignore) -> Compacted:
+        """Layer 2 now, whatever the strategy (``%compact``)."""
+        return layer2.compact(self.shared, provider, trigger, emit)
+
+    def spill_all(self, emit: Emit = ignore) -> int:
+        """``%compact --layer1``."""
+        return self.spiller.spill_all(emit)
+
+    def declare(self, intent: Intent, emit: Emit = ignore) -> str:
+        """``new_context``'s handler (only rollover accepts it)."""
+        return self.strategy.declare(intent, emit)

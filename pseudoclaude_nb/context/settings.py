@@ -1,0 +1,53 @@
+"""The settings of a session's context: one frozen value both strategies read.
+
+Layer 2 acts at ``threshold`` (window − summary reserve − safety margin). Rollover uses the
+same two reserves (room for the model's last output, a summary there and a handoff here,
+and headroom before it), so both strategies act at the same estimate.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..compact.summarize import layer2_threshold
+from ..rollover.budget import REMINDER_THRESHOLD, BudgetState, limits
+
+
+@dataclass(frozen=True)
+class CompactSettings:
+    context_window: int = 200_000
+    spill_bytes: int = 50_000
+    spill_batch_bytes: int = 200_000
+    summary_reserve: int = 20_000
+    safety_margin: int = 13_000
+    recent_tokens: int = 20_000
+    breaker_limit: int = 3
+    reminder_threshold: int = REMINDER_THRESHOLD  # rollover: remind this many tokens before the base limit
+
+    @property
+    def threshold(self) -> int:
+        """The Layer 2 line."""
+        return layer2_threshold(self.context_window, self.summary_reserve, self.safety_margin)
+
+    @property
+    def tail_tokens(self) -> int:
+        # The tail may use at most half of what the window allows before compacting: with
+        # a small window, 20,000 recent tokens would leave nothing old to summarize.
+        return max(1, min(self.recent_tokens, self.threshold // 2))
+
+    def budget(self, current: int, **flags: bool) -> BudgetState:
+        """Rollover's budget at ``current`` tokens (output reserve = summary reserve,
+        fallback reserve = safety margin)."""
+        return BudgetState(
+            self.context_window,
+            self.summary_reserve,
+            self.safety_margin,
+            self.reminder_threshold,
+            current,
+            **flags,
+        )
+
+    @property
+    def rollover_limits(self) -> dict[str, int]:
+        """Rollover's three marks: remind, base (fallback) and hard."""
+        return limits(self.context_window, self.summary_reserve, self.safety_margin, self.reminder_threshold)

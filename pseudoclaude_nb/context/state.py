@@ -1,0 +1,147 @@
+"""The state both strategies share: one per session, kept when the strategy is switched.
+
+``SharedState`` holds what the context layer knows about one session's conversation —
+the usage anchor and the learned calibration, the spill ledger, the breaker, the counters,
+the pending tool batch, the system prompt and tool schemas of the next request — and
+rebuilds it from the log on resume. It never emits events and never talks to a
+provider: strategies and the spiller get those on each call.
+
+Per step it costs the same at 100 messages as at 10,000: the estimate looks only at the
+messages after the anchor. Each response's usage also calibrates the estimate
+(``estimate.Calibration``): the messages between two consecutive anchors are what the
+provider counted in between. A replace, or a new system prompt or tool list
+(``configure``), breaks the pair.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from ..compact import estimate as _estimate
+from ..compact.breaker import Breaker
+from ..compact.estimate import Calibration, estimate_request, message_bytes
+from ..compact.spill import Ledger
+from ..conversation import Conversation
+from ..events import Compacted
+from ..messages import Message, Usage
+from ..session.loader import LoadResult
+from ..session.writer import SessionWriter
+from .layer1 import is_spill_preview
+from .settings import CompactSettings
+
+
+class SharedState:
+    def __init__(
+        self,
+        conversation: Conversation,
+        settings: CompactSettings | None = None,
+        *,
+        session_dir: Path | None = None,
+        workspace: Path | None = None,
+        writer: SessionWriter | None = None,
+    ) -> None:
+        self.conversation = conversation
+        self.settings = settings or CompactSettings()
+        self.session_dir = session_dir
+        self.workspace = workspace
+        self.writer = writer
+        self.ledger = Ledger()
+        self.breaker = Breaker(self.settings.breaker_limit)
+        self.anchor: tuple[int, int] | None = None  # (tokens, conversation length)
+        self.calibration = Calibration()
+        # The last anchor a provider reported (tokens, length, the message it ends at), while
+        # nothing broke the pair.
+        self.observed: tuple[int, int, Message | None] | None = None
+        self.compactions = 0
+        self.rollovers = 0
+        self.last_compact: Compacted | None = None
+        self.pending_batch: list[str] = []  # call ids of the last tool batch, not yet checked together
+        self.system = ""
+        self.tools: list[dict[str, Any]] = []
+        self.breaker_noted = False  # said once per run that the breaker skips Layer 2
+
+    def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
+        self.settings = settings
+        self.breaker.limit = settings.breaker_limit
+        if (system, tools) != (self.system, self.tools):
+            self.observed = None  # the next request differs by more than its messages
+        self.system, self.tools = system, tools
+        self.breaker_noted = False
+
+    def restore(self, loaded: LoadResult) -> None:
+        """Rebuild anchor, ledger, breaker and counters from a log."""
+        self.anchor = loaded.usage_anchor
+        in_full = {
+            m.tool_result.call_id
+            for m in loaded.messages
+            if m.tool_result is not None and not is_spill_preview(m)
+        }
+        for spill in loaded.spills:
+            # A spill entry whose snapshot never landed (a crash between) left the result in full.
+            call_id = spill.get("call_id")
+            if isinstance(call_id, str) and call_id not in in_full:
+                self.ledger.record(call_id, "spilled")
+        for msg in loaded.messages:
+            if msg.tool_result is not None:
+                # A preview is a spilled result even when its spill entry was not read (a
+                # fast load skips the log before its look-back).
+                self.ledger.record(msg.tool_result.call_id, "spilled" if is_spill_preview(msg) else "kept")
+        for entry in loaded.compacts:
+            ok = bool(entry.get("ok"))
+            self.breaker.record(ok, str(entry.get("trigger") or "auto"))
+            self.compactions += ok
+        self.rollovers = sum(1 for e in loaded.rollovers if e.get("phase") == "commit")
+
+    # --- the estimate ------------------------------------------------------------------
+
+    def estimate(self) -> int:
+        """Tokens of the next request: the provider's last figure plus what came after."""
+        length = len(self.conversation)
+        if self.anchor is not None and self.anchor[1] <= length:
+            tokens, at = self.anchor
+            return tokens + self.calibrated(_estimate.estimate_tokens(self.conversation.since(at)))
+        self.reset_anchor(self.conversation.messages())
+        assert self.anchor is not None
+        return self.anchor[0]
+
+    def estimate_of(self, messages: list[Message]) -> int:
+        """A fresh (seed-ratio) estimate of a request holding ``messages``."""
+        return estimate_request(self.system, messages, self.tools)
+
+    def on_usage(self, usage: Usage, length: int) -> None:
+        if usage.prompt_total or usage.output_tokens:
+            tokens = usage.prompt_total + usage.output_tokens
+            self._calibrate(tokens, length)
+            self.anchor = (tokens, length)
+
+    def _calibrate(self, tokens: int, length: int) -> None:
+        """One sample, from the last reported anchor to this one, when both count one conversation."""
+        previous, self.observed = self.observed, None
+        if 0 < length <= len(self.conversation):
+            self.observed = (tokens, length, self.conversation.since(length - 1)[0])
+        if previous is None:
+            return
+        p_tokens, p_length, p_last = previous
+        if not 0 < p_length < length <= len(self.conversation):
+            return
+        # A replace by anyone (an edit, a resync) puts another message where the last
+        # anchor ended: then the two counts are not of one conversation.
+        window = self.conversation.since(p_length - 1)[: length - p_length + 1]
+        if window[0] is p_last:
+            self.calibration.observe(sum(message_bytes(m) for m in window[1:]), tokens - p_tokens)
+
+    def calibrated(self, seed_tokens: int) -> int:
+        """A seed-ratio estimate at this session's ratio (the same number until it learned one)."""
+        ratio, seed = self.calibration.ratio, self.calibration.seed
+        return seed_tokens if ratio == seed else math.ceil(seed_tokens * seed / ratio)
+
+    def reset_anchor(self, messages: list[Message]) -> None:
+        """After a replace: the anchor is the estimate of the new messages."""
+        self.observed = None  # estimated, not reported: no sample against it
+        self.anchor = (self.calibrated(self.estimate_of(messages)), len(messages))
+
+    def forget_anchor(self) -> None:
+        """The last usage measured messages that are gone (an edit, a repair): estimate afresh."""
+        self.anchor = None

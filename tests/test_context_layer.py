@@ -1,0 +1,110 @@
+"""The context layer (issue 12): strategies over one shared state, events to the caller only,
+and a gauge that shows what the compactor decides."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pseudoclaude_nb.agent import Agent
+from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, RunFinished
+from pseudoclaude_nb.messages import ToolCall, Usage
+from pseudoclaude_nb.providers import ScriptedProvider
+from pseudoclaude_nb.session import SessionWriter, new_session_dir
+from pseudoclaude_nb.widgets import ContextGauge
+from tests.scripts import script
+
+
+def test_a_strategy_switch_keeps_calibration_anchor_and_the_pending_batch(workspace: Path):
+    path = new_session_dir(workspace)
+    with SessionWriter(path, fsync=False) as writer:
+        conversation = Conversation()
+        writer.attach(conversation)
+        settings = CompactSettings(context_window=10**9, spill_batch_bytes=30_000)
+        context = ContextManager(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
+        context.configure(settings, system="s", tools=[])
+        # Two anchors a pair apart: one calibration sample.
+        for tokens in (1_000, 2_000):
+            conversation.add_user("x" * 2_000)
+            context.on_usage(Usage(input_tokens=tokens), len(conversation))
+        assert context.calibration.samples == 1
+        calls = [ToolCall(id=f"c{i}", name="bash", arguments={}) for i in range(3)]
+        conversation.add_assistant_tool_calls("", calls)
+        for call in calls:
+            conversation.add_tool_result(call.id, context.admit_result(call, "r" * 20_000))
+        context.after_tools(len(calls))
+        calibration, anchor, shared = context.calibration, context.anchor, context.shared
+
+        rollover = context.use("rollover")
+        assert rollover.name == "rollover" and context.strategy is rollover
+        assert context.shared is shared and context.calibration is calibration
+        assert context.calibration.samples == 1 and context.anchor == anchor
+        assert shared.pending_batch == ["c0", "c1", "c2"]
+        # The batch is still checked at the next boundary, under the new strategy.
+        events: list = []
+        context.before_request(ScriptedProvider(script()), events.append)
+        assert shared.pending_batch == []
+        assert [context.ledger.decision(f"c{i}") for i in range(3)].count("spilled") == 2
+        assert context.use("compact").name == "compact" and context.calibration is calibration
+
+
+def demo_agent(workspace: Path) -> Agent:
+    return Agent(PseudoClaude(workspace=str(workspace), provider="demo", permission_mode="auto", fsync=False))
+
+
+def test_the_gauge_shows_the_estimate_the_compactor_decides_on(workspace: Path):
+    """The quickstart: the gauge's values include the pre-compaction estimate, over the Layer 2 line."""
+    agent = demo_agent(workspace)
+    try:
+        gauge, events = ContextGauge(), []
+        seen: list[str] = []
+        gauge.widget.observe(lambda change: seen.append(change["new"]), names="value")
+        summary = agent.run("Add a stats module", listeners=[gauge, events.append])
+        assert summary.status == "done"
+        started = next(i for i, e in enumerate(events) if isinstance(e, CompactStarted))
+        decided = [e for e in events[:started] if isinstance(e, ContextState)][-1]
+        assert decided.estimated_tokens >= decided.threshold == 17_000
+        assert decided.marks == (("Layer 2", 17_000),)
+        shown = {int(m.group(1)) for v in seen if (m := re.search(r"data-estimated='(\d+)'", v))}
+        assert decided.estimated_tokens in shown
+        assert max(shown) >= 17_000
+        # After the replace: one more state, at the compacted estimate.
+        compacted = next(e for e in events if isinstance(e, Compacted))
+        after = next(e for e in events[started:] if isinstance(e, ContextState))
+        assert compacted.ok and after.estimated_tokens < 17_000 and after.compactions == 1
+    finally:
+        agent.close()
+
+
+def test_a_later_compact_reaches_only_its_own_listener(workspace: Path):
+    agent = demo_agent(workspace)
+    try:
+        gauge, run_events = ContextGauge(), []
+        assert agent.run("Add a stats module", listeners=[gauge, run_events.append]).status == "done"
+        assert isinstance(run_events[-1], RunFinished)
+        frozen_value, frozen_state, count = gauge.widget.value, gauge.state, len(run_events)
+        own: list = []
+        result = agent.compact(listeners=[own.append])
+        assert isinstance(result, Compacted)
+        assert [type(e) for e in own] == [CompactStarted, Compacted]
+        assert len(run_events) == count, "the finished run's listeners heard nothing"
+        assert gauge.widget.value == frozen_value and gauge.state == frozen_state
+        assert gauge.state.status == "done"
+    finally:
+        agent.close()
+
+
+def test_a_finished_gauge_ignores_later_events():
+    gauge = ContextGauge()
+    state = ContextState(100, 50, 1_000, 800, False, 0, 0, marks=(("Layer 2", 800),))
+    gauge(state)
+    from pseudoclaude_nb.events import RunSummary
+
+    gauge(RunFinished(RunSummary(status="done")))
+    before = gauge.widget.value
+    gauge(CompactStarted("manual", 100))
+    gauge(ContextState(900, 50, 1_000, 800, False, 0, 1))
+    assert gauge.widget.value == before and gauge.state.status == "done"
