@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..memory.store import pseudoclaude_home
+from ..session import safeio
 
 Trust = Literal["hints", "read-only", "ask", "auto"]
 TRUST_VALUES = ("read-only", "ask", "auto")
@@ -92,7 +93,8 @@ def load_config(workspace: Path, configured: Mapping[str, Any] | None = None) ->
 def _read_file(path: Path, out: McpConfig) -> None:
     source = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # No link followed, regular files only, 1 MiB at most (session/safeio.py, issue 19).
+        data = json.loads(safeio.read_text(path, limit=1 << 20))
     except (OSError, UnicodeDecodeError) as exc:
         out.errors.append(f"{source}: cannot be read ({type(exc).__name__}); its servers are not started")
         return

@@ -44,6 +44,7 @@ from .paths import (
     session_dir,
     sessions_dir,
 )
+from .writer import EncodeError, encode_entry
 
 FORMAT = "pseudoclaude-session"
 VERSION = 1
@@ -207,13 +208,19 @@ def _export_line(line: bytes, redactor: Redactor | None, changed: dict[str, tupl
         entry = None
     if not isinstance(entry, dict):
         return _redact_bytes(line, redactor)  # a torn or corrupt line: redact it as text
-    new = redactor.value(entry) if redactor is not None else dict(entry)
+    new = dict(entry)
     path = entry.get("path")
     if entry.get("type") == "spill" and isinstance(path, str) and path in changed:
         new["bytes"], new["sha256"] = changed[path]
-    if new == entry:
-        return line
-    return orjson.dumps(new) + (b"\n" if line.endswith(b"\n") else b"")
+    try:
+        out = encode_entry(new)
+    except EncodeError:
+        return _redact_bytes(line, redactor)
+    if redactor is not None:
+        out = redactor.line(new, out)  # each string, then the whole line (key/value splits)
+    if not line.endswith(b"\n"):
+        out = out[:-1]
+    return line if out.rstrip(b"\n") == line.rstrip(b"\n") else out
 
 
 # --- import ---------------------------------------------------------------------------------------

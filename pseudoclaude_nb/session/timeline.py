@@ -65,9 +65,25 @@ def build_timeline(path: str | Path) -> Timeline:
     return Timeline(file.parent.name, items, len(loaded.messages), loaded.problems())
 
 
+def _count(value: object) -> int:
+    """A count read from disk: a non-negative integer below 2**53, else 0 (strings, lists, 1e308…)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not (0 <= value < 2**53):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
+
+
+def _detail(e: dict) -> str:
+    try:
+        return json.dumps(e, ensure_ascii=False, indent=1)
+    except (RecursionError, ValueError):
+        return "(an entry nested too deeply to show)"
+
+
 def _item(lineno: int, e: dict, effective: bool) -> Item:
     kind = e.get("type")
-    detail = json.dumps(e, ensure_ascii=False, indent=1)
+    detail = _detail(e)
     if kind == "message":
         result = e.get("tool_result")
         if isinstance(result, dict):
@@ -90,7 +106,7 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
         return Item(lineno, role, label, content, effective)
     if kind == "usage":
         tokens = sum(
-            int(e.get(k) or 0)
+            _count(e.get(k))
             for k in (
                 "input_tokens",
                 "cache_creation_input_tokens",
@@ -111,7 +127,7 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
         )
     if kind == "spill":
         return Item(
-            lineno, "spill", f"spill {e.get('tool')} {int(e.get('bytes') or 0):,} bytes", detail, effective
+            lineno, "spill", f"spill {e.get('tool')} {_count(e.get('bytes')):,} bytes", detail, effective
         )
     if kind == "compact":
         ok = "ok" if e.get("ok") else f"failed: {e.get('error')}"
