@@ -312,7 +312,7 @@ class Agent(ContextViews):
             provider=provider,
             policy=self.settings.memory_policy,
             session_id=active.id,
-            note=lambda text, level: writer.log_note(text, level),
+            note=lambda text, level: writer.note(text, level),
         )
 
     # --- what a run offers: tools and system prompt, by strategy ----------------------------------
@@ -343,7 +343,7 @@ class Agent(ContextViews):
         if active.previous_model and active.previous_model != model:
             text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
-            active.writer.log_note(text)
+            active.writer.note(text)
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
             hours = (time.time() - active.idle_since) / 3600
             text = (
@@ -351,7 +351,7 @@ class Agent(ContextViews):
                 "have changed since: re-check them before relying on earlier observations."
             )
             runner.emit(Notice(text))
-            active.writer.log_note(text)
+            active.writer.note(text)
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix

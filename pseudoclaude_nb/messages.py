@@ -15,6 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from .errors import ProtocolError
 
+# The kinds of host note (``Message.host``): rollover's one-time reminder and its fallback
+# notice. A str, not a Literal: a later version's kind must not make a log line unreadable.
+HOST_REMIND = "rollover-remind"
+HOST_FALLBACK = "rollover-fallback"
+
 
 def new_id() -> str:
     return uuid.uuid4().hex
@@ -41,9 +46,14 @@ class ToolResult(BaseModel):
     call_id: str
     content: str
     is_error: bool = False
+    # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
+    spilled: str | None = None  # Layer 1 preview: the spill file it stands for (relative to the session)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+        data: dict[str, Any] = {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+        if self.spilled is not None:
+            data["spilled"] = self.spilled
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
@@ -88,9 +98,11 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     ts: float = Field(default_factory=time.time)
+    # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
+    host: str | None = None  # a note the host added (not the user's words): its kind
 
     def to_dict(self) -> dict[str, Any]:
-        return {
+        data: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "content": self.content,
@@ -98,6 +110,9 @@ class Message(BaseModel):
             "tool_result": self.tool_result.to_dict() if self.tool_result else None,
             "ts": self.ts,
         }
+        if self.host is not None:
+            data["host"] = self.host
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Message:
@@ -109,6 +124,11 @@ class Message(BaseModel):
 
     def text_for_title(self) -> str:
         return " ".join(self.content.split())
+
+    @property
+    def is_spill_preview(self) -> bool:
+        """A tool result Layer 1 replaced by a preview (its ``spilled`` field, never its text)."""
+        return self.tool_result is not None and self.tool_result.spilled is not None
 
 
 # --- the request validator -------------------------------------------------------------

@@ -140,23 +140,17 @@ def big_log(workspace: Path, *, mb: int = 6, after: int = 30, torn_last: bool = 
             call = ToolCall(id=f"c{i}", name="read_file", arguments={"path": f"f{i}.py"})
             conversation.add_assistant_tool_calls("reading", [call])
             conversation.add_tool_result(call.id, f"{i} {filler}")
-            writer.log_usage(
+            writer.usage(
                 Usage(input_tokens=i, output_tokens=1), messages=len(conversation), model="big-model"
             )
             i += 1
-        writer.log(
-            entries.compact_entry(trigger="auto", before_tokens=9, after_tokens=1, ok=False, error="x")
-        )
+        writer.compact(trigger="auto", before_tokens=9, after_tokens=1, ok=False, error="x")
         tail = conversation.messages()[-4:]
         conversation.replace("compact", [Message(role="user", content="<summary>all of it</summary>"), *tail])
-        writer.log(
-            entries.compact_entry(trigger="auto", before_tokens=9, after_tokens=1, ok=True, error=None)
-        )
+        writer.compact(trigger="auto", before_tokens=9, after_tokens=1, ok=True, error=None)
         for k in range(after):
             conversation.add_user(f"more {k}")
-        writer.log_usage(
-            Usage(input_tokens=5, output_tokens=1), messages=len(conversation), model="big-model"
-        )
+        writer.usage(Usage(input_tokens=5, output_tokens=1), messages=len(conversation), model="big-model")
     log = folder / "conversation.jsonl"
     if torn_last:
         # A second replace whose snapshot a crash cut off: the first one stands.
@@ -189,7 +183,7 @@ def test_resume_of_a_large_log_reads_a_bounded_part(big, small_skip):
     assert fast.title == "the big task" and fast.first_model == "big-model"
     assert fast.usage_anchor == (6, len(fast.messages))
     # What the look-back saw: the failed attempt and the success that led to the replace.
-    assert [c["ok"] for c in fast.compacts] == [False, True]
+    assert [c.ok for c in fast.compacts] == [False, True]
     # Counts describe the part read; the full replay counts the whole log.
     assert fast.physical_messages < full.physical_messages
     assert full.replaces == 1 and fast.replaces == 1

@@ -12,14 +12,12 @@ from typing import Any
 from ..messages import Message
 from .estimate import estimate_text, message_bytes, tokens_for_bytes
 
-PREVIEW_MARK = "[Tool result too large"
-
 
 def message_parts(messages: list[Message]) -> dict[str, int]:
     parts = {"user_text": 0, "assistant_text": 0, "tool_calls": 0, "tool_results": 0, "spill_previews": 0}
     for m in messages:
         if m.tool_result is not None:
-            key = "spill_previews" if m.tool_result.content.startswith(PREVIEW_MARK) else "tool_results"
+            key = "spill_previews" if m.is_spill_preview else "tool_results"
             parts[key] += message_bytes(m)
         elif m.role == "user":
             parts["user_text"] += message_bytes(m)

@@ -80,19 +80,17 @@ class SharedState:
         }
         for spill in loaded.spills:
             # A spill entry whose snapshot never landed (a crash between) left the result in full.
-            call_id = spill.get("call_id")
-            if isinstance(call_id, str) and call_id not in in_full:
-                self.ledger.record(call_id, "spilled")
+            if spill.call_id is not None and spill.call_id not in in_full:
+                self.ledger.record(spill.call_id, "spilled")
         for msg in loaded.messages:
             if msg.tool_result is not None:
                 # A preview is a spilled result even when its spill entry was not read (a
                 # fast load skips the log before its look-back).
                 self.ledger.record(msg.tool_result.call_id, "spilled" if is_spill_preview(msg) else "kept")
         for entry in loaded.compacts:
-            ok = bool(entry.get("ok"))
-            self.breaker.record(ok, str(entry.get("trigger") or "auto"))
-            self.compactions += ok
-        self.rollovers = sum(1 for e in loaded.rollovers if e.get("phase") == "commit")
+            self.breaker.record(entry.ok, entry.trigger)
+            self.compactions += entry.ok
+        self.rollovers = sum(1 for e in loaded.rollovers if e.phase == "commit")
 
     # --- the estimate ------------------------------------------------------------------
 

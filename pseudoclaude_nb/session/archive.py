@@ -32,6 +32,7 @@ import orjson
 from ..errors import SessionError
 from ..redact import Redactor
 from .catalog import session_info, write_meta
+from .entries import SpillEntry, decode, parse_entry
 from .lifecycle import trash_dir
 from .loader import load_session
 from .paths import (
@@ -193,16 +194,13 @@ def _export_line(line: bytes, redactor: Redactor | None, changed: dict[str, tupl
     is_spill = bool(changed) and b'"spill"' in line
     if not is_spill and (redactor is None or not redactor.may_contain(line)):
         return line
-    try:
-        entry = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        entry = None
-    if not isinstance(entry, dict):
+    entry = decode(line)
+    if entry is None:
         return _redact_bytes(line, redactor)  # a torn or corrupt line: redact it as text
     new = redactor.value(entry) if redactor is not None else dict(entry)
-    path = entry.get("path")
-    if entry.get("type") == "spill" and isinstance(path, str) and path in changed:
-        new["bytes"], new["sha256"] = changed[path]
+    spill = parse_entry(entry)
+    if isinstance(spill, SpillEntry) and spill.path is not None and spill.path in changed:
+        new["bytes"], new["sha256"] = changed[spill.path]
     if new == entry:
         return line
     return orjson.dumps(new) + (b"\n" if line.endswith(b"\n") else b"")

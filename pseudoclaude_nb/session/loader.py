@@ -42,11 +42,22 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from pydantic import ValidationError
 
 from ..errors import SessionError
 from ..messages import Message, pairing_problems, repair_pairing
-from .entries import TORN_NOTE, message_from_entry
+from .entries import (
+    TORN_NOTE,
+    CompactEntry,
+    MessageEntry,
+    NoteEntry,
+    ReplaceEntry,
+    RolloverEntry,
+    SpillEntry,
+    UsageEntry,
+    decode,
+    parse_entry,
+    upgrade_legacy,
+)
 from .paths import LOG_NAME
 
 
@@ -67,10 +78,10 @@ class LoadResult:
     physical_messages: int = 0
     replaces: int = 0
     usage_anchor: tuple[int, int] | None = None  # (tokens, conversation length)
-    spills: list[dict[str, Any]] = field(default_factory=list)
-    compacts: list[dict[str, Any]] = field(default_factory=list)
-    rollovers: list[dict[str, Any]] = field(default_factory=list)
-    notes: list[dict[str, Any]] = field(default_factory=list)
+    spills: list[SpillEntry] = field(default_factory=list)
+    compacts: list[CompactEntry] = field(default_factory=list)
+    rollovers: list[RolloverEntry] = field(default_factory=list)
+    notes: list[NoteEntry] = field(default_factory=list)
     bytes: int = 0
     effective_from_byte: int = 0  # where the effective state begins: the last committed replace
     bytes_read: int = 0  # what the load read of the file (all of it, unless the fast path skipped a part)
@@ -183,7 +194,7 @@ def _replay(data: bytes, r: LoadResult, *, base: int = 0) -> list[int]:
     """
     lines = data.split(b"\n")
     ends_clean = data.endswith(b"\n") or not data
-    state: list[Any] = []  # Messages, or entries that are plainly valid ones
+    state: list[MessageEntry] = []
     pending: _Pending | None = None
     anchor: tuple[int, int] | None = None
     last_bad: int | None = None
@@ -194,15 +205,16 @@ def _replay(data: bytes, r: LoadResult, *, base: int = 0) -> list[int]:
     title = ""
     physical = replaces = 0
     loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError  # noqa: N806 - a local alias
+    parse = parse_entry
 
     for index, raw in enumerate(lines):
         if not raw or raw.isspace():  # isspace: no copy, unlike strip
             continue
         try:
-            entry = loads(raw)
+            obj = loads(raw)
         except JSONDecodeError:
-            entry = None
-        if type(entry) is not dict:
+            obj = None
+        if type(obj) is not dict:
             if index == last and not ends_clean:
                 r.torn_tail = True
             else:
@@ -210,71 +222,68 @@ def _replay(data: bytes, r: LoadResult, *, base: int = 0) -> list[int]:
                 last_bad = index + 1
             continue
 
-        kind = entry.get("type")
+        kind = obj.get("type")
         if last_bad is not None:
-            if kind == "note" and entry.get("kind") == TORN_NOTE and last_bad == index:
+            if kind == "note" and obj.get("kind") == TORN_NOTE and last_bad == index:
                 # The writer marked the line before as a crash's torn tail, now mended.
                 bad.pop()
                 r.torn_tail = True
             last_bad = None
 
-        if pending is not None and (kind != "message" or entry.get("replace_id") != pending.replace_id):
+        if pending is not None and (kind != "message" or obj.get("replace_id") != pending.replace_id):
             r.torn_replace, pending = True, None
 
-        ts = entry.get("ts")
+        ts = obj.get("ts")
         if isinstance(ts, (int, float)):
             if first_ts is None:
                 first_ts = ts
             last_ts = ts
 
-        if kind == "message":
-            # A plainly valid entry becomes a Message only if it is in the final state;
-            # anything else is validated now (and may be a bad line).
-            msg: Message | dict[str, Any] | None = entry if _plainly_valid(entry) else _valid_message(entry)
-            if msg is None:
-                bad.append(index + 1)
-                continue
+        entry = parse(obj)
+        if entry is None:
+            bad.append(index + 1)  # a message or replace marker that is not a valid one
+            continue
+        cls = type(entry)
+        if cls is MessageEntry:
+            # A plainly valid entry becomes a Message only if it is in the final state.
             physical += 1
-            model = entry.get("model")
+            model = obj.get("model")
             if model and isinstance(model, str):
                 first_model = first_model or model
                 last_model = model
             if not title:
-                title = _title(msg)
-            rid = entry.get("replace_id")
+                title = entry.title()
+            rid = obj.get("replace_id")
             if rid is None:
-                state.append(msg)
+                state.append(entry)
             elif pending is not None and rid == pending.replace_id:
-                pending.messages.append(msg)
+                pending.messages.append(entry)
                 if len(pending.messages) == pending.count:
                     r._effective_line = pending.line
                     commits.append(pending.line - 1)
                     state, pending, anchor = pending.messages, None, None
                     replaces += 1
             # else: a snapshot entry of a replace already discarded; ignore it.
-        elif kind == "usage":
-            anchor = _anchor(entry) or anchor
-            model = entry.get("model")
-            if model and isinstance(model, str):
+        elif cls is UsageEntry:
+            anchor = entry.anchor or anchor  # type: ignore[union-attr]
+            model = entry.model  # type: ignore[union-attr]
+            if model:
                 first_model = first_model or model
                 last_model = model
-        elif kind == "replace":
-            count, rid = entry.get("count"), entry.get("replace_id")
-            if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
-                bad.append(index + 1)
-            elif count == 0:
+        elif cls is ReplaceEntry:
+            if entry.count == 0:  # type: ignore[union-attr]
                 state, anchor = [], None
                 r._effective_line = index + 1
                 commits.append(index)
                 replaces += 1
             else:
-                pending = _Pending(rid, count, index + 1)
+                pending = _Pending(entry.replace_id, entry.count, index + 1)  # type: ignore[union-attr]
         else:
-            _collect(r, kind, entry)
+            _collect(r, entry)
 
     if pending is not None:
         r.torn_replace = True
-    r.messages = [m if type(m) is not dict else Message.model_validate(m) for m in state]
+    r.messages = [e.message for e in state]
     r.usage_anchor = anchor
     r.first_ts, r.last_ts, r.first_model, r.last_model = first_ts, last_ts, first_model, last_model
     r.title, r.physical_messages, r.replaces = title, physical, replaces
@@ -294,16 +303,17 @@ def _offsets(lines: list[bytes], indexes: list[int], base: int) -> list[int]:
     return out
 
 
-def _collect(r: LoadResult, kind: Any, entry: dict[str, Any]) -> None:
-    if kind == "spill":
+def _collect(r: LoadResult, entry: Any) -> None:
+    cls = type(entry)
+    if cls is SpillEntry:
         r.spills.append(entry)
-    elif kind == "compact":
+    elif cls is CompactEntry:
         r.compacts.append(entry)
-    elif kind == "rollover":
+    elif cls is RolloverEntry:
         r.rollovers.append(entry)
-    elif kind == "note":
+    elif cls is NoteEntry:
         r.notes.append(entry)
-    # Unknown types are ignored: forward compatibility.
+    # Unknown types (OtherEntry) are ignored: forward compatibility.
 
 
 # --- the fast path: from the last complete replace -------------------------------------------------
@@ -367,12 +377,7 @@ def _replace_candidates(buf: bytes, first: int, stop: int) -> Iterator[int]:
         i = buf.rfind(_REPLACE, first, line_start)
 
 
-def _parse(raw: bytes) -> dict[str, Any] | None:
-    try:
-        entry = orjson.loads(raw)
-    except orjson.JSONDecodeError:
-        return None
-    return entry if isinstance(entry, dict) else None
+_parse = decode
 
 
 def _finish_fast(fd: int, r: LoadResult, offset: int, before: bytes, before_start: int) -> None:
@@ -398,28 +403,23 @@ def _finish_fast(fd: int, r: LoadResult, offset: int, before: bytes, before_star
     body = window[first_line:]
     lines = body.split(b"\n") if r.last_ts is None else _lines_with(body, wanted)
     for raw in lines:
-        entry = _parse(raw) if raw and not raw.isspace() else None
-        if entry is None:
+        obj = _parse(raw) if raw and not raw.isspace() else None
+        if obj is None:
             continue
-        kind = entry.get("type")
-        if isinstance(entry.get("ts"), (int, float)):
-            last_ts = entry["ts"]
-        model = entry.get("model")
-        if (
-            isinstance(model, str)
-            and model
-            and (kind == "usage" or (kind == "message" and _valid_message(entry)))
-        ):
-            last_model = model
-        if kind == "spill":
+        if isinstance(obj.get("ts"), (int, float)):
+            last_ts = obj["ts"]
+        entry = parse_entry(obj)
+        if isinstance(entry, (UsageEntry, MessageEntry)) and entry.model:
+            last_model = entry.model
+        if isinstance(entry, SpillEntry):
             spills.append(entry)
-        elif kind == "compact":
+        elif isinstance(entry, CompactEntry):
             compacts.append(entry)
-        elif kind == "rollover":
+        elif isinstance(entry, RolloverEntry):
             rollovers.append(entry)
-        elif kind == "note":
+        elif isinstance(entry, NoteEntry):
             notes.append(entry)
-            if entry.get("kind") == TORN_NOTE:
+            if entry.kind == TORN_NOTE:
                 r.torn_tail = True  # the writer mended a crash's torn line here
     r.spills[:0], r.compacts[:0], r.rollovers[:0], r.notes[:0] = spills, compacts, rollovers, notes
     if r.last_model is None:
@@ -495,89 +495,19 @@ def _scan_head(fd: int, limit: int) -> _Head:
     return head
 
 
-def _head_entry(head: _Head, entry: dict[str, Any]) -> None:
-    ts = entry.get("ts")
+def _head_entry(head: _Head, obj: dict[str, Any]) -> None:
+    ts = obj.get("ts")
     if head.first_ts is None and isinstance(ts, (int, float)):
         head.first_ts = ts
-    kind = entry.get("type")
-    if kind not in ("message", "usage"):
+    if obj.get("type") not in ("message", "usage"):
         return
-    msg = _valid_message(entry) if kind == "message" else None
-    if kind == "message" and msg is None:
-        return
-    model = entry.get("model")
-    if not head.first_model and isinstance(model, str) and model:
-        head.first_model = model
-    if not head.title and msg is not None and msg.role == "user" and msg.content and msg.tool_result is None:
-        head.title = msg.text_for_title()[:80]
-
-
-def _plainly_valid(e: dict[str, Any]) -> bool:
-    """True when the entry is a message with every field of exactly its type, so that
-    ``Message.model_validate`` accepts it as it stands (checked in Python: ~3x cheaper
-    than validating, and most entries are never needed as messages after a replace)."""
-    if type(e.get("id")) is not str or e.get("role") not in ("user", "assistant"):
-        return False
-    if type(e.get("content", "")) is not str or type(e.get("ts")) not in (float, int):
-        return False
-    calls = e.get("tool_calls", ())
-    if type(calls) is not list and calls != ():
-        return False
-    for c in calls:
-        if type(c) is not dict or type(c.get("id")) is not str or type(c.get("name")) is not str:
-            return False
-        if type(c.get("arguments", {})) is not dict:
-            return False
-    result = e.get("tool_result")
-    if result is None:
-        return True
-    return (
-        type(result) is dict
-        and type(result.get("call_id")) is str
-        and type(result.get("content")) is str
-        and type(result.get("is_error", False)) is bool
-    )
-
-
-def _title(msg: Message | dict[str, Any]) -> str:
-    """The title a message gives a session (its text collapsed, 80 characters), or ""."""
-    if type(msg) is dict:
-        content = msg.get("content", "")
-        if msg["role"] != "user" or not content or msg.get("tool_result") is not None:
-            return ""
-        return " ".join(content.split())[:80]
-    assert isinstance(msg, Message)
-    if msg.role != "user" or not msg.content or msg.tool_result is not None:
-        return ""
-    return msg.text_for_title()[:80]
-
-
-def _valid_message(entry: dict[str, Any]) -> Message | None:
-    """The message of a ``message`` entry, or None when it is not a valid one."""
-    if "id" in entry and "ts" in entry:
-        # Validated as it stands (unknown keys are ignored); what this rejects gets the
-        # lenient reading below (null content or tool_calls, a null ts), as before.
-        try:
-            return Message.model_validate(entry)
-        except ValidationError:
-            pass
-    try:
-        return message_from_entry(entry)
-    except (ValidationError, KeyError, TypeError):
-        return None
-
-
-def _anchor(entry: dict[str, Any]) -> tuple[int, int] | None:
-    try:
-        tokens = (
-            int(entry.get("input_tokens") or 0)
-            + int(entry.get("cache_creation_input_tokens") or 0)
-            + int(entry.get("cache_read_input_tokens") or 0)
-            + int(entry.get("output_tokens") or 0)
-        )
-        return tokens, int(entry["messages"])
-    except (KeyError, TypeError, ValueError):
-        return None
+    entry = parse_entry(obj)
+    if not isinstance(entry, (MessageEntry, UsageEntry)):
+        return  # an invalid message
+    if not head.first_model and entry.model:
+        head.first_model = entry.model
+    if not head.title and isinstance(entry, MessageEntry):
+        head.title = entry.title()
 
 
 def _settle(r: LoadResult) -> None:
@@ -604,4 +534,4 @@ def _settle(r: LoadResult) -> None:
         msgs = repaired
     if r.usage_anchor is not None and r.usage_anchor[1] > len(msgs):
         r.usage_anchor = None
-    r.messages = msgs
+    r.messages = upgrade_legacy(msgs)

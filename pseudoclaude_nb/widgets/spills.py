@@ -17,7 +17,7 @@ def spill_rows(session_dir: Path) -> list[dict[str, Any]]:
     """Spill entries of the log, with a preview read from each file."""
     rows = []
     for entry in load_session(session_dir, full=True).spills:  # every spill, not just the recent ones
-        path = Path(session_dir) / str(entry.get("path", ""))
+        path = Path(session_dir) / (entry.path or "")
         try:
             with open(path, "rb") as f:
                 head = f.read(300).decode("utf-8", "replace")
@@ -25,9 +25,9 @@ def spill_rows(session_dir: Path) -> list[dict[str, Any]]:
             head = f"(file unreadable: {exc.strerror or exc})"
         rows.append(
             {
-                "tool": entry.get("tool"),
-                "call_id": entry.get("call_id"),
-                "bytes": int(entry.get("bytes") or 0),
+                "tool": entry.tool,
+                "call_id": entry.call_id,
+                "bytes": entry.bytes,
                 "path": path,
                 "preview": head,
             }
