@@ -3,11 +3,21 @@
     python notebooks/refresh_outputs.py            # all notebooks
     python notebooks/refresh_outputs.py 02         # those whose name contains "02"
 
-Each notebook runs with nbclient in its canonical folder, the same one the tests use
-(``CANONICAL``), so paths and the token counts that depend on them match. ``%agent``
-and ``%compact`` cells get the ``nbval-ignore-output`` tag: they update their output in
-place (the streaming answer, "compacting…"), which nbval does not follow. Everything else is compared, with the sanitizers
-of ``tests/nbval_sanitize.cfg`` for ids, times, dates, sizes and addresses.
+The convention every teaching notebook follows (06 and later too): ``NN_name.ipynb`` works
+in a folder of its own, ``work/NN_name/`` next to it. Its first code cell loads the
+extension, creates that folder, moves the kernel there and sets
+``%config PseudoClaude.workspace = "."`` (copy the cell of 01 and change the name). So the
+agent's files, sessions and memory of one notebook are never seen by another, and all of
+them can run in one folder in any order — which is what a learner does.
+
+The outputs are recorded the same way: every notebook runs with nbclient in ONE shared
+folder (``CANONICAL``, the one the tests use), in order, so paths and the token counts that
+depend on them match. The build folder is then written out of the outputs (it is the
+reader's own folder, not ours), and widget state is not stored: it belongs to a kernel that
+is gone, and every widget output carries a ``text/plain`` (and ``text/html``) form of its
+final state. ``%agent`` and ``%compact`` cells get the ``nbval-ignore-output`` tag: they
+update their output in place (the streaming answer, "compacting…"), which nbval does not
+follow. Everything else is compared, with the sanitizers of ``tests/nbval_sanitize.cfg``.
 """
 
 from __future__ import annotations
@@ -23,15 +33,22 @@ from nbclient import NotebookClient
 
 HERE = Path(__file__).parent
 CANONICAL = Path(tempfile.gettempdir()) / "pseudoclaude-notebooks"
+WORK = "work"  # each notebook NN_name works in WORK/NN_name/
 STREAMING = ("%agent", "%%agent", "%compact")
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def workspace_of(notebook: Path, folder: Path = CANONICAL) -> Path:
+    """The folder a notebook works in when it is opened in ``folder``."""
+    return folder / WORK / notebook.stem
 
 
 def canonical_dir(notebook: Path) -> Path:
-    """A fresh, fixed folder for one notebook's run."""
-    folder = CANONICAL / notebook.stem
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.mkdir(parents=True)
-    return folder
+    """The shared folder, holding a copy of ``notebook`` and a fresh workspace for it."""
+    CANONICAL.mkdir(parents=True, exist_ok=True)
+    shutil.rmtree(workspace_of(notebook), ignore_errors=True)
+    shutil.copy(notebook, CANONICAL / notebook.name)
+    return CANONICAL
 
 
 def tag_streaming_cells(nb: nbformat.NotebookNode) -> None:
@@ -48,6 +65,32 @@ def tag_streaming_cells(nb: nbformat.NotebookNode) -> None:
             del cell.metadata["tags"]
 
 
+def _scrub(value: object, folder: str) -> object:
+    if isinstance(value, str):
+        return value.replace(folder + os.sep, "").replace(folder, ".")
+    if isinstance(value, list):
+        return [_scrub(v, folder) for v in value]
+    if isinstance(value, dict):
+        return {k: _scrub(v, folder) for k, v in value.items()}
+    return value
+
+
+def clean_outputs(nb: nbformat.NotebookNode, workspace: Path) -> None:
+    """No build paths, no widget state: what is stored reads right without a kernel."""
+    nb.metadata.pop("widgets", None)
+    folder = str(workspace.resolve())
+    for cell in nb.cells:
+        if cell.cell_type != "code":
+            continue
+        for output in cell.outputs:
+            data = output.get("data")
+            if data is not None:
+                data.pop(WIDGET_VIEW, None)
+                output["data"] = nbformat.from_dict(_scrub(dict(data), folder))
+            if "text" in output:
+                output["text"] = _scrub(output["text"], folder)
+
+
 def refresh(notebook: Path) -> None:
     nb = nbformat.read(notebook, as_version=4)
     tag_streaming_cells(nb)
@@ -55,6 +98,7 @@ def refresh(notebook: Path) -> None:
     NotebookClient(
         nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
     ).execute()
+    clean_outputs(nb, workspace_of(notebook, folder))
     nbformat.write(nb, notebook)
     print(f"refreshed {notebook.name}")
 

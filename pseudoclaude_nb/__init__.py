@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from .tools.user import tool
+
+__all__ = ["load_ipython_extension", "tool", "unload_ipython_extension"]
 __version__ = "0.1.0"
 
 

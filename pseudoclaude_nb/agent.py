@@ -22,10 +22,13 @@ from .context import CompactSettings, ContextManager, Emit
 from .conversation import Conversation, Hooks
 from .errors import SessionNotFoundError, ToolError
 from .events import MemoryUpdated, RunEvent
+from .mcp import McpHub, load_config
 from .memory import MemoryManager, user_memory_dir
-from .messages import Message
+from .messages import Message, NotebookMark
+from .notebook import ActivityBlock, NotebookHost, cells_for_run, render_activity
 from .prompt import join_sections, system_sections, with_memory
 from .providers import Provider, make_provider
+from .redact import Redactor
 from .rollover.handoff import GUIDANCE, Intent
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
@@ -33,7 +36,9 @@ from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
 from .tools import MemoryReader, Permissions, ToolRegistry, build_tools
 from .tools.memory import withhold_bodies
+from .tools.notebook import notebook_tools
 from .tools.rollover import new_context_tool, search_history_tool
+from .tools.user import user_tools
 
 # How long a run waits for the previous run's memory update before going on without it.
 MEMORY_WAIT_SECONDS = 15.0
@@ -47,6 +52,7 @@ class ActiveSession:
     context: ContextManager
     previous_model: str | None = None  # from a resume; said once, by the next run
     idle_since: float | None = None  # last activity: a resume's log, or the last run
+    notebook_seen: int | None = None  # the last cell reported to this session (None: none yet)
 
     @property
     def id(self) -> str:
@@ -61,10 +67,12 @@ class Agent(ContextViews):
         notebook_file: str | None = None,
         python_executor: Callable[[str], str] | None = None,
         ask: Callable[[str], str] | None = None,
+        notebook: NotebookHost | None = None,
     ) -> None:
         self.settings = settings or PseudoClaude()
         self.notebook_file = notebook_file
         self.python_executor = python_executor
+        self.notebook = notebook
         self.ask = ask
         self.session: ActiveSession | None = None
         self.last_runner: Runner | None = None
@@ -73,6 +81,7 @@ class Agent(ContextViews):
         self._memory: MemoryManager | None = None
         self.memory_wait = MEMORY_WAIT_SECONDS
         self._last_memory_index: str | None = None  # what the last run's requests carried
+        self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
     @property
     def workspace(self) -> Path:
@@ -100,7 +109,7 @@ class Agent(ContextViews):
 
     def new_session(self) -> None:
         """Close the current session; the next run starts a fresh one."""
-        self.close()
+        self._close_session()
 
     def resume(self, session_id: str | None = None) -> LoadResult:
         """Make a stored session current. ``None`` means the latest one."""
@@ -112,7 +121,7 @@ class Agent(ContextViews):
             session_id = sessions[0].id
         path = session_dir(ws, session_id)
         if self.session is not None and self.session.dir == path:
-            self.close()  # resuming the current session reloads it from disk
+            self._close_session()  # resuming the current session reloads it from disk
         # Lock first, then read: no other process can append between the two.
         writer = SessionWriter(path, fsync=self.settings.fsync, redact=self.settings.redact_secrets)
         try:
@@ -120,7 +129,7 @@ class Agent(ContextViews):
         except BaseException:
             writer.close()
             raise
-        self.close()
+        self._close_session()
         active = self._activate(path, writer, loaded.messages)
         active.context.restore(loaded)
         if loaded.repaired:
@@ -153,6 +162,12 @@ class Agent(ContextViews):
         return self.settings.strategy
 
     def close(self) -> None:
+        """The end of this agent: the session closed, the MCP servers stopped."""
+        self._close_session()
+        if self._mcp is not None:
+            self._mcp.close()
+
+    def _close_session(self) -> None:
         if self.session is not None:
             self.session.writer.close()
             self.session = None
@@ -197,7 +212,13 @@ class Agent(ContextViews):
         config = self.config(**options)
         load_dotenv_file(self.workspace)
         provider = make_provider(
-            config.provider, model=config.model, context_window=config.context_window, script=config.script
+            config.provider,
+            model=config.model,
+            context_window=config.context_window,
+            script=config.script,
+            max_output_tokens=config.max_output_tokens,
+            thinking_budget=config.thinking_budget,
+            reasoning_effort=config.reasoning_effort,
         )
         if new:
             self.new_session()
@@ -209,29 +230,38 @@ class Agent(ContextViews):
         memory_events: list[RunEvent] = []
         memory_index = self._memory_for_run(config.memory, memory_events)
         relay = _Relay()  # this run's events, for tools that report (new_context)
+        mcp_problems = self.prepare_mcp()
         tools = self._tools(config.strategy, memory_index, relay)
         system = join_sections(self._sections(config.strategy, memory_index))
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
         self.last_provider = provider
+        permissions = Permissions(config.permission_mode, ask=self.ask)
+        permissions.always_allowed |= {t.name for t in tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,
             provider=provider,
             tools=tools,
-            permissions=Permissions(config.permission_mode, ask=self.ask),
+            permissions=permissions,
             system_prompt=system,
             writer=active.writer,
             context=context,
             max_steps=config.max_steps,
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
             listeners=listeners,
+            max_tokens=config.agent_output_tokens,
         )
         relay.target = runner.emit
         self.last_runner = runner
         self._last_memory_index = memory_index
+        block = self.notebook_block(active) if config.notebook else None
+        if block is not None:
+            runner.emit(Notice(block.summary()))
         for event in memory_events:
             runner.emit(event)
+        for text in mcp_problems:
+            runner.emit(Notice(text, "warning"))
         if not config.memory:
             self._withhold_memory(active, runner)
         if config.provider == "auto" and provider.name == "demo":
@@ -242,12 +272,13 @@ class Agent(ContextViews):
                 )
             )
         prompt = self._resume_notices(active, provider.model, config, runner) + prompt
+        first = self._first_message(prompt, block, active)
         self.history.on_notice = lambda text: runner.emit(Notice(text, "warning"))
         new_messages: list[Message] = []  # what this run appended, whatever replaces happen
         collect = Hooks(on_append=new_messages.append)
         active.conversation.add_hooks(collect)
         try:
-            summary = runner.run(prompt)
+            summary = runner.run(first)
         finally:
             active.conversation.remove_hooks(collect)
             active.idle_since = time.time()
@@ -255,6 +286,37 @@ class Agent(ContextViews):
         if summary.status == "done" and config.memory:
             self._update_memory(new_messages, provider, active)
         return summary
+
+    # --- the notebook: the activity block that begins a run's user message ----------------------
+
+    def notebook_block(self, active: ActiveSession | None = None) -> ActivityBlock | None:
+        """The cells the next run of ``active`` (default: the current session) would report.
+
+        Redacted here, before anything sends or writes it: a key typed into a cell is not
+        the model's business, and the request is not redacted elsewhere.
+        """
+        if self.notebook is None:
+            return None
+        active = active if active is not None else self.session
+        seen = active.notebook_seen if active is not None else None
+        records = self.notebook.cells.records()
+        cells = cells_for_run(records, seen)
+        block = render_activity(cells, budget_bytes=max(self.settings.notebook_context_bytes, 500))
+        if block.text and self.settings.redact_secrets:
+            block = ActivityBlock(Redactor().text(block.text), block.shown, block.total, block.last_seq)
+        return block
+
+    def _first_message(self, prompt: str, block: ActivityBlock | None, active: ActiveSession) -> Message:
+        if block is None:
+            return Message(role="user", content=prompt)
+        active.notebook_seen = max(block.last_seq, self.notebook.cells.last_seq if self.notebook else 0)
+        if not block.text:
+            return Message(role="user", content=prompt)
+        return Message(
+            role="user",
+            content=f"{block.text}\n\n{prompt}",
+            notebook=NotebookMark(chars=len(block.text), cells=block.shown),
+        )
 
     # --- memory: the index for a run, bodies withheld, the update after it ------------------------
 
@@ -321,10 +383,47 @@ class Agent(ContextViews):
         # read_memory only when memory is on and holds something: else it is noise.
         reader = MemoryReader(self.memory) if memory_index else None
         tools = build_tools(self.workspace, python_executor=self.python_executor, memory=reader)
+        if self.notebook is not None:
+            for tool in notebook_tools(self.notebook):
+                tools.add(tool)
+        for user_tool in user_tools():
+            if user_tool.name not in tools:
+                tools.add(user_tool.as_tool())
         if strategy == "rollover":
             tools.add(new_context_tool(self.workspace, lambda intent: self._declare_rollover(intent, emit)))
             tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
+        for tool in self._mcp.tools() if self._mcp is not None else ():
+            tools.add(tool)
         return tools
+
+    # --- MCP servers -------------------------------------------------------------------------
+
+    @property
+    def mcp(self) -> McpHub:
+        """The kernel's MCP servers (``%mcp``); nothing runs until a run or ``%mcp`` starts them."""
+        if self._mcp is None:
+            self._mcp = McpHub()
+        return self._mcp
+
+    def prepare_mcp(self, *, start: bool = True) -> list[str]:
+        """Match the servers to the configuration now, starting new ones; problems as lines."""
+        hub = self.mcp
+        hub.start_timeout, hub.call_timeout = self.settings.mcp_start_timeout, self.settings.mcp_timeout
+        config = load_config(self.workspace, self.settings.mcp_servers)
+        return hub.configure(config, self.workspace, start=start)
+    def describe_tools(self) -> str:
+        """``%agent --tools``: every tool the next run offers, the user's own marked."""
+        tools = self._tools(self._strategy(), self._memory_index(self.settings.memory_policy != "off"))
+        mine = {t.name: t for t in user_tools()}
+        lines = [f"{len(tools)} tools (permission mode {self.settings.permission_mode}):"]
+        for tool in tools:
+            kind = "changes things" if tool.side_effect else "read-only"
+            origin = " · yours (@tool)" if tool.name in mine and mine[tool.name].args is tool.args else ""
+            summary = tool.description.split(". ")[0].strip().rstrip(".")
+            lines.append(f"  {tool.name:<18} {kind}{origin} — {summary[:90]}")
+        if not mine:
+            lines.append("  (no @tool functions registered: from pseudoclaude_nb import tool)")
+        return "\n".join(lines)
 
     def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
         sections = system_sections(self.workspace)

@@ -18,6 +18,7 @@ from .events import Compacted, RunEvent
 from .prompt import join_sections, without_memory
 from .providers import Provider, make_provider
 from .tools.memory import withhold_bodies
+from .tools.user import user_tools
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -65,7 +66,11 @@ class ContextViews:
             "strategy": strategy,
             "session_id": None,
             "memory_policy": self.settings.memory_policy,
+            "user_tools": [t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
         }
+        block = self.notebook_block() if self.settings.notebook_context else None
+        pending = block.text if block is not None and block.text else None
+        extra["notebook_pending_cells"] = block.shown if pending and block is not None else 0
         if strategy == "rollover":
             # The gauge and %context show these instead of the Layer 2 line.
             extra["rollover_limits"] = settings.rollover_limits
@@ -78,6 +83,7 @@ class ContextViews:
                 threshold=threshold,
                 memory_index=memory_index,
                 extra=extra,
+                pending_notebook=pending,
             )
         ctx = self.session.context
         state = ctx.state()
@@ -103,6 +109,7 @@ class ContextViews:
             anchor_tokens=state.anchor_tokens,
             memory_index=memory_index,
             extra=extra,
+            pending_notebook=pending,
         )
 
     def last_manifest(self: Agent) -> dict | None:

@@ -27,8 +27,10 @@ def run_demo(workspace: Path, *, quiet: bool = False) -> int:
         "%context",
         "%sessions list",
     ]
+    # Bold prompts on a terminal only: piped into a file or a pager, no escape codes.
+    bold, plain = ("\033[1m", "\033[0m") if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else ("", "")
     for cell in cells:
-        print(f"\n\033[1mIn: {cell}\033[0m")
+        print(f"\n{bold}In: {cell}{plain}")
         result = shell.run_cell(cell, store_history=False)
         if not result.success:
             return 1
@@ -39,7 +41,10 @@ def run_demo(workspace: Path, *, quiet: bool = False) -> int:
     if session is not None:
         print(f"\nsession log: {session.writer.path}")
         print(f"files written by the agent are in {workspace}")
-        print("continue it in a notebook in that folder with: %sessions resume --last")
+        print("continue it in a notebook: start JupyterLab in that folder (it was installed with the")
+        print(f"'[lab]' extra) with  jupyter lab {shlex.quote(str(workspace))}  then, in a new notebook there:")
+        print("  %load_ext pseudoclaude_nb")
+        print("  %sessions resume --last")
     agent.close()
     return 0
 

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from traitlets import Bool, CaselessStrEnum, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode
 from traitlets.config import Configurable
 
 PROVIDERS = ("auto", "anthropic", "openai", "demo", "scripted")
@@ -46,6 +46,29 @@ class PseudoClaude(Configurable):
     stale_hours = Int(6, help="Idle hours after which a resumed session gets a re-check note.").tag(
         config=True
     )
+    # Output caps and thinking (issue 15): every request's cap is clamped to the model's.
+    max_output_tokens = Int(
+        0, help="The model's output cap in tokens; 0 means the provider's table (or its default)."
+    ).tag(config=True)
+    agent_output_tokens = Int(8192, help="Output tokens an agent request asks for (clamped).").tag(config=True)
+    thinking_budget = Int(
+        0, help="Anthropic extended thinking: tokens per request (>= 1024); 0 is off."
+    ).tag(config=True)
+    reasoning_effort = Unicode(
+        "", help="OpenAI-compatible reasoning models: reasoning_effort (e.g. low, medium, high); empty: unset."
+    ).tag(config=True)
+    # MCP servers (README "MCP servers"): merged over $PSEUDOCLAUDE_HOME/mcp.json and .mcp.json.
+    mcp_servers = Dict(
+        {}, help='MCP servers, as in .mcp.json\'s "mcpServers": {NAME: {"command", "args", "env"}}.'
+    ).tag(config=True)
+    mcp_timeout = Float(120.0, help="Seconds an MCP tool call may take before it is cancelled.").tag(config=True)
+    mcp_start_timeout = Float(30.0, help="Seconds MCP servers may take to start.").tag(config=True)
+    notebook_context = Bool(
+        True, help="Begin each run's user message with the cells run since the previous run."
+    ).tag(config=True)
+    notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
+        config=True
+    )
 
 
 @dataclass(frozen=True)
@@ -63,6 +86,11 @@ class RunConfig:
     stale_hours: int
     memory: bool = True
     quiet: bool = False
+    max_output_tokens: int = 0
+    agent_output_tokens: int = 8192
+    thinking_budget: int = 0
+    reasoning_effort: str = ""
+    notebook: bool = True  # the notebook activity block (%agent --no-notebook)
 
     def with_options(self, **options: object) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -80,6 +108,11 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         fsync=settings.fsync,
         stale_hours=settings.stale_hours,
         memory=settings.memory_policy != "off",
+        max_output_tokens=settings.max_output_tokens,
+        agent_output_tokens=settings.agent_output_tokens,
+        thinking_budget=settings.thinking_budget,
+        reasoning_effort=settings.reasoning_effort,
+        notebook=settings.notebook_context,
     )
 
 

@@ -8,6 +8,7 @@ Every message says what happened *and* what to do next, because the magics show
     ├── SessionError
     │   ├── SessionNotFoundError
     │   ├── SessionLockedError   another process holds writer.lock
+    │   ├── UnsafePathError      a link or special file in the package's own folders (also an OSError)
     │   └── SessionWriteError    the log could not be written (writer is now "failed")
     ├── ProviderError            the model could not be asked
     │   ├── ContextTooLong       the provider says the prompt exceeds the window
@@ -52,6 +53,19 @@ class SessionLockedError(SessionError):
         )
         self.session_id = session_id
         self.pid = pid
+
+
+class UnsafePathError(SessionError, OSError):
+    """A path under ``.pseudoclaude/`` or ``$PSEUDOCLAUDE_HOME`` is a link, a special file or hard-linked.
+
+    Also an ``OSError``, so code that copes with an unreadable file copes with this one too.
+    """
+
+    def __init__(self, message: str) -> None:
+        SessionError.__init__(self, message)
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else ""
 
 
 class SessionWriteError(SessionError):

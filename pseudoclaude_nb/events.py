@@ -23,6 +23,13 @@ class AssistantDelta:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    """The model's thinking as it streams: shown collapsed ("thinking…"), never as the answer."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class ToolStarted:
     call: ToolCall
 
@@ -49,7 +56,7 @@ class Notice:
 
 @dataclass
 class RunSummary:
-    status: str = "running"  # done | max-steps | interrupted | error
+    status: str = "running"  # done | truncated | refused | max-steps | interrupted | error
     steps: int = 0
     usage: Usage = field(default_factory=Usage)
     seconds: float = 0.0
@@ -161,6 +168,7 @@ class MemoryUpdated:
 RunEvent = (
     StepStarted
     | AssistantDelta
+    | ReasoningDelta
     | ToolStarted
     | ToolFinished
     | StepFinished

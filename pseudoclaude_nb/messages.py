@@ -89,6 +89,39 @@ class Usage(BaseModel):
         return cls.model_validate(data)
 
 
+# --- reasoning and stops (issue 15) ------------------------------------------------------
+# Reasoning is the model's own working, kept with the assistant message it preceded so it
+# can go back where a protocol requires it (Anthropic thinking blocks before tool_use,
+# DeepSeek-style ``reasoning_content`` in a tool loop) — also after a resume. It is never
+# the answer. ``stop_reason`` is set only for stops a reader must know about.
+ReasoningKind = Literal["thinking", "redacted_thinking", "reasoning_content", "reasoning"]
+NotableStop = Literal["max_tokens", "refusal"]
+
+
+class Reasoning(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    kind: ReasoningKind  # Anthropic block type, or the OpenAI-compatible field it came in
+    text: str = ""
+    signature: str | None = None  # Anthropic thinking: must go back unchanged
+    data: str | None = None  # Anthropic redacted_thinking: opaque, goes back unchanged
+
+    def to_dict(self) -> dict[str, Any]:
+        return self.model_dump(exclude_none=True)
+# --- issue-13: the notebook activity block at the start of a user message ----------------
+class NotebookMark(BaseModel):
+    """Marks a user message whose content begins with the notebook activity block.
+
+    ``chars`` is the block's length in the content (the prompt follows it); ``cells`` how
+    many cells it shows. Readers find the block by this field, never by its delimiter text.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    chars: int
+    cells: int = 0
+
+
 class Message(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -98,6 +131,9 @@ class Message(BaseModel):
     tool_calls: tuple[ToolCall, ...] = ()
     tool_result: ToolResult | None = None
     ts: float = Field(default_factory=time.time)
+    reasoning: tuple[Reasoning, ...] = ()  # issue 15: serialized only when set
+    stop_reason: NotableStop | None = None  # issue 15: "max_tokens" (text cut) or "refusal"
+    notebook: NotebookMark | None = None  # issue-13: see NotebookMark
     # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
     host: str | None = None  # a note the host added (not the user's words): its kind
 
@@ -110,6 +146,12 @@ class Message(BaseModel):
             "tool_result": self.tool_result.to_dict() if self.tool_result else None,
             "ts": self.ts,
         }
+        if self.reasoning:
+            data["reasoning"] = [r.to_dict() for r in self.reasoning]
+        if self.stop_reason:
+            data["stop_reason"] = self.stop_reason
+        if self.notebook is not None:
+            data["notebook"] = self.notebook.model_dump()
         if self.host is not None:
             data["host"] = self.host
         return data
@@ -122,8 +164,13 @@ class Message(BaseModel):
     def is_tool_result(self) -> bool:
         return self.tool_result is not None
 
+    @property
+    def prompt_text(self) -> str:
+        """The content without a leading notebook activity block (what the user typed)."""
+        return self.content[self.notebook.chars :].lstrip() if self.notebook else self.content
+
     def text_for_title(self) -> str:
-        return " ".join(self.content.split())
+        return " ".join(self.prompt_text.split())
 
     @property
     def is_spill_preview(self) -> bool:

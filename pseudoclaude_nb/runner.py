@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable
+from dataclasses import replace
 
 from .context import ContextManager
 from .conversation import Conversation
@@ -19,6 +20,7 @@ from .events import (
     AssistantDelta,
     Listener,
     Notice,
+    ReasoningDelta,
     RunEvent,
     RunFinished,
     RunSummary,
@@ -29,10 +31,13 @@ from .events import (
 )
 from .messages import Message, ToolCall, validate_request
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
+from .providers.base import ReasoningDelta as StreamReasoning
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
+# How a run ends when its last answer stopped for a reason the user must know about.
+STOP_STATUS = {"max_tokens": "truncated", "refusal": "refused"}
 
 
 class _Interrupted(Exception):
@@ -53,6 +58,7 @@ class Runner:
         strict: bool = False,
         listeners: Iterable[Listener] = (),
         context: ContextManager | None = None,
+        max_tokens: int = Request.max_tokens,
     ) -> None:
         self.conversation = conversation
         self.provider = provider
@@ -64,6 +70,7 @@ class Runner:
         self.strict = strict
         self.listeners = list(listeners)
         self.context = context  # told this run's emit on every call, never kept
+        self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
@@ -78,17 +85,22 @@ class Runner:
                 self.listeners.remove(listener)
                 self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
 
-    def run(self, prompt: str) -> RunSummary:
+    def run(self, prompt: str | Message) -> RunSummary:
+        """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
         started = time.monotonic()
         try:
-            self.conversation.add_user(prompt)
+            if isinstance(prompt, Message):
+                self.conversation.append(prompt)
+            else:
+                self.conversation.add_user(prompt)
             summary.status = "max-steps"
             for step in range(1, self.max_steps + 1):
                 summary.steps = step
                 message = self._step(step, summary)
                 if not message.tool_calls:
-                    summary.status, summary.final_text = "done", message.content
+                    status = STOP_STATUS.get(message.stop_reason or "", "done")
+                    summary.status, summary.final_text = status, message.content
                     break
                 self._run_tools(list(message.tool_calls))
         except (_Interrupted, KeyboardInterrupt):
@@ -147,10 +159,8 @@ class Runner:
                 response = self._ask(self._request())
             except ContextTooLong as again:
                 raise self._too_long(again) from again
-        if response.tool_calls:
-            message = self.conversation.add_assistant_tool_calls(response.text, response.tool_calls)
-        else:
-            message = self.conversation.add_assistant(response.text)
+        response = self._named_stop(response, summary)
+        message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
         if self.context is not None:
             self.context.on_usage(response.usage, len(self.conversation))
@@ -167,12 +177,86 @@ class Runner:
                 assembler.feed(event)
                 if isinstance(event, TextDelta) and event.text:
                     self.emit(AssistantDelta(event.text))
+                elif isinstance(event, StreamReasoning) and event.text:
+                    self.emit(ReasoningDelta(event.text))
         except KeyboardInterrupt:
             # Keep what was said, never a half-received tool call.
             if assembler.text:
                 self.conversation.add_assistant(assembler.text + "\n\n[interrupted by user]")
             raise _Interrupted from None
         return assembler.finish()
+
+    # --- stops a reader must know about --------------------------------------------------
+
+    def _named_stop(self, response: Response, summary: RunSummary) -> Response:
+        """A tool call cut by the output cap never enters the conversation: the step is
+        retried once with the model's full cap when that is larger, else the run stops with
+        advice that can work (the same request would hit the same cap forever)."""
+        if response.stop_reason != "max_tokens" or not response.cut_calls:
+            return response
+        request = self.last_request or self._request()
+        cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
+        used = self._cap_used(request)
+        names = ", ".join(response.cut_calls)
+        if cap > request.max_tokens:
+            self.emit(
+                Notice(
+                    f"the output cap ({used:,} tokens) cut the {names} call before its arguments were "
+                    f"complete; it was dropped, and the step is retried once with {cap:,} tokens",
+                    "warning",
+                )
+            )
+            summary.usage = summary.usage + response.usage
+            self.last_request = replace(request, max_tokens=cap)
+            response = self._ask(self.last_request)
+            if response.stop_reason != "max_tokens" or not response.cut_calls:
+                return response
+            used, names = cap, ", ".join(response.cut_calls)
+        summary.usage = summary.usage + response.usage
+        if response.text.strip():  # what it said is kept, marked as cut; the call is not
+            self._add_answer(replace(response, tool_calls=[]), notice=False)
+        raise ProviderError(
+            f"the model's output cap ({used:,} tokens) cut the {names} call before its arguments were "
+            "complete, so nothing of it was run. Ask for smaller steps — e.g. write the file in parts "
+            "(create it with the first part, then add one part per call) — or, if the model allows "
+            "more, raise %config PseudoClaude.agent_output_tokens"
+        )
+
+    def _add_answer(self, response: Response, *, notice: bool = True) -> Message:
+        stop = response.stop_reason if response.stop_reason in STOP_STATUS else None
+        message = self.conversation.append(
+            Message(
+                role="assistant",
+                content=response.text,
+                tool_calls=tuple(response.tool_calls),
+                reasoning=tuple(response.reasoning),
+                stop_reason=stop,  # type: ignore[arg-type]
+            )
+        )
+        if notice and stop == "max_tokens":
+            cap = self._cap_used(self.last_request)
+            self.emit(
+                Notice(
+                    f"the answer was cut at the output cap (about {cap:,} tokens) and is marked as "
+                    "truncated; ask the agent to continue, or raise %config PseudoClaude.agent_output_tokens",
+                    "warning",
+                )
+            )
+        elif notice and stop == "refusal":
+            self.emit(
+                Notice(
+                    "the model refused this request (stop reason: refusal); its answer is shown and kept "
+                    "as it is",
+                    "warning",
+                )
+            )
+        return message
+
+    def _cap_used(self, request: Request | None) -> int:
+        """The output cap a request went out with: what it asked, clamped to the model's."""
+        asked = request.max_tokens if request is not None else self.max_tokens
+        cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
+        return min(asked, cap) if cap else asked
 
     @staticmethod
     def _too_long(exc: ContextTooLong) -> ProviderError:
@@ -191,7 +275,12 @@ class Runner:
             self.emit(Notice(text, "warning"))
             if self.writer is not None:
                 self.writer.note(text, "warning")
-        request = Request(system=self.system_prompt, messages=messages, tools=self.surface.schemas())
+        request = Request(
+            system=self.system_prompt,
+            messages=messages,
+            tools=self.surface.schemas(),
+            max_tokens=self.max_tokens,
+        )
         self.last_request = request
         return request
 

@@ -1,9 +1,14 @@
 """A real browser: JupyterLab on 127.0.0.1, Debian's chromium driven by Playwright.
 
-The quickstart notebook is run from the page, the way a user runs it; the gauge is read
-from the DOM while the agent works and after it, and a screenshot is saved. Playwright's
-own browser download is not available here, so chromium comes from apt (``.ci/run``
-installs it) and is launched through ``executable_path``.
+The quickstart notebook is run from the page, the way a user runs it, with one more cell at
+the end: a scripted run whose tool sleeps 3 seconds. The test reads the DOM while the agent
+works and after it: the gauge moves; the running tool's line is on screen while it runs;
+the gauge headline and the timeline's labels have a contrast of at least 4.5:1 computed in
+the page (WCAG relative luminance of getComputedStyle colours) in the light and the dark
+Lab theme; the notebook, saved from the page, keeps the gauge's final state as text.
+Playwright's own browser download is not available here, so chromium comes from apt
+(``tests/install_chromium.sh``) and is launched through ``executable_path``. Without it the
+test is skipped with the reason, except in CI, where it fails.
 """
 
 from __future__ import annotations
@@ -45,6 +50,77 @@ KERNEL_IDLE = """() => {
 }"""
 
 
+# Contrast of each element matching the selector against what is behind it, as WCAG
+# defines it: relative luminance of the computed colours, translucent layers composited.
+CONTRAST = """(selector) => {
+  const parse = (c) => {
+    const m = c && c.match(/rgba?\\(([^)]+)\\)/);
+    if (!m) return null;
+    const p = m[1].split(/[\\s,\\/]+/).filter(Boolean).map(Number);
+    return {r: p[0], g: p[1], b: p[2], a: p.length > 3 ? p[3] : 1};
+  };
+  const over = (top, bottom) => ({
+    r: top.r * top.a + bottom.r * (1 - top.a), g: top.g * top.a + bottom.g * (1 - top.a),
+    b: top.b * top.a + bottom.b * (1 - top.a), a: 1,
+  });
+  const background = (el) => {
+    const layers = [];
+    for (let e = el; e; e = e.parentElement) {
+      const c = parse(getComputedStyle(e).backgroundColor);
+      if (c && c.a > 0) { layers.push(c); if (c.a >= 1) break; }
+    }
+    let bg = {r: 255, g: 255, b: 255, a: 1};
+    for (const layer of layers.reverse()) bg = over(layer, bg);
+    return bg;
+  };
+  const lum = (c) => {
+    const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : Math.pow((v + 0.055) / 1.055, 2.4); };
+    return 0.2126 * f(c.r) + 0.7152 * f(c.g) + 0.0722 * f(c.b);
+  };
+  return [...document.querySelectorAll(selector)].map((el) => {
+    const style = getComputedStyle(el);
+    const bg = background(el);
+    const fg = over(parse(el instanceof SVGElement ? style.fill : style.color), bg);
+    const [hi, lo] = [lum(fg), lum(bg)].sort((a, b) => b - a);
+    return {text: el.textContent, ratio: (hi + 0.05) / (lo + 0.05), fg: style.fill || style.color};
+  });
+}"""
+
+SLOW_SCRIPT = {
+    "model": "teaching-model",
+    "turns": [
+        {"text": "Waiting three seconds.", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3"}}]},
+        {"text": "Done waiting."},
+    ],
+}
+
+
+RUN_LAST_CELL = """() => {
+  const app = window.jupyterapp;
+  const notebook = app.shell.currentWidget.content;
+  notebook.activeCellIndex = notebook.widgets.length - 1;
+  app.commands.execute('notebook:run-cell');
+}"""
+
+
+def _browser_or_skip() -> str:
+    """Debian's chromium and Playwright, or a skip with the reason (a failure in CI)."""
+    chromium = shutil.which("chromium")
+    why = None
+    if not chromium:
+        why = "Debian's chromium is not installed (sh tests/install_chromium.sh installs it as root)"
+    else:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            why = "playwright is not installed (pip install -e '.[test]')"
+    if why is None:
+        return str(chromium)
+    if os.environ.get("CI"):
+        pytest.fail(f"the browser test must run in CI: {why}")
+    pytest.skip(why)
+
+
 def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -55,7 +131,16 @@ def _free_port() -> int:
 def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     root = tmp_path / "lab"
     root.mkdir()
-    shutil.copy(ROOT / "notebooks" / "01_quickstart.ipynb", root)
+    import nbformat
+
+    nb = nbformat.read(ROOT / "notebooks" / "01_quickstart.ipynb", as_version=4)
+    nb.cells.append(
+        nbformat.v4.new_code_cell(f"_ = Path('slow.json').write_text({json.dumps(json.dumps(SLOW_SCRIPT))})")
+    )
+    nb.cells.append(
+        nbformat.v4.new_code_cell('%agent --new --provider scripted --script slow.json --mode auto "wait a bit"')
+    )
+    nbformat.write(nb, root / "01_quickstart.ipynb")
     settings = tmp_path / "lab-settings" / "@jupyterlab"
     (settings / "apputils-extension").mkdir(parents=True)
     (settings / "notebook-extension").mkdir(parents=True)
@@ -105,11 +190,24 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         log.close()
 
 
+def _contrast(page, selector: str) -> list[dict]:
+    found = page.evaluate(CONTRAST, selector)
+    assert found, f"nothing matches {selector}"
+    return found
+
+
+def _set_theme(page, name: str, light: bool) -> None:
+    page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{name}'}})")
+    page.wait_for_function(
+        f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'", timeout=30_000
+    )
+    page.wait_for_timeout(300)  # the theme's stylesheet applies after the attribute changes
+
+
 def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_path: Path) -> None:
+    chromium = _browser_or_skip()
     from playwright.sync_api import sync_playwright
 
-    chromium = shutil.which("chromium")
-    assert chromium, "Debian's chromium is needed (apt-get install chromium; .ci/run does it)"
     url, root = lab
     shots = Path(os.environ.get("PSEUDOCLAUDE_SCREENSHOTS", tmp_path))
     shots.mkdir(parents=True, exist_ok=True)
@@ -119,6 +217,7 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
         page.goto(url)
         page.wait_for_selector(".jp-Notebook .jp-Cell", timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+        _set_theme(page, "JupyterLab Light", True)
         # Not awaited: the command's promise resolves only when every cell has run.
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
 
@@ -133,6 +232,23 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
                 break
             time.sleep(0.05)
         page.wait_for_selector("text=✓ done ·", state="attached", timeout=30_000)
+        page.wait_for_selector("text=Done waiting.", state="attached", timeout=60_000)
+        page.wait_for_function(KERNEL_IDLE, timeout=30_000)
+
+        # The last cell's tool sleeps 3 s: its line is on screen, marked running, meanwhile.
+        # (Run again on its own: during run-all the page may still be drawing earlier outputs.)
+        page.evaluate(RUN_LAST_CELL)
+        running = page.wait_for_selector(".pc-tool-running", state="attached", timeout=60_000)
+        running.scroll_into_view_if_needed()
+        assert running.is_visible()
+        assert "bash('sleep 3')" in running.inner_text() and "running" in running.inner_text()
+        first = time.monotonic()
+        page.wait_for_selector(".pc-tool-running", state="detached", timeout=30_000)
+        shown = time.monotonic() - first
+        assert shown > 1.5, f"the running line should be there while the tool runs; it was for {shown:.1f} s"
+        page.wait_for_selector("text=Done waiting.", state="attached", timeout=30_000)
+        assert page.query_selector(".pc-tool-running") is None  # replaced in place by the outcome
+        page.wait_for_function(KERNEL_IDLE, timeout=30_000)
         page.wait_for_selector(".pc-timeline svg", state="attached", timeout=60_000)
 
         gauge = page.query_selector(".pc-gauge")
@@ -142,15 +258,39 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
         assert data["spills"] == "1" and data["compactions"] == "1"
         assert 5_000 < int(data["estimated"]) < 17_000  # under the Layer 2 line after the summary
         assert len(seen) >= 2, f"the gauge should update during the run; saw {seen}"
+        final_text = gauge.evaluate("e => e.querySelector('svg').getAttribute('aria-label')")
 
         timeline = page.query_selector(".pc-timeline svg")
         assert timeline is not None
         assert timeline.evaluate("e => e.querySelectorAll('.pc-replace').length") == 1
         assert timeline.evaluate("e => e.querySelectorAll('.pc-item.pc-spill').length") == 1
 
+        # Readable in both Lab themes: computed colours, not screenshots.
+        labels = ".pc-gauge-head, .pc-timeline .pc-row-label, .pc-timeline .pc-axis-label"
+        for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
+            _set_theme(page, theme, light)
+            low = [c for c in _contrast(page, labels) if c["ratio"] < 4.5]
+            assert not low, (theme, low)
+            if not light:
+                gauge.scroll_into_view_if_needed()
+                page.screenshot(path=str(shots / "jupyterlab-dark.png"))
+        _set_theme(page, "JupyterLab Light", True)
+
         gauge.scroll_into_view_if_needed()
         page.screenshot(path=str(shots / "jupyterlab-run.png"))
         gauge.screenshot(path=str(shots / "gauge.png"))
         page.query_selector(".pc-timeline").screenshot(path=str(shots / "timeline.png"))
+
+        # Saved from the page, the notebook keeps the gauge's final state as text/plain.
+        page.evaluate("() => window.jupyterapp.commands.execute('docmanager:save')")
+        page.wait_for_function(
+            "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=30_000
+        )
         browser.close()
-    assert (root / "stats.py").is_file()
+    saved = json.loads((root / "01_quickstart.ipynb").read_text())
+    agent_cell = next(c for c in saved["cells"] if "".join(c["source"]).startswith("%agent --provider demo"))
+    texts = ["".join(o.get("data", {}).get("text/plain", "")) for o in agent_cell["outputs"]]
+    gauges = [t for t in texts if t.startswith("context ")]
+    assert gauges == [final_text], (gauges, final_text)
+    assert "waiting for the first request" not in json.dumps(saved)
+    assert (root / "work" / "01_quickstart" / "stats.py").is_file()

@@ -242,7 +242,7 @@ def test_spill_all_resets_the_anchor(make):
     m = make()
     m.conversation.add_user("go")
     m.conversation.add_assistant_tool_calls("", [ToolCall(id="big", name="bash")])
-    m.conversation.add_tool_result("big", "b" * 80_000)  # appended without admit_result
+    m.conversation.add_tool_result("big", "b" * 80_000)  # appended without admit
     m.context.on_usage(Usage(input_tokens=999_999), 3)
     assert m.context.spill_all(emit=m.events.append) == 1
     new = m.conversation.messages()
@@ -301,7 +301,7 @@ def test_restore_drops_an_anchor_that_a_replace_came_after(make):
 # --- Layer 1 bookkeeping -----------------------------------------------------------------------------
 
 
-def test_admit_result_spills_over_spill_bytes_only(make):
+def test_admit_spills_over_spill_bytes_only(make):
     m = make()
     call = ToolCall(id="c1", name="bash")
     kept = result(call, "x" * 50_000)

@@ -203,10 +203,12 @@ def test_thinking_blocks_go_back_unchanged_with_the_tool_results(server, provide
     first = collect(provider.stream(ask("list")))
     messages = [
         user("list"),
-        Message(role="assistant", tool_calls=tuple(first.tool_calls)),
+        Message(role="assistant", tool_calls=tuple(first.tool_calls), reasoning=tuple(first.reasoning)),
         result("toolu_t", "a.py\nb.py"),
     ]
-    collect(provider.stream(Request(system="s", messages=messages)))
+    # A new provider object: the blocks travel with the message, not in the provider.
+    again = AnthropicProvider(api_key=KEY, base_url=server.url)
+    collect(again.stream(Request(system="s", messages=messages)))
     assistant = server.requests[1].body["messages"][1]
     assert assistant["content"][0] == {"type": "thinking", "thinking": "Which files?", "signature": "sig-123"}
     assert assistant["content"][1]["type"] == "tool_use"

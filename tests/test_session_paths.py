@@ -209,7 +209,9 @@ def test_atomic_write_text_fsyncs_before_replace(tmp_path, monkeypatch):
     events: list[str] = []
     real_fsync, real_replace = os.fsync, os.replace
     monkeypatch.setattr(paths.os, "fsync", lambda fd: (events.append("fsync"), real_fsync(fd))[1])
-    monkeypatch.setattr(paths.os, "replace", lambda a, b: (events.append("replace"), real_replace(a, b))[1])
+    monkeypatch.setattr(
+        paths.os, "replace", lambda a, b, **kw: (events.append("replace"), real_replace(a, b, **kw))[1]
+    )
     atomic_write_text(tmp_path / "x.txt", "data")
     assert events == ["fsync", "replace"]
 
@@ -218,7 +220,7 @@ def test_atomic_write_text_failure_keeps_old_file_and_no_temp(tmp_path, monkeypa
     target = tmp_path / "meta.json"
     atomic_write_text(target, "old")
 
-    def broken_replace(a, b):
+    def broken_replace(a, b, **kw):
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(paths.os, "replace", broken_replace)

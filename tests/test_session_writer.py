@@ -114,7 +114,7 @@ def test_replace_of_1000_messages_is_one_write_and_one_fsync(opened, monkeypatch
     assert counter.writes[0] == w.path.stat().st_size - len(w.path.read_bytes().split(b"\n", 1)[0]) - 1
 
 
-def test_log_usage_and_note_are_one_write_each(opened, monkeypatch):
+def test_usage_and_note_are_one_write_each(opened, monkeypatch):
     w, conv = opened
     conv.add_user("x")
     counter = Counter(monkeypatch, lambda: w._fd)
@@ -407,10 +407,10 @@ def test_failed_fsync_also_fails_the_writer(opened, monkeypatch):
 def test_permission_error_on_open_is_a_session_write_error(sdir, monkeypatch):
     real_open = os.open
 
-    def deny_log(path, flags, mode=0o777):
+    def deny_log(path, flags, mode=0o777, **kw):
         if str(path).endswith("conversation.jsonl"):
             raise PermissionError(errno.EACCES, "Permission denied", str(path))
-        return real_open(path, flags, mode)
+        return real_open(path, flags, mode, **kw)
 
     with monkeypatch.context() as m:
         m.setattr(writer_mod.os, "open", deny_log)

@@ -65,7 +65,7 @@ def test_gauge_text_and_svg_show_marks_anchor_and_breaker() -> None:
     assert bar.count("█") == 12 and bar.count("▓") == 6  # 40% measured + 20% estimated of 30 cells
     svg = gauge_svg(state)
     assert 'width="216.0"' in svg and 'width="324.0"' in svg  # anchor and estimate, of a 540-wide bar
-    assert "Layer 2: 17,000 tokens" in svg and "#c62828" in svg  # over the line: red
+    assert "Layer 2: 17,000 tokens" in svg and "--jp-error-color1" in svg  # over the line: red
 
 
 def test_gauge_follows_events() -> None:
@@ -90,7 +90,7 @@ def test_timeline_marks_the_effective_window_and_replace_reason(workspace: Path)
 
     widget = SessionTimeline(timeline)
     widget.select(replace_at)
-    assert "&quot;reason&quot;: &quot;compact&quot;" in widget.detail.value
+    assert "reason: compact" in widget.detail.value and "ts: 20" in widget.detail.value
     text = widget._repr_mimebundle_()["text/plain"]
     assert text.startswith(f"session {agent.session.id}: {len(timeline.items)} log entries, 15 effective")
     agent.close()

@@ -30,6 +30,8 @@ def message_bytes(msg: Message) -> int:
         )
     if msg.tool_result is not None:
         n += len(msg.tool_result.content.encode("utf-8"))
+    for r in msg.reasoning:  # sent back with the message, so it fills the window too
+        n += len(r.text.encode("utf-8")) + len(r.data or "")
     return n
 
 

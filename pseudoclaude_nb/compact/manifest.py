@@ -9,18 +9,29 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..mcp.tools import is_mcp_tool
 from ..messages import Message
 from .estimate import estimate_text, message_bytes, tokens_for_bytes
 
 
 def message_parts(messages: list[Message]) -> dict[str, int]:
-    parts = {"user_text": 0, "assistant_text": 0, "tool_calls": 0, "tool_results": 0, "spill_previews": 0}
+    parts = {
+        "notebook": 0,
+        "user_text": 0,
+        "assistant_text": 0,
+        "tool_calls": 0,
+        "tool_results": 0,
+        "spill_previews": 0,
+    }
     for m in messages:
         if m.tool_result is not None:
             key = "spill_previews" if m.is_spill_preview else "tool_results"
             parts[key] += message_bytes(m)
         elif m.role == "user":
-            parts["user_text"] += message_bytes(m)
+            # The notebook activity block is its own part (found by the message's field).
+            block = len(m.content[: m.notebook.chars].encode("utf-8")) if m.notebook else 0
+            parts["notebook"] += block
+            parts["user_text"] += message_bytes(m) - block
         else:
             text = len(m.role) + len(m.content.encode("utf-8"))
             parts["assistant_text"] += text
@@ -39,28 +50,42 @@ def manifest(
     anchor_tokens: int = 0,
     memory_index: str | None = None,
     extra: dict[str, Any] | None = None,
+    pending_notebook: str | None = None,
 ) -> dict[str, Any]:
+    """``pending_notebook`` is the activity block the next run would add (counted as notebook)."""
     system = [{"title": title, "tokens": estimate_text(text)} for title, text in sections]
-    tool_tokens = tokens_for_bytes(len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))) if tools else 0
+    # MCP servers' schemas are their own part: a well-known silent hog of the window.
+    mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
+    tool_tokens = _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])])
+    mcp_tokens = _schema_tokens(mcp_tools)
     parts = message_parts(messages)
+    pending_tokens = estimate_text(pending_notebook) if pending_notebook else 0
+    parts["notebook"] += pending_tokens
     memory_tokens = estimate_text(memory_index) if memory_index else 0
-    computed = sum(s["tokens"] for s in system) + tool_tokens + sum(parts.values()) + memory_tokens
+    computed = sum(s["tokens"] for s in system) + tool_tokens + mcp_tokens + sum(parts.values()) + memory_tokens
     data: dict[str, Any] = {
         "context_window": context_window,
-        "estimated_tokens": estimated_tokens if estimated_tokens is not None else computed,
+        "estimated_tokens": estimated_tokens + pending_tokens if estimated_tokens is not None else computed,
         "anchor_tokens": anchor_tokens,
         "threshold": threshold,
         "message_count": len(messages),
         "tools": [t["name"] for t in tools],
+        "mcp_tools": [t["name"] for t in mcp_tools],
         "memory_included": memory_index is not None,
         "memory_index": memory_index,
         "parts": {
             "system": sum(s["tokens"] for s in system),
             "memory": memory_tokens,
             "tool_schemas": tool_tokens,
+            "mcp_tool_schemas": mcp_tokens,
             **parts,
         },
         "system_sections": system,
+        "notebook_pending_tokens": pending_tokens,
     }
     data.update(extra or {})
     return data
+
+
+def _schema_tokens(tools: list[dict[str, Any]]) -> int:
+    return tokens_for_bytes(len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))) if tools else 0

@@ -12,13 +12,13 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
 from ..messages import Message
 from ..redact import Redactor
+from ..session import safeio
 from ..session.paths import SPILL_DIR
 
 PREVIEW_BYTES = 2_000
@@ -87,24 +87,21 @@ def write_spill(session_dir: Path, call_id: str, tool: str, text: str, *, redact
     digest = hashlib.sha256(data).hexdigest()
     folder = Path(session_dir) / SPILL_DIR
     path = folder / f"{safe_name(call_id)}.txt"
-    if not (path.is_file() and _sha256_of(path) == digest):
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=".spill-", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+    if _sha256_of(path) != digest:
+        # Relative to the folder's fd, no link followed (a symlinked tool-results/ or spill
+        # file is refused, not written through); the temporary file is renamed over.
+        safeio.write_atomic(path, data, create_dirs=True)
     return Spill(call_id, tool, f"{SPILL_DIR}/{path.name}", len(data), digest)
 
 
-def _sha256_of(path: Path) -> str:
+def _sha256_of(path: Path) -> str | None:
+    """The digest of the spill file already there, or None (missing, or not a safe regular file)."""
+    try:
+        fd = safeio.open_file(path)
+    except OSError:
+        return None
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with os.fdopen(fd, "rb") as f:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()

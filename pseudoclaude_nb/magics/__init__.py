@@ -6,13 +6,17 @@ from typing import Any
 
 from ..agent import Agent
 from ..config import PseudoClaude
+from ..notebook import CellStore
 from .agent import AgentMagics
 from .context import ContextMagics
+from .mcp import McpMagics
 from .memory import MemoryMagics
+from .notebook import CellRecorder, IPythonNotebook, question_transformer
 from .python_exec import python_executor
 from .sessions import SessionMagics
 
 _AGENTS: dict[int, Agent] = {}
+_RECORDERS: dict[int, CellRecorder] = {}
 
 
 def current_agent(shell: Any) -> Agent:
@@ -26,18 +30,41 @@ def register(shell: Any) -> Agent:
     settings = PseudoClaude(parent=shell)
     shell.configurables.append(settings)
     notebook_file = shell.user_ns.get("__vsc_ipynb_file__")
-    agent = Agent(settings, notebook_file=notebook_file, python_executor=python_executor(shell))
-    shell.register_magics(
+    store = CellStore()
+    agent = Agent(
+        settings,
+        notebook_file=notebook_file,
+        python_executor=python_executor(shell),
+        notebook=IPythonNotebook(shell, store),
+    )
+    magics = [
         AgentMagics(shell, agent),
         SessionMagics(shell, agent),
         ContextMagics(shell, agent),
         MemoryMagics(shell, agent),
-    )
+        McpMagics(shell, agent),
+    ]
+    shell.register_magics(*magics)
+    names = {name for m in magics for kind in m.magics.values() for name in kind}
+
+    def package_names() -> set[str]:
+        return names
+
+    recorder = CellRecorder(shell, store, package_names)
+    recorder.install()
+    shell.input_transformers_cleanup.append(question_transformer(package_names))
     _AGENTS[id(shell)] = agent
+    _RECORDERS[id(shell)] = recorder
     return agent
 
 
 def unregister(shell: Any) -> None:
+    recorder = _RECORDERS.pop(id(shell), None)
+    if recorder is not None:
+        recorder.uninstall()
+    shell.input_transformers_cleanup[:] = [
+        t for t in shell.input_transformers_cleanup if not getattr(t, "pseudoclaude", False)
+    ]
     agent = _AGENTS.pop(id(shell), None)
     if agent is not None:
         agent.close()
@@ -50,6 +77,7 @@ def unregister(shell: Any) -> None:
         ("compact", "line"),
         ("memory", "line"),
         ("memory", "cell"),
+        ("mcp", "line"),
     ):
         shell.magics_manager.magics[kind].pop(name, None)
 
@@ -57,6 +85,7 @@ def unregister(shell: Any) -> None:
 __all__ = [
     "AgentMagics",
     "ContextMagics",
+    "McpMagics",
     "MemoryMagics",
     "SessionMagics",
     "current_agent",

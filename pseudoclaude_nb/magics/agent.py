@@ -11,7 +11,7 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..agent import Agent
 from ..config import MODES, STRATEGIES
 from ..errors import PseudoClaudeError
-from .render import renderer_for
+from .render import memory_outcome, renderer_for
 
 
 @magics_class
@@ -31,9 +31,15 @@ class AgentMagics(Magics):
     @argument("--strategy", choices=STRATEGIES, help="context strategy: compact or rollover")
     @argument("--mode", choices=MODES, help="tool permissions: read-only, ask (default) or auto")
     @argument("--no-memory", action="store_true", help="leave memory out of this run")
+    @argument("--no-notebook", action="store_true", help="leave the notebook activity block out")
+    @argument("--tools", action="store_true", help="list the tools the agent has (yours too); run nothing")
     @argument("--max-steps", type=int, metavar="N", help="model requests at most (default 50)")
     @argument("--context-window", type=int, metavar="N", help="override the window, in tokens")
     @argument("--script", metavar="PATH", help="script file for --provider scripted")
+    @argument(
+        "--thinking", type=int, metavar="N", help="Anthropic extended thinking with N tokens (>= 1024; 0 off)"
+    )
+    @argument("--effort", metavar="LEVEL", help="reasoning_effort for OpenAI-compatible reasoning models")
     @argument("--quiet", action="store_true", help="show only notices and the end line")
     @argument("prompt", nargs="*", help="what to ask (or the cell body with %%agent)")
     @line_cell_magic
@@ -47,8 +53,16 @@ class AgentMagics(Magics):
 
             %%agent --mode auto
             Refactor utils.py and run the tests.
+
+            %agent why did my last cell fail?
+
+        Each run begins with the cells you ran since the previous run (--no-notebook
+        leaves them out); --tools lists the tools, your @tool functions included.
         """
         args = parse_argstring(self.agent, line)
+        if args.tools:
+            print(self._agent.describe_tools())
+            return
         prompt = " ".join(_unquote(word) for word in args.prompt)
         if cell is not None:
             prompt = (prompt + "\n\n" + cell).strip() if prompt else cell.strip()
@@ -60,6 +74,8 @@ class AgentMagics(Magics):
             raise UsageError("--max-steps must be at least 1")
         if args.context_window is not None and args.context_window < 1000:
             raise UsageError("--context-window is in tokens and must be at least 1000")
+        if args.thinking is not None and (args.thinking < 0 or 0 < args.thinking < 1024):
+            raise UsageError("--thinking is a token budget of at least 1024 (or 0 for off)")
         if args.new and args.session:
             raise UsageError("use either --new or --session ID, not both")
         renderer = renderer_for(self.shell, quiet=args.quiet)
@@ -74,14 +90,18 @@ class AgentMagics(Magics):
                 strategy=args.strategy,
                 permission_mode=args.mode,
                 memory=False if args.no_memory else None,
+                notebook=False if args.no_notebook else None,
                 max_steps=args.max_steps,
                 context_window=args.context_window,
                 script=args.script,
                 quiet=args.quiet or None,
+                thinking_budget=args.thinking,
+                reasoning_effort=args.effort,
             )
         except PseudoClaudeError as exc:
             # Setup problems (provider, session lock, …): one line that says what to do.
             raise UsageError(str(exc)) from None
+        memory_outcome(self._agent, renderer)
 
 
 def _unquote(word: str) -> str:

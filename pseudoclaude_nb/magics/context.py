@@ -19,6 +19,8 @@ PART_LABELS = {
     "system": "system prompt",
     "memory": "memory index",
     "tool_schemas": "tool schemas",
+    "mcp_tool_schemas": "MCP tool schemas",
+    "notebook": "notebook activity",
     "user_text": "user messages",
     "assistant_text": "assistant text",
     "tool_calls": "tool calls",
@@ -31,7 +33,7 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
     """The breakdown as an HTML table, largest parts visible at a glance."""
     window = m["context_window"] or 1
     rows = []
-    for key, label in PART_LABELS.items():
+    for key, label in _labels(m):
         value = m["parts"].get(key, 0)
         width = 100 * value / window
         rows.append(
@@ -62,7 +64,7 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
             f"{max(est - m['anchor_tokens'], 0):,} estimated since (bytes/3.5)"
         )
     lines.append(f"  {'part':<22}{'tokens':>9}")
-    for key, label in PART_LABELS.items():
+    for key, label in _labels(m):
         value = m["parts"].get(key, 0)
         note = ""
         if key == "system":
@@ -70,7 +72,14 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
         elif key == "memory":
             note = "" if m["memory_included"] else "  (not included)"
         elif key == "tool_schemas":
-            note = f"  {len(m['tools'])} tools: {', '.join(m['tools'])}"
+            own = [t for t in m["tools"] if t not in set(m.get("mcp_tools", ()))]
+            note = f"  {len(own)} tools: {', '.join(own)}"
+            if m.get("user_tools"):
+                note += f" (yours: {', '.join(m['user_tools'])})"
+        elif key == "mcp_tool_schemas":
+            note = f"  {len(m['mcp_tools'])} tools of {', '.join(_mcp_servers(m['mcp_tools']))}"
+        elif key == "notebook" and m.get("notebook_pending_cells"):
+            note = f"  incl. {m['notebook_pending_cells']} cells for the next run"
         lines.append(f"  {label:<22}{value:>9,}{note}")
     lines.append(f"  {m['message_count']} messages")
     if m.get("session_id"):
@@ -79,6 +88,16 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
             f"{m.get('compactions', 0)} compactions"
         )
     return "\n".join(lines)
+
+
+def _labels(m: dict[str, Any]) -> list[tuple[str, str]]:
+    """The parts to show: the MCP row only when MCP tools are offered."""
+    return [(k, v) for k, v in PART_LABELS.items() if k != "mcp_tool_schemas" or m.get("mcp_tools")]
+
+
+def _mcp_servers(names: list[str]) -> list[str]:
+    """Server names from ``mcp__<server>__<tool>`` (the server part as made safe)."""
+    return sorted({name[len("mcp__") :].split("__", 1)[0] for name in names})
 
 
 def marks_of(m: dict[str, Any]) -> tuple[tuple[str, int], ...]:

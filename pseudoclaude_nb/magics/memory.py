@@ -18,7 +18,7 @@ from ..agent import Agent
 from ..errors import PseudoClaudeError
 from ..memory import TYPES, MemoryStore, Topic
 from ..memory.index import HEADINGS, entry_line
-from ..memory.store import INDEX_NAME
+from ..memory.store import INDEX_NAME, read_topic_file
 from .agent import _unquote
 
 ACTIONS = ("show", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
@@ -204,7 +204,7 @@ class MemoryMagics(Magics):
         store: MemoryStore = self._agent.memory.store(topic.level)
         path = store.locate(topic.name) or store.path_of(topic.name)
         print(f"{self._agent.memory.shown(path)}:")
-        print(path.read_text(encoding="utf-8"), end="")
+        print(read_topic_file(path), end="")
 
 
 def _body(words: list[str], cell: str | None) -> str | None:

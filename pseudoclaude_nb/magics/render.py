@@ -8,6 +8,7 @@ from __future__ import annotations
 import html
 import json
 import sys
+import threading
 import time
 from typing import Any
 
@@ -19,6 +20,7 @@ from ..events import (
     CompactStarted,
     ContextState,
     Notice,
+    ReasoningDelta,
     RolloverCommitted,
     RolloverDeclared,
     RunEvent,
@@ -31,8 +33,10 @@ from ..events import (
     ToolStarted,
 )
 from ..messages import ToolCall, ToolResult
+from ..widgets.theme import BRAND, ERROR, FG1, FG2, SUCCESS, WARN
 
 UPDATE_EVERY = 0.15  # seconds between Markdown re-renders: smooth without flooding the frontend
+TICK_EVERY = 1.0  # seconds between updates of a running tool's elapsed time
 
 
 def call_brief(call: ToolCall, width: int = 70) -> str:
@@ -69,6 +73,8 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
         "max-steps": "■ stopped at max steps",
         "interrupted": "■ interrupted",
         "error": "✗ error",
+        "truncated": "■ answer cut at the output cap",
+        "refused": "■ the model refused",
     }.get(summary.status, summary.status)
     window = ""
     if context is not None:
@@ -119,12 +125,17 @@ class TerminalRenderer:
         self.out = out or sys.stdout
         self._mid_line = False
         self._context: ContextState | None = None
+        self._thinking = False
+        self._running: float | None = None  # when the tool on the current line started
 
     def __call__(self, event: RunEvent) -> None:
         if isinstance(event, ContextState):
             self._context = event
             return
         if isinstance(event, RunFinished):
+            if self._running is not None:  # a tool was cut off: its line says so
+                self._write(f"■ {event.summary.status} after {time.monotonic() - self._running:.1f} s\n")
+                self._running, self._mid_line = None, False
             self._newline()
             if event.summary.error is not None:
                 self._write(f"error: {event.summary.error}\n")
@@ -140,18 +151,24 @@ class TerminalRenderer:
             return
         if self.quiet:
             return
-        if isinstance(event, AssistantDelta):
+        if isinstance(event, ReasoningDelta):
+            if not self._thinking:  # the model's thinking is never printed as the answer
+                self._thinking = True
+                self._newline()
+                self._write("thinking…\n")
+        elif isinstance(event, AssistantDelta):
             self._write(event.text)
             self._mid_line = not event.text.endswith("\n")
         elif isinstance(event, ToolStarted):
             self._newline()
-            self._write(f"→ {call_brief(event.call)} ")
-            self._mid_line = True
+            self._write(f"→ {call_brief(event.call)} … ")
+            self._mid_line, self._running = True, time.monotonic()
         elif isinstance(event, ToolFinished):
             self._write(f"{result_brief(event.result)} ({event.seconds:.1f} s)\n")
-            self._mid_line = False
+            self._mid_line, self._running = False, None
         elif isinstance(event, StepFinished):
             self._newline()
+            self._thinking = False
 
     def _newline(self) -> None:
         if self._mid_line:
@@ -171,45 +188,49 @@ class NotebookRenderer:
         from ..widgets import ContextGauge
 
         self.quiet = quiet
-        self.gauge = ContextGauge()
-        self._gauge_shown = False
+        self.gauge = ContextGauge(live=True)
+        self._gauge_handle: Any = None
         self._text = ""
         self._handle: Any = None
         self._last_update = 0.0
         self._context: ContextState | None = None
         self._compacting: Any = None
+        self._reasoning = ""  # this step's thinking, shown collapsed above its answer
+        self._reasoning_handle: Any = None
+        self._reasoning_update = 0.0
+        self._tool: ToolLine | None = None
 
     def __call__(self, event: RunEvent) -> None:
         self.gauge(event)
-        if not self._gauge_shown and isinstance(event, (StepStarted, RunFinished)):
-            self._gauge_shown = True
-            display(self.gauge.widget)
+        if self._gauge_handle is None and isinstance(event, (StepStarted, RunFinished)):
+            self._gauge_handle = display(self.gauge.widget, display_id=True)
         if isinstance(event, ContextState):
             self._context = event
             return
         if isinstance(event, RunFinished):
             self._flush()
+            if self._tool is not None:  # cut off by an interrupt or an error: the line stays, marked
+                self._tool.stopped(event.summary.status)
+                self._tool = None
+            # The saved notebook keeps the gauge's final state as text/plain and text/html.
+            self._gauge_handle.update(self.gauge.widget)
             s = event.summary
             if s.error is not None:
-                _show_html(f"<b>error:</b> {html.escape(str(s.error))}", f"error: {s.error}", "#b00020")
+                _show_html(f"<b>error:</b> {html.escape(str(s.error))}", f"error: {s.error}", ERROR)
             line = end_line(s, self._context)
-            _show_html(html.escape(line), line, "#555")
+            _show_html(html.escape(line), line, FG2)
             return
         if isinstance(event, CompactStarted):
             # Shown while the summary request runs, then replaced by its outcome.
             self._flush()
             line = context_line(event)
-            self._compacting = display(
-                _html_line(html.escape(line), line, "#1565c0"), raw=True, display_id=True
-            )
+            self._compacting = display(_html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
             return
         if isinstance(event, (Spilled, Compacted, RolloverDeclared, RolloverCommitted)):
             self._flush()
             line = context_line(event)
             data = _html_line(
-                html.escape(line),
-                line,
-                "#b00020" if isinstance(event, Compacted) and not event.ok else "#1565c0",
+                html.escape(line), line, ERROR if isinstance(event, Compacted) and not event.ok else BRAND
             )
             if isinstance(event, Compacted) and self._compacting is not None:
                 self._compacting.update(data, raw=True)
@@ -219,13 +240,24 @@ class NotebookRenderer:
             return
         if isinstance(event, Notice):
             self._flush()
-            _show_html(html.escape(event.text), f"[{event.level}] {event.text}", "#8a6d00")
+            _show_html(html.escape(event.text), f"[{event.level}] {event.text}", FG1, WARN)
             return
         if self.quiet:
             return
         if isinstance(event, StepStarted):
             self._text, self._handle = "", None
+            self._reasoning, self._reasoning_handle = "", None
+        elif isinstance(event, ReasoningDelta):
+            self._reasoning += event.text
+            now = time.monotonic()
+            if self._reasoning_handle is None:
+                self._reasoning_handle = display(_thinking(self._reasoning), raw=True, display_id=True)
+                self._reasoning_update = now
+            elif now - self._reasoning_update >= UPDATE_EVERY:
+                self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+                self._reasoning_update = now
         elif isinstance(event, AssistantDelta):
+            self._end_reasoning()
             self._text += event.text
             now = time.monotonic()
             if self._handle is None:
@@ -235,34 +267,133 @@ class NotebookRenderer:
                 self._handle.update(_markdown(self._text), raw=True)
                 self._last_update = now
         elif isinstance(event, StepFinished):
+            self._end_reasoning()
             self._flush()
+        elif isinstance(event, ToolStarted):
+            self._end_reasoning()
+            self._flush()
+            self._tool = ToolLine(event.call)
         elif isinstance(event, ToolFinished):
-            self._tool(event)
+            self._end_reasoning()
+            line, self._tool = self._tool or ToolLine(event.call), None
+            line.finished(event)
+
+    def _end_reasoning(self) -> None:
+        if self._reasoning_handle is not None:
+            self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+            self._reasoning_handle = None
 
     def _flush(self) -> None:
         if self._handle is not None:
             self._handle.update(_markdown(self._text), raw=True)
             self._handle = None
 
-    def _tool(self, event: ToolFinished) -> None:
-        brief = call_brief(event.call)
-        outcome = result_brief(event.result)
-        body = event.result.content
-        shown = body if len(body) <= 4000 else body[:4000] + f"\n… ({len(body) - 4000:,} more characters)"
-        args = json.dumps(event.call.arguments, indent=1, ensure_ascii=False)
-        if len(args) > 2000:
-            args = args[:2000] + "\n…"
-        color = "#b00020" if event.result.is_error else "#2e7d32"
-        summary = (
-            f"<code>{html.escape(brief)}</code> <span style='color:{color}'>{html.escape(outcome)}</span>"
-            f" <span style='color:#888'>{event.seconds:.1f} s</span>"
-        )
-        markup = (
-            f"<details style='margin:2px 0'><summary>{summary}</summary>"
-            f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(args)}</pre>"
-            f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
-        )
-        display({"text/html": markup, "text/plain": f"→ {brief} {outcome}"}, raw=True)
+
+class ToolLine:
+    """One tool call's line: shown when the tool starts (with its elapsed time, ticking),
+    replaced in place by the outcome when it finishes, or marked when it is cut off."""
+
+    def __init__(self, call: ToolCall, tick: float = TICK_EVERY) -> None:
+        self.call = call
+        self.brief = call_brief(call)
+        self.started = time.monotonic()
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+        self._handle = display(self._running(0.0), raw=True, display_id=True)
+        self._ticker = threading.Thread(target=self._tick, args=(tick,), name="pseudoclaude-tool-line", daemon=True)
+        self._ticker.start()
+
+    def _running(self, seconds: float) -> dict[str, str]:
+        return tool_line_bundle(self.call, f"⏳ running {seconds:.0f} s", FG2, running=True)
+
+    def _tick(self, every: float) -> None:
+        while not self._done.wait(every):
+            with self._lock:
+                if not self._done.is_set():
+                    self._handle.update(self._running(time.monotonic() - self.started), raw=True)
+
+    def _final(self, data: dict[str, str]) -> None:
+        with self._lock:
+            self._done.set()
+            self._handle.update(data, raw=True)
+
+    def finished(self, event: ToolFinished) -> None:
+        self._final(tool_result_bundle(event))
+
+    def stopped(self, status: str) -> None:
+        seconds = time.monotonic() - self.started
+        self._final(tool_line_bundle(self.call, f"■ {status} after {seconds:.1f} s", ERROR))
+
+
+def tool_line_bundle(call: ToolCall, outcome: str, color: str, *, running: bool = False) -> dict[str, str]:
+    brief = call_brief(call)
+    cls = "pc-tool pc-tool-running" if running else "pc-tool"
+    markup = (
+        f"<div class='{cls}' style='margin:2px 0'><code>{html.escape(brief)}</code> "
+        f"<span style='color:{color}'>{html.escape(outcome)}</span></div>"
+    )
+    return {"text/html": markup, "text/plain": f"→ {brief} {outcome}"}
+
+
+def tool_result_bundle(event: ToolFinished) -> dict[str, str]:
+    """The finished call: one line (✓ or ✗ in its colour) that expands to arguments and output."""
+    brief = call_brief(event.call)
+    outcome = result_brief(event.result)
+    body = event.result.content
+    shown = body if len(body) <= 4000 else body[:4000] + f"\n… ({len(body) - 4000:,} more characters)"
+    args = json.dumps(event.call.arguments, indent=1, ensure_ascii=False)
+    if len(args) > 2000:
+        args = args[:2000] + "\n…"
+    # A command that exited non-zero is not an error result for the model, but it failed.
+    color = ERROR if event.result.is_error or outcome.startswith("✗") else SUCCESS
+    summary = (
+        f"<code>{html.escape(brief)}</code> <span style='color:{color}'>{html.escape(outcome)}</span>"
+        f" <span style='color:{FG2}'>{event.seconds:.1f} s</span>"
+    )
+    markup = (
+        f"<details class='pc-tool' style='margin:2px 0'><summary>{summary}</summary>"
+        f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(args)}</pre>"
+        f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
+    )
+    return {"text/html": markup, "text/plain": f"→ {brief} {outcome}"}
+
+
+MEMORY_NOTICE_WAIT = 10.0  # seconds the cell waits for the memory update to say what it did
+
+
+def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) -> None:
+    """The memory update a run started, reported in the run's own output (not the next cell's).
+
+    The answer is already shown; the update runs in the background. Its line appears at
+    once ("updating…") and says what it did when it is done, or that it is still running.
+    """
+    memory = agent._memory  # only when this kernel used memory at all
+    if memory is None or not memory.pending:
+        return
+    line = "memory: updating in the background…"
+    handle = display(_html_line(html.escape(line), line, FG2), raw=True, display_id=True) if isinstance(
+        renderer, NotebookRenderer
+    ) else None
+    if not memory.wait(MEMORY_NOTICE_WAIT):
+        text = "memory: the update is still running; %memory show waits for it, the next %agent sees it"
+        reports = []
+    else:
+        reports = memory.take_reports()
+        text = "\n".join(f"memory: {r.summary()}" for r in reports) or "memory: nothing to save"
+    if handle is not None:
+        handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
+    else:
+        renderer.out.write(text + "\n")
+
+
+def _thinking(text: str) -> dict[str, str]:
+    """The model's thinking, collapsed: one "thinking…" line that opens to the text."""
+    markup = (
+        "<details style='margin:2px 0;color:#777'><summary>thinking…</summary>"
+        f"<pre style='max-height:20em;overflow:auto;font-size:85%;white-space:pre-wrap'>{html.escape(text)}"
+        "</pre></details>"
+    )
+    return {"text/html": markup, "text/plain": f"thinking… ({len(text):,} characters)"}
 
 
 def _markdown(text: str) -> dict[str, str]:
@@ -270,12 +401,13 @@ def _markdown(text: str) -> dict[str, str]:
     return {"text/markdown": text, "text/plain": text}
 
 
-def _html_line(markup: str, plain: str, color: str) -> dict[str, str]:
-    return {"text/html": f"<div style='color:{color};font-size:90%'>{markup}</div>", "text/plain": plain}
+def _html_line(markup: str, plain: str, color: str, accent: str | None = None) -> dict[str, str]:
+    bar = f";border-left:3px solid {accent};padding-left:6px" if accent else ""
+    return {"text/html": f"<div style='color:{color};font-size:90%{bar}'>{markup}</div>", "text/plain": plain}
 
 
-def _show_html(markup: str, plain: str, color: str) -> None:
-    display(_html_line(markup, plain, color), raw=True)
+def _show_html(markup: str, plain: str, color: str, accent: str | None = None) -> None:
+    display(_html_line(markup, plain, color, accent), raw=True)
 
 
 def in_notebook(shell: Any) -> bool:

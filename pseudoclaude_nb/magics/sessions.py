@@ -254,7 +254,7 @@ class SessionMagics(Magics):
     def _show(self, session_id: str) -> None:
         path = session_dir(self._agent.workspace, session_id)
         loaded = load_session(path, full=True)  # counts and problems of the whole log
-        print(f"session {session_id} · {path / 'conversation.jsonl'}")
+        print(f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}")
         model = loaded.last_model or "?"
         print(
             f"{len(loaded.messages)} effective messages of {loaded.physical_messages} logged"
@@ -365,6 +365,14 @@ class SessionMagics(Magics):
             print(f"(its id {report.original_id} is already taken here, so it got the new id {sid})")
         for problem in report.problems:
             print(f"! {problem}")
+
+
+def _relative(path: Path, workspace: Path) -> str:
+    """A path inside the workspace as the reader sees it from the notebook: relative."""
+    try:
+        return str(path.relative_to(workspace))
+    except ValueError:
+        return str(path)
 
 
 def _count(n: int, noun: str) -> str:

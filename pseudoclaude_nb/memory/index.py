@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Iterable
 
-from .store import INDEX_NAME, MAX_DESCRIPTION, MAX_NAME, MemoryStore, Topic
+from .store import INDEX_NAME, MAX_DESCRIPTION, MAX_NAME, MemoryStore, Topic, read_topic_file
 
 MAX_LINES = 200
 MAX_BYTES = 25_000
@@ -74,7 +74,7 @@ def sync_index(store: MemoryStore) -> tuple[list[Topic], bool]:
     topics = sort_topics(store.topics())
     path = store.root / INDEX_NAME
     try:
-        have: str | None = path.read_text(encoding="utf-8")
+        have: str | None = read_topic_file(path)
     except (OSError, UnicodeDecodeError):
         have = None
     if not topics:

@@ -37,7 +37,8 @@ from pathlib import Path
 from typing import Literal, get_args
 
 from ..redact import redact_text
-from ..session.paths import atomic_write_text, state_dir
+from ..session import safeio
+from ..session.paths import state_dir
 
 Level = Literal["project", "user"]
 MemoryType = Literal["preference", "fact", "convention", "reference"]
@@ -214,6 +215,14 @@ def _parse_value(raw: str) -> str:
     return value
 
 
+MAX_TOPIC_FILE = 1 << 20  # a topic is a few KB; a bigger file is reported, not read
+
+
+def read_topic_file(path: Path) -> str:
+    """A topic file's text: no link followed, regular files only, at most ``MAX_TOPIC_FILE`` bytes."""
+    return safeio.read_text(path, limit=MAX_TOPIC_FILE)
+
+
 @dataclass(frozen=True)
 class Problem:
     """A file in the store that is not a readable topic (hand-edited, half-copied…)."""
@@ -237,7 +246,7 @@ class MemoryStore:
     # --- reading -------------------------------------------------------------------------
 
     def topic_files(self) -> list[Path]:
-        if not self.root.is_dir():
+        if not self.root.is_dir() or self.root.is_symlink():
             return []
         return sorted(
             p for p in self.root.glob("*.md") if p.name != INDEX_NAME and not p.name.startswith(".")
@@ -248,7 +257,7 @@ class MemoryStore:
         topics, problems = [], []
         for path in self.topic_files():
             try:
-                topic = Topic.from_text(path.read_text(encoding="utf-8"))
+                topic = Topic.from_text(read_topic_file(path))
             except (OSError, UnicodeDecodeError, ValueError) as exc:
                 problems.append(Problem(path, str(exc)))
                 continue
@@ -275,7 +284,7 @@ class MemoryStore:
             if candidate.stem == name:
                 return candidate
             try:
-                if Topic.from_text(candidate.read_text(encoding="utf-8")).slug == wanted:
+                if Topic.from_text(read_topic_file(candidate)).slug == wanted:
                     return candidate
             except (OSError, UnicodeDecodeError, ValueError):
                 continue
@@ -286,36 +295,38 @@ class MemoryStore:
         if path is None:
             return None
         try:
-            return replace(Topic.from_text(path.read_text(encoding="utf-8")), level=self.level)
+            return replace(Topic.from_text(read_topic_file(path)), level=self.level)
         except (OSError, UnicodeDecodeError, ValueError):
             return None
 
     # --- writing ---------------------------------------------------------------------------
 
     def ensure_dir(self) -> Path:
+        # No link followed below the workspace or $PSEUDOCLAUDE_HOME: a symlinked memory/
+        # folder is refused (safeio), so memory never lands outside them.
         if self.private:
-            home = self.root.parent
-            if not home.exists():
-                home.mkdir(parents=True, mode=PRIVATE_DIR, exist_ok=True)
-            self.root.mkdir(mode=PRIVATE_DIR, exist_ok=True)
-            # mkdir's mode passes through the umask, and an old folder may be wider.
-            if stat.S_IMODE(self.root.stat().st_mode) != PRIVATE_DIR:
-                os.chmod(self.root, PRIVATE_DIR)
+            fd = safeio.open_dir(self.root, create=True, mode=PRIVATE_DIR)
+            try:
+                # mkdir's mode passes through the umask, and an old folder may be wider.
+                if stat.S_IMODE(os.fstat(fd).st_mode) != PRIVATE_DIR:
+                    os.fchmod(fd, PRIVATE_DIR)
+            finally:
+                os.close(fd)
         else:
-            self.root.mkdir(parents=True, exist_ok=True)
+            safeio.make_dirs(self.root, mode=0o755)
         return self.root
 
     def write_file(self, path: Path, text: str) -> None:
         """Atomically, redacted, with the store's file mode."""
         self.ensure_dir()
-        atomic_write_text(path, redact_text(text))
         if self.private:
-            os.chmod(path, PRIVATE_FILE)
+            mode = PRIVATE_FILE
         else:
-            # mkstemp makes 0600 files; project memory is meant to be shared like the code.
+            # Project memory is meant to be shared like the code.
             umask = os.umask(0)
             os.umask(umask)
-            os.chmod(path, SHARED_FILE & ~umask)
+            mode = SHARED_FILE & ~umask
+        safeio.write_atomic(path, redact_text(text), mode=mode)
 
     def put(self, topic: Topic) -> Path:
         """Write ``topic`` to ``<slug>.md`` (a copy renamed by hand is replaced, not duplicated)."""

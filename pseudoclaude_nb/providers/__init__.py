@@ -37,6 +37,9 @@ def make_provider(
     model: str = "",
     context_window: int = 0,
     script: str = "",
+    max_output_tokens: int = 0,
+    thinking_budget: int = 0,
+    reasoning_effort: str = "",
     **_: Any,
 ) -> Provider:
     """Build the provider a run asked for; errors say which option or variable to set."""
@@ -63,11 +66,21 @@ def make_provider(
     if name == "anthropic":
         from .anthropic import AnthropicProvider
 
-        return AnthropicProvider(model=model or None, context_window=context_window or None)
+        return AnthropicProvider(
+            model=model or None,
+            context_window=context_window or None,
+            max_output_tokens=max_output_tokens or None,
+            thinking_budget=thinking_budget,
+        )
     if name == "openai":
         from .openai_compat import OpenAIProvider
 
-        return OpenAIProvider(model=model or None, context_window=context_window or None)
+        return OpenAIProvider(
+            model=model or None,
+            context_window=context_window or None,
+            max_output_tokens=max_output_tokens or None,
+            reasoning_effort=reasoning_effort,
+        )
     raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, demo, scripted")
 
 

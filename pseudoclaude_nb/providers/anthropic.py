@@ -2,8 +2,10 @@
 
 It owns the translation between neutral messages and the Messages API — merged turns,
 ``tool_use``/``tool_result`` blocks, two ``cache_control`` breakpoints — the reading of
-raw stream events into neutral ones, and the mapping of SDK errors to one-line
-``ProviderError``s. Retries are the SDK's own (429, 5xx, 529 and connection errors,
+raw stream events into neutral ones (thinking blocks kept whole, with their signatures,
+so they go back unchanged before the ``tool_use`` they preceded), extended thinking
+(``thinking_budget``), the output cap clamped to the model's, and the mapping of SDK
+errors to one-line ``ProviderError``s. Retries are the SDK's own (429, 5xx, 529 and connection errors,
 honouring ``retry-after``). It knows nothing of the turn loop, tools or compaction.
 """
 
@@ -16,10 +18,12 @@ from typing import Any
 import anthropic
 import httpx2
 
-from ..errors import ContextTooLong, ProviderError, StreamError
-from ..messages import Message, ToolCall, Usage
+from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
+from ..messages import Message, Reasoning, ToolCall, Usage
 from . import wire
 from .base import (
+    ReasoningDelta,
+    ReasoningEnd,
     Request,
     Response,
     Stop,
@@ -30,7 +34,7 @@ from .base import (
     ToolCallStart,
     UsageEvent,
 )
-from .models import context_window_for, default_model
+from .models import clamp_output, default_model, model_info
 
 SERVICE = "Anthropic"
 KEY_VAR, URL_VAR = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
@@ -42,6 +46,10 @@ TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
 THINKING = ("thinking", "redacted_thinking")
 # The API's words for a prompt over the window (400), or a body over its size limit (413).
 TOO_LONG = ("prompt is too long", "exceed context limit", "exceeds the context window")
+# The API's floor for a manual thinking budget; the budget must also stay below max_tokens.
+MIN_THINKING_BUDGET = 1024
+# Manual-budget models think between tool calls only with this beta (adaptive ones always do).
+INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 
 
 class AnthropicProvider:
@@ -56,22 +64,33 @@ class AnthropicProvider:
         base_url: str | None = None,
         max_retries: int = 2,
         timeout: float | httpx2.Timeout | None = None,
+        max_output_tokens: int | None = None,
+        thinking_budget: int = 0,
     ) -> None:
         key = api_key or wire.env(KEY_VAR)
         if not key:
             raise wire.missing_key(SERVICE, KEY_VAR)  # before any request, and before any session
         self.model = model or default_model("anthropic")
-        self.context_window = context_window or context_window_for("anthropic", self.model)
+        self.info = model_info("anthropic", self.model)
+        self.context_window = context_window or self.info.window
+        self.max_output_tokens = max_output_tokens or self.info.output
+        if thinking_budget and thinking_budget < MIN_THINKING_BUDGET:
+            raise ConfigError(
+                f"a thinking budget must be at least {MIN_THINKING_BUDGET} tokens (or 0 for off); "
+                f"got {thinking_budget}"
+            )
+        if thinking_budget and self.info.known and self.info.thinking is None:
+            raise ConfigError(
+                f"model {self.model} has no extended thinking: leave --thinking out (or "
+                "PseudoClaude.thinking_budget = 0), or pick a model that thinks (Claude 3.7 or later)"
+            )
+        self.thinking_budget = thinking_budget
         self.base_url = (base_url or wire.env(URL_VAR) or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries = max_retries
         self._key = key
         self._client = anthropic.Anthropic(
             api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout or TIMEOUT
         )
-        # Thinking blocks of the running tool loop, by the id of a call they preceded: the
-        # API wants them back, unchanged, with the tool results. The neutral message model
-        # has no place for them, so only this provider object (one run) remembers them.
-        self._thinking: dict[str, list[dict[str, Any]]] = {}
 
     def __repr__(self) -> str:
         return f"AnthropicProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -88,13 +107,13 @@ class AnthropicProvider:
         # Only a stream that said why it stopped ends with Stop; anything else makes the
         # runner's assembler raise StreamError and keep nothing of this response.
         if reader.stopped and reader.stop_reason:
-            self._remember(reader)
             yield Stop(reader.stop_reason)
 
     def complete(self, request: Request) -> Response:
         with self._mapped_errors():
             message = self._client.messages.create(**self._params(request))
         text = "".join(b.text for b in message.content if b.type == "text")
+        reasoning = [r for r in map(_reasoning_of, message.content) if r is not None]
         calls = [
             ToolCall(id=b.id, name=b.name, arguments=b.input if isinstance(b.input, dict) else {})
             for b in message.content
@@ -103,15 +122,25 @@ class AnthropicProvider:
         if not message.stop_reason:
             raise StreamError(f"{SERVICE} answered without a stop reason; nothing was kept — try again")
         return Response(
-            text=text, tool_calls=calls, usage=_usage(message.usage), stop_reason=message.stop_reason
+            text=text,
+            tool_calls=calls,
+            usage=_usage(getattr(message, "usage", None)),
+            stop_reason=message.stop_reason,
+            reasoning=reasoning,
         )
 
     def _params(self, request: Request) -> dict[str, Any]:
+        thinking, max_tokens = self._thinking_for(request)
         params: dict[str, Any] = {
             "model": self.model,
-            "max_tokens": request.max_tokens,
+            "max_tokens": max_tokens,
             "messages": self.wire_messages(request.messages),
         }
+        if thinking is not None:
+            # Temperature stays unset: the API allows no other value with thinking.
+            params["thinking"] = thinking
+            if thinking["type"] == "enabled" and request.tools:
+                params["extra_headers"] = {"anthropic-beta": INTERLEAVED_BETA}
         if request.system:
             # Tools, then system, then messages form the cached prefix: this breakpoint
             # caches tools and system prompt, which every step of a session repeats.
@@ -119,6 +148,21 @@ class AnthropicProvider:
         if request.tools:
             params["tools"] = request.tools
         return params
+
+    def _thinking_for(self, request: Request) -> tuple[dict[str, Any] | None, int]:
+        """(thinking config or None, max_tokens): the budget comes on top of the answer's room,
+        and both fit the model's output cap (the API: 1,024 <= budget_tokens < max_tokens)."""
+        plain = clamp_output(request.max_tokens, self.max_output_tokens)
+        if request.purpose != "agent" or not self.thinking_budget:
+            return None, plain
+        total = clamp_output(request.max_tokens + self.thinking_budget, self.max_output_tokens)
+        if self.info.thinking == "adaptive":
+            return {"type": "adaptive"}, total
+        # Over the cap, the answer keeps at least half of it and thinking gets the rest.
+        budget = min(self.thinking_budget, total - min(request.max_tokens, total // 2))
+        if budget < MIN_THINKING_BUDGET:
+            return None, plain
+        return {"type": "enabled", "budget_tokens": budget}, total
 
     # --- neutral messages -> Messages API --------------------------------------------------
 
@@ -150,18 +194,15 @@ class AnthropicProvider:
             blocks += [_text(m.content) for m in group if m.tool_result is None and m.content.strip()]
             return {"role": "user", "content": blocks}
         for m in group:
-            if m.tool_calls:
-                blocks += self._thinking.get(m.tool_calls[0].id, [])
+            # Thinking first, unchanged: the API checks the signature of every block it
+            # gets back, and requires the blocks before the tool_use they led to.
+            blocks += [_thinking_block(r) for r in m.reasoning if r.kind in THINKING]
             if m.content.strip():
                 blocks.append(_text(m.content))
             blocks += [
                 {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
             ]
         return {"role": "assistant", "content": blocks}
-
-    def _remember(self, reader: _Reader) -> None:
-        if reader.thinking and reader.call_ids:
-            self._thinking[reader.call_ids[0]] = reader.thinking
 
     # --- errors -------------------------------------------------------------------------------
 
@@ -207,7 +248,7 @@ class AnthropicProvider:
         if status == 404:
             return wire.model_missing(SERVICE, self.model, self.base_url, status, detail)
         if status in (408, 429) or status >= 500:
-            return wire.busy(SERVICE, status, self.max_retries, detail)
+            return wire.busy(SERVICE, status, _retries_taken(exc, self.max_retries), detail)
         return wire.refused(SERVICE, status, detail)
 
 
@@ -216,8 +257,6 @@ class _Reader:
 
     def __init__(self) -> None:
         self.blocks: dict[int, dict[str, Any]] = {}
-        self.thinking: list[dict[str, Any]] = []
-        self.call_ids: list[str] = []
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.stopped = False
@@ -225,7 +264,8 @@ class _Reader:
     def feed(self, event: Any) -> Iterator[StreamEvent]:
         kind = event.type
         if kind == "message_start":
-            self.usage = _usage(event.message.usage)
+            # Usage is optional in what servers send (an SDK fixture has none).
+            self.usage = _usage(getattr(event.message, "usage", None))
             yield UsageEvent(self.usage)
         elif kind == "content_block_start":
             yield from self._start(event.index, event.content_block)
@@ -236,10 +276,17 @@ class _Reader:
             if block is not None and block["type"] == "tool_use":
                 yield ToolCallEnd(block["id"])
             elif block is not None and block["type"] in THINKING:
-                self.thinking.append(block)
+                yield ReasoningEnd(
+                    Reasoning(
+                        kind=block["type"],
+                        text=block.get("thinking", ""),
+                        signature=block.get("signature"),
+                        data=block.get("data"),
+                    )
+                )
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self.usage = _delta_usage(self.usage, event.usage)
+            self.usage = _delta_usage(self.usage, getattr(event, "usage", None))
             yield UsageEvent(self.usage)
         elif kind == "message_stop":
             self.stopped = True
@@ -247,16 +294,19 @@ class _Reader:
     def _start(self, index: int, block: Any) -> Iterator[StreamEvent]:
         if block.type == "tool_use":
             self.blocks[index] = {"type": "tool_use", "id": block.id}
-            self.call_ids.append(block.id)
             yield ToolCallStart(id=block.id, name=block.name)
         elif block.type == "thinking":
+            # The docs' own stream starts a thinking block with no signature field at all.
+            thinking = getattr(block, "thinking", None) or ""
             self.blocks[index] = {
                 "type": "thinking",
-                "thinking": block.thinking,
-                "signature": block.signature,
+                "thinking": thinking,
+                "signature": getattr(block, "signature", None) or "",
             }
+            if thinking:
+                yield ReasoningDelta(thinking)
         elif block.type == "redacted_thinking":
-            self.blocks[index] = {"type": "redacted_thinking", "data": block.data}
+            self.blocks[index] = {"type": "redacted_thinking", "data": getattr(block, "data", None) or ""}
         elif block.type == "text":
             self.blocks[index] = {"type": "text"}
             if block.text:
@@ -270,6 +320,7 @@ class _Reader:
             yield ToolCallDelta(id=block["id"], json=delta.partial_json)
         elif delta.type == "thinking_delta" and block is not None:
             block["thinking"] += delta.thinking
+            yield ReasoningDelta(delta.thinking)
         elif delta.type == "signature_delta" and block is not None:
             block["signature"] += delta.signature
 
@@ -278,13 +329,45 @@ def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
 
+def _thinking_block(r: Reasoning) -> dict[str, Any]:
+    if r.kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": r.data or ""}
+    return {"type": "thinking", "thinking": r.text, "signature": r.signature or ""}
+
+
+def _reasoning_of(block: Any) -> Reasoning | None:
+    if block.type == "thinking":
+        return Reasoning(
+            kind="thinking",
+            text=getattr(block, "thinking", None) or "",
+            signature=getattr(block, "signature", None) or "",
+        )
+    if block.type == "redacted_thinking":
+        return Reasoning(kind="redacted_thinking", data=getattr(block, "data", None) or "")
+    return None
+
+
 def _usage(u: Any) -> Usage:
+    """Every field optional: a server may leave out usage, or any part of it."""
+
+    def get(name: str) -> int:
+        return int(getattr(u, name, None) or 0)
+
     return Usage(
-        input_tokens=u.input_tokens or 0,
-        output_tokens=u.output_tokens or 0,
-        cache_creation_input_tokens=u.cache_creation_input_tokens or 0,
-        cache_read_input_tokens=u.cache_read_input_tokens or 0,
+        input_tokens=get("input_tokens"),
+        output_tokens=get("output_tokens"),
+        cache_creation_input_tokens=get("cache_creation_input_tokens"),
+        cache_read_input_tokens=get("cache_read_input_tokens"),
     )
+
+
+def _retries_taken(exc: anthropic.APIStatusError, configured: int) -> int:
+    """Retries the SDK actually made: it numbers each attempt in a request header (a 429
+    with ``x-should-retry: false`` is not retried at all)."""
+    try:
+        return int(exc.response.request.headers["x-stainless-retry-count"])
+    except (AttributeError, KeyError, RuntimeError, ValueError):
+        return configured
 
 
 def _delta_usage(before: Usage, u: Any) -> Usage:
@@ -292,14 +375,15 @@ def _delta_usage(before: Usage, u: Any) -> Usage:
     if u is None:
         return before
 
-    def pick(new: int | None, old: int) -> int:
-        return old if new is None else new
+    def pick(name: str, old: int) -> int:
+        new = getattr(u, name, None)
+        return old if new is None else int(new)
 
     return Usage(
-        input_tokens=pick(u.input_tokens, before.input_tokens),
-        output_tokens=pick(u.output_tokens, before.output_tokens),
-        cache_creation_input_tokens=pick(u.cache_creation_input_tokens, before.cache_creation_input_tokens),
-        cache_read_input_tokens=pick(u.cache_read_input_tokens, before.cache_read_input_tokens),
+        input_tokens=pick("input_tokens", before.input_tokens),
+        output_tokens=pick("output_tokens", before.output_tokens),
+        cache_creation_input_tokens=pick("cache_creation_input_tokens", before.cache_creation_input_tokens),
+        cache_read_input_tokens=pick("cache_read_input_tokens", before.cache_read_input_tokens),
     )
 
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import StreamError
-from ..messages import Message, ToolCall, Usage
+from ..messages import Message, Reasoning, ToolCall, Usage
 
 Purpose = Literal["agent", "summary", "memory"]
 
@@ -24,6 +24,7 @@ class Request:
     system: str
     messages: list[Message]
     tools: list[dict[str, Any]] = field(default_factory=list)
+    # What the caller asks for; the provider clamps it to the model's output cap.
     max_tokens: int = 8192
     purpose: Purpose = "agent"
 
@@ -56,11 +57,23 @@ class UsageEvent:
 
 
 @dataclass(frozen=True)
+class ReasoningDelta:
+    text: str  # the model's thinking as it streams: shown collapsed, never as the answer
+
+
+@dataclass(frozen=True)
+class ReasoningEnd:
+    part: Reasoning  # one whole block, as it must go back (signature, redacted data)
+
+
+@dataclass(frozen=True)
 class Stop:
-    reason: str  # end_turn | tool_use | max_tokens | ...
+    reason: str  # end_turn | tool_use | max_tokens | refusal | ...
 
 
-StreamEvent = TextDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | UsageEvent | Stop
+StreamEvent = (
+    TextDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | UsageEvent | ReasoningDelta | ReasoningEnd | Stop
+)
 
 
 @dataclass
@@ -69,6 +82,9 @@ class Response:
     tool_calls: list[ToolCall] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     stop_reason: str | None = None
+    reasoning: list[Reasoning] = field(default_factory=list)
+    # Tool calls the output cap (or a refusal) cut off: never run, never in the conversation.
+    cut_calls: list[str] = field(default_factory=list)
 
 
 @runtime_checkable
@@ -76,6 +92,7 @@ class Provider(Protocol):
     name: str
     model: str
     context_window: int
+    max_output_tokens: int  # the model's output cap (or the max_output_tokens override)
 
     def stream(self, request: Request) -> Iterator[StreamEvent]: ...
 
@@ -90,6 +107,7 @@ class StreamAssembler:
         self._calls: dict[str, tuple[str, list[str]]] = {}
         self._usage = Usage()
         self._stop: str | None = None
+        self._reasoning: list[Reasoning] = []
 
     @property
     def text(self) -> str:
@@ -104,6 +122,8 @@ class StreamAssembler:
             self._calls[event.id][1].append(event.json)
         elif isinstance(event, UsageEvent):
             self._usage = event.usage
+        elif isinstance(event, ReasoningEnd):
+            self._reasoning.append(event.part)
         elif isinstance(event, Stop):
             self._stop = event.reason
 
@@ -112,6 +132,16 @@ class StreamAssembler:
             raise StreamError(
                 "the response stream ended without a stop reason (connection cut?); "
                 "nothing from it was kept — run %agent again to retry"
+            )
+        if self._stop in ("max_tokens", "refusal") and self._calls:
+            # A call cut by the output cap has partial arguments; after a refusal none is
+            # meant. Neither may run or enter the conversation; the runner says why.
+            return Response(
+                text=self.text,
+                usage=self._usage,
+                stop_reason=self._stop,
+                reasoning=self._reasoning,
+                cut_calls=[name for name, _ in self._calls.values()],
             )
         calls = []
         for call_id, (name, parts) in self._calls.items():
@@ -126,7 +156,13 @@ class StreamAssembler:
             if not isinstance(arguments, dict):
                 arguments = {"value": arguments}
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
-        return Response(text=self.text, tool_calls=calls, usage=self._usage, stop_reason=self._stop)
+        return Response(
+            text=self.text,
+            tool_calls=calls,
+            usage=self._usage,
+            stop_reason=self._stop,
+            reasoning=self._reasoning,
+        )
 
 
 def collect(events: Iterator[StreamEvent]) -> Response:

@@ -3,8 +3,10 @@
 One wire format, many servers: OpenAI, Ollama, vLLM, llama.cpp. It owns the translation
 of neutral messages (system first, ``role: "tool"`` results), the reading of ``data:``
 chunks into neutral events — tool calls assembled from indexed deltas, or whole in one
-chunk as Ollama sends them; usage in its own chunk or on the finish chunk — its own
-bounded retries for 429/5xx that honour ``retry-after``, and the mapping of failures
+chunk as Ollama sends them; usage in its own chunk or on the finish chunk; reasoning
+(``reasoning_content`` / ``reasoning``) kept apart from the answer and passed back in a
+tool loop, as DeepSeek's thinking mode requires; refusals — its own bounded retries for
+429/5xx that honour ``retry-after`` and ``x-should-retry``, and the mapping of failures
 to one-line ``ProviderError``s. Nothing here knows about the turn loop.
 """
 
@@ -21,10 +23,12 @@ from urllib.parse import urlsplit
 
 import httpx
 
-from ..errors import ContextTooLong, ProviderError, StreamError
-from ..messages import Message, ToolCall, Usage
+from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
+from ..messages import Message, Reasoning, ToolCall, Usage
 from . import wire
 from .base import (
+    ReasoningDelta,
+    ReasoningEnd,
     Request,
     Response,
     Stop,
@@ -35,7 +39,7 @@ from .base import (
     ToolCallStart,
     UsageEvent,
 )
-from .models import context_window_for, default_model
+from .models import clamp_output, default_model, model_info
 
 SERVICE = "the OpenAI-compatible endpoint"
 KEY_VAR, URL_VAR = "OPENAI_API_KEY", "OPENAI_BASE_URL"
@@ -55,6 +59,9 @@ STOP_REASONS = {
 # How servers say "prompt over the window": OpenAI and vLLM codes/words, llama.cpp's type.
 TOO_LONG_CODES = ("context_length_exceeded", "exceed_context_size_error")
 TOO_LONG_WORDS = ("maximum context length", "context length", "context size", "too many tokens")
+# Where OpenAI-compatible servers put a model's reasoning: DeepSeek and older vLLM use
+# reasoning_content, OpenRouter, Ollama and newer vLLM reasoning. Passed back under its own name.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
 
 
 class OpenAIProvider:
@@ -70,6 +77,8 @@ class OpenAIProvider:
         max_retries: int = 2,
         backoff: float = 0.5,
         timeout: float | httpx.Timeout | None = None,
+        max_output_tokens: int | None = None,
+        reasoning_effort: str = "",
     ) -> None:
         self.base_url = (base_url or wire.env(URL_VAR) or DEFAULT_BASE_URL).rstrip("/")
         host = (urlsplit(self.base_url).hostname or "").lower()
@@ -78,7 +87,15 @@ class OpenAIProvider:
         if not key and self.is_openai:
             raise wire.missing_key("OpenAI", KEY_VAR)  # local servers (Ollama, llama.cpp) need none
         self.model = model or default_model("openai")
-        self.context_window = context_window or context_window_for("openai", self.model)
+        self.info = model_info("openai", self.model)
+        self.context_window = context_window or self.info.window
+        self.max_output_tokens = max_output_tokens or self.info.output
+        if reasoning_effort and self.info.known and self.info.thinking != "effort":
+            raise ConfigError(
+                f"model {self.model} takes no reasoning_effort: leave it empty "
+                "(%config PseudoClaude.reasoning_effort = ''), or pick a reasoning model"
+            )
+        self.reasoning_effort = reasoning_effort
         self.max_retries = max_retries
         self.backoff = backoff
         self._key = key
@@ -118,6 +135,11 @@ class OpenAIProvider:
             response.close()
         choice = (data.get("choices") or [{}])[0]
         message = choice.get("message") or {}
+        reasoning = [
+            Reasoning(kind=name, text=message[name])  # type: ignore[arg-type]
+            for name in REASONING_FIELDS
+            if isinstance(message.get(name), str) and message[name]
+        ][:1]
         calls = []
         for tc in message.get("tool_calls") or []:
             fn = tc.get("function") or {}
@@ -129,11 +151,13 @@ class OpenAIProvider:
             raise StreamError(
                 f"{self._service} answered without a finish_reason; nothing was kept — try again"
             )
+        refusal = message.get("refusal")
         return Response(
-            text=message.get("content") or "",
+            text=message.get("content") or refusal or "",
             tool_calls=calls,
             usage=_usage(data.get("usage")),
-            stop_reason=STOP_REASONS.get(finish, finish),
+            stop_reason="refusal" if refusal else STOP_REASONS.get(finish, finish),
+            reasoning=reasoning,
         )
 
     def _body(self, request: Request) -> dict[str, Any]:
@@ -141,8 +165,12 @@ class OpenAIProvider:
             "model": self.model,
             "messages": wire_messages(request.system, request.messages),
         }
-        # OpenAI's reasoning models refuse max_tokens; other servers may not know its successor.
-        body["max_completion_tokens" if self.is_openai else "max_tokens"] = request.max_tokens
+        # Chosen by model, not by host: OpenAI's reasoning models refuse max_tokens (also on
+        # Azure); other servers may not know its successor. Never more than the model takes.
+        key = "max_completion_tokens" if self.info.completion_tokens else "max_tokens"
+        body[key] = clamp_output(request.max_tokens, self.max_output_tokens)
+        if self.reasoning_effort and request.purpose == "agent":
+            body["reasoning_effort"] = self.reasoning_effort
         if request.tools:
             body["tools"] = [
                 {
@@ -187,7 +215,10 @@ class OpenAIProvider:
             finally:
                 response.close()
             wait = retry_after(response.headers)
-            retry = response.status_code in RETRY_STATUSES and not last
+            # The server's own word wins, as the official SDKs honour it.
+            should = response.headers.get("x-should-retry")
+            retryable = should == "true" or (should != "false" and response.status_code in RETRY_STATUSES)
+            retry = retryable and not last
             if retry and (wait is None or wait <= MAX_RETRY_AFTER):
                 self._pause(attempt, wait)
                 continue
@@ -249,10 +280,15 @@ class _Reader:
         self.finish_reason: str | None = None
         self.usage: Usage | None = None
         self.done = False
+        self.reasoning: dict[str, list[str]] = {}  # field name -> pieces
+        self.refused = False
 
     def feed(self, line: str, provider: OpenAIProvider) -> Iterator[StreamEvent]:
         # SSE comments (": keep-alive"), event names and blank lines carry nothing here; after
         # [DONE] the rest of the body is read only so the connection can be reused.
+        if not self.done and line.startswith("error:"):
+            # Older llama.cpp servers: ``error: {"code": 400, "message": …, "type": …}``.
+            raise provider.stream_error(_error_line(line[6:].strip()))
         if self.done or not line.startswith("data:"):
             return
         payload = line[5:].strip()
@@ -270,8 +306,17 @@ class _Reader:
             raise provider.stream_error(chunk)
         for choice in chunk.get("choices") or []:
             delta = choice.get("delta") or {}
+            for name in REASONING_FIELDS:
+                piece = delta.get(name)
+                if isinstance(piece, str) and piece:
+                    self.reasoning.setdefault(name, []).append(piece)
+                    yield ReasoningDelta(piece)
             if delta.get("content"):
                 yield TextDelta(delta["content"])
+            if isinstance(delta.get("refusal"), str) and delta["refusal"]:
+                # The refusal is the answer: shown and kept as the assistant's text.
+                self.refused = True
+                yield TextDelta(delta["refusal"])
             for position, tc in enumerate(delta.get("tool_calls") or []):
                 yield from self._tool_delta(position, tc)
             if choice.get("finish_reason"):
@@ -311,18 +356,29 @@ class _Reader:
                 yield ToolCallEnd(id=call["id"])
         if self.usage is not None:
             yield UsageEvent(self.usage)
+        for name, pieces in self.reasoning.items():
+            yield ReasoningEnd(Reasoning(kind=name, text="".join(pieces)))  # type: ignore[arg-type]
         if self.finish_reason:
-            yield Stop(STOP_REASONS.get(self.finish_reason, self.finish_reason))
+            reason = STOP_REASONS.get(self.finish_reason, self.finish_reason)
+            yield Stop("refusal" if self.refused and reason == "end_turn" else reason)
 
 
 def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
     """Neutral messages as chat-completions messages: system first, results as ``tool``."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    loop_start = _current_turn(messages)
     for group in wire.turns(messages):
         if group[0].role == "assistant":
             text = "\n\n".join(m.content for m in group if m.content.strip())
             calls = [c for m in group for c in m.tool_calls]
             entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            # The reasoning of the running tool loop goes back (DeepSeek's thinking mode
+            # refuses step 2 without it); that of earlier turns is not needed again.
+            for m in group:
+                if m.id in loop_start:
+                    for r in m.reasoning:
+                        if r.kind in REASONING_FIELDS and r.text:
+                            entry[r.kind] = entry.get(r.kind, "") + r.text
             if calls:
                 entry["tool_calls"] = [
                     {
@@ -345,6 +401,28 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
         if texts:
             out.append({"role": "user", "content": "\n\n".join(texts)})
     return out
+
+
+def _current_turn(messages: list[Message]) -> set[str]:
+    """Ids of the assistant messages after the last user text: the running turn's tool loop."""
+    ids: set[str] = set()
+    for m in reversed(messages):
+        if m.role == "user" and m.tool_result is None and m.content.strip():
+            break
+        if m.role == "assistant":
+            ids.add(m.id)
+    return ids
+
+
+def _error_line(text: str) -> dict[str, Any]:
+    """An ``error:`` SSE line's payload as an error body: a JSON object, or plain words."""
+    try:
+        obj = json.loads(text)
+    except ValueError:
+        return {"error": {"message": text}}
+    if isinstance(obj, dict) and "error" in obj:
+        return obj
+    return {"error": obj if isinstance(obj, dict) else {"message": str(obj)}}
 
 
 def retry_after(headers: httpx.Headers) -> float | None:

@@ -4,6 +4,13 @@ Used by tests, the teaching notebooks and the demo. Each agent request consumes 
 turn, each summary request one of ``summaries``, each memory update one item of
 ``memory_ops``. Running out, or a malformed script, is a loud ``ScriptError`` that names
 the script and the problem — never a silent default answer.
+
+A turn may also carry ``reasoning`` (streamed as thinking before the answer, kept with the
+message, never shown as the answer) and a ``stop_reason``: ``"max_tokens"`` (a text turn
+is cut there; a turn with tool calls ends inside its last call, whose arguments never
+arrive whole) or ``"refusal"`` (the text is the refusal). ``max_output_tokens`` at the top
+level is the scripted model's output cap (default: the agent's request cap, so a cut tool
+call is not retried); a larger one lets the run retry a cut step once, with the next turn.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from ..compact.estimate import estimate_request, tokens_for_bytes
 from ..errors import ContextTooLong, ScriptError
-from ..messages import ToolCall, Usage
+from ..messages import Reasoning, ToolCall, Usage
 from .base import (
+    ReasoningDelta,
+    ReasoningEnd,
     Request,
     Response,
     Stop,
@@ -57,12 +66,15 @@ class ScriptTurn(BaseModel):
     tool_calls: list[ScriptCall] = Field(default_factory=list)
     usage: Usage | None = None
     error: ScriptedFault | None = None  # e.g. "context_too_long": the request is refused
+    reasoning: str = ""  # the model's thinking before the answer
+    stop_reason: Literal["max_tokens", "refusal"] | None = None  # else end_turn / tool_use
 
 
 class Script(BaseModel):
     model_config = ConfigDict(extra="ignore")  # room for "description" and comments
     model: str = "scripted"
     context_window: int = Field(default=200_000, gt=0)
+    max_output_tokens: int = Field(default=0, ge=0)  # 0: the agent's default request cap
     turns: list[ScriptTurn]
     summaries: list[str | ScriptFault] = Field(default_factory=list)
     memory_ops: list[list[dict[str, Any]]] = Field(default_factory=list)
@@ -105,6 +117,7 @@ class ScriptedProvider:
         self.name = name
         self.model = model or self.script.model
         self.context_window = context_window or self.script.context_window
+        self.max_output_tokens = self.script.max_output_tokens or Request.max_tokens
         self.pace = pace  # seconds between text chunks, so a demo visibly streams
         self.turns_used = 0
         self.summaries_used = 0
@@ -129,8 +142,9 @@ class ScriptedProvider:
         response = Response(
             text=turn.text,
             tool_calls=calls,
-            usage=turn.usage or _usage_for(request, turn.text, calls),
-            stop_reason="tool_use" if calls else "end_turn",
+            usage=turn.usage or _usage_for(request, turn.text + turn.reasoning, calls),
+            stop_reason=turn.stop_reason or ("tool_use" if calls else "end_turn"),
+            reasoning=[Reasoning(kind="reasoning", text=turn.reasoning)] if turn.reasoning else [],
         )
         for event in _replay(response):
             if self.pace and isinstance(event, TextDelta):
@@ -199,14 +213,27 @@ def _usage_for(request: Request, text: str, calls: list[ToolCall]) -> Usage:
 
 
 def _replay(response: Response) -> Iterator[StreamEvent]:
-    """Stream a response the way a wire provider would: small text chunks, then calls."""
+    """Stream a response the way a wire provider would: thinking, small text chunks, then calls.
+
+    With ``max_tokens`` the last call breaks off inside its arguments, as a real cut does.
+    """
+    for part in response.reasoning:
+        words = part.text.split(" ")
+        for i in range(0, len(words), 4):
+            chunk = " ".join(words[i : i + 4])
+            yield ReasoningDelta(chunk if i + 4 >= len(words) else chunk + " ")
+        yield ReasoningEnd(part)
     words = response.text.split(" ") if response.text else []
     for i in range(0, len(words), 4):
         chunk = " ".join(words[i : i + 4])
         yield TextDelta(chunk if i + 4 >= len(words) else chunk + " ")
-    for call in response.tool_calls:
+    for k, call in enumerate(response.tool_calls):
         yield ToolCallStart(id=call.id, name=call.name)
-        yield ToolCallDelta(id=call.id, json=json.dumps(call.arguments))
+        arguments = json.dumps(call.arguments)
+        if response.stop_reason == "max_tokens" and k == len(response.tool_calls) - 1:
+            yield ToolCallDelta(id=call.id, json=arguments[: max(1, len(arguments) // 2)])
+            break
+        yield ToolCallDelta(id=call.id, json=arguments)
         yield ToolCallEnd(id=call.id)
     yield UsageEvent(response.usage)
     yield Stop(response.stop_reason or "end_turn")

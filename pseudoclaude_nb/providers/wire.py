@@ -8,12 +8,16 @@ never contains a key (server messages are scrubbed before they are quoted).
 from __future__ import annotations
 
 import os
+import re
 
 from ..errors import ConfigError, ProviderError
 from ..messages import Message
 
 # Server messages are quoted for the details, but a page of HTML from a proxy is not one line.
 QUOTE_LIMIT = 300
+# A value this short is no secret (``OPENAI_API_KEY=x`` is normal for local servers) and
+# scrubbing it would mangle words: "This model's ma***imum conte***t length".
+MIN_SECRET = 8
 
 
 def env(name: str) -> str | None:
@@ -43,8 +47,9 @@ def turns(messages: list[Message]) -> list[list[Message]]:
 def quote(text: object, secret: str | None = None) -> str:
     """A server's message as one short line, with the key scrubbed if it was echoed."""
     line = " ".join(str(text).split())
-    if secret:
-        line = line.replace(secret, "***")
+    if secret and len(secret) >= MIN_SECRET:
+        # Only the key as a whole token, never inside a longer word or key.
+        line = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", line)
     if len(line) > QUOTE_LIMIT:
         line = line[: QUOTE_LIMIT - 1] + "…"
     return line

@@ -29,8 +29,9 @@ from typing import IO, Any
 
 import orjson
 
-from ..errors import SessionError
+from ..errors import SessionError, UnsafePathError
 from ..redact import Redactor
+from . import safeio
 from .catalog import session_info, write_meta
 from .entries import SpillEntry, decode, parse_entry
 from .lifecycle import trash_dir
@@ -64,6 +65,11 @@ class ImportLimits:
     max_member_bytes: int = 512 << 20
     max_total_bytes: int = 2 << 30
     max_manifest_bytes: int = 8 << 20
+    # A member over min_ratio_bytes may inflate at most max_ratio times (text logs deflate
+    # ~5-20x; 300 MB of one repeated byte from 292 KB is ~1,000x).
+    max_ratio: int = 200
+    min_ratio_bytes: int = 1 << 20
+    max_manifest_depth: int = 32
 
 
 @dataclass
@@ -106,7 +112,9 @@ def export_session(
         raise SessionError(f"{dest} already exists; choose another path or delete it first")
     if not dest.parent.is_dir():
         raise SessionError(f"folder {dest.parent} does not exist; create it or choose another path")
-    session_info(src)  # brings meta.json up to date with the log
+    info = session_info(src)  # brings meta.json up to date with the log
+    if info.status == "unsafe":
+        raise UnsafePathError(f"session {session_id} is not exported: {info.title}")
     redactor = Redactor() if redact else None
     files: list[dict[str, Any]] = []
     fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
@@ -116,13 +124,13 @@ def export_session(
             if spills:
                 for path in _spill_files(src):
                     rel = f"{SPILL_DIR}/{path.name}"
-                    data = path.read_bytes()
+                    data = safeio.read_bytes(path)
                     out = _redact_bytes(data, redactor)
                     if out is not data:
                         changed[rel] = (len(out), hashlib.sha256(out).hexdigest())
                     files.append(_add(zf, rel, out))
             files.append(_add_log(zf, src / LOG_NAME, redactor, changed))
-            meta = json.loads((src / META_NAME).read_text(encoding="utf-8"))
+            meta = json.loads(safeio.read_bytes(src / META_NAME, limit=1 << 20))
             if redactor is not None:
                 meta = redactor.value(meta)
             files.append(_add(zf, META_NAME, json.dumps(meta, ensure_ascii=False, indent=1).encode()))
@@ -175,7 +183,7 @@ def _add_log(
 ) -> dict[str, Any]:
     """Stream the log line by line, redacted; a spill entry follows its redacted file."""
     digest, size = hashlib.sha256(), 0
-    with open(log, "rb") as f, zf.open(LOG_NAME, "w", force_zip64=True) as out:
+    with os.fdopen(safeio.open_file(log), "rb") as f, zf.open(LOG_NAME, "w", force_zip64=True) as out:
         # Up to the size seen now: a writer appending meanwhile adds at most a torn tail.
         remaining = os.fstat(f.fileno()).st_size
         while remaining > 0:
@@ -222,16 +230,26 @@ def import_session(
     limits = limits or ImportLimits()
     archive = Path(archive)
     try:
-        size = archive.stat().st_size
+        # O_NONBLOCK: a FIFO does not block the open; fstat then refuses anything not regular
+        # (a symlink to /dev/zero is followed here, the user named it, but never read).
+        fd = os.open(archive, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ArchiveError(f"cannot read {archive}: {exc.strerror or exc}; check the path") from None
+    raw = os.fdopen(fd, "rb")
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        raw.close()
+        raise _reject(archive, "it is not a regular file (a FIFO, device or directory)")
+    size = st.st_size
     if size > limits.max_total_bytes:
+        raw.close()
         raise _reject(archive, f"{size:,} bytes is over the import limit of {limits.max_total_bytes:,}")
     try:
-        zf = zipfile.ZipFile(archive)
+        zf = zipfile.ZipFile(raw)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
+        raw.close()
         raise _reject(archive, f"not a readable zip archive ({exc})") from None
-    with zf:
+    with raw, zf:
         plan = _validate(zf, archive, limits)
         target = _claim(workspace, plan.session_id)
         try:
@@ -263,6 +281,14 @@ def _validate(zf: zipfile.ZipFile, archive: Path, limits: ImportLimits) -> _Plan
             raise _reject(archive, f"member {info.filename!r} appears twice")
         files[info.filename] = info
         declared += info.file_size
+        if info.file_size > limits.min_ratio_bytes and info.file_size > limits.max_ratio * max(
+            info.compress_size, 1
+        ):
+            raise _reject(
+                archive,
+                f"member {info.filename!r} inflates {info.file_size / max(info.compress_size, 1):,.0f} "
+                f"times, more than the limit of {limits.max_ratio:,} (a zip bomb?)",
+            )
         if declared > limits.max_total_bytes:
             raise _reject(archive, f"members total more than the limit of {limits.max_total_bytes:,} bytes")
     if MANIFEST not in files:
@@ -329,9 +355,12 @@ def _read_manifest(
 ) -> tuple[str, dict[str, tuple[str, int]]]:
     chunks: list[bytes] = []
     _hash_member(zf, info, archive, info.file_size, chunks)
+    data = b"".join(chunks)
+    if _nesting(data) > limits.max_manifest_depth:
+        raise _reject(archive, f"{MANIFEST} nests deeper than {limits.max_manifest_depth} levels")
     try:
-        manifest = json.loads(b"".join(chunks))
-    except ValueError:
+        manifest = json.loads(data)
+    except (ValueError, RecursionError):
         raise _reject(archive, f"{MANIFEST} is not valid JSON") from None
     if not isinstance(manifest, dict) or manifest.get("format") != FORMAT:
         raise _reject(archive, f"{MANIFEST} is not of format {FORMAT!r}")
@@ -364,6 +393,22 @@ def _read_manifest(
             raise _reject(archive, f"{MANIFEST} lists {item['path']!r} twice")
         listed[item["path"]] = (item["sha256"], item["size"])
     return session_id, listed
+
+
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(rb"[\[\]{}]")
+
+
+def _nesting(data: bytes) -> int:
+    """How deep ``[``/``{`` nest in JSON text, outside strings (strings and other bytes skipped in C)."""
+    depth = deepest = 0
+    for bracket in _BRACKETS.findall(_JSON_STRING.sub(b"", data)):
+        if bracket in (b"[", b"{"):
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest
 
 
 def _hash_member(

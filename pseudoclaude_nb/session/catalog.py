@@ -10,15 +10,17 @@ the sidecars (1,000 sessions in ~60 ms); a stale sidecar costs one replay of its
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import loader
+from . import loader, safeio
 from .loader import LoadResult
 from .paths import LOG_NAME, META_NAME, atomic_write_text, sessions_dir
 from .writer import is_locked
 
 META_VERSION = 1
+META_LIMIT = 1 << 20  # a sidecar is a few hundred bytes; a bigger one is rebuilt, not read
 
 
 @dataclass
@@ -76,24 +78,68 @@ def write_meta(session_dir: Path, result: LoadResult) -> dict:
 def session_info(session_dir: Path) -> SessionInfo:
     session_dir = Path(session_dir)
     log = session_dir / LOG_NAME
+    problem = safeio.tree_problem(session_dir)
+    if problem is not None:
+        return unsafe_info(session_dir, problem)
     size = log.stat().st_size
     meta = _read_meta(session_dir / META_NAME)
     if meta is None or meta.get("bytes") != size or meta.get("version") != META_VERSION:
         meta = write_meta(session_dir, load_session(log))
-    status = "open" if is_locked(session_dir) else meta["status"]
+    status = "open" if is_locked(session_dir) else _str(meta.get("status")) or "ok"
     return SessionInfo(
         id=session_dir.name,
-        title=meta.get("title") or "",
-        first_model=meta.get("first_model"),
-        last_model=meta.get("last_model"),
-        physical_messages=int(meta.get("physical_messages") or 0),
-        effective_messages=int(meta.get("effective_messages") or 0),
+        title=_str(meta.get("title")),
+        first_model=_str(meta.get("first_model")) or None,
+        last_model=_str(meta.get("last_model")) or None,
+        physical_messages=_count(meta.get("physical_messages")),
+        effective_messages=_count(meta.get("effective_messages")),
         bytes=size,
-        created=float(meta.get("created") or 0.0),
-        last_activity=float(meta.get("last_activity") or 0.0),
+        created=_time(meta.get("created")),
+        last_activity=_time(meta.get("last_activity")),
         status=status,
         path=session_dir,
     )
+
+
+def unsafe_info(session_dir: Path, problem: str) -> SessionInfo:
+    """What the catalog says of a session folder it will not read: "unsafe", and why (as its title).
+
+    Its last activity is 0, so ``%sessions resume --last`` never picks it.
+    """
+    return SessionInfo(
+        id=session_dir.name,
+        title=f"(unsafe, never read or written: {problem})"[:300],
+        first_model=None,
+        last_model=None,
+        physical_messages=0,
+        effective_messages=0,
+        bytes=0,
+        created=0.0,
+        last_activity=0.0,
+        status="unsafe",
+        path=session_dir,
+    )
+
+
+def _str(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _count(value: object) -> int:
+    """A non-negative count from a sidecar; anything else (a string, 5,000 digits, -1) is 0."""
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0 or value > 1 << 62:
+        return 0
+    return value
+
+
+def _time(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    try:
+        out = float(value)
+    except OverflowError:
+        return 0.0
+    return out if 0.0 <= out < 1e11 else 0.0
 
 
 def load_session(path: Path) -> LoadResult:
@@ -108,7 +154,11 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
         return []
     infos = []
     for d in root.iterdir():
-        if not (d / LOG_NAME).is_file():
+        if d.name.startswith(".") or not os.path.lexists(d / LOG_NAME):
+            if d.is_symlink():
+                infos.append(unsafe_info(d, f"{d} is a symbolic link"))
+            else:
+                _remove_if_abandoned(d)
             continue
         try:
             infos.append(session_info(d))
@@ -118,9 +168,34 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
     return infos
 
 
+ABANDONED_SECONDS = 600.0  # a folder without a log this old is what a killed import left
+
+
+def _remove_if_abandoned(folder: Path) -> None:
+    """Delete a session folder a killed import (or a crash right after claiming an id) left behind.
+
+    Only a real folder without a log, older than ``ABANDONED_SECONDS``, holding nothing but
+    what an import writes before the log (spills, meta.json, temporaries).
+    """
+    import shutil
+    import stat as stat_mod
+    import time
+
+    try:
+        st = os.lstat(folder)
+        if not stat_mod.S_ISDIR(st.st_mode) or time.time() - st.st_mtime < ABANDONED_SECONDS:
+            return
+        names = set(os.listdir(folder))
+    except OSError:
+        return
+    allowed = {META_NAME, "tool-results"}
+    if all(n in allowed or safeio.is_temp_name(n) for n in names):
+        shutil.rmtree(folder, ignore_errors=True)  # never follows a link out
+
+
 def _read_meta(path: Path) -> dict | None:
     try:
-        meta = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        meta = json.loads(safeio.read_bytes(path, limit=META_LIMIT))
+    except (OSError, ValueError, RecursionError):
         return None
     return meta if isinstance(meta, dict) else None

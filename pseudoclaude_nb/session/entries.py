@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ..messages import HOST_FALLBACK, HOST_REMIND, Message, Usage, new_id
+from ..messages import HOST_FALLBACK, HOST_REMIND, Message, NotebookMark, Usage, new_id
 from .paths import SPILL_DIR
 
 SCHEMA_VERSION = 1
@@ -111,9 +111,18 @@ def message_from_entry(entry: dict[str, Any]) -> Message:
             "tool_calls": entry.get("tool_calls") or (),
             "tool_result": entry.get("tool_result"),
             "ts": entry.get("ts") or 0.0,
+            "notebook": _notebook_mark(entry.get("notebook")),
             "host": entry.get("host") if isinstance(entry.get("host"), str) else None,
         }
     )
+
+
+def _notebook_mark(value: Any) -> NotebookMark | None:
+    """A readable mark, or none: a damaged mark must not cost the message itself."""
+    try:
+        return NotebookMark.model_validate(value) if isinstance(value, dict) else None
+    except ValueError:
+        return None
 
 
 # --- legacy: logs written before the structured marks (issue 12) ------------------------------
@@ -195,6 +204,9 @@ class MessageEntry:
         content = raw.get("content", "")
         if raw["role"] != "user" or not content or raw.get("tool_result") is not None:
             return ""
+        mark = raw.get("notebook")
+        if type(mark) is dict and type(mark.get("chars")) is int:
+            content = content[mark["chars"] :]  # issue-13: the title is what the user typed
         return " ".join(content.split())[:80]
 
 
@@ -355,6 +367,9 @@ def _plainly_valid(e: dict[str, Any]) -> bool:
     if type(e.get("content", "")) is not str or type(e.get("ts")) not in (float, int):
         return False
     if e.get("host") is not None and type(e["host"]) is not str:
+        return False
+    mark = e.get("notebook")  # issue-13
+    if mark is not None and (type(mark) is not dict or type(mark.get("chars")) is not int):
         return False
     calls = e.get("tool_calls", ())
     if type(calls) is not list and calls != ():

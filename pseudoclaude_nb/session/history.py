@@ -31,9 +31,10 @@ import orjson
 from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
+from . import safeio
 from .entries import MessageEntry, SpillEntry, parse_line
 from .history_query import Hit, match
-from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
+from .paths import LOG_NAME, SPILL_DIR, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
 SCHEMA_VERSION = 3
@@ -224,9 +225,12 @@ class HistoryIndex:
             )
             self.close()
         ensure_state_dir(self.workspace)
+        # SQLite opens these by name: none may be a link or special file (safeio's limits).
+        for suffix in ("", "-wal", "-shm", "-journal"):
+            safeio.check_no_links(f"{self.path}{suffix}")
         # The index holds what the logs hold: private like them (SQLite gives its -wal and
         # -shm files the database's mode).
-        os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, 0o600))
+        os.close(safeio.open_file(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         con = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False, isolation_level=None)
         try:
             self._prepare(con)
@@ -392,11 +396,11 @@ class HistoryIndex:
             (sid, call_id),
         ).fetchone():
             return 0
-        path = (session_dir / rel).resolve()
-        if not path.is_relative_to(session_dir.resolve()):
-            return 0  # a log naming a file outside its session: not ours to read
+        parts = Path(rel).parts
+        if len(parts) != 2 or parts[0] != SPILL_DIR or parts[1].startswith("."):
+            return 0  # a log naming a file outside its tool-results/: not ours to read
         try:
-            with open(path, "rb") as f:
+            with os.fdopen(safeio.open_file(session_dir / rel), "rb") as f:
                 text = f.read(SPILL_INDEX_BYTES).decode("utf-8", errors="replace")
         except OSError:
             return 0
@@ -446,9 +450,9 @@ def _read_tail(log: Path, offset: int, head: str) -> tuple[bool, bytes, int, str
     bytes changed: an import or a hand repair), so it is read from the start.
     """
     try:
-        f = open(log, "rb")  # noqa: SIM115 - closed by the with below; FileNotFoundError handled here
-    except FileNotFoundError:
-        return None
+        f = os.fdopen(safeio.open_file(log), "rb")
+    except OSError:
+        return None  # gone, or refused (a link, a FIFO): an unsafe session is not indexed
     with f:
         size = os.fstat(f.fileno()).st_size
         restart = offset > 0 and (size < offset or _head(f, offset) != head)

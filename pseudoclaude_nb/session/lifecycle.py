@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..errors import SessionError, SessionLockedError, SessionNotFoundError
+from . import safeio
 from .catalog import SessionInfo, list_sessions, session_info
 from .paths import LOCK_NAME, LOG_NAME, atomic_write_text, ensure_state_dir, sessions_dir, state_dir
 
@@ -102,18 +103,25 @@ def dir_bytes(path: Path) -> int:
 @contextmanager
 def _holding_lock(session_dir: Path, session_id: str) -> Iterator[None]:
     """Hold the session's writer lock while it moves, so no kernel can open it mid-move."""
+    fds: list[int] = []
     try:
-        fd = os.open(session_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    except FileNotFoundError:
-        raise SessionNotFoundError(f"session {session_id} is gone (moved by another kernel?)") from None
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SessionLockedError(session_id, _pid_in(fd)) from None
+        for name in (LOCK_NAME, LOG_NAME):
+            try:
+                # No link followed: an unsafe session's lock target is never created or locked.
+                fd = safeio.open_file(session_dir / name, os.O_RDONLY | (os.O_CREAT if name == LOCK_NAME else 0))
+            except FileNotFoundError:
+                raise SessionNotFoundError(
+                    f"session {session_id} is gone (moved by another kernel?)"
+                ) from None
+            fds.append(fd)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise SessionLockedError(session_id, _pid_in(fds[0])) from None
         yield
     finally:
-        os.close(fd)  # closing releases the lock
+        for fd in fds:
+            os.close(fd)  # closing releases the lock
 
 
 def _pid_in(fd: int) -> int | None:
@@ -192,10 +200,10 @@ def _trashed(path: Path) -> TrashedSession:
     meta = _read_json(path / "meta.json")
     return TrashedSession(
         id=path.name,
-        original_id=str(note.get("original_id") or path.name),
+        original_id=_text(note.get("original_id")) or path.name,
         trashed_at=_number(note.get("trashed_at")) or path.stat().st_mtime,
-        reason=str(note.get("reason") or "manual"),
-        title=str(note.get("title") or meta.get("title") or ""),
+        reason=_text(note.get("reason")) or "manual",
+        title=_text(note.get("title")) or _text(meta.get("title")),
         last_activity=_number(note.get("last_activity")) or _number(meta.get("last_activity")),
         bytes=dir_bytes(path),
         path=path,
@@ -204,14 +212,23 @@ def _trashed(path: Path) -> TrashedSession:
 
 def _read_json(path: Path) -> dict:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(safeio.read_bytes(path, limit=1 << 20))
+    except (OSError, ValueError, RecursionError):
         return {}
     return data if isinstance(data, dict) else {}
 
 
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
 def _number(value: object) -> float:
-    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0.0
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0.0
+    try:
+        return float(value)
+    except OverflowError:  # an integer of thousands of digits
+        return 0.0
 
 
 def _find_trashed(workspace: Path, trash_id: str) -> Path:

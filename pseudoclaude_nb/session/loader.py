@@ -45,6 +45,7 @@ import orjson
 
 from ..errors import SessionError
 from ..messages import Message, pairing_problems, repair_pairing
+from . import safeio
 from .entries import (
     TORN_NOTE,
     CompactEntry,
@@ -92,7 +93,7 @@ class LoadResult:
     def effective_from_line(self) -> int:
         """The 1-based line where the effective state begins (counted on first use after a fast load)."""
         if self._effective_line is None:
-            with open(self.path, "rb") as f:
+            with os.fdopen(safeio.open_file(self.path), "rb") as f:
                 prefix = f.read(self.effective_from_byte)
             self._effective_line = prefix.count(b"\n") + 1
         return self._effective_line
@@ -169,7 +170,8 @@ def load_session(path: str | Path, *, full: bool = False) -> LoadResult:
     """
     file = log_path(path)
     try:
-        with open(file, "rb") as f:
+        # No link followed, regular files only: a FIFO or /dev/zero as a log is refused, not read.
+        with os.fdopen(safeio.open_file(file), "rb") as f:
             size = os.fstat(f.fileno()).st_size
             if not full and size >= FAST_MIN_SKIP:
                 fast = _load_fast(f.fileno(), file, size)
@@ -228,6 +230,12 @@ def _replay(data: bytes, r: LoadResult, *, base: int = 0) -> list[int]:
                 # The writer marked the line before as a crash's torn tail, now mended.
                 bad.pop()
                 r.torn_tail = True
+                # A crash during an earlier mend left part of its note: that torn line mended
+                # the one before it too (recovered, not incomplete).
+                frag = index - 1  # the line just mended (0-based)
+                while _torn_note_part(lines[frag]) and bad and bad[-1] == frag:
+                    bad.pop()  # the line before the fragment (1-based frag)
+                    frag -= 1
             last_bad = None
 
         if pending is not None and (kind != "message" or obj.get("replace_id") != pending.replace_id):
@@ -420,7 +428,15 @@ def _finish_fast(fd: int, r: LoadResult, offset: int, before: bytes, before_star
         elif isinstance(entry, NoteEntry):
             notes.append(entry)
             if entry.kind == TORN_NOTE:
-                r.torn_tail = True  # the writer mended a crash's torn line here
+                # The writer mended a crash's torn line here, if the line before is unreadable
+                # (the full replay's rule: a torn-line note after a good line mends nothing).
+                at = body.find(raw)
+                if at <= 0:
+                    r.torn_tail = r.torn_tail or (at == 0 and look_from + first_line > 0)
+                else:
+                    prev = body[body.rfind(b"\n", 0, at - 1) + 1 : at - 1]
+                    if prev and not prev.isspace() and _parse(prev) is None:
+                        r.torn_tail = True
     r.spills[:0], r.compacts[:0], r.rollovers[:0], r.notes[:0] = spills, compacts, rollovers, notes
     if r.last_model is None:
         r.last_model = last_model
@@ -488,8 +504,8 @@ def _scan_head(fd: int, limit: int) -> _Head:
             if head.title and head.first_model and head.first_ts is not None:
                 head.end += start
                 return head
-        if start == 0 and head.end + len(buf) >= limit:
-            break  # one line fills the region before the replace: nothing more to learn here
+        if start == 0 and head.end + len(buf) >= stop:
+            break  # one line fills the rest of the head: what it hides is in the skipped part
         head.end += start
         buf = buf[start:]
     return head
@@ -508,6 +524,14 @@ def _head_entry(head: _Head, obj: dict[str, Any]) -> None:
         head.first_model = entry.model
     if not head.title and isinstance(entry, MessageEntry):
         head.title = entry.title()
+
+
+_TORN_NOTE_HEAD = b'{"v":1,"type":"note","kind":"' + TORN_NOTE.encode() + b'"'
+
+
+def _torn_note_part(raw: bytes) -> bool:
+    """True for what a crash leaves of the writer's torn-line note: a prefix of it, or it cut short."""
+    return bool(raw) and (raw.startswith(_TORN_NOTE_HEAD) or _TORN_NOTE_HEAD.startswith(raw))
 
 
 def _settle(r: LoadResult) -> None:

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import os
 import secrets
-import tempfile
 import time
 from pathlib import Path
 
 from ..errors import ConfigError, SessionError, SessionNotFoundError
+from . import safeio
 
 STATE_DIR = ".pseudoclaude"
 LOG_NAME = "conversation.jsonl"
@@ -67,9 +67,9 @@ def sessions_dir(workspace: Path) -> Path:
 def ensure_state_dir(workspace: Path) -> Path:
     """Create ``.pseudoclaude/`` with its ``.gitignore`` on first use."""
     root = state_dir(workspace)
-    (root / "sessions").mkdir(parents=True, exist_ok=True)
+    safeio.make_dirs(root / "sessions", mode=0o755)  # refuses a symlinked .pseudoclaude/ or sessions/
     ignore = root / ".gitignore"
-    if not ignore.exists():
+    if not os.path.lexists(ignore):
         atomic_write_text(ignore, GITIGNORE)
     return root
 
@@ -80,10 +80,13 @@ def new_session_dir(workspace: Path, *, now: float | None = None) -> Path:
     stamp = time.strftime("%Y%m%d-%H%M%S", time.localtime(now))
     for _ in range(10):
         path = parent / f"{stamp}-{secrets.token_hex(2)}"
+        fd = safeio.open_dir(parent)
         try:
-            path.mkdir()
+            os.mkdir(path.name, 0o700, dir_fd=fd)
         except FileExistsError:
             continue
+        finally:
+            os.close(fd)
         return path
     raise SessionError(f"could not claim a new session id in {parent} after 10 tries; retry")
 
@@ -92,26 +95,13 @@ def session_dir(workspace: Path, session_id: str) -> Path:
     if not session_id or "/" in session_id or session_id.startswith("."):
         raise SessionNotFoundError(f"{session_id!r} is not a session id; see %sessions list")
     path = sessions_dir(workspace) / session_id
-    if not (path / LOG_NAME).exists():
+    if not os.path.lexists(path / LOG_NAME):
         raise SessionNotFoundError(
             f"no session {session_id} in {sessions_dir(workspace)}; see %sessions list"
         )
     return path
 
 
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write a temporary file beside ``path``, fsync it, then ``os.replace``."""
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
+def atomic_write_text(path: Path, text: str, *, mode: int = 0o600) -> None:
+    """Write a temporary file beside ``path``, fsync it, then ``os.replace``; no link is followed."""
+    safeio.write_atomic(path, text, mode=mode)

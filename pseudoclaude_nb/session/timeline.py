@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
+from . import safeio
 from .entries import (
     CompactEntry,
     Entry,
@@ -58,7 +59,7 @@ def build_timeline(path: str | Path) -> Timeline:
     file = log_path(path)
     loaded = load_session(file, full=True)
     items: list[Item] = []
-    for lineno, raw in enumerate(file.read_bytes().split(b"\n"), start=1):
+    for lineno, raw in enumerate(safeio.read_bytes(file).split(b"\n"), start=1):
         if not raw.strip():
             continue
         entry = parse_line(raw)

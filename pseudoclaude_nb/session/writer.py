@@ -32,11 +32,13 @@ from typing import Any
 import orjson
 
 from ..conversation import Conversation, Hooks
-from ..errors import SessionLockedError, SessionWriteError
+from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
-from . import entries
-from .paths import LOCK_NAME, LOG_NAME
+from . import entries, safeio
+from .paths import LOCK_NAME, LOG_NAME, SPILL_DIR
+
+_MEND_LOOK = 1 << 16  # how far back the writer looks for its last line when it opens
 
 
 class SessionWriter:
@@ -59,13 +61,37 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._hooks = Hooks(on_append=self.append_message, on_replace=self.replace)
         self._fd: int | None = None
+        # A session folder with a link, a special file or a hard-linked file anywhere in it
+        # is never written: its writes could land outside the workspace (safeio).
+        problem = safeio.tree_problem(self.dir)
+        if problem is not None:
+            raise UnsafePathError(
+                f"session {self.id} is unsafe and is never written: {problem}. Remove the folder "
+                f"{self.dir} (or move it out of .pseudoclaude), then start or resume another session"
+            )
         self._lock_fd: int | None = self._acquire_lock()
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            # Read and write: the torn-tail check reads the last byte through this same fd.
+            self._fd = safeio.open_file(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+            # The log is locked too: deleting writer.lock while it is held must not let a
+            # second kernel in (its new lock file would be free, this log is not).
+            try:
+                fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                pid = _read_pid(self._lock_fd)
+                raise SessionLockedError(self.id, pid) from None
             self._mend_torn_tail()
-        except OSError as exc:
+            # Holding the lock, this writer is the only one that spills here: crash leftovers go.
+            for folder in (self.dir, self.dir / SPILL_DIR):
+                safeio.remove_stale_temps(folder)
+        except BaseException as exc:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
             self._release_lock()
-            raise SessionWriteError(f"cannot open session log {self.path}: {exc}") from exc
+            if isinstance(exc, OSError) and not isinstance(exc, UnsafePathError):
+                raise SessionWriteError(f"cannot open session log {self.path}: {exc}") from exc
+            raise
 
     # --- wiring ------------------------------------------------------------------------
 
@@ -277,22 +303,45 @@ class SessionWriter:
     def _mending(self) -> bytes:
         """What ends a torn last line: ``\n`` plus a note saying the line was torn.
 
-        The note lets the loader count the line as a crash's torn tail, not corruption.
+        The note lets the loader count the line as a crash's torn tail, not corruption. A
+        last line that ends with ``\n`` but is a cut entry (a crash during an earlier mend
+        wrote only its first bytes) gets the note too. The note's ``kind`` comes right after
+        its type, so what a crash leaves of it is recognisable as part of a note.
         """
-        with open(self.path, "rb") as f:
-            size = f.seek(0, os.SEEK_END)
-            if size == 0:
+        assert self._fd is not None
+        size = os.fstat(self._fd).st_size
+        if size == 0:
+            return b""
+        if os.pread(self._fd, 1, size - 1) == b"\n":
+            if not self._last_line_torn(size):
                 return b""
-            f.seek(size - 1)
-            if f.read(1) == b"\n":
-                return b""
+            lead = b""
+        else:
+            lead = b"\n"
         note = entries.note_entry("a line torn by a crash or failed write precedes this note", "warning")
-        note["kind"] = entries.TORN_NOTE
-        return b"\n" + entries.encode(note)
+        note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
+        return lead + entries.encode(note)
+
+    def _last_line_torn(self, size: int) -> bool:
+        """True when the log's last line (it ends with ``\n``) does not parse: a mend cut short."""
+        assert self._fd is not None
+        start = max(0, size - _MEND_LOOK)
+        tail = os.pread(self._fd, size - start, start)
+        cut = tail.rfind(b"\n", 0, len(tail) - 1)
+        if cut < 0 and start > 0:
+            return False  # a last line longer than we look at: a real entry, not a cut note
+        line = tail[cut + 1 : -1]
+        # Only what a cut write leaves: the start of an entry (every entry starts so), not
+        # a line someone edited by hand (that stays "incomplete").
+        if not line.startswith(b'{"v":'):
+            return False
+        try:
+            return type(orjson.loads(line)) is not dict
+        except orjson.JSONDecodeError:
+            return True
 
     def _acquire_lock(self) -> int:
-        path = self.dir / LOCK_NAME
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        fd = safeio.open_file(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
@@ -322,17 +371,17 @@ def _read_pid(fd: int) -> int | None:
 
 def is_locked(session_dir: Path) -> bool:
     """True when some process holds the session's writer lock (used by the catalog)."""
-    path = Path(session_dir) / LOCK_NAME
-    try:
-        fd = os.open(path, os.O_RDONLY)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    else:
-        fcntl.flock(fd, fcntl.LOCK_UN)
-        return False
-    finally:
-        os.close(fd)
+    for name in (LOCK_NAME, LOG_NAME):
+        try:
+            fd = safeio.open_file(Path(session_dir) / name, os.O_RDONLY)
+        except OSError:
+            continue  # missing, or refused (an unsafe session is listed as such)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return False

@@ -11,6 +11,7 @@ from pathlib import Path
 from pydantic import Field
 
 from ..errors import ToolError
+from ..notebook.ipynb import read_notebook
 from .registry import Tool, ToolArgs
 from .workspace import display_path, resolve_in_workspace
 
@@ -53,6 +54,10 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
         raise ToolError(
             f"{args.path} looks binary (NUL byte in its first 8 KB); inspect it with bash (file, xxd)"
         )
+    if resolved.suffix.lower() == ".ipynb":
+        view = read_notebook(resolved, args.offset, args.limit, args.path)  # issue-13
+        if view is not None:
+            return view
     shown: list[str] = []
     total = 0
     last = args.offset + args.limit - 1

@@ -13,8 +13,10 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import build_timeline
+from .theme import AXIS, FG1, fill, stroke
 
-PALETTE = ("#1565c0", "#c62828", "#2e7d32", "#6a1b9a")
+# Mid tones: visible on light and dark backgrounds alike.
+PALETTE = ("#1e88e5", "#e53935", "#43a047", "#8e24aa")
 
 
 def usage_per_step(session_dir: Path) -> list[int]:
@@ -43,11 +45,15 @@ def curves_svg(curves: dict[str, list[int]], width: int = 640, height: int = 220
 
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="pc-curves">',
-        f'<line x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" stroke="#9e9e9e"/>',
-        f'<text x="{left - 6}" y="{top + 8}" font-size="10" text-anchor="end">{peak:,}</text>',
-        f'<text x="{left - 6}" y="{height - bottom}" font-size="10" text-anchor="end">0</text>',
-        f'<text x="{(left + width - right) / 2:.0f}" y="{height - 8}" font-size="10" text-anchor="middle">'
-        "request (step)</text>",
+        f'<line class="pc-axis" x1="{left}" y1="{height - bottom}" x2="{width - right}" y2="{height - bottom}" '
+        f"{stroke(AXIS)}/>",
+        f'<line class="pc-axis" x1="{left}" y1="{top}" x2="{left}" y2="{height - bottom}" {stroke(AXIS)}/>',
+        f'<text class="pc-axis-label" x="{left - 6}" y="{top + 8}" font-size="10" text-anchor="end" '
+        f"{fill(FG1)}>{peak:,}</text>",
+        f'<text class="pc-axis-label" x="{left - 6}" y="{height - bottom}" font-size="10" text-anchor="end" '
+        f"{fill(FG1)}>0</text>",
+        f'<text class="pc-axis-label" x="{(left + width - right) / 2:.0f}" y="{height - 8}" font-size="10" '
+        f'text-anchor="middle" {fill(FG1)}>request (step)</text>',
     ]
     for k, (name, points) in enumerate(curves.items()):
         color = PALETTE[k % len(PALETTE)]
@@ -73,4 +79,5 @@ class UsageCurves(ipywidgets.HTML):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/plain"] = curves_text(self.curves)
+        bundle["text/html"] = self.value
         return bundle

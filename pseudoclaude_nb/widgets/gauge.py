@@ -25,6 +25,7 @@ from ..events import (
     StepFinished,
 )
 from ..messages import Usage
+from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, stroke
 
 
 @dataclass(frozen=True)
@@ -78,40 +79,48 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         return 10 + bar_w * min(max(tokens, 0) / window, 1.0)
 
     hot = s.marks and s.estimated_tokens >= min(v for _, v in s.marks)
-    color = "#c62828" if hot else "#1565c0"
+    color = ERROR if hot else BRAND
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="64" role="img" '
         f'aria-label="{html.escape(gauge_text(s))}">',
-        f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" fill="#eceff1"/>',
+        f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" {fill(TRACK)}/>',
         f'<rect class="pc-gauge-suffix" x="10" y="{top}" width="{x(s.estimated_tokens) - 10:.1f}" '
-        f'height="{bar_h}" rx="3" fill="{color}" fill-opacity="0.45"/>',
+        f'height="{bar_h}" rx="3" {fill(color, 0.45)}/>',
         f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
-        f'height="{bar_h}" rx="3" fill="{color}"/>',
+        f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
     for label, value in s.marks:
         px = x(value)
         parts.append(
-            f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" stroke="#424242" '
-            f'stroke-dasharray="3,2"><title>{html.escape(label)}: {value:,} tokens</title></line>'
+            f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" '
+            f'{stroke(FG1, "stroke-dasharray:3,2")}><title>{html.escape(label)}: {value:,} tokens</title></line>'
         )
         parts.append(
-            f'<text x="{px:.1f}" y="{top + bar_h + 16}" font-size="10" text-anchor="middle" '
-            f'fill="#424242">{html.escape(label)} {value:,}</text>'
+            f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16}" font-size="10" '
+            f'text-anchor="{_anchor(px, width)}" {fill(FG2)}>{html.escape(label)} {value:,}</text>'
         )
     head = f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
-    parts.append(f'<text x="10" y="14" font-size="12" font-weight="bold" fill="#212121">{head}</text>')
+    parts.append(
+        f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 
 
+def _anchor(px: float, width: int, room: float = 60) -> str:
+    """A label centred on its line, unless that would cut it at an edge of the picture."""
+    if px > width - room:
+        return "end"
+    return "start" if px < room else "middle"
+
+
 def gauge_html(s: GaugeState) -> str:
     u = s.last_usage
-    cache = (
-        f"last usage: cache read {u.cache_read_input_tokens:,} · cache write {u.cache_creation_input_tokens:,}"
-        if u is not None
-        else "no usage yet"
-    )
-    breaker = "<b style='color:#c62828'>breaker OPEN</b>" if s.breaker_open else "breaker closed"
+    if u is not None:
+        cache = f"last usage: cache read {u.cache_read_input_tokens:,} · cache write {u.cache_creation_input_tokens:,} · "
+    else:  # a measured anchor is usage too (from the log); say "none yet" only when there is none
+        cache = "" if s.anchor_tokens else "no usage yet · "
+    breaker = f"<b style='color:{ERROR}'>breaker OPEN</b>" if s.breaker_open else "breaker closed"
     status = f" · <b>{html.escape(s.status)}</b>" if s.status not in ("idle", "done") else ""
     suffix = max(s.estimated_tokens - s.anchor_tokens, 0)
     return (
@@ -119,8 +128,8 @@ def gauge_html(s: GaugeState) -> str:
         f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-rollovers='{s.rollovers}' "
         f"data-status='{html.escape(s.status)}'>"
         f"{gauge_svg(s)}"
-        f"<div style='font-size:85%;color:#455a64'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
-        f"{cache} · {s.spills} spilled · {s.compactions} compacted"
+        f"<div class='pc-gauge-note' style='font-size:85%;color:{FG2}'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
+        f"{cache}{s.spills} spilled · {s.compactions} compacted"
         f"{f' · {s.rollovers} rolled over' if s.rollovers else ''} · {breaker}{status}</div></div>"
     )
 
@@ -140,7 +149,8 @@ def state_from_context(state: ContextState) -> dict[str, Any]:
 
 
 class TextReprHTML(ipywidgets.HTML):
-    """An HTML widget whose ``text/plain`` form is readable in terminals and saved notebooks."""
+    """An HTML widget whose ``text/plain`` and ``text/html`` forms are its current state, so a
+    terminal, a saved notebook, nbconvert or GitHub read it without a widget manager."""
 
     def __init__(self, *, text: str, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -149,7 +159,16 @@ class TextReprHTML(ipywidgets.HTML):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/plain"] = self.text
+        bundle["text/html"] = self.value
         return bundle
+
+
+# The live gauge of a run stays in view while the answer below it grows: its output sticks to
+# the top of the notebook's scroll area for as long as the cell's outputs are on screen.
+STICKY_CSS = (
+    "<style>.jp-OutputArea-child:has(.pc-gauge-live){position:sticky;top:0;z-index:5;"
+    f"background:{BG0}}}</style>"
+)
 
 
 @dataclass
@@ -159,9 +178,15 @@ class ContextGauge:
     state: GaugeState = field(default_factory=GaugeState)
     widget: Any = None
     finished: bool = False  # set by RunFinished: later events change nothing
+    live: bool = False  # the gauge of a running %agent (sticky), not a snapshot
 
     def __post_init__(self) -> None:
-        self.widget = TextReprHTML(value=gauge_html(self.state), text=gauge_text(self.state))
+        self.widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+
+    def _html(self, state: GaugeState) -> str:
+        if not self.live:
+            return gauge_html(state)
+        return STICKY_CSS + gauge_html(state).replace("<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1)
 
     def __call__(self, event: RunEvent) -> None:
         s = self.state
@@ -202,4 +227,4 @@ class ContextGauge:
     def update(self, state: GaugeState) -> None:
         self.state = state
         self.widget.text = gauge_text(state)
-        self.widget.value = gauge_html(state)
+        self.widget.value = self._html(state)

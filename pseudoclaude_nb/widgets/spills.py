@@ -3,12 +3,40 @@
 from __future__ import annotations
 
 import html
+import os
+import re
 from pathlib import Path
 from typing import Any
 
 import ipywidgets
 
+from ..session import safeio
 from ..session.loader import load_session
+from ..session.paths import SPILL_DIR
+
+# What a spill entry may name: a file directly in tool-results/ (compact.spill.safe_name + .txt).
+_SPILL_PATH = re.compile(rf"{SPILL_DIR}/[A-Za-z0-9_-][A-Za-z0-9_.~-]{{0,199}}")
+
+
+def spill_path(session_dir: Path, rel: object) -> Path | None:
+    """The file a log's spill entry names, or None when it would lie outside ``tool-results/``.
+
+    A log can come from anywhere (an import, a cloned repository): ``../../etc/shadow`` or an
+    absolute path is never opened.
+    """
+    if not isinstance(rel, str) or not _SPILL_PATH.fullmatch(rel) or ".." in rel:
+        return None
+    return Path(session_dir) / rel
+
+
+def _read_head(path: Path | None, size: int) -> bytes:
+    if path is None:
+        raise safeio.UnsafePathError("the log names a file outside this session's tool-results/")
+    fd = safeio.open_file(path)  # no link followed, regular files only
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
 
 SHOW_CAP = 1_000_000  # bytes shown by "full text": a browser tab holds this comfortably
 
@@ -17,18 +45,17 @@ def spill_rows(session_dir: Path) -> list[dict[str, Any]]:
     """Spill entries of the log, with a preview read from each file."""
     rows = []
     for entry in load_session(session_dir, full=True).spills:  # every spill, not just the recent ones
-        path = Path(session_dir) / (entry.path or "")
+        path = spill_path(session_dir, entry.path)
         try:
-            with open(path, "rb") as f:
-                head = f.read(300).decode("utf-8", "replace")
+            head = _read_head(path, 300).decode("utf-8", "replace")
         except OSError as exc:
             head = f"(file unreadable: {exc.strerror or exc})"
         rows.append(
             {
-                "tool": entry.tool,
-                "call_id": entry.call_id,
-                "bytes": entry.bytes,
-                "path": path,
+                "tool": str(entry.tool),
+                "call_id": str(entry.call_id),
+                "bytes": entry.bytes if 0 <= entry.bytes < 1 << 62 else 0,
+                "path": path if path is not None else Path(session_dir) / SPILL_DIR / "(refused)",
                 "preview": head,
             }
         )
@@ -68,8 +95,7 @@ class SpillBrowser(ipywidgets.VBox):
 
     def show(self, row: dict[str, Any]) -> None:
         try:
-            with open(row["path"], "rb") as f:
-                data = f.read(SHOW_CAP + 1)
+            data = _read_head(spill_path(row["path"].parents[1], f"{SPILL_DIR}/{row['path'].name}"), SHOW_CAP + 1)
         except OSError as exc:
             self.full.value = f"<b>cannot read {html.escape(str(row['path']))}: {html.escape(str(exc))}</b>"
             return

@@ -7,12 +7,15 @@ Only core ipywidgets (HTML, Select, VBox), so it renders wherever widgets do.
 
 from __future__ import annotations
 
+import datetime as dt
 import html
+import json
 from typing import Any
 
 import ipywidgets
 
 from ..session.timeline import Item, Timeline
+from .theme import BRAND, ERROR, FG1, FG2, MONO, fill, stroke
 
 COLORS = {
     "user": "#2e7d32",
@@ -25,7 +28,7 @@ COLORS = {
     "compact": "#c62828",
     "rollover": "#ad1457",
     "note": "#795548",
-    "bad": "#000000",
+    "bad": "#757575",
 }
 ROWS = ["user", "assistant", "tool_call", "tool_result", "spill"]
 
@@ -51,31 +54,33 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
         x0 = left + span * effective[0] / n
         out.append(
             f'<rect class="pc-effective" x="{x0:.1f}" y="{rows_top - 4}" width="{left + span - x0:.1f}" '
-            f'height="{row_h * len(ROWS) + 4}" fill="#fff8e1"><title>effective window: what the model '
+            f'height="{row_h * len(ROWS) + 4}" {fill(BRAND, 0.12)}><title>effective window: what the model '
             f"sees next ({t.effective_messages} messages)</title></rect>"
         )
     for r, name in enumerate(ROWS):
         out.append(
-            f'<text x="{left - 6}" y="{rows_top + r * row_h + 9}" font-size="10" text-anchor="end" '
-            f'fill="#616161">{name.replace("_", " ")}</text>'
+            f'<text class="pc-row-label" x="{left - 6}" y="{rows_top + r * row_h + 9}" font-size="10" '
+            f'text-anchor="end" {fill(FG1)}>{name.replace("_", " ")}</text>'
         )
     curve = t.usage_curve
     peak = max((tok for _, tok in curve), default=0)
     if curve and peak:
         pts = " ".join(f"{x(i):.1f},{curve_top + curve_h - curve_h * tok / peak:.1f}" for i, tok in curve)
         out.append(
-            f'<polyline class="pc-curve" points="{pts}" fill="none" stroke="#455a64" stroke-width="1.5"/>'
+            f'<polyline class="pc-curve" points="{pts}" fill="none" {stroke(FG2, "stroke-width:1.5")}/>'
         )
         for i, tok in curve:
             out.append(
                 f'<circle cx="{x(i):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5" '
-                f'fill="#455a64"><title>step usage: {tok:,} tokens</title></circle>'
+                f'{fill(FG2)}><title>step usage: {tok:,} tokens</title></circle>'
             )
         out.append(
-            f'<text x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end">{peak:,}</text>'
+            f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end" '
+            f"{fill(FG1)}>{peak:,}</text>"
         )
         out.append(
-            f'<text x="{left - 6}" y="{curve_top + curve_h}" font-size="10" text-anchor="end">tokens/step</text>'
+            f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + curve_h}" font-size="10" '
+            f'text-anchor="end" {fill(FG1)}>tokens/step</text>'
         )
     for i, it in enumerate(t.items):
         title = f"<title>#{it.line} {html.escape(it.label)}</title>"
@@ -83,10 +88,10 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
             if it.kind == "replace":
                 out.append(
                     f'<line class="pc-replace" x1="{x(i):.1f}" y1="{curve_top}" x2="{x(i):.1f}" '
-                    f'y2="{rows_top + row_h * len(ROWS)}" stroke="{COLORS["replace"]}" stroke-width="2">{title}</line>'
+                    f'y2="{rows_top + row_h * len(ROWS)}" {stroke(ERROR, "stroke-width:2")}>{title}</line>'
                 )
                 out.append(
-                    f'<text x="{x(i) + 3:.1f}" y="{height - 4}" font-size="10" fill="{COLORS["replace"]}">'
+                    f'<text class="pc-replace-label" x="{x(i) + 3:.1f}" y="{height - 4}" font-size="10" {fill(ERROR)}>'
                     f"{html.escape(it.reason)}</text>"
                 )
             continue
@@ -112,30 +117,67 @@ def timeline_text(t: Timeline) -> str:
     return "\n".join(lines)
 
 
+ENTRY_KINDS = ("replace", "spill", "usage", "compact", "rollover", "note")
+
+
+def readable_detail(it: Item) -> str:
+    """An entry's content for a person: log entries as ``key: value`` lines, times as dates."""
+    if it.kind not in ENTRY_KINDS:
+        return it.detail
+    try:
+        entry = json.loads(it.detail)
+    except ValueError:
+        return it.detail
+    if not isinstance(entry, dict):
+        return it.detail
+    lines = []
+    for key, value in entry.items():
+        if key == "ts" and isinstance(value, (int, float)):
+            value = dt.datetime.fromtimestamp(value).strftime("%Y-%m-%d %H:%M:%S")
+        elif isinstance(value, (dict, list)):
+            value = json.dumps(value, ensure_ascii=False)
+        lines.append(f"{key}: {value}")
+    return "\n".join(lines)
+
+
 def _detail_html(it: Item) -> str:
-    text = (
-        it.detail if len(it.detail) <= 20_000 else it.detail[:20_000] + f"\n… ({len(it.detail):,} characters)"
-    )
+    detail = readable_detail(it)
+    text = detail if len(detail) <= 20_000 else detail[:20_000] + f"\n… ({len(detail):,} characters)"
     return (
         f"<div class='pc-detail'><b>line {it.line} · {html.escape(it.kind)}</b>"
         f"<pre style='max-height:24em;overflow:auto;white-space:pre-wrap'>{html.escape(text)}</pre></div>"
     )
 
 
+# The entry list in the code font, inside the output's width (a 100% list plus its border is cut).
+LIST_CSS = (
+    "<style>.pc-timeline-list select{font-family:" + MONO + ";font-size:12px}"
+    ".pc-timeline-list{box-sizing:border-box;max-width:100%}</style>"
+)
+
+
+def _option(it: Item) -> str:
+    return f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}"
+
+
 class SessionTimeline(ipywidgets.VBox):
     def __init__(self, timeline: Timeline, **kwargs: Any) -> None:
         self.timeline = timeline
-        self.overview = ipywidgets.HTML(value=f"<div class='pc-timeline'>{timeline_svg(timeline)}</div>")
-        options = [
-            (f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}", i)
-            for i, it in enumerate(timeline.items)
-        ]
-        self.entries = ipywidgets.Select(
-            options=options, rows=min(12, max(len(options), 1)), layout={"width": "100%"}
+        self.overview = ipywidgets.HTML(
+            value=f"{LIST_CSS}<div class='pc-timeline'>{timeline_svg(timeline)}</div>"
         )
+        options = [(_option(it), i) for i, it in enumerate(timeline.items)]
+        self.entries = ipywidgets.Select(
+            options=options, rows=min(12, max(len(options), 1)), layout={"width": "calc(100% - 8px)"}
+        )
+        self.entries.add_class("pc-timeline-list")
         self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>")
         self.entries.observe(self._show, names="value")
         super().__init__(children=[self.overview, self.entries, self.detail], **kwargs)
+        # Open where the effective window starts (what the model sees next), not at entry 1.
+        start = next((i for i, it in enumerate(timeline.items) if it.effective), None)
+        if start is not None:
+            self.select(start)
 
     def select(self, index: int) -> None:
         self.entries.value = index
@@ -148,4 +190,16 @@ class SessionTimeline(ipywidgets.VBox):
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/plain"] = timeline_text(self.timeline)
+        bundle["text/html"] = timeline_html(self.timeline)
         return bundle
+
+
+def timeline_html(t: Timeline, limit: int = 400) -> str:
+    """The saved-notebook form: the overview picture and the entry list as text."""
+    rows = [_option(it) for it in t.items[:limit]]
+    if len(t.items) > limit:
+        rows.append(f"… {len(t.items) - limit:,} more entries")
+    return (
+        f"<div class='pc-timeline-static'>{timeline_svg(t)}"
+        f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
+    )

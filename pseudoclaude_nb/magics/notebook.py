@@ -1,0 +1,255 @@
+"""The notebook side of the agent, over IPython: cell recording, the host, the ``?`` fix.
+
+``CellRecorder`` listens to ``pre_run_cell``/``post_run_cell``. While a user cell runs it
+tees ``sys.stdout``/``sys.stderr`` (what the user sees is unchanged: every write goes
+to the original stream first) into bounded buffers, and notes displayed outputs and the
+result by wrapping the shell's display publisher and display hook. Cells of this
+package's magics are not recorded and not teed. ``IPythonNotebook`` is the core's
+``NotebookHost``. ``question_transformer`` lets ``%agent why did it fail?`` reach the magic
+instead of IPython's help syntax.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from ..notebook import BoundedText, CellRecord, CellStore, describe_display, error_info, package_cell
+from ..notebook.record import STDERR_CAP, STDOUT_CAP
+
+DISPLAYS_KEPT = 20
+
+
+class _Tee:
+    """A stream that writes through to ``stream`` and copies into ``sink`` unless paused."""
+
+    def __init__(self, stream: Any, sink: BoundedText, recorder: CellRecorder) -> None:
+        self._stream, self._sink, self._recorder = stream, sink, recorder
+
+    def write(self, text: Any) -> Any:
+        written = self._stream.write(text)
+        if not self._recorder.paused:
+            try:
+                self._sink.write(text)
+            except Exception:  # noqa: BLE001 - recording must never break the user's print
+                pass
+        return written
+
+    def writelines(self, lines: Any) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+class _Running:
+    """What is captured for the cell that is running now."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.stdout = BoundedText(STDOUT_CAP, STDOUT_CAP // 2)
+        self.stderr = BoundedText(STDERR_CAP * 2 // 3, STDERR_CAP // 3)
+        self.displays: list[str] = []
+        self.more_displays = 0
+        self.result = ""
+
+
+class CellRecorder:
+    def __init__(self, shell: Any, store: CellStore, magic_names: Callable[[], set[str]]) -> None:
+        self.shell = shell
+        self.store = store
+        self._magic_names = magic_names
+        self._running: _Running | None = None
+        self._tees: tuple[Any, Any] | None = None  # the streams the tees replaced
+        self.paused = 0
+        self._publish: Any = None
+        self._write_format: Any = None
+
+    # --- wiring ------------------------------------------------------------------------------
+
+    def install(self) -> None:
+        self.shell.events.register("pre_run_cell", self.pre_run_cell)
+        self.shell.events.register("post_run_cell", self.post_run_cell)
+        pub = self.shell.display_pub
+        self._publish = pub.publish
+        pub.publish = self._on_publish
+        hook = self.shell.displayhook
+        if hasattr(hook, "write_format_data"):
+            self._write_format = hook.write_format_data
+            hook.write_format_data = self._on_result
+        # A terminal prints the traceback and the "Out[n]:" prompt to stdout; that is the
+        # shell's output, not the cell's (the record has the error and result already).
+        self._quieted = [(self.shell, "showtraceback")]
+        self._quieted += [
+            (hook, n) for n in ("write_output_prompt", "finish_displayhook") if hasattr(hook, n)
+        ]
+        for obj, attr in self._quieted:
+            setattr(obj, attr, self._quiet(getattr(obj, attr)))
+
+    def uninstall(self) -> None:
+        for name, fn in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
+            try:
+                self.shell.events.unregister(name, fn)
+            except ValueError:
+                pass
+        self._untee()
+        for obj, attr in (
+            (self.shell.display_pub, "publish"),
+            (self.shell.displayhook, "write_format_data"),
+            *getattr(self, "_quieted", ()),
+        ):
+            if attr in vars(obj):
+                delattr(obj, attr)  # the class's method shows through again
+
+    # --- events ------------------------------------------------------------------------------
+
+    def pre_run_cell(self, info: Any) -> None:
+        source = getattr(info, "raw_cell", "") or ""
+        self._untee()
+        if package_cell(source, self._magic_names()):
+            self._running = None
+            return
+        self._running = running = _Running(source)
+        self._tees = (sys.stdout, sys.stderr)
+        sys.stdout = _Tee(sys.stdout, running.stdout, self)
+        sys.stderr = _Tee(sys.stderr, running.stderr, self)
+
+    def post_run_cell(self, result: Any) -> None:
+        running, self._running = self._running, None
+        self._untee()
+        if running is None:
+            return
+        exc = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        error = error_info(exc, label=self._label) if isinstance(exc, BaseException) else None
+        displays = list(running.displays)
+        if running.more_displays:
+            displays.append(f"[{running.more_displays} more displays not kept]")
+        self.store.add(
+            CellRecord.make(
+                self.store.next_seq(),
+                getattr(result, "execution_count", None),
+                running.source,
+                stdout=running.stdout.value(),
+                stderr=running.stderr.value(),
+                result=running.result,
+                displays=displays,
+                error=error,
+            )
+        )
+
+    def _untee(self) -> None:
+        if self._tees is None:
+            return
+        out, err = self._tees
+        # Only undo our own tee: a cell that set sys.stdout itself keeps what it set.
+        if isinstance(sys.stdout, _Tee) and sys.stdout._recorder is self:
+            sys.stdout = out
+        if isinstance(sys.stderr, _Tee) and sys.stderr._recorder is self:
+            sys.stderr = err
+        self._tees = None
+
+    def _on_publish(self, data: Any, *args: Any, **kwargs: Any) -> Any:
+        running = self._running
+        if running is not None and not kwargs.get("update") and isinstance(data, Mapping):
+            try:
+                if len(running.displays) < DISPLAYS_KEPT:
+                    running.displays.append(describe_display(data))
+                else:
+                    running.more_displays += 1
+            except Exception:  # noqa: BLE001 - recording must never break a display
+                pass
+        self.paused += 1  # a terminal's publisher prints: that is not the cell's own output
+        try:
+            return self._publish(data, *args, **kwargs)
+        finally:
+            self.paused -= 1
+
+    def _on_result(self, format_dict: Any, *args: Any, **kwargs: Any) -> Any:
+        running = self._running
+        if running is not None and isinstance(format_dict, Mapping):
+            try:
+                running.result = describe_display(format_dict)
+            except Exception:  # noqa: BLE001
+                pass
+        self.paused += 1
+        try:
+            return self._write_format(format_dict, *args, **kwargs)
+        finally:
+            self.paused -= 1
+
+    def _quiet(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            self.paused += 1
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                self.paused -= 1
+
+        return call
+
+    def _label(self, filename: str) -> str | None:
+        """ "Cell In[3]" for a cell's code; ``None`` (dropped) for the shell's own frames."""
+        count = getattr(getattr(self.shell, "compile", None), "_filename_map", {}).get(filename)
+        if count is not None:
+            return f"Cell In[{count}]"
+        if "/IPython/core/" in filename or "/ipykernel/" in filename:
+            return None
+        return filename
+
+
+class IPythonNotebook:
+    """The core's ``NotebookHost`` over an IPython shell."""
+
+    def __init__(self, shell: Any, store: CellStore) -> None:
+        self.shell = shell
+        self._store = store
+
+    @property
+    def cells(self) -> CellStore:
+        return self._store
+
+    def namespace(self) -> Mapping[str, Any]:
+        return self.shell.user_ns
+
+    def propose_cell(self, code: str) -> str:
+        lines = len(code.splitlines()) or 1
+        size = f"{lines} line{'s' if lines != 1 else ''}"
+        if type(self.shell).__module__.startswith("ipykernel"):
+            # Jupyter frontends insert the payload as a new cell below the running one.
+            self.shell.set_next_input(code, replace=False)
+            return f"proposed a new cell below ({size}); the user reviews and runs it"
+        print(f"proposed cell ({size}):\n{code}", flush=True)
+        return f"printed the proposed code ({size}) for the user: this is a terminal, not a notebook"
+
+
+# --- "%agent why did it fail?" ----------------------------------------------------------------
+
+_QUESTION = re.compile(r"^(?P<indent>\s*)%(?P<name>[A-Za-z_]\w*)(?P<rest>\s+.*\S)\s*$")
+
+
+def question_transformer(names: Callable[[], set[str]]) -> Callable[[list[str]], list[str]]:
+    """An ``input_transformers_cleanup`` step: a package line magic ending with ``?`` runs.
+
+    IPython reads a line that ends with ``?`` as a help request, even after a line magic;
+    this step runs before that and turns the line into the ``run_line_magic`` call IPython
+    would make itself. ``%agent?`` (and ``%agent ??``) stay help; ``%%`` cells are left alone.
+    """
+
+    def transform(lines: list[str]) -> list[str]:
+        if not lines or lines[0].lstrip().startswith("%%"):
+            return lines
+        out = []
+        for line in lines:
+            match = _QUESTION.match(line)
+            rest = match.group("rest").strip() if match else ""
+            if match and rest.endswith("?") and rest.strip("?").strip() and match.group("name") in names():
+                newline = "\n" if line.endswith("\n") else ""
+                line = f"{match.group('indent')}get_ipython().run_line_magic({match.group('name')!r}, {rest!r}){newline}"
+            out.append(line)
+        return out
+
+    transform.pseudoclaude = True  # type: ignore[attr-defined]  # found again by unregister
+    return transform

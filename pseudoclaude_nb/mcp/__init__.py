@@ -1,0 +1,23 @@
+"""MCP servers as tools: configuration (``config``), naming/schemas/results (``tools``), one
+live connection on the hub's loop (``connection``) and the kernel's set of servers (``hub``).
+
+The core only: no IPython here (``%mcp`` is ``magics/mcp.py``). The SDK is imported when a
+server first starts, so a kernel without MCP servers never pays for it.
+"""
+
+from __future__ import annotations
+
+from .config import McpConfig, ServerConfig, load_config
+from .hub import McpHub, ServerState
+from .tools import McpTool, RemoteTool, is_mcp_tool
+
+__all__ = [
+    "McpConfig",
+    "McpHub",
+    "McpTool",
+    "RemoteTool",
+    "ServerConfig",
+    "ServerState",
+    "is_mcp_tool",
+    "load_config",
+]

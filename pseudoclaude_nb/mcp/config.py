@@ -1,0 +1,206 @@
+"""Which MCP servers to run: the ecosystem's ``mcpServers`` format, from three places.
+
+Sources, later ones overriding a server of the same name: ``$PSEUDOCLAUDE_HOME/mcp.json``
+(the user's), ``<workspace>/.mcp.json`` (the project's, the file Claude Code reads) and
+``%config PseudoClaude.mcp_servers``. A server is ``{"command", "args", "env"}`` (stdio) or
+``{"type": "http", "url", "headers"}`` (streamable HTTP), plus an optional ``"trust"``.
+``${VAR}`` and ``${VAR:-default}`` in any string expand from the environment.
+
+It parses and validates and nothing else. A bad entry is one error naming its file and key
+and leaves that server out; values are never put into an error (they may be secrets), and
+the values of ``env``, ``headers`` and expanded variables are collected so that whatever
+the package says about a server can be scrubbed of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from ..memory.store import pseudoclaude_home
+
+Trust = Literal["hints", "read-only", "ask", "auto"]
+TRUST_VALUES = ("read-only", "ask", "auto")
+PROJECT_FILE = ".mcp.json"
+USER_FILE = "mcp.json"
+CONFIG_SOURCE = "%config PseudoClaude.mcp_servers"
+
+_STDIO_KEYS = {"type", "command", "args", "env", "cwd", "trust"}
+_HTTP_KEYS = {"type", "url", "headers", "trust"}
+_VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+# Shorter values ("1", "on") would shred ordinary text when scrubbed.
+_MIN_SECRET = 4
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """One server, validated and with its variables expanded."""
+
+    name: str
+    source: str  # the file (or %config) it came from, for messages
+    type: Literal["stdio", "http"]
+    command: str = ""
+    args: tuple[str, ...] = ()
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str = ""
+    url: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+    # "hints": each tool's readOnlyHint decides; the others override it for the whole server.
+    trust: Trust = "hints"
+
+
+@dataclass
+class McpConfig:
+    """What all sources say: the servers, the problems, and the values never to show."""
+
+    servers: dict[str, ServerConfig] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    secrets: set[str] = field(default_factory=set)
+    sources: list[str] = field(default_factory=list)
+
+    def scrub(self, text: str) -> str:
+        """``text`` without any configured secret value (longest first, so none is left half)."""
+        for value in sorted(self.secrets, key=len, reverse=True):
+            text = text.replace(value, "[hidden]")
+        return text
+
+
+class _Invalid(Exception):
+    """One problem in one entry: ``key`` is its path below the source, ``problem`` the words."""
+
+    def __init__(self, key: str, problem: str) -> None:
+        super().__init__(f"{key}: {problem}")
+
+
+def load_config(workspace: Path, configured: Mapping[str, Any] | None = None) -> McpConfig:
+    """The servers of ``workspace`` from every source, in precedence order."""
+    out = McpConfig()
+    for path in (pseudoclaude_home() / USER_FILE, Path(workspace) / PROJECT_FILE):
+        if path.is_file():
+            _read_file(path, out)
+    if configured:
+        out.sources.append(CONFIG_SOURCE)
+        _add_servers(dict(configured), CONFIG_SOURCE, "", out)
+    return out
+
+
+def _read_file(path: Path, out: McpConfig) -> None:
+    source = str(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError) as exc:
+        out.errors.append(f"{source}: cannot be read ({type(exc).__name__}); its servers are not started")
+        return
+    except json.JSONDecodeError as exc:
+        out.errors.append(
+            f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}); its servers are not started"
+        )
+        return
+    out.sources.append(source)
+    if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
+        out.errors.append(f'{source}: mcpServers: must be an object {{"NAME": {{...}}}}; nothing started')
+        return
+    _add_servers(data.get("mcpServers", {}), source, "mcpServers.", out)
+
+
+def _add_servers(servers: dict[str, Any], source: str, prefix: str, out: McpConfig) -> None:
+    for name, entry in servers.items():
+        key = f"{prefix}{name}"
+        try:
+            if not isinstance(name, str) or not name.strip():
+                raise _Invalid(key, "a server needs a non-empty name")
+            secrets: set[str] = set()
+            server = _server(name, source, key, entry, secrets)
+        except _Invalid as exc:
+            out.errors.append(f"{source}: {exc}; server {name!r} is not started")
+            continue
+        out.servers[name] = server  # a later source overrides an earlier one
+        out.secrets |= {s for s in secrets if len(s) >= _MIN_SECRET}
+
+
+def _server(name: str, source: str, key: str, entry: Any, secrets: set[str]) -> ServerConfig:
+    if not isinstance(entry, dict):
+        raise _Invalid(key, 'must be an object with "command" (stdio) or "type": "http" and "url"')
+    kind = entry.get("type", "http" if "url" in entry and "command" not in entry else "stdio")
+    if kind in ("streamable-http", "streamableHttp"):
+        kind = "http"
+    if kind not in ("stdio", "http"):
+        raise _Invalid(f"{key}.type", 'must be "stdio" or "http" (SSE servers are not supported)')
+    allowed = _STDIO_KEYS if kind == "stdio" else _HTTP_KEYS
+    unknown = sorted(set(entry) - allowed)
+    if unknown:
+        raise _Invalid(f"{key}.{unknown[0]}", f"unknown key for a {kind} server; use {', '.join(sorted(allowed))}")
+    trust = entry.get("trust", "hints")
+    if trust != "hints" and trust not in TRUST_VALUES:
+        raise _Invalid(f"{key}.trust", f"must be one of {', '.join(TRUST_VALUES)}")
+    if kind == "stdio":
+        return ServerConfig(
+            name=name,
+            source=source,
+            type="stdio",
+            command=_string(entry, "command", key, secrets, required=True),
+            args=tuple(_expand(a, f"{key}.args[{i}]", secrets) for i, a in enumerate(_strings(entry, "args", key))),
+            env=_mapping(entry, "env", key, secrets),
+            cwd=_string(entry, "cwd", key, secrets),
+            trust=trust,
+        )
+    return ServerConfig(
+        name=name,
+        source=source,
+        type="http",
+        url=_string(entry, "url", key, secrets, required=True),
+        headers=_mapping(entry, "headers", key, secrets),
+        trust=trust,
+    )
+
+
+def _string(entry: dict[str, Any], name: str, key: str, secrets: set[str], *, required: bool = False) -> str:
+    value = entry.get(name, "")
+    if not isinstance(value, str) or (required and not value.strip()):
+        raise _Invalid(f"{key}.{name}", "must be a non-empty string" if required else "must be a string")
+    return _expand(value, f"{key}.{name}", secrets)
+
+
+def _strings(entry: dict[str, Any], name: str, key: str) -> list[str]:
+    value = entry.get(name, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise _Invalid(f"{key}.{name}", "must be a list of strings")
+    return value
+
+
+def _mapping(entry: dict[str, Any], name: str, key: str, secrets: set[str]) -> tuple[tuple[str, str], ...]:
+    """``env`` or ``headers``: every value is a secret (and a "Bearer <token>"'s token alone)."""
+    value = entry.get(name, {})
+    if not isinstance(value, dict) or not all(isinstance(v, str) for v in value.values()):
+        raise _Invalid(f"{key}.{name}", "must be an object of strings")
+    out = []
+    for k, v in value.items():
+        expanded = _expand(v, f"{key}.{name}.{k}", secrets)
+        secrets.add(expanded)
+        secrets.update(expanded.split())
+        out.append((k, expanded))
+    return tuple(out)
+
+
+def _expand(value: str, key: str, secrets: set[str]) -> str:
+    """``${VAR}`` / ``${VAR:-default}`` from the environment; an unset variable is an error.
+
+    An expanded value is someone's configuration kept outside the file: it joins ``secrets``.
+    """
+
+    def one(match: re.Match[str]) -> str:
+        name, default = match.group(1), match.group(2)
+        found = os.environ.get(name)
+        if found is None:
+            if default is None:
+                raise _Invalid(key, f"${{{name}}} is not set in the environment (or .env)")
+            return default
+        secrets.add(found)
+        return found
+
+    return _VAR.sub(one, value)

@@ -1,0 +1,108 @@
+"""The notebook activity block that begins a run's user message: a pure function of records.
+
+Cells since the session's previous run (the first run: the last ``FIRST_RUN_CELLS``) are
+rendered oldest first; when the budget forces a cut, the newest are the ones kept, and a
+line says how many earlier cells were left out and how to read them (``read_cells``).
+The block is plain text between two delimiter lines, but what marks it in the
+conversation is the message's structured ``notebook`` field, never this text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .record import CellRecord, cap
+
+FIRST_RUN_CELLS = 10
+PER_CELL_BYTES = 2_500
+BEGIN = "<notebook-activity>"
+END = "</notebook-activity>"
+HEADER = (
+    "Cells the user ran in this notebook since your last turn, oldest first (captured by the "
+    "host; the user did not type this part). Use read_cells and inspect_variable for more."
+)
+
+
+@dataclass(frozen=True)
+class ActivityBlock:
+    text: str  # "" when there is nothing to show
+    shown: int  # cells in the block
+    total: int  # cells since the previous run
+    last_seq: int  # the newest record's seq: the next run starts after it
+
+    @property
+    def omitted(self) -> int:
+        return self.total - self.shown
+
+    def summary(self) -> str:
+        """The run's first line: what the agent sees of the notebook."""
+        if not self.total:
+            return "notebook: no new cells since the last run"
+        labels = [line for line in self.text.splitlines() if line.startswith("### ")]
+        first = labels[0][4:].split(" — ")[0] if labels else ""
+        last = labels[-1][4:].split(" — ")[0] if labels else ""
+        span = f" ({first}…{last})" if first and first != last else (f" ({first})" if first else "")
+        more = f"; {self.omitted} earlier not shown" if self.omitted else ""
+        return f"notebook: the agent sees {self.shown} cell{'s' if self.shown != 1 else ''}{span}{more}"
+
+
+def cells_for_run(records: list[CellRecord], seen_seq: int | None) -> list[CellRecord]:
+    """The cells a run reports: those after ``seen_seq``, or the last 10 on a session's first run."""
+    if seen_seq is None:
+        return records[-FIRST_RUN_CELLS:]
+    return [r for r in records if r.seq > seen_seq]
+
+
+def render_activity(
+    records: list[CellRecord],
+    *,
+    budget_bytes: int = 8_000,
+    per_cell_bytes: int = PER_CELL_BYTES,
+    total: int | None = None,
+) -> ActivityBlock:
+    """The block for ``records`` (oldest first), newest kept first within ``budget_bytes``.
+
+    ``total`` is how many cells the run should have reported (more than ``records`` when
+    some were left out before this call, e.g. the first run's last-10 rule does not count).
+    """
+    total = len(records) if total is None else total
+    last_seq = records[-1].seq if records else 0
+    if not records:
+        return ActivityBlock("", 0, 0, last_seq)
+    room = budget_bytes - len(BEGIN) - len(END) - len(HEADER) - 80  # the omitted line
+    kept: list[str] = []
+    for record in reversed(records):
+        text = record.render(limit=per_cell_bytes)
+        size = len(text.encode("utf-8")) + 1
+        if size > room:
+            if not kept and room > 200:
+                # The newest cell always shows, cut to what is left.
+                kept.append(cap(text, room - 60))
+            break
+        kept.append(text)
+        room -= size
+    kept.reverse()
+    omitted = total - len(kept)
+    lines = [BEGIN, HEADER]
+    if omitted > 0:
+        lines.append(f"… {omitted} earlier cell{'s' if omitted != 1 else ''} not shown; use read_cells")
+    lines += kept
+    lines.append(END)
+    return ActivityBlock("\n".join(lines), len(kept), total, last_seq)
+
+
+def package_cell(source: str, magic_names: frozenset[str] | set[str]) -> bool:
+    """Whether ``source`` is a cell of this package's magics (left out of the block).
+
+    A cell counts when its first non-empty line is ``%name`` or ``%%name`` for one of
+    ``magic_names``: ``%agent`` cells, ``%context``, ``%sessions`` and the like.
+    """
+    for line in source.splitlines():
+        stripped = line.strip()
+        if not stripped or stripped.startswith("#"):
+            continue
+        if not stripped.startswith("%"):
+            return False
+        word = stripped.lstrip("%").split(maxsplit=1)
+        return bool(word) and word[0].rstrip("?") in magic_names
+    return False

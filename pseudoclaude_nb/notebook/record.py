@@ -1,0 +1,219 @@
+"""One executed cell as the agent sees it: a ``CellRecord``, and the bounded pieces it is made of.
+
+Everything here is capped when it is *recorded*, not when it is shown: a cell that prints
+10 MB keeps a head and a tail of its output (``BoundedText``) and a count of the rest, so
+the store's memory stays small whatever the user runs. Error text loses its ANSI colour
+codes. No IPython here: the magics feed these functions what IPython hands them.
+"""
+
+from __future__ import annotations
+
+import base64
+import re
+import traceback
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+# Per-field caps, in characters. Sized so that ten ordinary cells fit the 8,000-byte block.
+SOURCE_CAP = 2_000
+STDOUT_CAP = 2_000
+STDERR_CAP = 1_000
+RESULT_CAP = 1_000
+DISPLAY_CAP = 1_000
+MESSAGE_CAP = 500
+FRAMES = 3
+FRAME_LINE_CAP = 200
+
+_ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
+# Control characters other than tab and newline (binary output) are shown as "\xNN".
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def strip_ansi(text: str) -> str:
+    return _ANSI.sub("", text)
+
+
+def clean(text: str) -> str:
+    """Text safe to show the model: no ANSI codes, ``\\r\\n`` as ``\\n``, control bytes escaped."""
+    text = strip_ansi(text).replace("\r\n", "\n")
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def cap(text: str, limit: int) -> str:
+    """``text`` cut to about ``limit`` characters: head and tail kept, the middle counted."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}\n… [{len(text) - head - tail:,} characters not shown] …\n{text[-tail:]}"
+
+
+class BoundedText:
+    """A write-only text sink that keeps the first ``head`` and last ``tail`` characters.
+
+    Memory stays at ``head + tail`` (plus one write's slice) however much is written: the
+    10 MB print case. ``total`` counts everything, so the cut is reported honestly.
+    """
+
+    def __init__(self, head: int = STDOUT_CAP, tail: int = STDOUT_CAP // 2) -> None:
+        self.head_cap, self.tail_cap = head, tail
+        self._head: list[str] = []
+        self._head_len = 0
+        self._tail = ""
+        self.total = 0
+
+    def write(self, text: str) -> None:
+        if not isinstance(text, str):
+            text = text.decode("utf-8", "replace") if isinstance(text, bytes) else str(text)
+        self.total += len(text)
+        room = self.head_cap - self._head_len
+        if room > 0:
+            piece = text[:room]
+            self._head.append(piece)
+            self._head_len += len(piece)
+            text = text[room:]
+        if text and self.tail_cap:
+            self._tail = (self._tail + text[-self.tail_cap :])[-self.tail_cap :]
+
+    def value(self) -> str:
+        head = "".join(self._head)
+        dropped = self.total - len(head) - len(self._tail)
+        if dropped <= 0:
+            return head + self._tail
+        return f"{head}\n… [{dropped:,} characters not shown] …\n{self._tail}"
+
+
+@dataclass(frozen=True)
+class ErrorInfo:
+    type: str
+    message: str
+    frames: tuple[str, ...] = ()  # "Cell In[3], line 2, in <module>: total / count", innermost last
+
+    def render(self) -> str:
+        lines = [f"{self.type}: {self.message}" if self.message else self.type]
+        if self.frames:
+            lines.append("  last frames (innermost last):")
+            lines.extend(f"    {frame}" for frame in self.frames)
+        return "\n".join(lines)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"type": self.type, "message": self.message, "frames": list(self.frames)}
+
+
+def error_info(
+    exc: BaseException,
+    *,
+    label: Callable[[str], str | None] | None = None,
+    frames: int = FRAMES,
+) -> ErrorInfo:
+    """Type, message and the last ``frames`` frames of ``exc``, ANSI stripped, capped.
+
+    ``label`` turns a file name into what a person calls it ("Cell In[3]"); returning
+    ``None`` drops the frame (the shell's own machinery).
+    """
+    summary = traceback.extract_tb(exc.__traceback__) if exc.__traceback__ else []
+    shown: list[str] = []
+    for fs in summary:
+        name = label(fs.filename) if label is not None else fs.filename
+        if name is None:
+            continue
+        line = f"{name}, line {fs.lineno}, in {fs.name}"
+        if fs.line:
+            line += f": {fs.line.strip()}"
+        shown.append(cap(clean(line), FRAME_LINE_CAP))
+    if isinstance(exc, SyntaxError) and exc.text:
+        shown.append(cap(clean(f"line {exc.lineno}: {exc.text.strip()}"), FRAME_LINE_CAP))
+    try:
+        message = str(exc)
+    except Exception:  # noqa: BLE001 - a broken __str__ must not break recording
+        message = "(the exception's message could not be read)"
+    return ErrorInfo(type(exc).__name__, cap(clean(message), MESSAGE_CAP), tuple(shown[-frames:]))
+
+
+def describe_display(data: Mapping[str, Any]) -> str:
+    """A display bundle as text: its ``text/plain``, images by type and size, other types named."""
+    parts: list[str] = []
+    for mime, value in data.items():
+        if mime.startswith("image/"):
+            parts.append(f"[{mime} image, {_size_of(value):,} bytes]")
+        elif mime == "application/vnd.jupyter.widget-view+json":
+            parts.append("[widget]")
+    text = data.get("text/plain")
+    if isinstance(text, str) and not (parts and text.startswith("<Figure")):
+        parts.insert(0, clean(text))
+    elif not parts:
+        kinds = ", ".join(sorted(data)) or "nothing"
+        parts.append(f"[display of {kinds}]")
+    return "\n".join(parts)
+
+
+def _size_of(value: Any) -> int:
+    if isinstance(value, (bytes, bytearray)):
+        return len(value)
+    if isinstance(value, str):
+        try:  # binary image types travel base64-encoded
+            return len(base64.b64decode(value, validate=False))
+        except (ValueError, TypeError):
+            return len(value.encode("utf-8"))
+    return 0
+
+
+@dataclass
+class CellRecord:
+    """What one executed cell did, every field already capped."""
+
+    seq: int  # this kernel's order of recording (execution counts can be missing)
+    execution_count: int | None
+    source: str
+    stdout: str = ""
+    stderr: str = ""
+    result: str = ""
+    displays: list[str] = field(default_factory=list)
+    error: ErrorInfo | None = None
+
+    @classmethod
+    def make(
+        cls,
+        seq: int,
+        execution_count: int | None,
+        source: str,
+        *,
+        stdout: str = "",
+        stderr: str = "",
+        result: str = "",
+        displays: list[str] | None = None,
+        error: ErrorInfo | None = None,
+    ) -> CellRecord:
+        shown = [cap(d, DISPLAY_CAP) for d in (displays or [])][-5:]
+        return cls(
+            seq,
+            execution_count,
+            cap(clean(source), SOURCE_CAP),
+            cap(clean(stdout), STDOUT_CAP + STDOUT_CAP // 2 + 80),
+            cap(clean(stderr), STDERR_CAP),
+            cap(clean(result), RESULT_CAP),
+            shown,
+            error,
+        )
+
+    @property
+    def label(self) -> str:
+        return f"In [{self.execution_count}]" if self.execution_count is not None else f"cell #{self.seq}"
+
+    def render(self, limit: int | None = None) -> str:
+        """The cell as text for the model; ``limit`` caps the whole rendering (bytes-ish)."""
+        status = f" — raised {self.error.type}" if self.error else ""
+        out = [f"### {self.label}{status}", self.source.rstrip() or "(empty)"]
+        if self.stdout.strip():
+            out += ["--- stdout", self.stdout.rstrip()]
+        if self.stderr.strip():
+            out += ["--- stderr", self.stderr.rstrip()]
+        for display in self.displays:
+            out += ["--- display", display.rstrip()]
+        if self.result:
+            out += [f"--- Out[{self.execution_count}]", self.result.rstrip()]
+        if self.error:
+            out += ["--- error", self.error.render()]
+        text = "\n".join(out)
+        return cap(text, limit) if limit is not None else text
