@@ -279,7 +279,7 @@ class RolloverStrategy:
         """
         s = self.state
         if self.pinned is None and s.session_dir is not None:
-            found = _first_request_in_log(s.session_dir / LOG_NAME)
+            found = first_request_in_log(s.session_dir / LOG_NAME)
             if found is not None:
                 uuid, text = found
                 live = next((m for m in s.conversation.messages() if m.id == uuid), None)
@@ -333,7 +333,7 @@ def _pending_intent(loaded: LoadResult) -> Intent | None:
     return Intent(handoff, files, call_id=entry.call_id, message_uuid=entry.message_uuid)
 
 
-def _first_request_in_log(log: Path) -> tuple[str, str] | None:
+def first_request_in_log(log: Path) -> tuple[str, str] | None:
     """(message id, content) of the log's first user text message; reads only up to it."""
     try:
         with open(log, "rb") as f:
