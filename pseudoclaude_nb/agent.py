@@ -20,8 +20,8 @@ from .agent_views import ContextViews
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .context import CompactSettings, ContextManager, Emit
 from .conversation import Conversation, Hooks
-from .errors import SessionNotFoundError, ToolError
-from .events import MemoryUpdated, RunEvent
+from .errors import ConfigError, SessionNotFoundError, ToolError
+from .events import Compacted, MemoryUpdated, RunEvent
 from .mcp import McpHub, load_config
 from .memory import MemoryManager, user_memory_dir
 from .messages import Message, NotebookMark
@@ -317,6 +317,24 @@ class Agent(ContextViews):
             content=f"{block.text}\n\n{prompt}",
             notebook=NotebookMark(chars=len(block.text), cells=block.shown),
         )
+
+    def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
+        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
+
+        Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
+        """
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_context()
+        targets = list(listeners)
+
+        def emit(event: RunEvent) -> None:
+            for listener in targets:
+                listener(event)
+
+        if layer1_only:
+            return self.session.context.spill_all(emit)
+        return self.session.context.compact(self.provider_for_context(), "manual", emit)
 
     # --- memory: the index for a run, bodies withheld, the update after it ------------------------
 

@@ -26,7 +26,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from ..errors import PseudoClaudeError
+from ..errors import InvalidOperation
 from ..messages import Message
 from ..providers.base import Provider, Request
 from .index import HEADINGS, cap_lines, entry_line, prompt_index, sync_index
@@ -90,10 +90,6 @@ POLICY_TEXT = {
 _USER_CHARS, _ASSISTANT_CHARS, _CALL_CHARS, _RESULT_CHARS = 8_000, 2_000, 300, 500
 _TRANSCRIPT_CHARS = 60_000
 _INDEX_LINES = 200
-
-
-class InvalidOperation(PseudoClaudeError):
-    """A memory operation (from the model or from ``%memory``) that cannot be applied."""
 
 
 class Operation(BaseModel):

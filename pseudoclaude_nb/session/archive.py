@@ -29,7 +29,7 @@ from typing import IO, Any
 
 import orjson
 
-from ..errors import SessionError, UnsafePathError
+from ..errors import ArchiveError, SessionError, UnsafePathError
 from ..redact import Redactor
 from . import safeio
 from .catalog import session_info, write_meta
@@ -53,10 +53,6 @@ _CHUNK = 1 << 20
 _SPILL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.~-]{0,199}")  # safe_name() + ".txt"; never hidden
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_~-]{0,79}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class ArchiveError(SessionError):
-    """An import archive was rejected; nothing was written."""
 
 
 @dataclass(frozen=True)
