@@ -310,7 +310,7 @@ def parse_entry(e: Any) -> Entry | None:
         return None
     kind = e.get("type")
     if kind == "message":
-        if _plainly_valid(e):
+        if plainly_valid(e):
             return MessageEntry(e)
         msg = valid_message(e)
         return None if msg is None else MessageEntry(e, msg)
@@ -369,13 +369,15 @@ def _int(value: Any) -> int | None:
 # any other key (reasoning, a notebook mark, a durable mark, a key of a later version) is
 # validated in full instead, so an optional field of the wrong type drops that field, never
 # the message.
+# The durable marks of issue 12 (``host``, a result's ``spilled``) are checked here too: a
+# spilled preview is common in a long log, and full validation would cost the replay ~40%.
 _BASE_KEYS = frozenset(
-    {"v", "type", "id", "ts", "role", "content", "tool_calls", "tool_result", "model", "replace_id"}
+    {"v", "type", "id", "ts", "role", "content", "tool_calls", "tool_result", "model", "replace_id", "host"}
 )
-_RESULT_KEYS = frozenset({"call_id", "content", "is_error"})
+_RESULT_KEYS = frozenset({"call_id", "content", "is_error", "spilled"})
 
 
-def _plainly_valid(e: dict[str, Any]) -> bool:
+def plainly_valid(e: dict[str, Any]) -> bool:
     """True when the entry is a message with only the base fields, each of exactly its type,
     so that ``Message.model_validate`` accepts it as it stands (checked in Python: ~3x cheaper
     than validating, and most entries are never needed as messages after a replace)."""
@@ -384,6 +386,8 @@ def _plainly_valid(e: dict[str, Any]) -> bool:
     if type(e.get("id")) is not str or e.get("role") not in ("user", "assistant"):
         return False
     if type(e.get("content", "")) is not str or type(e.get("ts")) not in (float, int):
+        return False
+    if "host" in e and type(e["host"]) is not str:
         return False
     calls = e.get("tool_calls", ())
     if type(calls) is not list and calls != ():
@@ -402,6 +406,7 @@ def _plainly_valid(e: dict[str, Any]) -> bool:
         and type(result.get("call_id")) is str
         and type(result.get("content")) is str
         and type(result.get("is_error", False)) is bool
+        and type(result.get("spilled", "")) is str
     )
 
 
