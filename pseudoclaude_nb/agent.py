@@ -256,7 +256,7 @@ class Agent(ContextViews):
         self.last_runner = runner
         self._last_memory_index = memory_index
         block = self.notebook_block(active) if config.notebook else None
-        if block is not None:
+        if block is not None and block.total:
             runner.emit(Notice(block.summary()))
         for event in memory_events:
             runner.emit(event)

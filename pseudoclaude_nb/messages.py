@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .errors import ProtocolError
 
@@ -108,6 +108,8 @@ class Reasoning(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
+
+
 # --- issue-13: the notebook activity block at the start of a user message ----------------
 class NotebookMark(BaseModel):
     """Marks a user message whose content begins with the notebook activity block.
@@ -136,6 +138,26 @@ class Message(BaseModel):
     notebook: NotebookMark | None = None  # issue-13: see NotebookMark
     # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
     host: str | None = None  # a note the host added (not the user's words): its kind
+
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _readable_reasoning(cls, value: Any) -> Any:
+        # A log is read leniently: a reasoning value of another shape (an older or newer
+        # writer) is left out, never a reason to lose the message.
+        if not isinstance(value, (list, tuple)):
+            return ()
+        parts = []
+        for item in value:
+            try:
+                parts.append(item if isinstance(item, Reasoning) else Reasoning.model_validate(item))
+            except ValidationError:
+                continue
+        return tuple(parts)
+
+    @field_validator("stop_reason", mode="before")
+    @classmethod
+    def _readable_stop(cls, value: Any) -> Any:
+        return value if value in ("max_tokens", "refusal") else None
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {

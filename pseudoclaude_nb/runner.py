@@ -289,9 +289,11 @@ class Runner:
     def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
             self.emit(ToolStarted(call))
-            started = time.monotonic()
+            started, waited = time.monotonic(), getattr(self.permissions, "waited", 0.0)
             result = self.surface.run(call, self.permissions)
-            self.emit(ToolFinished(call, result, time.monotonic() - started))
+            # The tool's time, without the time the user took to answer a permission prompt.
+            asked = getattr(self.permissions, "waited", 0.0) - waited
+            self.emit(ToolFinished(call, result, time.monotonic() - started - asked))
             admitted = result
             if self.context is not None:
                 try:

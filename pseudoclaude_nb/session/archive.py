@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
 from ..errors import ArchiveError, SessionError, UnsafePathError
 from ..redact import Redactor
 from . import safeio
@@ -45,6 +43,7 @@ from .paths import (
     session_dir,
     sessions_dir,
 )
+from .writer import EncodeError, encode_entry
 
 FORMAT = "pseudoclaude-session"
 VERSION = 1
@@ -201,13 +200,19 @@ def _export_line(line: bytes, redactor: Redactor | None, changed: dict[str, tupl
     entry = decode(line)
     if entry is None:
         return _redact_bytes(line, redactor)  # a torn or corrupt line: redact it as text
-    new = redactor.value(entry) if redactor is not None else dict(entry)
+    new = dict(entry)
     spill = parse_entry(entry)
     if isinstance(spill, SpillEntry) and spill.path is not None and spill.path in changed:
         new["bytes"], new["sha256"] = changed[spill.path]
-    if new == entry:
-        return line
-    return orjson.dumps(new) + (b"\n" if line.endswith(b"\n") else b"")
+    try:
+        out = encode_entry(new)
+    except EncodeError:
+        return _redact_bytes(line, redactor)
+    if redactor is not None:
+        out = redactor.line(new, out)  # each string, then the whole line (key/value splits)
+    if not line.endswith(b"\n"):
+        out = out[:-1]
+    return line if out.rstrip(b"\n") == line.rstrip(b"\n") else out
 
 
 # --- import ---------------------------------------------------------------------------------------

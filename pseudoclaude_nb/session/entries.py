@@ -433,6 +433,8 @@ def _anchor(entry: dict[str, Any]) -> tuple[int, int] | None:
             + int(entry.get("cache_read_input_tokens") or 0)
             + int(entry.get("output_tokens") or 0)
         )
-        return tokens, int(entry["messages"])
-    except (KeyError, TypeError, ValueError):
+        messages = int(entry["messages"])
+    except (KeyError, TypeError, ValueError, OverflowError):
         return None
+    # A count from disk is believed only within sense (a 5,000-digit number is damage).
+    return (tokens, messages) if 0 <= tokens < 2**53 and 0 <= messages < 2**53 else None

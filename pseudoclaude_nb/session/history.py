@@ -250,9 +250,42 @@ class HistoryIndex:
         self._con, self._inode = con, (st.st_dev, st.st_ino)
         return con
 
+    # --- forgetting ------------------------------------------------------------------------
+
+    def forget(self, session_ids: list[str], *, scrub: bool = False) -> int:
+        """Delete every row of ``session_ids`` now (trash, purge); the number of rows deleted.
+
+        With ``scrub`` (purge) the deleted text is also gone from the files: the full-text
+        index is merged (``optimize``), the database rebuilt (``VACUUM``) and the WAL
+        checkpointed and truncated. ``secure_delete`` zeroes freed pages meanwhile. An index
+        that does not exist is not created. Raises ``SessionError`` if the index cannot be
+        changed (another process holds it).
+        """
+        ids = [sid for sid in dict.fromkeys(session_ids) if sid]
+        if self.disabled or not ids or not os.path.exists(self.path):
+            return 0
+
+        def run(con: sqlite3.Connection) -> int:
+            deleted = 0
+            with _transaction(con):
+                for sid in ids:
+                    deleted += con.execute("DELETE FROM docs WHERE session_id = ?", (sid,)).rowcount
+                    con.execute("DELETE FROM logs WHERE session_id = ?", (sid,))
+            for sid in ids:
+                self._seen.pop(sid, None)
+            if scrub:
+                con.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+                con.execute("VACUUM")
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return deleted
+
+        return self._run(run)
+
     @staticmethod
     def _prepare(con: sqlite3.Connection) -> None:
         con.execute("PRAGMA journal_mode=WAL")
+        # Deleted rows are overwritten with zeros, not left in free pages (purge forgets).
+        con.execute("PRAGMA secure_delete=ON")
         # Derived data: a lost last transaction is re-read from the log next time (the offset
         # is in the same transaction), so the per-append cost need not include an fsync.
         con.execute("PRAGMA synchronous=NORMAL")
@@ -364,7 +397,7 @@ class HistoryIndex:
             rows.append((sid, uuid, None, None, role, "text", ts, 0, content))
         for k, call in enumerate(entry.get("tool_calls") or ()):
             if isinstance(call, dict):
-                name, args = call.get("name"), orjson.dumps(call.get("arguments") or {}).decode()
+                name, args = call.get("name"), _dumps(call.get("arguments") or {})
                 rows.append((sid, uuid, call.get("id"), name, role, "tool_call", ts, k, f"{name} {args}"))
         result = entry.get("tool_result")
         if isinstance(result, dict) and isinstance(result.get("content"), str):
@@ -421,6 +454,37 @@ class HistoryIndex:
             rows,
         )
         return len(rows)
+
+
+def _dumps(value: Any) -> str:
+    """Tool-call arguments as text; nested past orjson's limit they still index (or are skipped)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        import json
+
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (RecursionError, ValueError, TypeError):
+            return ""
+
+
+def forget_sessions(workspace: Path, session_ids: list[str], *, scrub: bool = False) -> int:
+    """``HistoryIndex.forget`` through a connection of its own (lifecycle: trash and purge)."""
+    index = HistoryIndex(workspace)
+    try:
+        return index.forget(session_ids, scrub=scrub)
+    finally:
+        index.close()
+
+
+def reindex_session(workspace: Path, session_dir: Path) -> int:
+    """Index one session's log from its start (restore); never raises, like ``catch_up``."""
+    index = HistoryIndex(workspace)
+    try:
+        return index.catch_up(session_dir)
+    finally:
+        index.close()
 
 
 @contextmanager

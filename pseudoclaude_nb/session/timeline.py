@@ -70,9 +70,25 @@ def build_timeline(path: str | Path) -> Timeline:
     return Timeline(file.parent.name, items, len(loaded.messages), loaded.problems())
 
 
+def _count(value: object) -> int:
+    """A count read from disk: a non-negative integer below 2**53, else 0 (strings, lists, 1e308…)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not (0 <= value < 2**53):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
+
+
+def _detail(e: dict) -> str:
+    try:
+        return json.dumps(e, ensure_ascii=False, indent=1)
+    except (RecursionError, ValueError):
+        return "(an entry nested too deeply to show)"
+
+
 def _item(lineno: int, entry: Entry, effective: bool) -> Item:
     e = entry.raw
-    detail = json.dumps(e, ensure_ascii=False, indent=1)
+    detail = _detail(e)
     if isinstance(entry, MessageEntry):
         m = entry.message
         if m.tool_result is not None:
@@ -82,10 +98,14 @@ def _item(lineno: int, entry: Entry, effective: bool) -> Item:
             names = ", ".join(c.name for c in m.tool_calls)
             label = f"calls {names}" + (f" · {_short(m.content, 40)}" if m.content else "")
             return Item(lineno, "tool_call", label, detail, effective)
-        return Item(lineno, m.role, _short(m.content), m.content, effective)
+        label = _short(m.content)
+        if m.notebook is not None:  # issue-13: the notebook activity block, by its field
+            cells = getattr(m.notebook, "cells", 0)
+            label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(m.prompt_text)
+        return Item(lineno, m.role, label, m.content, effective)
     if isinstance(entry, UsageEntry):
         tokens = sum(
-            int(e.get(k) or 0) if isinstance(e.get(k) or 0, int) else 0
+            _count(e.get(k))
             for k in (
                 "input_tokens",
                 "cache_creation_input_tokens",

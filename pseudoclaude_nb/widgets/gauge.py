@@ -167,7 +167,9 @@ class TextReprHTML(ipywidgets.HTML):
 # the top of the notebook's scroll area for as long as the cell's outputs are on screen.
 STICKY_CSS = (
     "<style>.jp-OutputArea-child:has(.pc-gauge-live){position:sticky;top:0;z-index:5;"
-    f"background:{BG0}}}</style>"
+    f"background:{BG0}}}"
+    # The output area scrolls its own overflow, which would make it the sticky's scroller.
+    ".jp-OutputArea:has(.pc-gauge-live){overflow:visible}</style>"
 )
 
 
