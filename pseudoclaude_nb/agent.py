@@ -20,8 +20,8 @@ from .agent_views import ContextViews
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .context import CompactSettings, ContextManager, Emit
 from .conversation import Conversation, Hooks
-from .errors import SessionNotFoundError, ToolError
-from .events import MemoryUpdated, RunEvent
+from .errors import ConfigError, SessionNotFoundError, ToolError
+from .events import Compacted, MemoryUpdated, RunEvent
 from .mcp import McpHub, load_config
 from .memory import MemoryManager, user_memory_dir
 from .messages import Message, NotebookMark
@@ -318,6 +318,24 @@ class Agent(ContextViews):
             notebook=NotebookMark(chars=len(block.text), cells=block.shown),
         )
 
+    def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
+        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
+
+        Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
+        """
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_context()
+        targets = list(listeners)
+
+        def emit(event: RunEvent) -> None:
+            for listener in targets:
+                listener(event)
+
+        if layer1_only:
+            return self.session.context.spill_all(emit)
+        return self.session.context.compact(self.provider_for_context(), "manual", emit)
+
     # --- memory: the index for a run, bodies withheld, the update after it ------------------------
 
     def _memory_index(self, enabled: bool) -> str | None:
@@ -374,7 +392,7 @@ class Agent(ContextViews):
             provider=provider,
             policy=self.settings.memory_policy,
             session_id=active.id,
-            note=lambda text, level: writer.log_note(text, level),
+            note=lambda text, level: writer.note(text, level),
         )
 
     # --- what a run offers: tools and system prompt, by strategy ----------------------------------
@@ -442,7 +460,7 @@ class Agent(ContextViews):
         if active.previous_model and active.previous_model != model:
             text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
-            active.writer.log_note(text)
+            active.writer.note(text)
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
             hours = (time.time() - active.idle_since) / 3600
             text = (
@@ -450,7 +468,7 @@ class Agent(ContextViews):
                 "have changed since: re-check them before relying on earlier observations."
             )
             runner.emit(Notice(text))
-            active.writer.log_note(text)
+            active.writer.note(text)
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix

@@ -85,7 +85,9 @@ class Conversation:
         return self._append(Message(role="assistant", content=text, tool_calls=tuple(tool_calls)))
 
     def add_tool_result(self, call_id: str, content: str, is_error: bool = False) -> Message:
-        result = ToolResult(call_id=call_id, content=content, is_error=is_error)
+        return self.add_result(ToolResult(call_id=call_id, content=content, is_error=is_error))
+
+    def add_result(self, result: ToolResult) -> Message:
         return self._append(Message(role="user", tool_result=result))
 
     def append(self, message: Message) -> Message:

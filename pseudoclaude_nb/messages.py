@@ -15,6 +15,11 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from .errors import ProtocolError
 
+# The kinds of host note (``Message.host``): rollover's one-time reminder and its fallback
+# notice. A str, not a Literal: a later version's kind must not make a log line unreadable.
+HOST_REMIND = "rollover-remind"
+HOST_FALLBACK = "rollover-fallback"
+
 
 def new_id() -> str:
     return uuid.uuid4().hex
@@ -41,9 +46,14 @@ class ToolResult(BaseModel):
     call_id: str
     content: str
     is_error: bool = False
+    # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
+    spilled: str | None = None  # Layer 1 preview: the spill file it stands for (relative to the session)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+        data: dict[str, Any] = {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+        if self.spilled is not None:
+            data["spilled"] = self.spilled
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
@@ -126,6 +136,8 @@ class Message(BaseModel):
     reasoning: tuple[Reasoning, ...] = ()  # issue 15: serialized only when set
     stop_reason: NotableStop | None = None  # issue 15: "max_tokens" (text cut) or "refusal"
     notebook: NotebookMark | None = None  # issue-13: see NotebookMark
+    # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
+    host: str | None = None  # a note the host added (not the user's words): its kind
 
     @field_validator("reasoning", mode="before")
     @classmethod
@@ -148,7 +160,7 @@ class Message(BaseModel):
         return value if value in ("max_tokens", "refusal") else None
 
     def to_dict(self) -> dict[str, Any]:
-        data = {
+        data: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "content": self.content,
@@ -162,6 +174,8 @@ class Message(BaseModel):
             data["stop_reason"] = self.stop_reason
         if self.notebook is not None:
             data["notebook"] = self.notebook.model_dump()
+        if self.host is not None:
+            data["host"] = self.host
         return data
 
     @classmethod
@@ -179,6 +193,11 @@ class Message(BaseModel):
 
     def text_for_title(self) -> str:
         return " ".join(self.prompt_text.split())
+
+    @property
+    def is_spill_preview(self) -> bool:
+        """A tool result Layer 1 replaced by a preview (its ``spilled`` field, never its text)."""
+        return self.tool_result is not None and self.tool_result.spilled is not None
 
 
 # --- the request validator -------------------------------------------------------------

@@ -166,7 +166,7 @@ class Runner:
             self.context.on_usage(response.usage, len(self.conversation))
             self.emit(self.context.state())
         if self.writer is not None:
-            self.writer.log_usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+            self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
         self.emit(StepFinished(step, response.usage, message))
         return message
 
@@ -274,7 +274,7 @@ class Runner:
             text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
             if self.writer is not None:
-                self.writer.log_note(text, "warning")
+                self.writer.note(text, "warning")
         request = Request(
             system=self.system_prompt,
             messages=messages,
@@ -294,15 +294,15 @@ class Runner:
             # The tool's time, without the time the user took to answer a permission prompt.
             asked = getattr(self.permissions, "waited", 0.0) - waited
             self.emit(ToolFinished(call, result, time.monotonic() - started - asked))
-            content = result.content
+            admitted = result
             if self.context is not None:
                 try:
-                    content = self.context.admit_result(call, content, self.emit)
+                    admitted = self.context.admit(call, result, self.emit)
                 except SessionWriteError:
                     # The spill file could not be written: keep the result in full (the
                     # conversation stays valid) and stop rather than grow unchecked.
-                    self.conversation.add_tool_result(call.id, content, result.is_error)
+                    self.conversation.add_tool_result(call.id, result.content, result.is_error)
                     raise
-            self.conversation.add_tool_result(result.call_id, content, result.is_error)
+            self.conversation.add_result(admitted)
         if self.context is not None:
             self.context.after_tools(len(calls))

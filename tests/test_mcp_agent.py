@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact.manifest import PREVIEW_MARK
 from pseudoclaude_nb.events import Notice, ToolStarted
 from pseudoclaude_nb.magics import current_agent
 from tests.fakes import FakeServer
@@ -71,7 +70,7 @@ def test_huge_mcp_result_is_spilled_by_layer1(workspace: Path, agents) -> None:
     agents.append(agent)
     assert agent.run("make a big one").status == "done"
     (result,) = [m.tool_result for m in agent.session.conversation.messages() if m.tool_result]
-    assert result.content.startswith(PREVIEW_MARK) and len(result.content) < 10_000
+    assert result.spilled == "tool-results/c_huge.txt" and len(result.content) < 10_000
     spilled = list((agent.session.dir / "tool-results").iterdir())
     assert len(spilled) == 1 and spilled[0].stat().st_size >= 120_000
     assert spilled[0].name == "c_huge.txt" and spilled[0].read_text().startswith("0123456789")

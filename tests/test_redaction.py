@@ -238,7 +238,7 @@ def test_the_writer_redacts_appends_replaces_and_notes(workspace: Path) -> None:
         w.attach(conv)
         _conversation_with_secrets(conv, key, token)
         conv.replace("edit", [Message(role="user", content=f"summary mentions {key}")] + conv.messages()[1:])
-        w.log_note(f"note with {token}")
+        w.note(f"note with {token}")
         in_memory = conv.messages()
     raw = (sdir / "conversation.jsonl").read_bytes()
     assert key.encode() not in raw and token.encode() not in raw

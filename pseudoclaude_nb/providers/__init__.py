@@ -85,6 +85,7 @@ def make_provider(
 
 
 __all__ = [
+    "DEMO_PACE",
     "Provider",
     "Request",
     "Response",

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
-from ..errors import SessionError, UnsafePathError
+from ..errors import ArchiveError, SessionError, UnsafePathError
 from ..redact import Redactor
 from . import safeio
 from .catalog import session_info, write_meta
+from .entries import SpillEntry, decode, parse_entry
 from .lifecycle import trash_dir
 from .loader import load_session
 from .paths import (
@@ -53,10 +52,6 @@ _CHUNK = 1 << 20
 _SPILL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.~-]{0,199}")  # safe_name() + ".txt"; never hidden
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_~-]{0,79}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class ArchiveError(SessionError):
-    """An import archive was rejected; nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -202,16 +197,13 @@ def _export_line(line: bytes, redactor: Redactor | None, changed: dict[str, tupl
     is_spill = bool(changed) and b'"spill"' in line
     if not is_spill and (redactor is None or not redactor.may_contain(line)):
         return line
-    try:
-        entry = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        entry = None
-    if not isinstance(entry, dict):
+    entry = decode(line)
+    if entry is None:
         return _redact_bytes(line, redactor)  # a torn or corrupt line: redact it as text
     new = dict(entry)
-    path = entry.get("path")
-    if entry.get("type") == "spill" and isinstance(path, str) and path in changed:
-        new["bytes"], new["sha256"] = changed[path]
+    spill = parse_entry(entry)
+    if isinstance(spill, SpillEntry) and spill.path is not None and spill.path in changed:
+        new["bytes"], new["sha256"] = changed[spill.path]
     try:
         out = encode_entry(new)
     except EncodeError:

@@ -32,6 +32,7 @@ from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
 from . import safeio
+from .entries import MessageEntry, SpillEntry, parse_line
 from .history_query import Hit, match
 from .paths import LOG_NAME, SPILL_DIR, STATE_DIR, ensure_state_dir, sessions_dir
 
@@ -369,16 +370,13 @@ class HistoryIndex:
         return rows
 
     def _index_line(self, con: sqlite3.Connection, session_dir: Path, line: bytes) -> int:
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return 0  # a torn or corrupt line: the loader reports it; the index skips it
-        if not isinstance(entry, dict):
-            return 0
-        kind = entry.get("type")
-        if kind == "message":
-            return self._index_message(con, session_dir.name, entry)
-        if kind == "spill":
+        entry = parse_line(line)  # None: a torn or corrupt line; the loader reports it, the index skips it
+        if isinstance(entry, MessageEntry):
+            # A plainly valid entry has every field of its type as it stands; one that needed
+            # the lenient reading is indexed as the loader reads it.
+            data = entry.raw if entry.parsed is None else entry.parsed.to_dict()
+            return self._index_message(con, session_dir.name, data)
+        if isinstance(entry, SpillEntry):
             return self._index_spill(con, session_dir, entry)
         return 0
 
@@ -422,9 +420,9 @@ class HistoryIndex:
         )
         return len(rows)
 
-    def _index_spill(self, con: sqlite3.Connection, session_dir: Path, entry: dict[str, Any]) -> int:
-        sid, call_id, rel = session_dir.name, entry.get("call_id"), entry.get("path")
-        if not isinstance(call_id, str) or not isinstance(rel, str):
+    def _index_spill(self, con: sqlite3.Connection, session_dir: Path, entry: SpillEntry) -> int:
+        sid, call_id, rel = session_dir.name, entry.call_id, entry.path
+        if call_id is None or rel is None:
             return 0
         if con.execute(
             "SELECT 1 FROM docs WHERE session_id = ? AND kind = 'spill' AND call_id = ? LIMIT 1",
@@ -443,9 +441,9 @@ class HistoryIndex:
             "SELECT message_uuid FROM docs WHERE session_id = ? AND kind = 'tool_result' AND call_id = ? LIMIT 1",
             (sid, call_id),
         ).fetchone()
-        ts = entry.get("ts") if isinstance(entry.get("ts"), (int, float)) else 0.0
+        ts = entry.raw.get("ts") if isinstance(entry.raw.get("ts"), (int, float)) else 0.0
         ref = f"{STATE_DIR}/sessions/{sid}/{rel}"
-        tool = entry.get("tool") if isinstance(entry.get("tool"), str) else None
+        tool = entry.tool
         rows = [
             (sid, owner[0] if owner else "", call_id, tool, "user", "spill", ts, part, line, ref, chunk)
             for part, (line, chunk) in enumerate(_chunks(text))

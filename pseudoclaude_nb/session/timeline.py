@@ -11,9 +11,18 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-import orjson
-
 from . import safeio
+from .entries import (
+    CompactEntry,
+    Entry,
+    MessageEntry,
+    NoteEntry,
+    ReplaceEntry,
+    RolloverEntry,
+    SpillEntry,
+    UsageEntry,
+    parse_line,
+)
 from .loader import load_session, log_path
 
 
@@ -53,15 +62,11 @@ def build_timeline(path: str | Path) -> Timeline:
     for lineno, raw in enumerate(safeio.read_bytes(file).split(b"\n"), start=1):
         if not raw.strip():
             continue
-        effective = lineno >= loaded.effective_from_line
-        try:
-            e = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            e = None
-        if not isinstance(e, dict):
+        entry = parse_line(raw)
+        if entry is None:
             items.append(Item(lineno, "bad", "unreadable line", raw[:2000].decode("utf-8", "replace"), False))
             continue
-        items.append(_item(lineno, e, effective))
+        items.append(_item(lineno, entry, lineno >= loaded.effective_from_line))
     return Timeline(file.parent.name, items, len(loaded.messages), loaded.problems())
 
 
@@ -81,30 +86,24 @@ def _detail(e: dict) -> str:
         return "(an entry nested too deeply to show)"
 
 
-def _item(lineno: int, e: dict, effective: bool) -> Item:
-    kind = e.get("type")
+def _item(lineno: int, entry: Entry, effective: bool) -> Item:
+    e = entry.raw
     detail = _detail(e)
-    if kind == "message":
-        result = e.get("tool_result")
-        if isinstance(result, dict):
-            text = str(result.get("content", ""))
+    if isinstance(entry, MessageEntry):
+        m = entry.message
+        if m.tool_result is not None:
+            text = m.tool_result.content
             return Item(lineno, "tool_result", f"result {_short(text, 50)}", text, effective)
-        calls = e.get("tool_calls") or []
-        content = str(e.get("content") or "")
-        if calls:
-            names = ", ".join(str(c.get("name")) for c in calls if isinstance(c, dict))
-            label = f"calls {names}" + (f" · {_short(content, 40)}" if content else "")
+        if m.tool_calls:
+            names = ", ".join(c.name for c in m.tool_calls)
+            label = f"calls {names}" + (f" · {_short(m.content, 40)}" if m.content else "")
             return Item(lineno, "tool_call", label, detail, effective)
-        role = "user" if e.get("role") == "user" else "assistant"
-        label = _short(content)
-        mark = e.get("notebook")  # issue-13: the notebook activity block, by its field
-        if isinstance(mark, dict) and isinstance(mark.get("chars"), int):
-            cells = mark.get("cells", 0)
-            label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(
-                content[mark["chars"] :].lstrip()
-            )
-        return Item(lineno, role, label, content, effective)
-    if kind == "usage":
+        label = _short(m.content)
+        if m.notebook is not None:  # issue-13: the notebook activity block, by its field
+            cells = getattr(m.notebook, "cells", 0)
+            label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(m.prompt_text)
+        return Item(lineno, m.role, label, m.content, effective)
+    if isinstance(entry, UsageEntry):
         tokens = sum(
             _count(e.get(k))
             for k in (
@@ -115,26 +114,24 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
             )
         )
         return Item(lineno, "usage", f"usage {tokens:,} tokens", detail, effective, tokens=tokens)
-    if kind == "replace":
-        reason = str(e.get("reason") or "")
+    if isinstance(entry, ReplaceEntry):
         return Item(
             lineno,
             "replace",
-            f"replace ({reason}), {e.get('count')} messages",
+            f"replace ({entry.reason}), {entry.count} messages",
             detail,
             effective,
-            reason=reason,
+            reason=entry.reason,
         )
-    if kind == "spill":
-        return Item(
-            lineno, "spill", f"spill {e.get('tool')} {_count(e.get('bytes')):,} bytes", detail, effective
-        )
-    if kind == "compact":
-        ok = "ok" if e.get("ok") else f"failed: {e.get('error')}"
-        label = f"compact ({e.get('trigger')}) {e.get('before_tokens')} → {e.get('after_tokens')} {ok}"
+    if isinstance(entry, SpillEntry):
+        return Item(lineno, "spill", f"spill {entry.tool} {entry.bytes:,} bytes", detail, effective)
+    if isinstance(entry, CompactEntry):
+        ok = "ok" if entry.ok else f"failed: {entry.error}"
+        label = f"compact ({entry.trigger}) {entry.before_tokens} → {entry.after_tokens} {ok}"
         return Item(lineno, "compact", label, detail, effective)
-    if kind == "rollover":
-        return Item(lineno, "rollover", f"rollover {e.get('phase')} ({e.get('reason')})", detail, effective)
-    if kind == "note":
-        return Item(lineno, "note", f"note: {_short(str(e.get('text') or ''), 60)}", detail, effective)
+    if isinstance(entry, RolloverEntry):
+        return Item(lineno, "rollover", f"rollover {entry.phase} ({entry.reason})", detail, effective)
+    if isinstance(entry, NoteEntry):
+        return Item(lineno, "note", f"note: {_short(entry.text, 60)}", detail, effective)
+    kind = e.get("type")
     return Item(lineno, str(kind or "unknown"), f"{kind} entry", detail, effective)

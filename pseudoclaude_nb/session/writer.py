@@ -182,13 +182,52 @@ class SessionWriter:
 
     # --- other entries ---------------------------------------------------------------------
 
-    def log_usage(self, usage: Usage, *, messages: int, model: str | None) -> None:
-        self.log(entries.usage_entry(usage, messages=messages, model=model))
+    # The only way entries other than messages reach the log: one method per type.
 
-    def log_note(self, text: str, level: str = "info") -> None:
-        self.log(entries.note_entry(text, level))
+    def usage(self, usage: Usage, *, messages: int, model: str | None) -> None:
+        """A response's usage: the anchor of the next estimate (``messages`` = conversation length)."""
+        self._log(entries.usage_entry(usage, messages=messages, model=model))
 
-    def log(self, entry: dict[str, Any]) -> None:
+    def note(self, text: str, level: str = "info") -> None:
+        self._log(entries.note_entry(text, level))
+
+    def spill(self, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> None:
+        """Layer 1 wrote a result to ``path`` (relative to the session); logged before its preview."""
+        self._log(entries.spill_entry(call_id=call_id, tool=tool, path=path, bytes=bytes, sha256=sha256))
+
+    def compact(
+        self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
+    ) -> None:
+        """A Layer 2 attempt ended (after its replace, when it made one)."""
+        self._log(
+            entries.compact_entry(
+                trigger=trigger, before_tokens=before_tokens, after_tokens=after_tokens, ok=ok, error=error
+            )
+        )
+
+    def rollover(
+        self,
+        *,
+        phase: str,
+        reason: str,
+        handoff: dict[str, Any],
+        related_files: list[dict[str, Any]],
+        call_id: str | None,
+        **extra: Any,
+    ) -> None:
+        """A rollover intent (the model's ``new_context``) or commit (the window was replaced)."""
+        self._log(
+            entries.rollover_entry(
+                phase=phase,
+                reason=reason,
+                handoff=handoff,
+                related_files=related_files,
+                call_id=call_id,
+                **extra,
+            )
+        )
+
+    def _log(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self._write(self._encode(entry))
 

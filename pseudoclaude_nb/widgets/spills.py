@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import ipywidgets
-import orjson
 
 from ..session import safeio
+from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
 from ..session.paths import SPILL_DIR
 from .theme import FG2
@@ -52,13 +52,10 @@ def _calls(session_dir: Path) -> dict[str, dict[str, Any]]:
             for raw in f:
                 if b'"tool_calls"' not in raw:
                     continue
-                try:
-                    entry = orjson.loads(raw)
-                except orjson.JSONDecodeError:
-                    continue
-                for call in (entry.get("tool_calls") or []) if isinstance(entry, dict) else []:
-                    if isinstance(call, dict) and isinstance(call.get("arguments"), dict):
-                        calls[str(call.get("id"))] = call["arguments"]
+                entry = parse_line(raw)  # the one parser of log lines
+                if isinstance(entry, MessageEntry):
+                    for call in entry.message.tool_calls:
+                        calls[call.id] = call.arguments
     except OSError:
         pass
     return calls
@@ -78,18 +75,17 @@ def spill_rows(session_dir: Path) -> list[dict[str, Any]]:
     calls = _calls(Path(session_dir))
     rows = []
     for entry in load_session(session_dir, full=True).spills:  # every spill, not just the recent ones
-        path = spill_path(session_dir, entry.get("path"))
+        path = spill_path(session_dir, entry.path)
         try:
             head = _read_head(path, 300).decode("utf-8", "replace")
         except OSError as exc:
             head = f"(file unreadable: {exc.strerror or exc})"
-        size = entry.get("bytes")
         rows.append(
             {
-                "tool": str(entry.get("tool")),
-                "call_id": str(entry.get("call_id")),
-                "target": call_target(calls.get(str(entry.get("call_id")), {})),
-                "bytes": size if type(size) is int and 0 <= size < 1 << 62 else 0,
+                "tool": str(entry.tool),
+                "call_id": str(entry.call_id),
+                "target": call_target(calls.get(str(entry.call_id), {})),
+                "bytes": entry.bytes if 0 <= entry.bytes < 1 << 62 else 0,
                 "path": path if path is not None else Path(session_dir) / SPILL_DIR / "(refused)",
                 "preview": head,
             }
