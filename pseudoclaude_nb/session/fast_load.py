@@ -130,24 +130,25 @@ def _finish_fast(fd: int, r: LoadResult, offset: int, before: bytes, before_star
         entry = parse_entry(obj)
         if isinstance(entry, (UsageEntry, MessageEntry)) and entry.model:
             last_model = entry.model
-        if isinstance(entry, SpillEntry):
-            spills.append(entry)
-        elif isinstance(entry, CompactEntry):
-            compacts.append(entry)
-        elif isinstance(entry, RolloverEntry):
-            rollovers.append(entry)
-        elif isinstance(entry, NoteEntry):
-            notes.append(entry)
-            if entry.kind == TORN_NOTE:
-                # The writer mended a crash's torn line here, if the line before is unreadable
-                # (the full replay's rule: a torn-line note after a good line mends nothing).
-                at = body.find(raw)
-                if at <= 0:
-                    r.torn_tail = r.torn_tail or (at == 0 and look_from + first_line > 0)
-                else:
-                    prev = body[body.rfind(b"\n", 0, at - 1) + 1 : at - 1]
-                    if prev and not prev.isspace() and _parse(prev) is None:
-                        r.torn_tail = True
+        match entry:
+            case SpillEntry():
+                spills.append(entry)
+            case CompactEntry():
+                compacts.append(entry)
+            case RolloverEntry():
+                rollovers.append(entry)
+            case NoteEntry():
+                notes.append(entry)
+                if entry.kind == TORN_NOTE:
+                    # The writer mended a crash's torn line here, if the line before is unreadable
+                    # (the full replay's rule: a torn-line note after a good line mends nothing).
+                    at = body.find(raw)
+                    if at <= 0:
+                        r.torn_tail = r.torn_tail or (at == 0 and look_from + first_line > 0)
+                    else:
+                        prev = body[body.rfind(b"\n", 0, at - 1) + 1 : at - 1]
+                        if prev and not prev.isspace() and _parse(prev) is None:
+                            r.torn_tail = True
     r.spills[:0], r.compacts[:0], r.rollovers[:0], r.notes[:0] = spills, compacts, rollovers, notes
     if r.last_model is None:
         r.last_model = last_model

@@ -129,8 +129,9 @@ def _item(lineno: int, entry: Entry, effective: bool) -> Item:
         ok = "ok" if entry.ok else f"failed: {entry.error}"
         label = f"compact ({entry.trigger}) {entry.before_tokens} → {entry.after_tokens} {ok}"
         return Item(lineno, "compact", label, detail, effective)
-    if isinstance(entry, RolloverEntry):
-        return Item(lineno, "rollover", f"rollover {entry.phase} ({entry.reason})", detail, effective)
+    match entry:
+        case RolloverEntry(phase=phase, reason=reason):
+            return Item(lineno, "rollover", f"rollover {phase} ({reason})", detail, effective)
     if isinstance(entry, NoteEntry):
         return Item(lineno, "note", f"note: {_short(entry.text, 60)}", detail, effective)
     kind = e.get("type")
