@@ -5,7 +5,10 @@ It owns ``.pseudoclaude/history.sqlite`` and nothing else. The index is derived 
 is exactly what the logs hold (redacted, spilled bodies as files) and it can always be
 rebuilt from them. One row per message part — text, each tool call (name + arguments),
 the tool result — and the text of spilled files in chunks of lines; the trigram tokenizer
-makes CJK and code substrings match.
+makes CJK and code substrings match. Terms of one or two characters (``压缩``, ``qz``),
+which trigrams cannot find, are looked up in a side table: a contentless FTS5 table
+(``docs_short``, detail=none) of each row's distinct characters and character pairs, kept
+in step with the trigram table by the same triggers (insert, and delete on trash/purge).
 
 Registered as a conversation hook right after the session writer, so each append is in
 the index by the time ``Conversation.append`` returns (the same turn can search it). It
@@ -32,11 +35,11 @@ from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
 from . import safeio
-from .history_query import Hit, match
+from .history_query import Hit, grams_text, match
 from .paths import LOG_NAME, SPILL_DIR, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_LIMIT = 50
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
 CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
@@ -69,11 +72,16 @@ CREATE INDEX IF NOT EXISTS docs_call ON docs(session_id, call_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     text, content='docs', content_rowid='id', tokenize='trigram'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_short USING fts5(
+    grams, content='', detail=none, tokenize='ascii'
+);
 CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
     INSERT INTO docs_fts(rowid, text) VALUES (new.id, new.text);
+    INSERT INTO docs_short(rowid, grams) VALUES (new.id, pc_grams(new.text));
 END;
 CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
     INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO docs_short(docs_short, rowid, grams) VALUES ('delete', old.id, pc_grams(old.text));
 END;
 """
 
@@ -231,6 +239,8 @@ class HistoryIndex:
         # -shm files the database's mode).
         os.close(safeio.open_file(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         con = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False, isolation_level=None)
+        # The short-term side table's tokens (history_query.grams), computed by the triggers.
+        con.create_function("pc_grams", 1, grams_text, deterministic=True)
         try:
             self._prepare(con)
         except sqlite3.OperationalError as exc:
@@ -257,7 +267,7 @@ class HistoryIndex:
         con.execute("PRAGMA synchronous=NORMAL")
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
-            for name in ("docs_fts", "docs", "logs"):
+            for name in ("docs_short", "docs_fts", "docs", "logs"):
                 con.execute(f"DROP TABLE IF EXISTS {name}")
         con.executescript(_SCHEMA)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
