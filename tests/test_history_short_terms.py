@@ -33,7 +33,9 @@ def write_session(workspace: Path, sid: str, texts: list[str]) -> list[str]:
 
 def oracle(docs: list[tuple[str, str]], terms: list[str]) -> list[str]:
     """Message ids of the docs holding every term (case-insensitive), newest first."""
-    return [uid for uid, text in reversed(docs) if text.strip() and all(t.lower() in text.lower() for t in terms)]
+    return [
+        uid for uid, text in reversed(docs) if text.strip() and all(t.lower() in text.lower() for t in terms)
+    ]
 
 
 texts = st.lists(st.text(alphabet=ALPHABET, min_size=0, max_size=30), min_size=1, max_size=30)
@@ -91,9 +93,12 @@ def test_trash_and_purge_keep_the_side_table_in_step(workspace):
         con = index._con
         assert con.execute("SELECT count(*) FROM docs_short").fetchone()[0] == index.count()
         # The deleted row's tokens are gone from the side table, not just hidden by the join.
-        assert con.execute("SELECT count(*) FROM docs_short WHERE docs_short MATCH ?", ("b538bx7f29",)).fetchone()[
-            0
-        ] == 1
+        assert (
+            con.execute(
+                "SELECT count(*) FROM docs_short WHERE docs_short MATCH ?", ("b538bx7f29",)
+            ).fetchone()[0]
+            == 1
+        )
     finally:
         index.close()
 

@@ -41,6 +41,9 @@ def _inc(meta: dict) -> dict:
 
 
 def _same(meta: dict, d: Path) -> None:
+    result = load_session(d, full=True)
+    assert meta["effective_from"] == result.effective_from_byte
+    assert meta["problems"] == result.problems()
     full = _full(d)
     got = _inc(meta)
     if full["created"] == "mtime":

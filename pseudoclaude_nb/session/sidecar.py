@@ -130,7 +130,8 @@ def new_state() -> dict[str, Any]:
         "title": "",
         "physical": 0,
         "acc": _acc(),
-        "pending": None,  # [replace_id, count, got, acc]
+        "pending": None,  # [replace_id, count, got, acc, marker offset]
+        "eff": 0,  # where the effective state begins: the offset of the last committed replace
     }
 
 
@@ -145,8 +146,10 @@ class Replay:
         """Consume the whole lines of ``data`` (the log from ``offset`` on); return the cut rest."""
         end = data.rfind(b"\n") + 1
         if end:
+            at = self.offset
             for raw in data[: end - 1].split(b"\n"):
-                self._line(raw, last=False)
+                self._line(raw, last=False, at=at)
+                at += len(raw) + 1
             self.offset += end
         return data[end:]
 
@@ -156,7 +159,7 @@ class Replay:
         self.state = s = copy.deepcopy(saved)
         try:
             if tail:
-                self._line(tail, last=True)
+                self._line(tail, last=True, at=self.offset)
             effective, orphans, truncated = _effective(s["acc"])
             torn_replace = s["torn_replace"] or s["pending"] is not None
         finally:
@@ -178,11 +181,13 @@ class Replay:
             "created": s["first_ts"] or mtime,
             "last_activity": s["last_ts"] or mtime,
             "status": status,
+            "effective_from": s["eff"],
+            "problems": problems(s, torn_replace, truncated, orphans),
         }
 
     # --- one line: the loop of ``loader._replay`` -------------------------------------------
 
-    def _line(self, raw: bytes, *, last: bool) -> None:
+    def _line(self, raw: bytes, *, last: bool, at: int) -> None:
         s = self.state
         index = s["lines"]
         s["lines"] += 1
@@ -234,7 +239,7 @@ class Replay:
                 _add(pending[3], msg)
                 pending[2] += 1
                 if pending[2] == pending[1]:
-                    s["acc"], s["pending"] = pending[3], None
+                    s["acc"], s["pending"], s["eff"] = pending[3], None, pending[4]
         elif kind == "usage":
             self._model(entry)
         elif kind == "replace":
@@ -242,9 +247,9 @@ class Replay:
             if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
                 s["bad"].append([index + 1, _torn_note_part(raw)])
             elif count == 0:
-                s["acc"] = _acc()
+                s["acc"], s["eff"] = _acc(), at
             else:
-                s["pending"] = [rid, count, 0, _acc()]
+                s["pending"] = [rid, count, 0, _acc(), at]
 
     def _model(self, entry: dict[str, Any]) -> None:
         model = entry.get("model")
@@ -252,6 +257,25 @@ class Replay:
             s = self.state
             s["first_model"] = s["first_model"] or model
             s["last_model"] = model
+
+
+def problems(s: dict[str, Any], torn_replace: bool, truncated: bool, orphans: int) -> list[str]:
+    """What ``LoadResult.problems`` says of the same log (a full replay's)."""
+    out = []
+    bad = [b[0] for b in s["bad"]]
+    if bad:
+        shown = ", ".join(map(str, bad[:10]))
+        more = f" (+{len(bad) - 10} more)" if len(bad) > 10 else ""
+        out.append(f"recovery incomplete: {'line' if len(bad) == 1 else 'lines'} {shown}{more} unreadable")
+    if s["torn_tail"]:
+        out.append("a torn line from a crash was skipped")
+    if torn_replace:
+        out.append("an unfinished replace was discarded (the state before it stands)")
+    if truncated:
+        out.append("tool calls without results were cut")
+    if orphans:
+        out.append(f"{orphans} tool results without their call were dropped")
+    return out
 
 
 def head_digest(fd: int, offset: int) -> str:
