@@ -98,6 +98,8 @@ class Reasoning(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
+
+
 # --- issue-13: the notebook activity block at the start of a user message ----------------
 class NotebookMark(BaseModel):
     """Marks a user message whose content begins with the notebook activity block.
@@ -233,6 +235,34 @@ def repair_pairing(messages: list[Message]) -> list[Message]:
         out.append(msg.model_copy(update={"tool_calls": ()}) if msg.tool_calls else msg)
         i += 1
     return out
+
+
+class PairingCheck:
+    """``validate_request`` over a conversation that grows: only the messages since the last
+    valid request are walked.
+
+    A valid request ends with every call answered, so a valid prefix leaves nothing open
+    and ``pairing_problems`` of the whole equals that of the new messages alone (a result
+    for a call of the prefix is "already answered" either way). The prefix is recognised
+    by identity (messages are frozen) of its first and last message; anything else (a
+    replace) is walked in full.
+    """
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._first: Message | None = None
+        self._last: Message | None = None
+
+    def __call__(self, messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
+        n = self._count
+        if not (0 < n <= len(messages) and messages[0] is self._first and messages[n - 1] is self._last):
+            n = 0
+        if pairing_problems(messages[n:]):
+            self._count = 0
+            return validate_request(messages, strict=strict)
+        self._count = len(messages)
+        self._first, self._last = (messages[0], messages[-1]) if messages else (None, None)
+        return messages, []
 
 
 def validate_request(messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
