@@ -94,7 +94,9 @@ class Agent(ContextViews):
         if self._history is None or self._history.workspace != ws:
             if self._history is not None:
                 self._history.close()
-            self._history = HistoryIndex(ws)
+            # Indexing runs off the append path: a background indexer catches up from the
+            # committed offsets, and every search catches up first (issue 18).
+            self._history = HistoryIndex(ws, background=True)
         return self._history
 
     @property
@@ -143,8 +145,10 @@ class Agent(ContextViews):
     def _activate(self, path: Path, writer: SessionWriter, messages: list) -> ActiveSession:
         conversation = Conversation(messages)
         writer.attach(conversation)
-        # Right after the writer: each append is in the index when the append returns.
+        # Right after the writer: each append marks the session for the background indexer,
+        # which also catches up now what the log holds beyond the index (a resumed session).
         conversation.add_hooks(self.history.hooks(path))
+        self.history.schedule(path)
         context = ContextManager(
             conversation, strategy=self.settings.strategy, session_dir=path, workspace=self.workspace, writer=writer
         )
@@ -282,6 +286,9 @@ class Agent(ContextViews):
         finally:
             active.conversation.remove_hooks(collect)
             active.idle_since = time.time()
+            # The run's last appends into the index before the next cell (once per run, not per
+            # append), and any problem the background indexer met said during the run.
+            self.history.flush()
             self.history.on_notice = None
         if summary.status == "done" and config.memory:
             self._update_memory(new_messages, provider, active)

@@ -276,6 +276,34 @@ def repair_pairing(messages: list[Message]) -> list[Message]:
     return out
 
 
+class PairingCheck:
+    """``validate_request`` over a conversation that grows: only the messages since the last
+    valid request are walked.
+
+    A valid request ends with every call answered, so a valid prefix leaves nothing open
+    and ``pairing_problems`` of the whole equals that of the new messages alone (a result
+    for a call of the prefix is "already answered" either way). The prefix is recognised
+    by identity (messages are frozen) of its first and last message; anything else (a
+    replace) is walked in full.
+    """
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._first: Message | None = None
+        self._last: Message | None = None
+
+    def __call__(self, messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
+        n = self._count
+        if not (0 < n <= len(messages) and messages[0] is self._first and messages[n - 1] is self._last):
+            n = 0
+        if pairing_problems(messages[n:]):
+            self._count = 0
+            return validate_request(messages, strict=strict)
+        self._count = len(messages)
+        self._first, self._last = (messages[0], messages[-1]) if messages else (None, None)
+        return messages, []
+
+
 def validate_request(messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
     """The single gate before any provider: returns (messages to send, problems repaired).
 

@@ -29,7 +29,7 @@ from .events import (
     ToolFinished,
     ToolStarted,
 )
-from .messages import Message, ToolCall, validate_request
+from .messages import Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 from .session.writer import SessionWriter
@@ -72,6 +72,7 @@ class Runner:
         self.context = context  # told this run's emit on every call, never kept
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
+        self._pairing = PairingCheck()  # each request walks only the messages since the last
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
@@ -267,7 +268,7 @@ class Runner:
         )
 
     def _request(self) -> Request:
-        messages, problems = validate_request(self.conversation.messages(), strict=self.strict)
+        messages, problems = self._pairing(self.conversation.messages(), strict=self.strict)
         if problems:
             # A bug upstream; repair the conversation itself (and so the log), once.
             self.conversation.replace("resync", messages)

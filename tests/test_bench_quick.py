@@ -136,3 +136,11 @@ def test_without_the_tokenizer_the_rows_say_how_to_get_it(tmp_path, monkeypatch)
     [row] = [r for r in data["rows"] if r["key"] == "estimator"]
     assert row["value"] is None and "pip install" in row["note"]
     assert "## Token estimator accuracy" in (tmp_path / "results.md").read_text()
+
+
+def test_issue_18_rows_time_the_shipped_path(quick):
+    rows = {r["key"]: r for r in json.loads((quick / "results.json").read_text())["rows"]}
+    assert "HistoryIndex(background=True)" in rows["append"]["detail"]["method"]
+    assert isinstance(rows["list_magic"]["value"], float) and rows["list_magic"]["ok"] in (True, False)
+    assert rows["timeline"]["detail"]["bins"] <= 200 and rows["timeline"]["detail"]["svg_and_state_bytes"] > 0
+    assert "largest_written_message_bytes" in rows["largest_line"]["detail"]

@@ -48,20 +48,24 @@ class Ledger:
 
     def __init__(self) -> None:
         self._decisions: dict[str, Decision] = {}
+        self._spilled = 0  # kept with each decision: read every step, never recounted
 
     def decision(self, call_id: str) -> Decision | None:
         return self._decisions.get(call_id)
 
     def record(self, call_id: str, decision: Decision) -> None:
-        self._decisions.setdefault(call_id, decision)
+        if call_id not in self._decisions:
+            self._decisions[call_id] = decision
+            self._spilled += decision == "spilled"
 
     def force(self, call_id: str, decision: Decision) -> None:
         """Only for an explicit user request (``%compact --layer1``)."""
+        self._spilled += (decision == "spilled") - (self._decisions.get(call_id) == "spilled")
         self._decisions[call_id] = decision
 
     @property
     def spilled(self) -> int:
-        return sum(1 for d in self._decisions.values() if d == "spilled")
+        return self._spilled
 
 
 def safe_name(call_id: str) -> str:

@@ -254,6 +254,9 @@ class SessionMagics(Magics):
                 f"  {_status(s.status, s.id == current):<10} {_title(s.title)}"
             )
         print("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")
+        lag_line = _index_lag(self._agent)
+        if lag_line:
+            print(lag_line)
         if trashed:
             print(in_trash)
 
@@ -425,3 +428,20 @@ def _relative(path: Path, workspace: Path) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _index_lag(agent: Any) -> str:
+    """How far the history index is behind the logs (the background indexer is told to catch up)."""
+    index = agent.history
+    lag = index.lag()
+    if not lag:
+        return ""
+    for sid in lag:
+        index.schedule(session_dir(agent.workspace, sid))
+    entries = sum(v.entries for v in lag.values() if v.counted)
+    uncounted = sum(v.bytes for v in lag.values() if not v.counted)
+    parts = [f"{entries:,} entries"] if entries else []
+    if uncounted:
+        parts.append(f"{_size(uncounted)} of log")
+    sessions = f"{len(lag)} session{'s' if len(lag) != 1 else ''}"
+    return f"history index: {' and '.join(parts)} behind in {sessions} (catching up in the background)"

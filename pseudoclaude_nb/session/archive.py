@@ -126,6 +126,8 @@ def export_session(
                     files.append(_add(zf, rel, out))
             files.append(_add_log(zf, src / LOG_NAME, redactor, changed))
             meta = json.loads(safeio.read_bytes(src / META_NAME, limit=1 << 20))
+            # The replay state is of this copy of the log only (an import rebuilds it).
+            meta = {k: v for k, v in meta.items() if k not in ("replay", "offset", "head")}
             if redactor is not None:
                 meta = redactor.value(meta)
             files.append(_add(zf, META_NAME, json.dumps(meta, ensure_ascii=False, indent=1).encode()))

@@ -5,12 +5,19 @@ It owns ``.pseudoclaude/history.sqlite`` and nothing else. The index is derived 
 is exactly what the logs hold (redacted, spilled bodies as files) and it can always be
 rebuilt from them. One row per message part — text, each tool call (name + arguments),
 the tool result — and the text of spilled files in chunks of lines; the trigram tokenizer
-makes CJK and code substrings match.
+makes CJK and code substrings match. Terms of one or two characters (``压缩``, ``qz``),
+which trigrams cannot find, are looked up in a side table: a contentless FTS5 table
+(``docs_short``, detail=none) of each row's distinct characters and character pairs, kept
+in step with the trigram table by the same triggers (insert, and delete on trash/purge).
 
-Registered as a conversation hook right after the session writer, so each append is in
-the index by the time ``Conversation.append`` returns (the same turn can search it). It
-never raises into its callers: a missing index is recreated, a corrupt one is deleted
-and rebuilt, a locked one is caught up later; problems are reported through ``on_notice``.
+Registered as a conversation hook right after the session writer. With ``background``
+(what the agent uses) the hook only marks the session: a background thread indexes what
+the log gained since the offset committed with the rows (one transaction per catch-up, so
+a kill -9 loses nothing but the uncommitted catch-up, which is read again from the log),
+and every search catches up first, so a search finds every message already appended.
+Without it, each append is indexed inside the hook. It never raises into its callers: a
+missing index is recreated, a corrupt one is deleted and rebuilt, a locked one is caught
+up later; problems are reported through ``on_notice``.
 """
 
 from __future__ import annotations
@@ -33,11 +40,11 @@ from ..errors import SessionError
 from ..messages import Message
 from . import safeio
 from .entries import MessageEntry, SpillEntry, parse_line
-from .history_query import Hit, match
+from .history_query import Hit, grams_text, match
 from .paths import LOG_NAME, SPILL_DIR, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_LIMIT = 50
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
 CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
@@ -70,11 +77,16 @@ CREATE INDEX IF NOT EXISTS docs_call ON docs(session_id, call_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     text, content='docs', content_rowid='id', tokenize='trigram'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_short USING fts5(
+    grams, content='', detail=none, tokenize='ascii'
+);
 CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
     INSERT INTO docs_fts(rowid, text) VALUES (new.id, new.text);
+    INSERT INTO docs_short(rowid, grams) VALUES (new.id, pc_grams(new.text));
 END;
 CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
     INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO docs_short(docs_short, rowid, grams) VALUES ('delete', old.id, pc_grams(old.text));
 END;
 """
 
@@ -86,8 +98,23 @@ class IndexStats:
     seconds: float
 
 
+BATCH_SECONDS = 0.05  # the background indexer waits this long for more appends to join one transaction
+
+
+@dataclass(frozen=True)
+class Lag:
+    entries: int  # log lines not in the index yet (counted up to LAG_COUNT_BYTES)
+    bytes: int
+    counted: bool  # False: too many bytes behind to count their lines here
+
+
+LAG_COUNT_BYTES = 16 << 20
+
+
 class HistoryIndex:
-    def __init__(self, workspace: Path, *, on_notice: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, workspace: Path, *, on_notice: Callable[[str], None] | None = None, background: bool = False
+    ) -> None:
         self.workspace = Path(workspace)
         self.path = self.workspace / STATE_DIR / INDEX_NAME
         self.on_notice = on_notice
@@ -98,6 +125,14 @@ class HistoryIndex:
         self._seen: dict[str, tuple[int, int, int]] = {}
         self._lock = threading.RLock()
         self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
+        self.background = background
+        self._pending: set[Path] = set()
+        self._pending_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._flush_lock = threading.Lock()  # one catch-up of the pending sessions at a time
+        self._local = threading.local()
+        self._deferred: list[str] = []  # notices of the background indexer, said by the next flush
 
     # --- wiring ------------------------------------------------------------------------
 
@@ -106,14 +141,101 @@ class HistoryIndex:
         folder = Path(session_dir)
 
         def on_append(_message: Message) -> None:
-            self.catch_up(folder)
+            self.schedule(folder) if self.background else self.catch_up(folder)
 
         def on_replace(_reason: str, _messages: list[Message]) -> None:
-            self.catch_up(folder)
+            self.schedule(folder) if self.background else self.catch_up(folder)
 
         return Hooks(on_append=on_append, on_replace=on_replace)
 
+    # --- the background indexer ---------------------------------------------------------------
+
+    def schedule(self, session_dir: Path) -> None:
+        """Have the background indexer catch ``session_dir`` up (soon, off the caller's thread)."""
+        with self._pending_lock:
+            self._pending.add(Path(session_dir))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def flush(self) -> None:
+        """Catch up, in this thread, every session the background indexer has still to do.
+
+        Waits for a catch-up the indexer has under way; then says what it met (its notices
+        wait for a caller's thread: ``on_notice`` may draw in a notebook).
+        """
+        with self._flush_lock:
+            self._drain()
+        deferred, self._deferred = self._deferred, []
+        for text in deferred:
+            self._notice(text)
+
+    def _drain(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, set()
+        for folder in sorted(pending):
+            self.catch_up(folder)
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(BATCH_SECONDS)  # a burst of appends becomes one transaction
+            self._wake.clear()
+            with self._flush_lock:
+                self._local.background = True
+                try:
+                    self._drain()
+                finally:
+                    self._local.background = False
+
+    def lag(self) -> dict[str, Lag]:
+        """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
+
+        Reads the committed offsets; never raises, never waits long for a catch-up under way
+        (then it says nothing).
+        """
+        if self.disabled or not self.path.exists() or not self._lock.acquire(timeout=0.05):
+            return {}
+        try:
+            rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
+        except Exception:  # noqa: BLE001 - a report, never a failure
+            return {}
+        finally:
+            self._lock.release()
+        out: dict[str, Lag] = {}
+        root = sessions_dir(self.workspace)
+        if not root.is_dir():
+            return out
+        for d in root.iterdir():
+            log = d / LOG_NAME
+            try:
+                size = os.stat(log).st_size
+            except OSError:
+                continue
+            offset = rows.get(d.name, 0)
+            if size <= offset:
+                continue
+            behind = size - offset
+            if behind > LAG_COUNT_BYTES:
+                out[d.name] = Lag(0, behind, False)
+                continue
+            try:
+                with os.fdopen(safeio.open_file(log), "rb") as f:
+                    f.seek(offset)
+                    entries = f.read(behind).count(b"\n")
+            except OSError:
+                continue
+            if entries:
+                out[d.name] = Lag(entries, behind, True)
+        return out
+
     def close(self) -> None:
+        if self._pending:
+            self.flush()  # what the background indexer had still to do is done now
+        self._close_connection()
+
+    def _close_connection(self) -> None:
         with self._lock:
             if self._con is not None:
                 try:
@@ -142,8 +264,9 @@ class HistoryIndex:
     def rebuild(self) -> IndexStats:
         """Delete the index and build it again from every session log (``%sessions reindex``)."""
         started = time.monotonic()
+        self.flush()
         with self._lock:
-            self.close()
+            self._close_connection()
             self._delete_files()
             self.disabled = None
             rows = self._run(self._sync_all)
@@ -163,6 +286,7 @@ class HistoryIndex:
         limit = max(1, min(int(limit), MAX_LIMIT))
         if not query:
             return []
+        self.flush()  # what the background indexer has not reached yet is indexed first
         if session_id is not None:
             if not session_id or "/" in session_id or session_id.startswith("."):
                 return []  # not a session id: never a path to read
@@ -175,6 +299,7 @@ class HistoryIndex:
 
     def count(self, session_id: str | None = None) -> int:
         """Rows in the index, of one session or of all."""
+        self.flush()
         where, args = ("WHERE session_id = ?", [session_id]) if session_id is not None else ("", [])
         return self._run(lambda con: con.execute(f"SELECT count(*) FROM docs {where}", args).fetchone()[0])
 
@@ -197,7 +322,7 @@ class HistoryIndex:
                         f"the history index {self.path.name} was unreadable ({exc}); "
                         "it was deleted and is rebuilt from the session logs"
                     )
-                    self.close()
+                    self._close_connection()
                     self._delete_files()
             raise AssertionError("unreachable")
 
@@ -223,7 +348,7 @@ class HistoryIndex:
             self._notice(
                 f"the history index {self.path.name} was removed; it is rebuilt from the session logs"
             )
-            self.close()
+            self._close_connection()
         ensure_state_dir(self.workspace)
         # SQLite opens these by name: none may be a link or special file (safeio's limits).
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -232,6 +357,8 @@ class HistoryIndex:
         # -shm files the database's mode).
         os.close(safeio.open_file(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         con = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False, isolation_level=None)
+        # The short-term side table's tokens (history_query.grams), computed by the triggers.
+        con.create_function("pc_grams", 1, grams_text, deterministic=True)
         try:
             self._prepare(con)
         except sqlite3.OperationalError as exc:
@@ -291,7 +418,7 @@ class HistoryIndex:
         con.execute("PRAGMA synchronous=NORMAL")
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
-            for name in ("docs_fts", "docs", "logs"):
+            for name in ("docs_short", "docs_fts", "docs", "logs"):
                 con.execute(f"DROP TABLE IF EXISTS {name}")
         con.executescript(_SCHEMA)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -305,6 +432,9 @@ class HistoryIndex:
 
     def _notice(self, text: str) -> None:
         """Said through ``on_notice`` during a run; kept in ``notices`` for the next magic otherwise."""
+        if getattr(self._local, "background", False):
+            self._deferred.append(text)
+            return
         if self.on_notice is not None:
             try:
                 self.on_notice(text)

@@ -36,7 +36,7 @@ from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
-from . import entries, safeio
+from . import entries, safeio, sidecar
 from .paths import LOCK_NAME, LOG_NAME, SPILL_DIR
 
 
@@ -66,9 +66,18 @@ def encode_entry(entry: dict[str, Any]) -> bytes:
 _MEND_LOOK = 1 << 16  # how far back the writer looks for its last line when it opens
 
 
+META_EVERY = 32  # the sidecar is brought up to date after this many writes (and on replace, close)
+
+
 class SessionWriter:
     def __init__(
-        self, session_dir: Path, *, model: str | None = None, fsync: bool = True, redact: bool = True
+        self,
+        session_dir: Path,
+        *,
+        model: str | None = None,
+        fsync: bool = True,
+        redact: bool = True,
+        meta_every: int = META_EVERY,
     ) -> None:
         self.dir = Path(session_dir)
         self.id = self.dir.name
@@ -86,6 +95,8 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._hooks = Hooks(on_append=self.append_message, on_replace=self.replace)
         self._fd: int | None = None
+        self.meta_every = meta_every
+        self._unsynced = 0  # writes since meta.json was last brought up to date
         # A session folder with a link, a special file or a hard-linked file anywhere in it
         # is never written: its writes could land outside the workspace (safeio).
         problem = safeio.tree_problem(self.dir)
@@ -138,6 +149,8 @@ class SessionWriter:
     def close(self) -> None:
         self.detach()
         if getattr(self, "_fd", None) is not None:
+            if self._unsynced:
+                self.sync_meta()
             os.close(self._fd)
             self._fd = None
         self._release_lock()
@@ -162,6 +175,7 @@ class SessionWriter:
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
             self._write(self._encoded(lambda: self._replace_bytes(reason, messages)), resync=False)
+        self.sync_meta()
 
     def _encoded(self, make: Any) -> bytes:
         """The bytes ``make()`` encodes; an entry that cannot be encoded fails the writer (closed).
@@ -179,6 +193,17 @@ class SessionWriter:
                 "session; start a new one with %sessions new"
             )
             raise self.failed from exc
+
+    def sync_meta(self) -> None:
+        """Bring ``meta.json`` up to date: it reads only what was written since it was last current.
+
+        Derived data: never raises (a reader rebuilds a sidecar it finds stale or broken).
+        """
+        self._unsynced = 0
+        try:
+            sidecar.refresh(self.dir, fsync=False)
+        except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
+            pass
 
     # --- other entries ---------------------------------------------------------------------
 
@@ -324,6 +349,7 @@ class SessionWriter:
                 view = view[written:]
             if self.fsync:
                 os.fsync(self._fd)
+            self._unsynced += 1
         except EncodeError as exc:  # the resync cannot be encoded: stay failed (see _encoded)
             assert self.failed is not None
             raise self.failed from exc
@@ -335,6 +361,8 @@ class SessionWriter:
             )
             raise self.failed from exc
         self.failed = None
+        if self.meta_every and self._unsynced >= self.meta_every:
+            self.sync_meta()
 
     def _mend_torn_tail(self) -> None:
         mending = self._mending()
