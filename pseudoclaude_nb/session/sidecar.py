@@ -12,8 +12,8 @@ that can still change — the trailing assistant message with tool calls and the
 after it. The repair is local to such groups (a result pairs only with the calls directly
 before it), so the count of a closed group never changes again.
 
-Entries are parsed with the loader's own readers (``_plainly_valid``, ``_valid_message``,
-``_title``, ``_torn_note_part``), so a line counts here exactly when it counts there;
+Entries are parsed with the loader's own readers (``entries.plainly_valid``, ``valid_message``,
+``MessageEntry.title``, ``replay._torn_note_part``), so a line counts here exactly when it counts there;
 ``tests/test_sidecar.py`` checks the equality over random logs, crashes and restarts.
 """
 
@@ -29,9 +29,9 @@ from typing import Any
 import orjson
 
 from . import safeio
-from .entries import TORN_NOTE
-from .loader import _plainly_valid, _title, _torn_note_part, _valid_message
+from .entries import TORN_NOTE, MessageEntry, plainly_valid, valid_message
 from .paths import LOG_NAME, META_NAME
+from .replay import _torn_note_part
 
 STATE_VERSION = 1
 HEAD_BYTES = 4096  # a rewritten log (import, hand edit) is recognised by its first bytes
@@ -224,14 +224,14 @@ class Replay:
                 s["first_ts"] = ts
             s["last_ts"] = ts
         if kind == "message":
-            msg = entry if _plainly_valid(entry) else _valid_message(entry)
+            msg = entry if plainly_valid(entry) else valid_message(entry)
             if msg is None:
                 s["bad"].append([index + 1, _torn_note_part(raw)])
                 return
             s["physical"] += 1
             self._model(entry)
             if not s["title"]:
-                s["title"] = _title(msg)
+                s["title"] = MessageEntry(entry, None if msg is entry else msg).title()
             rid = entry.get("replace_id")
             if rid is None:
                 _add(s["acc"], msg)
