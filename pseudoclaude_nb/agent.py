@@ -219,6 +219,7 @@ class Agent(ContextViews):
             max_output_tokens=config.max_output_tokens,
             thinking_budget=config.thinking_budget,
             reasoning_effort=config.reasoning_effort,
+            send_images=config.send_images,
         )
         if new:
             self.new_session()

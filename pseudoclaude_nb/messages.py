@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
 
 from .errors import ProtocolError
 
@@ -41,6 +41,17 @@ class ToolResult(BaseModel):
     call_id: str
     content: str
     is_error: bool = False
+    # issue-14: what the tool displayed besides its text, as (bytes, media type) pairs. Never
+    # serialized: the runner stores the bytes in the session and the message gets image parts.
+    _images: tuple[tuple[bytes, str], ...] = PrivateAttr(default=())
+
+    @property
+    def images(self) -> tuple[tuple[bytes, str], ...]:
+        return self._images
+
+    def with_images(self, images: tuple[tuple[bytes, str], ...]) -> ToolResult:
+        self._images = tuple(images)
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         return {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
@@ -112,6 +123,27 @@ class NotebookMark(BaseModel):
     cells: int = 0
 
 
+# --- issue-14: image parts (SPEC §18) -----------------------------------------------------
+class ImagePart(BaseModel):
+    """A reference to an image file in the session directory: never the bytes themselves."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["image"] = "image"
+    path: str  # relative to the session directory: images/<sha256>.<ext>
+    media_type: str
+    bytes: int
+    sha256: str
+    width: int = 0
+    height: int = 0
+
+    def note(self, why: str = "") -> str:
+        """The text that stands in for the image where it cannot be sent."""
+        size = f", {self.width}x{self.height}" if self.width and self.height else ""
+        tail = f": {why}" if why else ""
+        return f"[image {self.path} ({self.media_type}{size}, {self.bytes:,} bytes){tail}]"
+
+
 class Message(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -124,6 +156,7 @@ class Message(BaseModel):
     reasoning: tuple[Reasoning, ...] = ()  # issue 15: serialized only when set
     stop_reason: NotableStop | None = None  # issue 15: "max_tokens" (text cut) or "refusal"
     notebook: NotebookMark | None = None  # issue-13: see NotebookMark
+    parts: tuple[ImagePart, ...] = ()  # issue-14: image parts, serialized only when set
 
     def to_dict(self) -> dict[str, Any]:
         data = {
@@ -140,6 +173,8 @@ class Message(BaseModel):
             data["stop_reason"] = self.stop_reason
         if self.notebook is not None:
             data["notebook"] = self.notebook.model_dump()
+        if self.parts:
+            data["parts"] = [p.model_dump() for p in self.parts]
         return data
 
     @classmethod

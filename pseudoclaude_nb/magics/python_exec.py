@@ -8,20 +8,31 @@ notebook instead of returning it to the model.
 from __future__ import annotations
 
 import ast
+import base64
+import io
+import sys
 import traceback
 from collections.abc import Callable
 from typing import Any
 
 from IPython.utils.capture import capture_output
 
+from ..tools.registry import ToolOutput
+
 VALUE_CAP = 10_000  # a repr longer than this is cut: the model asked to run code, not to dump data
+# issue-14: what a display sends the model. Raster images go as images; an SVG this small
+# goes as its text (the models read images, not vector markup, but a tiny SVG is cheap).
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+SVG_TEXT_CAP = 8_000
+MAX_IMAGES = 8  # per call: more is a loop that plots, and the model cannot use them all
 
 
-def python_executor(shell: Any) -> Callable[[str], str]:
-    def run(code: str) -> str:
+def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
+    def run(code: str) -> str | ToolOutput:
         namespace = shell.user_ns
         parts: list[str] = []
-        with capture_output(display=False) as captured:
+        figures_before = _figure_numbers()
+        with capture_output(display=True) as captured:
             try:
                 tree = ast.parse(code, "<run_python>", "exec")
                 last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -32,7 +43,76 @@ def python_executor(shell: Any) -> Callable[[str], str]:
                         parts.append(repr(value)[:VALUE_CAP])
             except Exception as exc:
                 parts.append("".join(traceback.format_exception(type(exc), exc, exc.__traceback__, limit=-3)))
+        shown, images = _displayed(captured.outputs)
+        images += _open_figures(figures_before)
+        notes = []
+        if len(images) > MAX_IMAGES:
+            notes.append(f"[{len(images) - MAX_IMAGES} more images not sent: at most {MAX_IMAGES} per call]")
+            images = images[:MAX_IMAGES]
         text = "".join([captured.stdout, captured.stderr, *parts]).rstrip()
+        text = "\n".join(t for t in [text, *shown, *notes] if t)
+        if images:
+            return ToolOutput(text or f"(displayed {len(images)} image{'s' if len(images) > 1 else ''})", tuple(images))
         return text or "(no output)"
 
     return run
+
+
+def _displayed(outputs: list[Any]) -> tuple[list[str], list[tuple[bytes, str]]]:
+    """The text and the images of what the code displayed (``display``, ``plt.show`` inline)."""
+    texts: list[str] = []
+    images: list[tuple[bytes, str]] = []
+    for out in outputs:
+        data = getattr(out, "data", None) or {}
+        raster = next((t for t in IMAGE_TYPES if t in data), None)
+        if raster is not None:
+            raw = _raw(data[raster])
+            if raw:
+                images.append((raw, raster))
+                continue
+        svg = data.get("image/svg+xml")
+        if svg is not None:
+            svg_text = svg.decode("utf-8", "replace") if isinstance(svg, bytes) else str(svg)
+            if len(svg_text.encode("utf-8")) <= SVG_TEXT_CAP:
+                texts.append(f"[displayed SVG]\n{svg_text}")
+            else:
+                texts.append(f"[displayed SVG of {len(svg_text):,} characters: not sent, over {SVG_TEXT_CAP:,}]")
+            continue
+        plain = data.get("text/plain")
+        if plain:
+            texts.append(str(plain)[:VALUE_CAP])
+    return texts, images
+
+
+def _raw(value: Any) -> bytes:
+    """A display's image bytes: IPython keeps bytes; a kernel's message holds base64 text."""
+    if isinstance(value, bytes):
+        return value
+    try:
+        return base64.b64decode(str(value), validate=False)
+    except ValueError:
+        return b""
+
+
+def _figure_numbers() -> set[int]:
+    plt = sys.modules.get("matplotlib.pyplot")  # only if the user imported it: never imported here
+    return set(plt.get_fignums()) if plt is not None else set()
+
+
+def _open_figures(before: set[int]) -> list[tuple[bytes, str]]:
+    """PNGs of the matplotlib figures the code left open (new ones, or ones it drew on)."""
+    plt = sys.modules.get("matplotlib.pyplot")
+    if plt is None:
+        return []
+    out = []
+    for num in plt.get_fignums():
+        fig = plt.figure(num)
+        if num in before and not getattr(fig, "stale", True):
+            continue  # the user's figure, untouched by this code
+        buf = io.BytesIO()
+        try:
+            fig.savefig(buf, format="png", bbox_inches="tight")
+        except Exception:  # noqa: BLE001 - a figure that cannot be drawn is not the model's image
+            continue
+        out.append((buf.getvalue(), "image/png"))
+    return out

@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from ..messages import Message, NotebookMark, Usage, new_id
+from ..messages import ImagePart, Message, NotebookMark, Usage, new_id
 
 SCHEMA_VERSION = 1
 # The kind of note the writer adds after ending a line a crash left torn.
@@ -101,8 +101,21 @@ def message_from_entry(entry: dict[str, Any]) -> Message:
             "tool_result": entry.get("tool_result"),
             "ts": entry.get("ts") or 0.0,
             "notebook": _notebook_mark(entry.get("notebook")),
+            "parts": _parts(entry.get("parts")),
         }
     )
+
+
+def _parts(value: Any) -> tuple[ImagePart, ...]:
+    """The readable image parts; parts of unknown types (a later version's) are ignored."""
+    out = []
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, dict) and item.get("type") == "image":
+            try:
+                out.append(ImagePart.model_validate(item))
+            except ValueError:
+                continue
+    return tuple(out)
 
 
 def _notebook_mark(value: Any) -> NotebookMark | None:

@@ -76,6 +76,8 @@ class LoadResult:
     effective_from_byte: int = 0  # where the effective state begins: the last committed replace
     bytes_read: int = 0  # what the load read of the file (all of it, unless the fast path skipped a part)
     skipped: tuple[int, int] | None = None  # [start, end) the fast path did not read; None: full replay
+    # issue-14: image parts whose file is missing or altered (a text note stands in for each)
+    bad_images: list[str] = field(default_factory=list)
     _effective_line: int | None = field(default=1, repr=False)
 
     @property
@@ -121,6 +123,10 @@ class LoadResult:
             out.append("tool calls without results were cut")
         if self.orphan_results:
             out.append(f"{self.orphan_results} tool results without their call were dropped")
+        for shown in self.bad_images[:10]:
+            out.append(f"image {shown}: a text note stands in for it")
+        if len(self.bad_images) > 10:
+            out.append(f"{len(self.bad_images) - 10} more images unusable")
         return out
 
 
@@ -166,6 +172,7 @@ def load_session(path: str | Path, *, full: bool = False) -> LoadResult:
                 fast = _load_fast(f.fileno(), file, size)
                 if fast is not None:
                     _settle(fast)
+                    _check_images(fast)
                     return fast
             f.seek(0)
             data = f.read()
@@ -174,7 +181,41 @@ def load_session(path: str | Path, *, full: bool = False) -> LoadResult:
     result = LoadResult(path=file, bytes=len(data), bytes_read=len(data))
     _replay(data, result)
     _settle(result)
+    _check_images(result)
     return result
+
+
+def _check_images(r: LoadResult) -> None:
+    """Image parts whose file is missing or altered become text notes, reported (issue-14)."""
+    if not any(m.parts for m in r.messages):
+        return
+    from . import images  # the store reads files: only sessions with images pay for it
+
+    folder = r.path.parent
+    out: list[Message] = []
+    for m in r.messages:
+        if not m.parts:
+            out.append(m)
+            continue
+        kept, notes = [], []
+        for part in m.parts:
+            why = images.problem(folder, part)
+            if why is None:
+                kept.append(part)
+            else:
+                r.bad_images.append(f"{part.path} {why}")
+                notes.append(part.note(why))
+        if notes:
+            m = _with_note(m, "\n".join(notes), tuple(kept))
+        out.append(m)
+    r.messages = out
+
+
+def _with_note(m: Message, note: str, parts: tuple[Any, ...]) -> Message:
+    if m.tool_result is not None:
+        result = m.tool_result.model_copy(update={"content": f"{m.tool_result.content}\n{note}"})
+        return m.model_copy(update={"tool_result": result, "parts": parts})
+    return m.model_copy(update={"content": f"{m.content}\n{note}", "parts": parts})
 
 
 def _replay(data: bytes, r: LoadResult, *, base: int = 0) -> list[int]:
@@ -552,6 +593,8 @@ def _plainly_valid(e: dict[str, Any]) -> bool:
             return False
         if type(c.get("arguments", {})) is not dict:
             return False
+    if "parts" in e:  # issue-14: validated in full (unknown part types are dropped there)
+        return False
     mark = e.get("notebook")  # issue-13
     if mark is not None and (type(mark) is not dict or type(mark.get("chars")) is not int):
         return False

@@ -1,0 +1,278 @@
+"""Images (issue-14, SPEC §18): the part format, the session's image store, the loader's check,
+the estimate, and both wire forms against the fake servers (real SDK / httpx).
+
+A purpose-made tool returns ``ToolOutput(text, images)`` the way ``run_python``'s executor
+does; the runner stores the bytes in the session and the providers read them back from
+there at request time.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+from pathlib import Path
+
+import pytest
+from pydantic import Field
+
+from pseudoclaude_nb.compact.estimate import estimate_tokens, image_tokens
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.messages import ImagePart, Message, ToolResult
+from pseudoclaude_nb.providers.anthropic import AnthropicProvider
+from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
+from pseudoclaude_nb.runner import Runner
+from pseudoclaude_nb.session import SessionWriter, images, load_session, new_session_dir
+from pseudoclaude_nb.session.entries import message_entry
+from pseudoclaude_nb.tools import Permissions, Tool, ToolArgs, ToolRegistry
+from pseudoclaude_nb.tools.registry import ToolOutput
+from tests.fakes import FakeServer
+from tests.fakes import anthropic_server as anthropic_wire
+from tests.fakes import openai_server as openai_wire
+from tests.images_support import gif, jpeg, png, webp_vp8x
+
+KEY = "sk-ant-images-5521"
+
+
+# --- headers and the store --------------------------------------------------------------------
+
+
+def test_sniff_reads_dimensions_of_each_format_without_pillow() -> None:
+    assert images.sniff(png(640, 480)) == ("image/png", 640, 480)
+    assert images.sniff(gif(5, 7)) == ("image/gif", 5, 7)
+    assert images.sniff(jpeg(1920, 1080)) == ("image/jpeg", 1920, 1080)
+    assert images.sniff(webp_vp8x(300, 200)) == ("image/webp", 300, 200)
+    assert images.sniff(b"<svg/>") is None
+    assert images.sniff(b"\x89PNG\r\n\x1a\n") is None  # cut short: no crash, no guess
+
+
+def test_store_is_content_addressed_once_and_read_checks_the_hash(tmp_path: Path) -> None:
+    data = png(8, 8)
+    part = images.store(tmp_path, data, "image/png")
+    digest = hashlib.sha256(data).hexdigest()
+    assert part.path == f"images/{digest}.png" and part.sha256 == digest
+    assert (part.bytes, part.width, part.height, part.media_type) == (len(data), 8, 8, "image/png")
+    assert (tmp_path / part.path).read_bytes() == data
+    again = images.store(tmp_path, data, "image/jpeg")  # the claimed type loses to the bytes
+    assert again == part and len(list((tmp_path / "images").iterdir())) == 1
+    assert images.read(tmp_path, part) == data
+    (tmp_path / part.path).write_bytes(data[:-1] + b"\x00")
+    with pytest.raises(images.ImageError, match="altered"):
+        images.read(tmp_path, part)
+    images.store(tmp_path, data)  # an altered copy is rewritten when the image comes again
+    assert images.read(tmp_path, part) == data
+    with pytest.raises(images.ImageError):
+        images.store(tmp_path, b"not an image")
+    with pytest.raises(images.ImageError, match="not inside"):
+        images.read(tmp_path, part.model_copy(update={"path": "../x.png"}))
+
+
+def test_store_refuses_a_linked_images_folder(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    session = tmp_path / "s"
+    session.mkdir()
+    (session / "images").symlink_to(outside)
+    with pytest.raises(OSError):
+        images.store(session, png())
+    assert list(outside.iterdir()) == []
+
+
+# --- the message model and the log ------------------------------------------------------------
+
+
+def test_message_without_parts_serializes_as_before() -> None:
+    msg = Message(id="m1", role="user", tool_result=ToolResult(call_id="c", content="x"), ts=1.0)
+    assert "parts" not in msg.to_dict()
+    assert list(message_entry(msg)) == ["v", "type", "id", "ts", "role", "content", "tool_calls", "tool_result"]
+
+
+class NoArgs(ToolArgs):
+    label: str = Field("", description="unused")
+
+
+def plot_tool(*pictures: bytes) -> Tool:
+    return Tool(
+        name="plot",
+        description="shows a figure",
+        args=NoArgs,
+        handler=lambda a: ToolOutput("a figure of the sample", tuple((p, "image/png") for p in pictures)),
+    )
+
+
+def run_once(workspace: Path, provider, tools: ToolRegistry, prompt: str = "plot it"):
+    writer = SessionWriter(new_session_dir(workspace), fsync=False)
+    conversation = Conversation()
+    writer.attach(conversation)
+    runner = Runner(
+        conversation=conversation,
+        provider=provider,
+        tools=tools,
+        permissions=Permissions("auto"),
+        system_prompt="sys",
+        writer=writer,
+        strict=True,
+    )
+    summary = runner.run(prompt)
+    writer.close()
+    return summary, conversation, writer.dir
+
+
+def test_anthropic_gets_image_blocks_inside_the_tool_result_and_the_log_holds_no_base64(
+    workspace: Path,
+) -> None:
+    picture = png(64, 48, seed=3)
+    with FakeServer("anthropic") as fake:
+        fake.play(
+            anthropic_wire.answer("Plotting.", [("toolu_1", "plot", {})]),
+            anthropic_wire.answer("I see a gradient."),
+        )
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url, model="claude-sonnet-4-6")
+        summary, conversation, session = run_once(workspace, provider, ToolRegistry([plot_tool(picture)]))
+    assert summary.status == "done"
+    result = fake.requests[1].body["messages"][2]["content"][0]
+    assert result["type"] == "tool_result" and result["tool_use_id"] == "toolu_1"
+    text, image = result["content"]
+    assert text == {"type": "text", "text": "a figure of the sample"}
+    assert image["type"] == "image" and image["source"]["type"] == "base64"
+    assert image["source"]["media_type"] == "image/png"
+    assert base64.b64decode(image["source"]["data"]) == picture  # exactly the bytes
+    log = (session / "conversation.jsonl").read_bytes()
+    assert base64.b64encode(picture)[:40] not in log and image["source"]["data"][:40].encode() not in log
+    (part,) = conversation.messages()[2].parts
+    assert (session / part.path).read_bytes() == picture
+    entry = [json.loads(line) for line in log.splitlines() if b'"parts"' in line][0]
+    assert entry["parts"] == [part.model_dump()] and entry["parts"][0]["width"] == 64
+    # The first request had no image; the loader restores the part.
+    assert "image" not in json.dumps(fake.requests[0].body["messages"])
+    loaded = load_session(session)
+    assert loaded.messages[2].parts == (part,) and not loaded.problems()
+
+
+def test_openai_tool_message_keeps_text_and_images_follow_in_a_user_message(workspace: Path) -> None:
+    one, two = png(10, 10, seed=1), png(20, 10, seed=2)
+    with FakeServer("openai") as fake:
+        fake.play(
+            openai_wire.answer("", [("call_1", "plot", {}), ("call_2", "plot", {})]),
+            openai_wire.answer("Two plots."),
+        )
+        provider = OpenAIProvider(api_key="sk-test-1", base_url=f"{fake.url}/v1", model="gpt-4o")
+        tools = ToolRegistry([plot_tool(one, two)])
+        summary, _, _ = run_once(workspace, provider, tools)
+    assert summary.status == "done"
+    sent = fake.requests[1].body["messages"]
+    roles = [m["role"] for m in sent]
+    assert roles == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert sent[3] == {"role": "tool", "tool_call_id": "call_1", "content": "a figure of the sample"}
+    urls = [p["image_url"]["url"] for p in sent[5]["content"] if p["type"] == "image_url"]
+    assert len(urls) == 4  # two images per call, both calls
+    prefix = "data:image/png;base64,"
+    assert all(u.startswith(prefix) for u in urls)
+    assert [base64.b64decode(u[len(prefix) :]) for u in urls] == [one, two, one, two]
+
+
+def test_model_without_images_gets_the_note_and_the_setting_overrides(workspace: Path) -> None:
+    picture = png(4, 4)
+    part = images.store(workspace, picture)
+    msg = Message(role="user", tool_result=ToolResult(call_id="c1", content="done"), parts=(part,))
+    call = Message(role="assistant", tool_calls=())
+    del call
+    source = lambda p: images.read(workspace, p)  # noqa: E731
+    auto = OpenAIProvider(api_key="k", base_url="http://127.0.0.1:9/v1", model="deepseek-chat")
+    body = auto._body(_request([msg], source))
+    assert body["messages"][-1]["role"] == "tool"
+    assert "takes no images" in body["messages"][-1]["content"] and part.path in body["messages"][-1]["content"]
+    always = OpenAIProvider(
+        api_key="k", base_url="http://127.0.0.1:9/v1", model="deepseek-chat", send_images="always"
+    )
+    assert always._body(_request([msg], source))["messages"][-1]["role"] == "user"
+    never = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9", send_images="never")
+    block = never._params(_request([msg], source))["messages"][0]["content"][0]
+    assert isinstance(block["content"], str) and "send_images is 'never'" in block["content"]
+
+
+def _request(messages, source):
+    from pseudoclaude_nb.providers.base import Request
+
+    return Request(system="s", messages=messages, images=source)
+
+
+def test_corrupt_image_on_resume_is_reported_and_the_request_still_goes(workspace: Path) -> None:
+    picture = png(30, 30, seed=9)
+    with FakeServer("anthropic") as fake:
+        fake.play(anthropic_wire.answer("", [("toolu_1", "plot", {})]), anthropic_wire.answer("ok"))
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url)
+        _, conversation, session = run_once(workspace, provider, ToolRegistry([plot_tool(picture)]))
+    (part,) = conversation.messages()[2].parts
+    (session / part.path).write_bytes(b"\x89PNG garbage")
+    loaded = load_session(session)
+    assert any(part.path in p and "altered" in p for p in loaded.problems())
+    restored = loaded.messages[2]
+    assert restored.parts == () and part.path in restored.tool_result.content  # the note stands in
+    with FakeServer("anthropic") as fake:
+        fake.play(anthropic_wire.answer("still fine"))
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url)
+        conversation = Conversation(loaded.messages)
+        runner = Runner(
+            conversation=conversation,
+            provider=provider,
+            tools=ToolRegistry([plot_tool(picture)]),
+            permissions=Permissions("auto"),
+            system_prompt="sys",
+            strict=True,
+        )
+        assert runner.run("and now?").status == "done"
+    body = json.dumps(fake.requests[0].body)
+    assert '"type": "image"' not in body and "altered" in body
+
+
+def test_missing_image_file_on_resume_is_reported(workspace: Path) -> None:
+    with FakeServer("anthropic") as fake:
+        fake.play(anthropic_wire.answer("", [("toolu_1", "plot", {})]), anthropic_wire.answer("ok"))
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url)
+        _, conversation, session = run_once(workspace, provider, ToolRegistry([plot_tool(png())]))
+    (part,) = conversation.messages()[2].parts
+    (session / part.path).unlink()
+    loaded = load_session(session)
+    assert loaded.bad_images and "missing" in loaded.bad_images[0]
+    assert "missing" in loaded.messages[2].tool_result.content
+
+
+def test_unknown_part_types_are_ignored_by_the_loader(tmp_path: Path) -> None:
+    session = tmp_path / "s"
+    session.mkdir()
+    entry = {
+        "v": 1,
+        "type": "message",
+        "id": "m1",
+        "ts": 1.0,
+        "role": "user",
+        "content": "hi",
+        "parts": [{"type": "audio", "path": "a.wav"}],
+    }
+    (session / "conversation.jsonl").write_text(json.dumps(entry) + "\n")
+    loaded = load_session(session)
+    assert loaded.messages[0].content == "hi" and loaded.messages[0].parts == () and not loaded.bad_lines
+
+
+def test_oversized_image_is_refused_with_a_note_without_pillow(workspace: Path) -> None:
+    part = ImagePart(path="images/x.png", media_type="image/png", bytes=10, sha256="0", width=9000, height=10)
+    msg = Message(role="user", tool_result=ToolResult(call_id="c1", content="done"), parts=(part,))
+    provider = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
+    block = provider._params(_request([msg], lambda p: b"0123456789"))["messages"][0]["content"][0]
+    assert "over Anthropic's limit" in block["content"] and "Pillow" in block["content"]
+
+
+# --- the estimate -----------------------------------------------------------------------------
+
+
+def test_estimate_grows_with_image_size() -> None:
+    def with_image(w: int, h: int) -> Message:
+        part = ImagePart(path="images/a.png", media_type="image/png", bytes=1, sha256="a", width=w, height=h)
+        return Message(role="user", tool_result=ToolResult(call_id="c", content="x"), parts=(part,))
+
+    plain = estimate_tokens([Message(role="user", tool_result=ToolResult(call_id="c", content="x"))])
+    small, large = estimate_tokens([with_image(200, 200)]), estimate_tokens([with_image(1200, 1000)])
+    assert plain < small < large
+    assert image_tokens(1000, 1000) == 1334  # Anthropic: width * height / 750
+    assert image_tokens(8000, 8000) == image_tokens(4000, 4000)  # capped: the API downsizes
