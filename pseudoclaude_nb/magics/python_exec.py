@@ -12,7 +12,8 @@ import base64
 import io
 import sys
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from IPython.utils.capture import capture_output
@@ -32,7 +33,7 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
         namespace = shell.user_ns
         parts: list[str] = []
         figures_before = _figure_numbers()
-        with capture_output(display=True) as captured:
+        with _rich_formats(shell), capture_output(display=True) as captured:
             try:
                 tree = ast.parse(code, "<run_python>", "exec")
                 last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -56,6 +57,22 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
         return text or "(no output)"
 
     return run
+
+
+@contextmanager
+def _rich_formats(shell: Any) -> Iterator[None]:
+    """Images and SVG formatted while the code runs, also where the frontend shows only text
+    (a terminal IPython); a kernel has them on already."""
+    formatter = getattr(shell, "display_formatter", None)
+    before = list(getattr(formatter, "active_types", None) or [])
+    wanted = [t for t in (*IMAGE_TYPES, "image/svg+xml") if t not in before and t in formatter.formatters] if before else []
+    if wanted:
+        formatter.active_types = before + wanted
+    try:
+        yield
+    finally:
+        if wanted:
+            formatter.active_types = before
 
 
 def _displayed(outputs: list[Any]) -> tuple[list[str], list[tuple[bytes, str]]]:
