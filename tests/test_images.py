@@ -276,3 +276,49 @@ def test_estimate_grows_with_image_size() -> None:
     assert plain < small < large
     assert image_tokens(1000, 1000) == 1334  # Anthropic: width * height / 750
     assert image_tokens(8000, 8000) == image_tokens(4000, 4000)  # capped: the API downsizes
+
+
+# --- context management -----------------------------------------------------------------------
+
+
+def _imaged(content: str = "x", w: int = 640, h: int = 480) -> Message:
+    part = ImagePart(path="images/ab.png", media_type="image/png", bytes=9, sha256="ab", width=w, height=h)
+    return Message(role="user", tool_result=ToolResult(call_id="c", content=content), parts=(part,))
+
+
+def test_context_shows_images_as_their_own_part_only_when_there_are_any() -> None:
+    from pseudoclaude_nb.compact.manifest import manifest
+    from pseudoclaude_nb.magics.context import render_manifest
+
+    def shown(messages):
+        m = manifest(sections=[], messages=messages, tools=[], context_window=200_000, threshold=150_000)
+        return m, render_manifest(m, title="next request")
+
+    m, text = shown([_imaged(w=1200, h=1000)])
+    assert m["parts"]["images"] == 1600 and m["image_count"] == 1
+    assert "images" in text and "1 images" in text
+    assert m["parts"]["tool_results"] < 10  # the image is not counted twice
+    m, text = shown([Message(role="user", content="hi")])
+    assert "images" not in text.replace("messages", "")
+
+
+def test_layer2_sends_images_older_than_the_tail_as_their_notes() -> None:
+    from pseudoclaude_nb.compact.summarize import summary_messages
+
+    sent = summary_messages([Message(role="user", content="plot"), _imaged("drawn")])
+    assert all(not m.parts for m in sent)
+    assert "images/ab.png" in sent[1].tool_result.content and sent[1].tool_result.content.startswith("drawn")
+
+
+def test_rollover_handoff_lists_the_window_images() -> None:
+    from pseudoclaude_nb.context.rollover import _window_images
+    from pseudoclaude_nb.rollover.handoff import Handoff, first_message
+
+    listed = _window_images([_imaged(), _imaged()], Path("/s/sess"))
+    assert listed == ["/s/sess/images/ab.png (image/png, 640x480)"]
+    text = first_message(
+        session_id="s", message_uuid=None, pinned_request="go", handoff=Handoff(agent_inferences=["a plot"]), related_files=[],
+        reason="model", images=listed,
+    )
+    block = text.split("<related_files>")[1].split("</related_files>")[0]
+    assert "/s/sess/images/ab.png (image/png, 640x480) (image)" in block and "(none)" not in block
