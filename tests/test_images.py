@@ -322,3 +322,34 @@ def test_rollover_handoff_lists_the_window_images() -> None:
     )
     block = text.split("<related_files>")[1].split("</related_files>")[0]
     assert "/s/sess/images/ab.png (image/png, 640x480) (image)" in block and "(none)" not in block
+
+
+# --- widgets ----------------------------------------------------------------------------------
+
+
+def test_tool_line_shows_thumbnails_and_the_spill_browser_and_timeline_list_images(workspace: Path) -> None:
+    from pseudoclaude_nb.events import ToolFinished
+    from pseudoclaude_nb.magics.render import tool_result_bundle
+    from pseudoclaude_nb.messages import ToolCall
+    from pseudoclaude_nb.session.timeline import build_timeline
+    from pseudoclaude_nb.widgets.spills import SpillBrowser
+    from pseudoclaude_nb.widgets.timeline import timeline_svg
+
+    picture = png(16, 12, seed=4)
+    result = ToolResult(call_id="c1", content="drawn").with_images(((picture, "image/png"),))
+    bundle = tool_result_bundle(ToolFinished(ToolCall(id="c1", name="run_python"), result, 0.2))
+    assert f"data:image/png;base64,{base64.b64encode(picture).decode()}" in bundle["text/html"]
+    assert "class='pc-thumb'" in bundle["text/html"] and bundle["text/plain"].endswith("· 1 image")
+    with FakeServer("anthropic") as fake:
+        fake.play(anthropic_wire.answer("", [("toolu_1", "plot", {})]), anthropic_wire.answer("ok"))
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url)
+        _, _, session = run_once(workspace, provider, ToolRegistry([plot_tool(picture)]))
+    browser = SpillBrowser(session)
+    (row,) = browser.images
+    assert row["data"] == picture and not row["problem"]
+    assert "1 image(s)" in browser._repr_mimebundle_()["text/plain"]
+    assert base64.b64encode(picture).decode() in browser.children[-2].value
+    timeline = build_timeline(session)
+    marked = [it for it in timeline.items if it.images]
+    assert len(marked) == 1 and "1 image" in marked[0].label
+    assert "pc-image-mark" in timeline_svg(timeline)

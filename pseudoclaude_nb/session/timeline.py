@@ -26,6 +26,7 @@ class Item:
     effective: bool
     tokens: int = 0  # usage items: prompt total + output
     reason: str = ""  # replace items
+    images: int = 0  # issue-14: image parts of a message
 
 
 @dataclass(frozen=True)
@@ -70,9 +71,12 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
     detail = json.dumps(e, ensure_ascii=False, indent=1)
     if kind == "message":
         result = e.get("tool_result")
+        parts = e.get("parts")
+        pictures = sum(1 for p in parts if isinstance(p, dict) and p.get("type") == "image") if isinstance(parts, list) else 0
+        shown = f" · {pictures} image{'s' if pictures > 1 else ''}" if pictures else ""
         if isinstance(result, dict):
             text = str(result.get("content", ""))
-            return Item(lineno, "tool_result", f"result {_short(text, 50)}", text, effective)
+            return Item(lineno, "tool_result", f"result {_short(text, 50)}{shown}", text, effective, images=pictures)
         calls = e.get("tool_calls") or []
         content = str(e.get("content") or "")
         if calls:
@@ -80,7 +84,7 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
             label = f"calls {names}" + (f" · {_short(content, 40)}" if content else "")
             return Item(lineno, "tool_call", label, detail, effective)
         role = "user" if e.get("role") == "user" else "assistant"
-        return Item(lineno, role, _short(content), content, effective)
+        return Item(lineno, role, _short(content) + shown, content, effective, images=pictures)
     if kind == "usage":
         tokens = sum(
             int(e.get(k) or 0)

@@ -15,7 +15,7 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import Item, Timeline
-from .theme import BRAND, ERROR, FG1, FG2, MONO, fill, stroke
+from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
 
 COLORS = {
     "user": "#2e7d32",
@@ -104,6 +104,10 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
             f'<rect class="pc-item pc-{it.kind}" x="{x(i) - 2:.1f}" y="{y}" width="4" height="10" '
             f'fill="{color}" fill-opacity="{opacity}">{title}</rect>'
         )
+        if it.images:  # issue-14: a message with image parts gets a dot above its mark
+            out.append(
+                f'<circle class="pc-image-mark" cx="{x(i):.1f}" cy="{y - 2}" r="2" {fill(WARN)}>{title}</circle>'
+            )
     out.append("</svg>")
     return "".join(out)
 
