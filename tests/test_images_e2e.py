@@ -172,3 +172,23 @@ def test_nothing_imports_matplotlib_or_pillow(workspace: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_cell_s_figure_reaches_the_model_in_the_user_turn(ip, workspace: Path, monkeypatch) -> None:
+    picture = png(24, 18, seed=8)
+    ip.user_ns["_cell_pic"] = picture
+    # Not under capture_output: it swaps the display publisher the recorder watches.
+    ip.run_cell("from IPython.display import Image, display\ndisplay(Image(data=_cell_pic))", store_history=True)
+    with FakeServer("anthropic") as fake:
+        monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
+        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
+        fake.play(anthropic_wire.answer("A small gradient."))
+        out = run_magic(ip, 'agent --provider anthropic "what does my plot show?"')
+    assert "A small gradient." in out
+    (turn,) = fake.requests[0].body["messages"]
+    kinds = [b["type"] for b in turn["content"]]
+    assert kinds == ["text", "image"] and "what does my plot show?" in turn["content"][0]["text"]
+    assert _images_in(fake.requests[0].body) == [picture]
+    first = current_agent(ip).session.conversation.messages()[0]
+    assert first.notebook is not None and len(first.parts) == 1
+    assert (current_agent(ip).session.dir / first.parts[0].path).read_bytes() == picture
