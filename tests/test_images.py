@@ -353,3 +353,18 @@ def test_tool_line_shows_thumbnails_and_the_spill_browser_and_timeline_list_imag
     marked = [it for it in timeline.items if it.images]
     assert len(marked) == 1 and "1 image" in marked[0].label
     assert "pc-image-mark" in timeline_svg(timeline)
+
+
+def test_export_and_import_carry_the_images(workspace: Path, tmp_path: Path) -> None:
+    from pseudoclaude_nb.session.archive import export_session, import_session
+
+    picture = png(12, 12, seed=6)
+    with FakeServer("anthropic") as fake:
+        fake.play(anthropic_wire.answer("", [("toolu_1", "plot", {})]), anthropic_wire.answer("ok"))
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url)
+        _, conversation, session = run_once(workspace, provider, ToolRegistry([plot_tool(picture)]))
+    (part,) = conversation.messages()[2].parts
+    report = import_session(workspace, export_session(workspace, session.name, tmp_path / "s.zip").path)
+    assert report.problems == []
+    loaded = load_session(workspace / ".pseudoclaude" / "sessions" / report.session_id)
+    assert loaded.messages[2].parts == (part,) and not loaded.bad_images
