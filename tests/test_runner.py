@@ -552,7 +552,7 @@ def _break_writer(writer: SessionWriter) -> None:
 
 
 def _mend_writer(writer: SessionWriter) -> None:
-    good = os.open(writer.path, os.O_WRONLY | os.O_APPEND)
+    good = os.open(writer.path, os.O_RDWR | os.O_APPEND)  # the writer reads its own tail too
     os.close(writer._fd)
     writer._fd = good
 

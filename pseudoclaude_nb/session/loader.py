@@ -577,10 +577,21 @@ def _torn_note_part(raw: bytes) -> bool:
     return bool(raw) and (raw.startswith(_TORN_NOTE_HEAD) or _TORN_NOTE_HEAD.startswith(raw))
 
 
+# The keys a message entry has when it holds only the base fields (SPEC §6.1). An entry with
+# any other key (reasoning, a notebook mark, parts, a key of a later version) is validated in
+# full instead, so an optional field of the wrong type drops that field, never the message.
+_BASE_KEYS = frozenset(
+    {"v", "type", "id", "ts", "role", "content", "tool_calls", "tool_result", "model", "replace_id"}
+)
+_RESULT_KEYS = frozenset({"call_id", "content", "is_error"})
+
+
 def _plainly_valid(e: dict[str, Any]) -> bool:
-    """True when the entry is a message with every field of exactly its type, so that
-    ``Message.model_validate`` accepts it as it stands (checked in Python: ~3x cheaper
+    """True when the entry is a message with only the base fields, each of exactly its type,
+    so that ``Message.model_validate`` accepts it as it stands (checked in Python: ~3x cheaper
     than validating, and most entries are never needed as messages after a replace)."""
+    if not e.keys() <= _BASE_KEYS:
+        return False
     if type(e.get("id")) is not str or e.get("role") not in ("user", "assistant"):
         return False
     if type(e.get("content", "")) is not str or type(e.get("ts")) not in (float, int):
@@ -593,16 +604,12 @@ def _plainly_valid(e: dict[str, Any]) -> bool:
             return False
         if type(c.get("arguments", {})) is not dict:
             return False
-    if "parts" in e:  # issue-14: validated in full (unknown part types are dropped there)
-        return False
-    mark = e.get("notebook")  # issue-13
-    if mark is not None and (type(mark) is not dict or type(mark.get("chars")) is not int):
-        return False
     result = e.get("tool_result")
     if result is None:
         return True
     return (
         type(result) is dict
+        and result.keys() <= _RESULT_KEYS
         and type(result.get("call_id")) is str
         and type(result.get("content")) is str
         and type(result.get("is_error", False)) is bool
