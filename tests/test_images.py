@@ -368,3 +368,20 @@ def test_export_and_import_carry_the_images(workspace: Path, tmp_path: Path) -> 
     assert report.problems == []
     loaded = load_session(workspace / ".pseudoclaude" / "sessions" / report.session_id)
     assert loaded.messages[2].parts == (part,) and not loaded.bad_images
+
+
+def test_anthropic_many_images_requests_refuse_sides_over_2000_px(workspace: Path) -> None:
+    big = images.store(workspace, png(2100, 10, seed=1))
+    small = [images.store(workspace, png(8, 8, seed=s)) for s in range(2, 22)]
+
+    def msg(part: ImagePart) -> Message:
+        return Message(role="user", content="look", parts=(part,))
+
+    provider = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
+    source = lambda p: images.read(workspace, p)  # noqa: E731
+    few = provider.wire_messages([msg(big)], source)
+    assert [b["type"] for b in few[0]["content"]] == ["text", "image"]
+    many = provider.wire_messages([msg(big), *map(msg, small)], source)
+    blocks = many[0]["content"]
+    assert sum(b["type"] == "image" for b in blocks) == 20  # the 2,100 px one became a note
+    assert "2,000 pixels a side" in blocks[0]["text"]

@@ -57,6 +57,7 @@ INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 # whose side is over 8,000 pixels.
 IMAGE_LIMIT = (5 << 20) * 3 // 4
 IMAGE_MAX_SIDE = 8000
+MANY_IMAGES, MANY_IMAGES_MAX_SIDE = 20, 2000
 
 
 class AnthropicProvider:
@@ -176,7 +177,9 @@ class AnthropicProvider:
     # --- neutral messages -> Messages API --------------------------------------------------
 
     def wire_messages(self, messages: list[Message], images: ImageSource | None = None) -> list[dict[str, Any]]:
-        out = [self._turn(group, images) for group in wire.turns(messages)]
+        # More than 20 images in one request: the API refuses any side over 2,000 px.
+        side = MANY_IMAGES_MAX_SIDE if sum(len(m.parts) for m in messages) > MANY_IMAGES else IMAGE_MAX_SIDE
+        out = [self._turn(group, images, side) for group in wire.turns(messages)]
         # The second breakpoint: the whole conversation so far is cached, so the next step
         # pays full price only for what it adds.
         if out:
@@ -185,7 +188,9 @@ class AnthropicProvider:
                 last["cache_control"] = EPHEMERAL
         return out
 
-    def _images(self, m: Message, source: ImageSource | None) -> tuple[list[dict[str, Any]], list[str]]:
+    def _images(
+        self, m: Message, source: ImageSource | None, side: int = 0
+    ) -> tuple[list[dict[str, Any]], list[str]]:
         """A message's image parts as ``image`` blocks (base64 source), and notes for the rest."""
         if not m.parts:
             return [], []
@@ -197,7 +202,7 @@ class AnthropicProvider:
             service=SERVICE,
             model=self.model,
             limit=IMAGE_LIMIT,
-            max_side=IMAGE_MAX_SIDE,
+            max_side=side or IMAGE_MAX_SIDE,
         )
         blocks = [
             {"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": wire.b64(data)}}
@@ -205,7 +210,7 @@ class AnthropicProvider:
         ]
         return blocks, notes
 
-    def _turn(self, group: list[Message], images: ImageSource | None = None) -> dict[str, Any]:
+    def _turn(self, group: list[Message], images: ImageSource | None = None, side: int = 0) -> dict[str, Any]:
         role = group[0].role
         blocks: list[dict[str, Any]] = []
         if role == "user":
@@ -214,7 +219,7 @@ class AnthropicProvider:
                 r = m.tool_result
                 if r is None:
                     continue
-                pictures, notes = self._images(m, images)
+                pictures, notes = self._images(m, images, side)
                 text = "\n".join([r.content, *notes])
                 block: dict[str, Any] = {
                     "type": "tool_result",
@@ -228,7 +233,7 @@ class AnthropicProvider:
             for m in group:
                 if m.tool_result is not None:
                     continue
-                pictures, notes = self._images(m, images)
+                pictures, notes = self._images(m, images, side)
                 text = "\n".join([m.content, *notes]) if notes else m.content
                 if text.strip():
                     blocks.append(_text(text))
