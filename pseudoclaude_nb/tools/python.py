@@ -27,8 +27,7 @@ def python_tool(executor: PythonExecutor) -> Tool:
             "Run Python code in the user's notebook kernel, in the notebook's namespace: "
             "variables, imports and data the user has loaded are available, and definitions "
             "persist for the user. Returns printed output, the value of the last expression "
-            "and any traceback; what the code displays (a matplotlib figure, an image) comes back as "
-            "an image you can look at. Use it to inspect the user's data; use bash for shell commands."
+            "and any traceback. Use it to inspect the user's data; use bash for shell commands."
         ),
         args=RunPythonArgs,
         handler=lambda a: executor(a.code),
