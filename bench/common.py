@@ -38,6 +38,7 @@ class Sizes:
     cost_window: int  # the window of the managed strategies
     repeat: int  # repetitions of each timing; the median (or best) is kept
     index_variants: bool = True  # also time the reference rows with the history index
+    timeline_mb: int = 200  # the log the timeline is built for (issue 18: 200 MB)
 
 
 FULL = Sizes(
@@ -60,6 +61,7 @@ FULL = Sizes(
 QUICK = Sizes(
     name="quick",
     index_variants=False,
+    timeline_mb=4,
     resume_log_mb=30,
     overhead_big=10_000,
     overhead_small=100,

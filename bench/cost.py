@@ -32,7 +32,6 @@ import orjson
 from pseudoclaude_nb import agent as agent_module
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
-from pseudoclaude_nb.context import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.base import Request
 from pseudoclaude_nb.providers.scripted import ScriptedProvider
@@ -251,7 +250,7 @@ class HeedingScript(ScriptedProvider):
 def _pending_note(messages: list[Message]) -> Message | None:
     """The newest rollover reminder or fallback note of the window, if any."""
     for m in reversed(messages):
-        if m.role == "user" and m.tool_result is None and m.content.startswith((REMIND_MARK, FALLBACK_MARK)):
+        if m.host is not None:
             return m
         if m.role == "assistant" and any(c.name == "new_context" for c in m.tool_calls):
             return None

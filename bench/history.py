@@ -4,7 +4,10 @@ Indexing trigrams costs far more than writing logs, so a run indexes growing amo
 history (session logs built by the product's writer) and times the same queries at each
 size; the target's 1 GB is then extrapolated from a straight-line fit through the sizes
 measured, and said to be an extrapolation. Queries are the kind the model and users make:
-identifiers, error names, phrases, a CJK-free miss, one for the current session only.
+identifiers, error names, phrases, a miss, one for the current session only, and 1- and
+2-character ASCII and CJK terms (issue 18). Still measured up to the sizes below and
+extrapolated, warm only: the issue asks for a real 1 GB history timed cold and warm, which
+this row does not do yet.
 """
 
 from __future__ import annotations
@@ -32,6 +35,13 @@ QUERIES = (
     '"return self"',
     "unittest discover",
     "no_such_identifier_anywhere",
+    # Short terms (issue 18): 1- and 2-character ASCII and CJK, found through the side table.
+    "qz",
+    "id",
+    "x",
+    "压缩",
+    "猫",
+    "上下文",
 )
 TARGET_MB = 1_000
 SESSION_MB = 4

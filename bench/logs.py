@@ -18,7 +18,6 @@ from pseudoclaude_nb.compact.spill import preview
 from pseudoclaude_nb.compact.summarize import compacted
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolResult, Usage
-from pseudoclaude_nb.session import entries
 from pseudoclaude_nb.session.paths import LOG_NAME, new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 
@@ -62,25 +61,23 @@ def build_log(
         result = message.tool_result
         if result is not None and len(result.content.encode()) > SPILL_BYTES:
             rel = f"tool-results/{result.call_id}.txt"
-            writer.log(
-                entries.spill_entry(
-                    call_id=result.call_id,
-                    tool="read_file",
-                    path=rel,
-                    bytes=len(result.content),
-                    sha256="0" * 64,
-                )
+            writer.spill(
+                call_id=result.call_id,
+                tool="read_file",
+                path=rel,
+                bytes=len(result.content),
+                sha256="0" * 64,
             )
             shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
             message = message.model_copy(
-                update={"tool_result": ToolResult(call_id=result.call_id, content=shown)}
+                update={"tool_result": ToolResult(call_id=result.call_id, content=shown, spilled=rel)}
             )
         conversation.append(message)
         state["bytes"] += message_bytes(message)
         state["messages"] += 1
         if message.role == "assistant":
             tokens = tokens_for_bytes(state["bytes"])
-            writer.log_usage(
+            writer.usage(
                 Usage(input_tokens=tokens, output_tokens=200), messages=len(conversation), model=MODEL
             )
 
@@ -91,9 +88,7 @@ def build_log(
             start -= 1
         new = compacted(summary, messages[start:])
         conversation.replace("compact", new)
-        writer.log(
-            entries.compact_entry(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None)
-        )
+        writer.compact(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None)
         state["bytes"] = sum(message_bytes(m) for m in new)
         state["replaces"] += 1
 

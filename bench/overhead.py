@@ -59,7 +59,7 @@ def _per_step(ws: Path, history: list[Message], steps: list[list[Message]], *, i
                 context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=120), len(conversation))
                 for r in results:
                     assert r.tool_result is not None
-                    context.admit_result(calls[r.tool_result.call_id], r.tool_result.content)
+                    context.admit(calls[r.tool_result.call_id], r.tool_result)
                     conversation.append(r)
                 context.after_tools(len(results))
 

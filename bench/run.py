@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import catalog, cost, history, overhead, report, storage, svg, tokens
+from . import catalog, cost, history, overhead, report, storage, svg, timeline, tokens
 from .common import FULL, QUICK, Row, Sizes
 
-SECTIONS = ("storage", "overhead", "catalog", "history", "tokens", "cost")
+SECTIONS = ("storage", "overhead", "catalog", "history", "timeline", "tokens", "cost")
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
 
@@ -88,6 +88,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("overhead", lambda: rows.extend(overhead.harness_overhead(scratch, sizes)))
         section("catalog", lambda: rows.extend(catalog.list_many(scratch, sizes)))
         section("history", do_history)
+        section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
         section("tokens", do_tokens)
         section("cost", do_cost)
     finally:
@@ -105,6 +106,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "list",
         "history_search",
         "largest_line",
+        "timeline",
         "estimator",
     ]
     rows.sort(key=lambda r: next((i for i, k in enumerate(order) if r.key.startswith(k)), len(order)))

@@ -89,13 +89,18 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     messages = _messages(sizes.appends)
     lines = _lines(messages)
     ws = Path(tempfile.mkdtemp(dir=root, prefix="append-"))
-    bare, product, indexed = [], [], []
+    bare, product, writer_only, indexed = [], [], [], []
+    # As shipped: the writer (meta.json kept current every few writes) plus the agent's
+    # history hook, which hands the indexing to the background indexer (issue 18).
+    shipped = HistoryIndex(ws, background=True)
     index = HistoryIndex(ws)
     for i in range(sizes.repeat):  # interleaved, so drift hits both alike
         bare.append(_bare_loop(ws / f"bare-{i}.jsonl", lines))
-        product.append(_product_loop(ws, messages))
+        product.append(_product_loop(ws, messages, index=shipped))
+        writer_only.append(_product_loop(ws, messages))
         if sizes.index_variants:
             indexed.append(_product_loop(ws, messages, index=index))
+    shipped.close()
     index.close()
     n = len(messages)
     b, p = statistics.median(bare), statistics.median(product)
@@ -104,7 +109,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     rows = [
         Row(
             key="append",
-            what="durable append throughput vs a bare write+fsync loop of the same lines",
+            what="durable append as shipped (writer, meta.json, history hook) vs a bare write+fsync loop",
             target="≥ 0.8×",
             value=round(ratio, 3),
             unit="×",
@@ -116,6 +121,8 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
                 "product_appends_per_s": round(n / p),
                 "bare_us_per_append": round(b / n * 1e6, 1),
                 "product_us_per_append": round(p / n * 1e6, 1),
+                "writer_alone_ratio": round(b / statistics.median(writer_only), 3),
+                "method": "writer + HistoryIndex(background=True) hooks in the timed call, as the agent wires them",
             },
         ),
     ]
@@ -125,7 +132,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     rows.append(
         Row(
             key="append_indexed",
-            what="… with the history index updated in the same call (SPEC §6.2), for reference",
+            what="… with the history index updated inside the hook (before issue 18), for reference",
             target="",
             value=round(b / x, 3),
             unit="×",
@@ -308,10 +315,11 @@ def resume_and_replay(built: BuiltLog, sizes: Sizes, build_seconds: float) -> li
 def largest_line(logs: list[Path], *, spill_bytes: int = 50_000) -> Row:
     """Over real logs the product wrote with spilling on (the context-cost runs).
 
-    The limit is 64 KB plus the largest message the log holds (every logged message was,
-    when written, a non-spilled one: a result over ``spill_bytes`` is spilled before it is
-    appended). A raw spilled body is a logged result over ``spill_bytes``: there must be none.
-    (Results spilled later, by the batch cap, were under the limit when logged, as the spec has it.)
+    The limit is 64 KB plus the largest message the *user or model wrote* (its text and
+    call arguments), not the largest line found: a tool result is bounded by ``spill_bytes``
+    (a bigger one is spilled before it is appended), so it must fit in the 64 KB. The check
+    can fail: a raw spilled body, or any line beyond the limit. (Results spilled later, by
+    the batch cap, were under the limit when logged, as the spec has it.)
     """
     largest, largest_message, raw_bodies = 0, 0, 0
     where = ""
@@ -325,20 +333,24 @@ def largest_line(logs: list[Path], *, spill_bytes: int = 50_000) -> Row:
             if entry.get("type") != "message":
                 continue
             result = entry.get("tool_result")
-            size = len((result["content"] if result else entry.get("content", "")).encode())
+            if result:
+                raw_bodies += len(result["content"].encode()) > spill_bytes
+                continue
+            size = len((entry.get("content") or "").encode()) + sum(
+                len(orjson.dumps(c.get("arguments") or {})) for c in entry.get("tool_calls") or ()
+            )
             largest_message = max(largest_message, size)
-            raw_bodies += bool(result) and size > spill_bytes
     limit = 64 * 1024 + largest_message
     return Row(
         key="largest_line",
         what="largest JSONL line written (the context-cost runs with spilling on)",
-        target="≤ 64 KB + the largest non-spilled message; no raw spilled body",
+        target="≤ 64 KB + the largest message the user or model wrote; no raw spilled body",
         value=largest,
         unit="bytes",
         ok=largest <= limit and raw_bodies == 0,
         detail={
             "largest_line_bytes": largest,
-            "largest_message_bytes": largest_message,
+            "largest_written_message_bytes": largest_message,
             "limit_bytes": limit,
             "results_over_the_spill_limit_in_logs": raw_bodies,
             "logs": len(logs),

@@ -22,11 +22,18 @@ follow. Everything else is compared, with the sanitizers of ``tests/nbval_saniti
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
+
+try:
+    import fcntl
+except ImportError:  # Windows: no lock
+    fcntl = None  # type: ignore[assignment]
 
 import nbformat
 from nbclient import NotebookClient
@@ -36,6 +43,20 @@ CANONICAL = Path(tempfile.gettempdir()) / "pseudoclaude-notebooks"
 WORK = "work"  # each notebook NN_name works in WORK/NN_name/
 STREAMING = ("%agent", "%%agent", "%compact")
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@contextlib.contextmanager
+def canonical_lock() -> Iterator[None]:
+    """One run at a time in the shared folder, across processes (other test runs, a refresh)."""
+    CANONICAL.mkdir(parents=True, exist_ok=True)
+    with open(CANONICAL.with_name(CANONICAL.name + ".lock"), "a+b") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            if fcntl is not None:
+                fcntl.flock(lock, fcntl.LOCK_UN)
 
 
 def workspace_of(notebook: Path, folder: Path = CANONICAL) -> Path:
@@ -94,11 +115,12 @@ def clean_outputs(nb: nbformat.NotebookNode, workspace: Path) -> None:
 def refresh(notebook: Path) -> None:
     nb = nbformat.read(notebook, as_version=4)
     tag_streaming_cells(nb)
-    folder = canonical_dir(notebook)
-    NotebookClient(
-        nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
-    ).execute()
-    clean_outputs(nb, workspace_of(notebook, folder))
+    with canonical_lock():
+        folder = canonical_dir(notebook)
+        NotebookClient(
+            nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(folder)}}
+        ).execute()
+        clean_outputs(nb, workspace_of(notebook, folder))
     nbformat.write(nb, notebook)
     print(f"refreshed {notebook.name}")
 

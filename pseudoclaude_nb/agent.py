@@ -20,8 +20,8 @@ from .agent_views import ContextViews
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .context import CompactSettings, ContextManager, Emit
 from .conversation import Conversation, Hooks
-from .errors import SessionNotFoundError, ToolError
-from .events import MemoryUpdated, RunEvent
+from .errors import ConfigError, SessionNotFoundError, ToolError
+from .events import Compacted, MemoryUpdated, RunEvent
 from .mcp import McpHub, load_config
 from .memory import MemoryManager, user_memory_dir
 from .messages import ImagePart, Message, NotebookMark
@@ -96,7 +96,9 @@ class Agent(ContextViews):
         if self._history is None or self._history.workspace != ws:
             if self._history is not None:
                 self._history.close()
-            self._history = HistoryIndex(ws)
+            # Indexing runs off the append path: a background indexer catches up from the
+            # committed offsets, and every search catches up first (issue 18).
+            self._history = HistoryIndex(ws, background=True)
         return self._history
 
     @property
@@ -145,8 +147,10 @@ class Agent(ContextViews):
     def _activate(self, path: Path, writer: SessionWriter, messages: list) -> ActiveSession:
         conversation = Conversation(messages)
         writer.attach(conversation)
-        # Right after the writer: each append is in the index when the append returns.
+        # Right after the writer: each append marks the session for the background indexer,
+        # which also catches up now what the log holds beyond the index (a resumed session).
         conversation.add_hooks(self.history.hooks(path))
+        self.history.schedule(path)
         context = ContextManager(
             conversation, strategy=self.settings.strategy, session_dir=path, workspace=self.workspace, writer=writer
         )
@@ -259,7 +263,7 @@ class Agent(ContextViews):
         self.last_runner = runner
         self._last_memory_index = memory_index
         block = self.notebook_block(active) if config.notebook else None
-        if block is not None:
+        if block is not None and block.total:
             runner.emit(Notice(block.summary()))
         for event in memory_events:
             runner.emit(event)
@@ -285,6 +289,9 @@ class Agent(ContextViews):
         finally:
             active.conversation.remove_hooks(collect)
             active.idle_since = time.time()
+            # The run's last appends into the index before the next cell (once per run, not per
+            # append), and any problem the background indexer met said during the run.
+            self.history.flush()
             self.history.on_notice = None
         if summary.status == "done" and config.memory:
             self._update_memory(new_messages, provider, active)
@@ -323,6 +330,23 @@ class Agent(ContextViews):
             parts=tuple(pictures),
         )
 
+    def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
+        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
+
+        Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
+        """
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_context()
+        targets = list(listeners)
+
+        def emit(event: RunEvent) -> None:
+            for listener in targets:
+                listener(event)
+
+        if layer1_only:
+            return self.session.context.spill_all(emit)
+        return self.session.context.compact(self.provider_for_context(), "manual", emit)
     def _cell_images(self, block: ActivityBlock, active: ActiveSession) -> list[ImagePart]:
         """The images the block's cells displayed (the newest few), stored in the session (issue-14)."""
         if self.notebook is None or not block.shown:
@@ -393,7 +417,7 @@ class Agent(ContextViews):
             provider=provider,
             policy=self.settings.memory_policy,
             session_id=active.id,
-            note=lambda text, level: writer.log_note(text, level),
+            note=lambda text, level: writer.note(text, level),
         )
 
     # --- what a run offers: tools and system prompt, by strategy ----------------------------------
@@ -461,7 +485,7 @@ class Agent(ContextViews):
         if active.previous_model and active.previous_model != model:
             text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
-            active.writer.log_note(text)
+            active.writer.note(text)
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
             hours = (time.time() - active.idle_since) / 3600
             text = (
@@ -469,7 +493,7 @@ class Agent(ContextViews):
                 "have changed since: re-check them before relying on earlier observations."
             )
             runner.emit(Notice(text))
-            active.writer.log_note(text)
+            active.writer.note(text)
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix

@@ -1,38 +1,66 @@
-"""What the agent shows about its context: ``%context``, ``%context --last``, ``%compact``.
+"""What the agent shows about its context: ``%context`` and ``%context --last``.
 
-A mixin of ``Agent``, kept apart because it only *reports* (and compacts on request): it
-builds the manifest of the next request (or of the last one sent) from the same pieces a
-run uses — system sections, tools, compaction or rollover settings, memory index — so
-what it shows is what the model gets.
+A mixin of ``Agent`` that only *reads*: it builds the manifest of the next request (or of
+the last one sent) from the same pieces a run uses — system sections, tools, compaction or
+rollover settings, memory index — so what it shows is what the model gets. It does not
+import the agent: what it reads is the ``AgentParts`` protocol, which ``Agent`` (the
+composition root, which wires sessions, runs and these views) provides.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
 
 from .compact.manifest import manifest
-from .context import CompactSettings, Emit, threshold_for
+from .context import CompactSettings, threshold_for
 from .errors import ConfigError
-from .events import Compacted, RunEvent
 from .prompt import join_sections, without_memory
 from .providers import Provider, make_provider
 from .tools.memory import withhold_bodies
 from .tools.user import user_tools
 
 if TYPE_CHECKING:
-    from .agent import Agent
+    from .config import PseudoClaude, RunConfig
+    from .runner import Runner
+    from .tools import ToolRegistry
+
+
+class AgentParts(Protocol):
+    """What the views read of the agent (``Agent`` provides all of it)."""
+
+    settings: PseudoClaude
+    session: Any  # ActiveSession | None
+    last_provider: Provider | None
+    last_runner: Runner | None
+    _last_memory_index: str | None
+
+    @property
+    def workspace(self) -> Path: ...
+
+    def config(self, **options: object) -> RunConfig: ...
+    def compact_settings(self, context_window: int) -> CompactSettings: ...
+    def _strategy(self) -> str: ...
+    def _memory_index(self, enabled: bool) -> str | None: ...
+    def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]: ...
+    def _tools(self, strategy: str, memory_index: str | None = None) -> ToolRegistry: ...
+    def notebook_block(self) -> Any: ...
+
+    # the views' own, for one another
+    def provider_for_context(self) -> Provider: ...
+    def _context_window(self) -> int: ...
+    def _prepared_context(self) -> tuple[list[tuple[str, str]], list[dict], CompactSettings, str | None]: ...
 
 
 class ContextViews:
-    def provider_for_context(self: Agent) -> Provider:
+    def provider_for_context(self: AgentParts) -> Provider:
         """The provider of the last run (a scripted one keeps its place), else a new one."""
         if self.last_provider is not None:
             return self.last_provider
         c = self.config()
         return make_provider(c.provider, model=c.model, context_window=c.context_window, script=c.script)
 
-    def _context_window(self: Agent) -> int:
+    def _context_window(self: AgentParts) -> int:
         if self.settings.context_window:
             return self.settings.context_window
         try:
@@ -41,7 +69,7 @@ class ContextViews:
             return CompactSettings().context_window
 
     def _prepared_context(
-        self: Agent,
+        self: AgentParts,
     ) -> tuple[list[tuple[str, str]], list[dict], CompactSettings, str | None]:
         strategy = self._strategy()
         memory_index = self._memory_index(self.settings.memory_policy != "off")
@@ -52,7 +80,7 @@ class ContextViews:
             self.session.context.configure(settings, system=join_sections(sections), tools=tools)
         return sections, tools, settings, memory_index
 
-    def context_manifest(self: Agent) -> dict:
+    def context_manifest(self: AgentParts) -> dict:
         """What the next request would contain, part by part (``%context``).
 
         The memory index is its own part (``memory_included``, ``memory_index``), not a
@@ -112,7 +140,7 @@ class ContextViews:
             pending_notebook=pending,
         )
 
-    def last_manifest(self: Agent) -> dict | None:
+    def last_manifest(self: AgentParts) -> dict | None:
         """The manifest of the last request actually sent (``%context --last``)."""
         runner = self.last_runner
         if runner is None or runner.last_request is None:
@@ -133,24 +161,3 @@ class ContextViews:
             memory_index=memory_index,
             extra={"provider": runner.provider.name, "model": runner.provider.model},
         )
-
-    def compact(
-        self: Agent, *, layer1_only: bool = False, listeners: Iterable[Callable[[RunEvent], None]] = ()
-    ) -> Compacted | int:
-        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
-
-        Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
-        """
-        if self.session is None:
-            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_context()
-        targets = list(listeners)
-
-        def emit(event: RunEvent) -> None:
-            for listener in targets:
-                listener(event)
-
-        report: Emit = emit
-        if layer1_only:
-            return self.session.context.spill_all(report)
-        return self.session.context.compact(self.provider_for_context(), "manual", report)

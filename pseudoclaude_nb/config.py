@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, Unicode
+from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
 PROVIDERS = ("auto", "anthropic", "openai", "demo", "scripted")
@@ -36,6 +36,26 @@ class PseudoClaude(Configurable):
     script = Unicode("", help="Script file for the scripted provider.").tag(config=True)
     fsync = Bool(True, help="fsync every log write (crash safety).").tag(config=True)
     redact_secrets = Bool(True, help="Redact known secret patterns on disk.").tag(config=True)
+    redact_patterns = List(
+        Unicode(),
+        help="More secrets to redact: regular expressions; each match is written as [REDACTED:custom].",
+    ).tag(config=True)
+
+    @validate("redact_patterns")
+    def _check_redact_patterns(self, proposal: dict) -> list[str]:
+        from .redact import set_extra_patterns
+
+        try:
+            set_extra_patterns(proposal["value"])  # every Redactor sees them from now on
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal["value"]
+
+    @observe("redact_patterns")
+    def _apply_redact_patterns(self, change: dict) -> None:
+        from .redact import set_extra_patterns
+
+        set_extra_patterns(change["new"])
     max_steps = Int(50, help="Model requests per %agent run at most.").tag(config=True)
     spill_bytes = Int(50_000, help="Layer 1: spill a tool result above this size.").tag(config=True)
     spill_batch_bytes = Int(200_000, help="Layer 1: cap on one step's results.").tag(config=True)

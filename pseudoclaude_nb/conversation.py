@@ -87,7 +87,9 @@ class Conversation:
     def add_tool_result(
         self, call_id: str, content: str, is_error: bool = False, parts: Sequence[ImagePart] = ()
     ) -> Message:
-        result = ToolResult(call_id=call_id, content=content, is_error=is_error)
+        return self.add_result(ToolResult(call_id=call_id, content=content, is_error=is_error), parts)
+
+    def add_result(self, result: ToolResult, parts: Sequence[ImagePart] = ()) -> Message:
         return self._append(Message(role="user", tool_result=result, parts=tuple(parts)))
 
     def append(self, message: Message) -> Message:

@@ -9,13 +9,15 @@ Every message says what happened *and* what to do next, because the magics show
     │   ├── SessionNotFoundError
     │   ├── SessionLockedError   another process holds writer.lock
     │   ├── UnsafePathError      a link or special file in the package's own folders (also an OSError)
-    │   └── SessionWriteError    the log could not be written (writer is now "failed")
+    │   ├── SessionWriteError    the log could not be written (writer is now "failed")
+    │   └── ArchiveError         an import archive was rejected; nothing was written
     ├── ProviderError            the model could not be asked
     │   ├── ContextTooLong       the provider says the prompt exceeds the window
     │   ├── ScriptError          a scripted provider's script is malformed or used up
     │   └── StreamError          a response stream ended without a stop reason
     ├── ProtocolError            a request would break tool call <-> result pairing
     ├── HookError                a conversation hook raised; the run stops
+    ├── InvalidOperation         a memory operation (model or %memory) that cannot be applied
     └── ToolError                raised inside tools; becomes an error *result*
         └── BoundaryError        a path leaves the workspace
 
@@ -75,6 +77,10 @@ class SessionWriteError(SessionError):
     """
 
 
+class ArchiveError(SessionError):
+    """An import archive was rejected; nothing was written."""
+
+
 class ProviderError(PseudoClaudeError):
     """The provider could not answer (network, status, authentication)."""
 
@@ -101,6 +107,10 @@ class ProtocolError(PseudoClaudeError):
 
 class HookError(PseudoClaudeError):
     """A conversation hook raised: the conversation and the log may now differ, so the run stops."""
+
+
+class InvalidOperation(PseudoClaudeError):
+    """A memory operation (from the model or from ``%memory``) that cannot be applied."""
 
 
 class ToolError(PseudoClaudeError):

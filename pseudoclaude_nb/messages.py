@@ -11,9 +11,14 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import ProtocolError
+
+# The kinds of host note (``Message.host``): rollover's one-time reminder and its fallback
+# notice. A str, not a Literal: a later version's kind must not make a log line unreadable.
+HOST_REMIND = "rollover-remind"
+HOST_FALLBACK = "rollover-fallback"
 
 
 def new_id() -> str:
@@ -41,6 +46,8 @@ class ToolResult(BaseModel):
     call_id: str
     content: str
     is_error: bool = False
+    # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
+    spilled: str | None = None  # Layer 1 preview: the spill file it stands for (relative to the session)
     # issue-14: what the tool displayed besides its text, as (bytes, media type) pairs. Never
     # serialized: the runner stores the bytes in the session and the message gets image parts.
     _images: tuple[tuple[bytes, str], ...] = PrivateAttr(default=())
@@ -54,7 +61,10 @@ class ToolResult(BaseModel):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        return {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+        data: dict[str, Any] = {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
+        if self.spilled is not None:
+            data["spilled"] = self.spilled
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolResult:
@@ -109,6 +119,8 @@ class Reasoning(BaseModel):
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)
+
+
 # --- issue-13: the notebook activity block at the start of a user message ----------------
 class NotebookMark(BaseModel):
     """Marks a user message whose content begins with the notebook activity block.
@@ -157,9 +169,31 @@ class Message(BaseModel):
     stop_reason: NotableStop | None = None  # issue 15: "max_tokens" (text cut) or "refusal"
     notebook: NotebookMark | None = None  # issue-13: see NotebookMark
     parts: tuple[ImagePart, ...] = ()  # issue-14: image parts, serialized only when set
+    # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
+    host: str | None = None  # a note the host added (not the user's words): its kind
+
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _readable_reasoning(cls, value: Any) -> Any:
+        # A log is read leniently: a reasoning value of another shape (an older or newer
+        # writer) is left out, never a reason to lose the message.
+        if not isinstance(value, (list, tuple)):
+            return ()
+        parts = []
+        for item in value:
+            try:
+                parts.append(item if isinstance(item, Reasoning) else Reasoning.model_validate(item))
+            except ValidationError:
+                continue
+        return tuple(parts)
+
+    @field_validator("stop_reason", mode="before")
+    @classmethod
+    def _readable_stop(cls, value: Any) -> Any:
+        return value if value in ("max_tokens", "refusal") else None
 
     def to_dict(self) -> dict[str, Any]:
-        data = {
+        data: dict[str, Any] = {
             "id": self.id,
             "role": self.role,
             "content": self.content,
@@ -175,6 +209,8 @@ class Message(BaseModel):
             data["notebook"] = self.notebook.model_dump()
         if self.parts:
             data["parts"] = [p.model_dump() for p in self.parts]
+        if self.host is not None:
+            data["host"] = self.host
         return data
 
     @classmethod
@@ -192,6 +228,11 @@ class Message(BaseModel):
 
     def text_for_title(self) -> str:
         return " ".join(self.prompt_text.split())
+
+    @property
+    def is_spill_preview(self) -> bool:
+        """A tool result Layer 1 replaced by a preview (its ``spilled`` field, never its text)."""
+        return self.tool_result is not None and self.tool_result.spilled is not None
 
 
 # --- the request validator -------------------------------------------------------------
@@ -268,6 +309,34 @@ def repair_pairing(messages: list[Message]) -> list[Message]:
         out.append(msg.model_copy(update={"tool_calls": ()}) if msg.tool_calls else msg)
         i += 1
     return out
+
+
+class PairingCheck:
+    """``validate_request`` over a conversation that grows: only the messages since the last
+    valid request are walked.
+
+    A valid request ends with every call answered, so a valid prefix leaves nothing open
+    and ``pairing_problems`` of the whole equals that of the new messages alone (a result
+    for a call of the prefix is "already answered" either way). The prefix is recognised
+    by identity (messages are frozen) of its first and last message; anything else (a
+    replace) is walked in full.
+    """
+
+    def __init__(self) -> None:
+        self._count = 0
+        self._first: Message | None = None
+        self._last: Message | None = None
+
+    def __call__(self, messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
+        n = self._count
+        if not (0 < n <= len(messages) and messages[0] is self._first and messages[n - 1] is self._last):
+            n = 0
+        if pairing_problems(messages[n:]):
+            self._count = 0
+            return validate_request(messages, strict=strict)
+        self._count = len(messages)
+        self._first, self._last = (messages[0], messages[-1]) if messages else (None, None)
+        return messages, []
 
 
 def validate_request(messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:

@@ -123,6 +123,50 @@ PATTERNS: tuple[Pattern, ...] = (
         re.compile(r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+)[A-Za-z0-9._~+/=_-]{16,}"),
         keep=1,
     ),
+    # Slack tokens: xoxb- (bot), xoxp- (user), xoxa-/xoxr-/xoxs-, and xapp- app tokens.
+    Pattern(
+        "slack",
+        ("xox", "xapp-"),
+        re.compile(r"x(?<![A-Za-z0-9_-]x)(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}" + _END),
+    ),
+    # Google API keys: AIza + 35 characters.
+    Pattern("google-api-key", ("AIza",), re.compile(_after("AIza") + r"[0-9A-Za-z_-]{35}" + _END)),
+    # Stripe secret and restricted keys, live and test.
+    Pattern(
+        "stripe",
+        ("k_live_", "k_test_"),
+        re.compile(r"(?:s|r)(?<![A-Za-z0-9_-][sr])k_(?:live|test)_[0-9A-Za-z]{16,}" + _END),
+    ),
+    # JSON Web Tokens: three base64url parts, the first two JSON objects ("eyJ" is '{"').
+    Pattern(
+        "jwt",
+        ("eyJ",),
+        re.compile(_after("eyJ") + r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _END),
+    ),
+    # Credentials in a URL (postgres://user:pass@host, https://user:token@github.com): the
+    # password goes, the scheme, user and host stay.
+    Pattern(
+        "url-password",
+        ("://",),
+        re.compile(r"(://[^\s:/@\"'<>\\]{1,256}:)[^\s@/\"'<>\\]{1,512}(?=@[A-Za-z0-9\[])"),
+        keep=1,
+    ),
+    # Assignments and .env lines whose name says what the value is: DB_PASSWORD=…,
+    # "client_secret": "…", GITHUB_TOKEN: …, STRIPE_API_KEY=… (an AWS secret key is the
+    # pattern above). A shell variable ($X), a placeholder (<x>, {x}) or an already
+    # redacted value is left alone.
+    Pattern(
+        "assigned-secret",
+        ("assw", "ASSW", "ecret", "ECRET", "oken", "OKEN", "_KEY", "_key", "apikey", "APIKEY"),
+        re.compile(
+            # Literal alternatives (not (?i:…)): re then skips ahead by their first letters,
+            # ~10x faster on long text. The name before the keyword stays as it is.
+            r"((?:password|passwd|secret|token|api_?key|apikey|private_key|_key"
+            r"|PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|APIKEY|PRIVATE_KEY|_KEY|Password|Secret|Token)"
+            r"[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?)(?![\[$<{(])[^\s\"'`,;\\]{4,}"
+        ),
+        keep=1,
+    ),
 )
 
 # The pre-check. The five short GitHub prefixes would cost five scans; one scan for "gh"
@@ -136,10 +180,59 @@ _GH_BYTES = re.compile(b"gh[pousr]_")
 
 def _has_trigger(data: str | bytes) -> bool:
     if isinstance(data, bytes):
-        return any(t in data for t in _TRIGGER_BYTES) or (
-            b"gh" in data and _GH_BYTES.search(data) is not None
+        return (
+            any(t in data for t in _TRIGGER_BYTES)
+            or (b"gh" in data and _GH_BYTES.search(data) is not None)
+            or (bool(_EXTRA) and any(x.bytes_regex is None or x.bytes_regex.search(data) for x in _EXTRA))
         )
-    return any(t in data for t in _TRIGGERS) or ("gh" in data and _GH_STR.search(data) is not None)
+    return (
+        any(t in data for t in _TRIGGERS)
+        or ("gh" in data and _GH_STR.search(data) is not None)
+        or (bool(_EXTRA) and any(x.regex.search(data) for x in _EXTRA))
+    )
+
+
+# --- patterns a user adds: %config PseudoClaude.redact_patterns = [r"…", …] -------------------------
+
+
+@dataclass(frozen=True)
+class _Extra:
+    source: str
+    regex: re.Pattern[str]
+    bytes_regex: re.Pattern[bytes] | None  # the pre-check on encoded lines (None: always look)
+
+    def sub(self, text: str, counts: Counter[str]) -> str:
+        def replace(m: re.Match[str]) -> str:
+            counts["custom"] += 1
+            return marker("custom")
+
+        return self.regex.sub(replace, text)
+
+
+_EXTRA: tuple[_Extra, ...] = ()
+
+
+def set_extra_patterns(patterns: list[str] | tuple[str, ...]) -> None:
+    """Add the user's own patterns (regular expressions) to every redaction; ``ValueError`` if one is invalid."""
+    global _EXTRA
+    extras = []
+    for source in patterns:
+        try:
+            regex = re.compile(source)
+        except re.error as exc:
+            raise ValueError(f"redact pattern {source!r} is not a valid regular expression: {exc}") from None
+        if regex.search(""):
+            raise ValueError(f"redact pattern {source!r} matches the empty string; it would redact nothing useful")
+        try:
+            as_bytes: re.Pattern[bytes] | None = re.compile(source.encode("utf-8"))
+        except (re.error, UnicodeEncodeError):
+            as_bytes = None
+        extras.append(_Extra(source, regex, as_bytes))
+    _EXTRA = tuple(extras)
+
+
+def extra_patterns() -> tuple[str, ...]:
+    return tuple(x.source for x in _EXTRA)
 
 
 class Redactor:
@@ -206,7 +299,40 @@ class Redactor:
                 text = text.replace(value, marker(name))
         for pattern in PATTERNS:
             text = pattern.sub(text, self.counts)
+        for extra in _EXTRA:
+            text = extra.sub(text, self.counts)
         return text
+
+    def line(self, entry: Any, line: bytes) -> bytes:
+        """An encoded log line (``entry`` as JSON, newline included), redacted.
+
+        Each string of the entry is redacted (keys too), then the JSON text of the whole line,
+        so a label and its value split across a key and its value
+        (``{"Authorization": "Bearer …"}``, ``"aws_secret_access_key": "…"``) are caught. The
+        markers hold no JSON syntax, so the line stays valid JSON; if it somehow does not, the
+        per-string result is kept.
+        """
+        import orjson
+
+        if not self.may_contain(line):
+            return line
+        try:
+            walked = orjson.dumps(self.value(entry)) + (b"\n" if line.endswith(b"\n") else b"")
+        except (TypeError, RecursionError):  # nested past orjson's limit: the standard library
+            import json
+
+            walked = json.dumps(self.value(entry), ensure_ascii=False, separators=(",", ":")).encode()
+            walked += b"\n" if line.endswith(b"\n") else b""
+        text = walked.decode("utf-8")
+        whole = self._text(text, self.env_secrets())
+        if whole is text:
+            return walked
+        out = whole.encode("utf-8")
+        try:
+            orjson.loads(out)
+        except orjson.JSONDecodeError:
+            return walked
+        return out
 
 
 def redact_text(text: str, environ: Mapping[str, str] | None = None) -> str:

@@ -30,7 +30,7 @@ from .events import (
     ToolFinished,
     ToolStarted,
 )
-from .messages import ImagePart, Message, ToolCall, validate_request
+from .messages import ImagePart, Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 from .session import images
@@ -74,6 +74,7 @@ class Runner:
         self.context = context  # told this run's emit on every call, never kept
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
+        self._pairing = PairingCheck()  # each request walks only the messages since the last
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
@@ -168,7 +169,7 @@ class Runner:
             self.context.on_usage(response.usage, len(self.conversation))
             self.emit(self.context.state())
         if self.writer is not None:
-            self.writer.log_usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+            self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
         self.emit(StepFinished(step, response.usage, message))
         return message
 
@@ -269,14 +270,14 @@ class Runner:
         )
 
     def _request(self) -> Request:
-        messages, problems = validate_request(self.conversation.messages(), strict=self.strict)
+        messages, problems = self._pairing(self.conversation.messages(), strict=self.strict)
         if problems:
             # A bug upstream; repair the conversation itself (and so the log), once.
             self.conversation.replace("resync", messages)
             text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
             if self.writer is not None:
-                self.writer.log_note(text, "warning")
+                self.writer.note(text, "warning")
         request = Request(
             system=self.system_prompt,
             messages=messages,
@@ -306,21 +307,25 @@ class Runner:
     def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
             self.emit(ToolStarted(call))
-            started = time.monotonic()
+            started, waited = time.monotonic(), getattr(self.permissions, "waited", 0.0)
             result = self.surface.run(call, self.permissions)
-            self.emit(ToolFinished(call, result, time.monotonic() - started))
-            content = result.content
+            # The tool's time, without the time the user took to answer a permission prompt.
+            asked = getattr(self.permissions, "waited", 0.0) - waited
+            self.emit(ToolFinished(call, result, time.monotonic() - started - asked))
+            admitted = result
             if self.context is not None:
                 try:
-                    content = self.context.admit_result(call, content, self.emit)
+                    admitted = self.context.admit(call, result, self.emit)
                 except SessionWriteError:
                     # The spill file could not be written: keep the result in full (the
                     # conversation stays valid) and stop rather than grow unchecked.
-                    self.conversation.add_tool_result(call.id, content, result.is_error)
+                    self.conversation.add_tool_result(call.id, result.content, result.is_error)
                     raise
             parts, notes = self._store_images(result.images)
             if notes:
-                content = f"{content}\n" + "\n".join(notes)
-            self.conversation.add_tool_result(result.call_id, content, result.is_error, parts)
+                admitted = admitted.model_copy(
+                    update={"content": f"{admitted.content}\n" + "\n".join(notes)}
+                )
+            self.conversation.add_result(admitted, parts)
         if self.context is not None:
             self.context.after_tools(len(calls))

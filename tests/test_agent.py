@@ -439,9 +439,9 @@ def test_demo_end_to_end(workspace: Path, agents):
     assert loaded.bad_lines == [] and not loaded.truncated_tool_calls
     # Layer 1: the 110 KB read of the sample log went to a file; the log holds no raw body.
     (spill,) = loaded.spills
-    assert spill["bytes"] > 50_000
-    assert (agent.session.dir / spill["path"]).stat().st_size == spill["bytes"]
+    assert spill.bytes > 50_000
+    assert (agent.session.dir / spill.path).stat().st_size == spill.bytes
     assert max(len(line) for line in log.read_bytes().splitlines()) < 64 * 1024
     # Layer 2: the two log pages carried the estimate over the line; one summary replaced the start.
-    assert [c["ok"] for c in loaded.compacts] == [True]
+    assert [c.ok for c in loaded.compacts] == [True]
     assert loaded.replaces == 1 and loaded.messages[0].content.startswith("<summary>")

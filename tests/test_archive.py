@@ -30,7 +30,6 @@ from pseudoclaude_nb.session import (
     trash_session,
 )
 from pseudoclaude_nb.session import archive as archive_mod
-from pseudoclaude_nb.session import entries as entries_mod
 from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 from tests.scripts import run_magic as run
@@ -63,7 +62,7 @@ def unredacted_session(ws: Path) -> tuple[str, Path]:
         )
         conv.add_tool_result("call_1", f"[Tool result too large … saved to {spill.path}]")
         conv.add_assistant("done")
-        w.log(entries_mod.spill_entry(**spill.entry_fields()))
+        w.spill(**spill.entry_fields())
     raw = (path / "conversation.jsonl").read_bytes() + (path / spill.path).read_bytes()
     assert all(s.encode() in raw for s in SECRETS)  # the premise: the source holds them
     return path.name, path

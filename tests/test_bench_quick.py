@@ -110,8 +110,9 @@ def test_charts_are_well_formed_svg():
 
 def test_the_heeding_model_answers_a_reminder_once():
     from pseudoclaude_nb.context import REMIND_MARK
+    from pseudoclaude_nb.messages import HOST_REMIND
 
-    note = Message(role="user", content=f"{REMIND_MARK}: about 150,000 tokens are in use")
+    note = Message(role="user", content=f"{REMIND_MARK}: about 150,000 tokens are in use", host=HOST_REMIND)
     assert cost._pending_note([Message(role="user", content="go"), note]) is note
     handed = Message(role="assistant", tool_calls=({"id": "h", "name": "new_context", "arguments": {}},))
     assert cost._pending_note([note, handed]) is None
@@ -135,3 +136,11 @@ def test_without_the_tokenizer_the_rows_say_how_to_get_it(tmp_path, monkeypatch)
     [row] = [r for r in data["rows"] if r["key"] == "estimator"]
     assert row["value"] is None and "pip install" in row["note"]
     assert "## Token estimator accuracy" in (tmp_path / "results.md").read_text()
+
+
+def test_issue_18_rows_time_the_shipped_path(quick):
+    rows = {r["key"]: r for r in json.loads((quick / "results.json").read_text())["rows"]}
+    assert "HistoryIndex(background=True)" in rows["append"]["detail"]["method"]
+    assert isinstance(rows["list_magic"]["value"], float) and rows["list_magic"]["ok"] in (True, False)
+    assert rows["timeline"]["detail"]["bins"] <= 200 and rows["timeline"]["detail"]["svg_and_state_bytes"] > 0
+    assert "largest_written_message_bytes" in rows["largest_line"]["detail"]

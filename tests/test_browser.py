@@ -265,6 +265,17 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
         assert timeline.evaluate("e => e.querySelectorAll('.pc-replace').length") == 1
         assert timeline.evaluate("e => e.querySelectorAll('.pc-item.pc-spill').length") == 1
 
+        # The live gauge stays in view while the end of its long output is on screen.
+        page.query_selector("text=✓ done · 11 steps").scroll_into_view_if_needed()
+        page.wait_for_timeout(300)
+        place = gauge.evaluate(
+            """e => { const r = e.getBoundingClientRect();
+                      const area = e.closest('.jp-OutputArea').getBoundingClientRect();
+                      return {top: r.top, bottom: r.bottom, area: area.height, view: window.innerHeight}; }"""
+        )
+        assert place["area"] > place["view"], place  # the output is taller than the window
+        assert place["top"] >= 0 and place["bottom"] <= place["view"], place
+
         # Readable in both Lab themes: computed colours, not screenshots.
         labels = ".pc-gauge-head, .pc-timeline .pc-row-label, .pc-timeline .pc-axis-label"
         for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):

@@ -23,6 +23,8 @@ def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) ->
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     out = proc.stdout
     assert "→ edit_file(" in out and "✓ done · 11 steps" in out
+    assert "\033[" not in out, "piped output has no terminal escape codes"
+    assert "jupyter lab" in out and "%sessions resume --last" in out  # how to go on in a notebook
     log_line = next(line for line in out.splitlines() if line.startswith("session log: "))
     log = Path(log_line.removeprefix("session log: "))
     assert log.is_file() and log.is_relative_to(tmp_path / "demo-ws")

@@ -24,7 +24,7 @@ from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionWriteError
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Notice, Spilled
-from pseudoclaude_nb.messages import Message, ToolCall, Usage, pairing_problems
+from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider
 from pseudoclaude_nb.session import SessionWriter, load_session, new_session_dir
 from tests.scripts import script
@@ -99,9 +99,13 @@ def tool_batch(m: Managed, sizes: list[int], prefix: str = "c") -> list[str]:
     calls = [ToolCall(id=cid, name="bash", arguments={"command": cid}) for cid in ids]
     m.conversation.add_assistant_tool_calls("running", calls)
     for call, size in zip(calls, sizes, strict=True):
-        m.conversation.add_tool_result(call.id, m.context.admit_result(call, "r" * size, emit=m.events.append))
+        m.conversation.add_result(m.context.admit(call, result(call, "r" * size), emit=m.events.append))
     m.context.after_tools(len(calls))
     return ids
+
+
+def result(call: ToolCall, content: str) -> ToolResult:
+    return ToolResult(call_id=call.id, content=content)
 
 
 def provider(*summaries: object) -> ScriptedProvider:
@@ -208,7 +212,7 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
             )
             context.on_usage(Usage(input_tokens=10_010, output_tokens=7), len(conversation))
             for call in message.tool_calls:
-                conversation.add_tool_result(call.id, context.admit_result(call, "small result"))
+                conversation.add_result(context.admit(call, result(call, "small result")))
             context.after_tools(2)
             context.before_request(p)
             context.estimate()
@@ -238,7 +242,7 @@ def test_spill_all_resets_the_anchor(make):
     m = make()
     m.conversation.add_user("go")
     m.conversation.add_assistant_tool_calls("", [ToolCall(id="big", name="bash")])
-    m.conversation.add_tool_result("big", "b" * 80_000)  # appended without admit_result
+    m.conversation.add_tool_result("big", "b" * 80_000)  # appended without admit
     m.context.on_usage(Usage(input_tokens=999_999), 3)
     assert m.context.spill_all(emit=m.events.append) == 1
     new = m.conversation.messages()
@@ -259,8 +263,8 @@ def test_compact_resets_the_anchor(make):
 def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
     m = make()
     exchange(m.conversation, 0)
-    m.writer.log_usage(Usage(input_tokens=10, output_tokens=1), messages=2, model="x")
-    m.writer.log_usage(
+    m.writer.usage(Usage(input_tokens=10, output_tokens=1), messages=2, model="x")
+    m.writer.usage(
         Usage(
             input_tokens=100, output_tokens=20, cache_creation_input_tokens=300, cache_read_input_tokens=5_000
         ),
@@ -278,7 +282,7 @@ def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
 def test_restore_drops_an_anchor_that_a_replace_came_after(make):
     m = make()
     exchange(m.conversation, 0)
-    m.writer.log_usage(Usage(input_tokens=5_000, output_tokens=20), messages=4, model="x")
+    m.writer.usage(Usage(input_tokens=5_000, output_tokens=20), messages=4, model="x")
     m.conversation.replace("snapshot", m.conversation.messages())
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
@@ -287,7 +291,7 @@ def test_restore_drops_an_anchor_that_a_replace_came_after(make):
     assert restored.anchor is None
     assert restored.estimate() == request_estimate(loaded.messages)
 
-    m.writer.log_usage(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x")
+    m.writer.usage(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x")
     loaded = load_session(m.dir)
     again = ContextManager(Conversation(loaded.messages))
     again.restore(loaded)
@@ -297,14 +301,16 @@ def test_restore_drops_an_anchor_that_a_replace_came_after(make):
 # --- Layer 1 bookkeeping -----------------------------------------------------------------------------
 
 
-def test_admit_result_spills_over_spill_bytes_only(make):
+def test_admit_spills_over_spill_bytes_only(make):
     m = make()
     call = ToolCall(id="c1", name="bash")
-    assert m.context.admit_result(call, "x" * 50_000, emit=m.events.append) == "x" * 50_000
-    assert m.context.admit_result(call, "é" * 25_000, emit=m.events.append) == "é" * 25_000  # exactly 50,000 bytes
+    kept = result(call, "x" * 50_000)
+    assert m.context.admit(call, kept, emit=m.events.append) is kept
+    exact = result(call, "é" * 25_000)  # exactly 50,000 bytes
+    assert m.context.admit(call, exact, emit=m.events.append) is exact
     assert m.of_type("spill") == []
-    shown = m.context.admit_result(call, "é" * 25_001, emit=m.events.append)  # 50,002 bytes
-    assert shown.startswith(PREVIEW_START)
+    shown = m.context.admit(call, result(call, "é" * 25_001), emit=m.events.append)  # 50,002 bytes
+    assert shown.content.startswith(PREVIEW_START) and shown.spilled == "tool-results/c1.txt"
     [entry] = m.of_type("spill")
     assert entry["bytes"] == 50_002 and entry["call_id"] == "c1" and entry["tool"] == "bash"
     assert m.context.ledger.decision("c1") == "spilled"
@@ -314,7 +320,8 @@ def test_admit_result_spills_over_spill_bytes_only(make):
 
 def test_without_a_session_directory_nothing_is_spilled():
     context = ContextManager(Conversation())
-    assert context.admit_result(ToolCall(id="c", name="bash"), "x" * 100_000) == "x" * 100_000
+    call = ToolCall(id="c", name="bash")
+    assert context.admit(call, result(call, "x" * 100_000)).content == "x" * 100_000
     assert context.spill_all() == 0
 
 
@@ -431,7 +438,7 @@ def test_a_failed_single_spill_raises_a_write_error_and_freezes_nothing(
 
     monkeypatch.setattr(spill_module, "write_spill", disk_full)
     with pytest.raises(SessionWriteError) as info:
-        m.context.admit_result(ToolCall(id="c", name="bash"), "x" * 60_000, emit=m.events.append)
+        m.context.admit(ToolCall(id="c", name="bash"), result(ToolCall(id="c", name="bash"), "x" * 60_000))
     assert "No space left on device" in str(info.value)
     assert "%compact --layer1" in str(info.value)
     assert m.context.ledger.decision("c") is None

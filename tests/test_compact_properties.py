@@ -198,13 +198,17 @@ def test_any_sequence_of_spills_and_compactions_stays_valid(operations: list, pa
                     calls = [ToolCall(id=f"call{next(ids)}", name="bash", arguments={}) for _ in op[1]]
                     conversation.add_assistant_tool_calls("", calls)
                     for call, (char, size) in zip(calls, op[1], strict=True):
-                        conversation.add_tool_result(call.id, context.admit_result(call, body(char, size)))
+                        conversation.add_result(
+                            context.admit(call, ToolResult(call_id=call.id, content=body(char, size)))
+                        )
                     context.after_tools(len(calls))
                 elif kind == "batch":  # a tool batch, then the check before the next request
                     calls = [ToolCall(id=f"call{next(ids)}", name="read_file", arguments={}) for _ in op[1]]
                     conversation.add_assistant_tool_calls("", calls)
                     for call, size in zip(calls, op[1], strict=True):
-                        conversation.add_tool_result(call.id, context.admit_result(call, "b" * size))
+                        conversation.add_result(
+                            context.admit(call, ToolResult(call_id=call.id, content="b" * size))
+                        )
                     context.after_tools(len(calls))
                     context.before_request(provider)
                 elif kind == "request":
@@ -228,4 +232,4 @@ def test_any_sequence_of_spills_and_compactions_stays_valid(operations: list, pa
             assert [m.to_dict() for m in loaded.messages] == [m.to_dict() for m in conversation.messages()]
             # The spill files hold what their entries say.
             for entry in loaded.spills:
-                assert (session / entry["path"]).stat().st_size == entry["bytes"]
+                assert (session / entry.path).stat().st_size == entry.bytes

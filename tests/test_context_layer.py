@@ -3,6 +3,7 @@ and a gauge that shows what the compactor decides."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,9 +12,9 @@ from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, RunFinished
-from pseudoclaude_nb.messages import ToolCall, Usage
+from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage
 from pseudoclaude_nb.providers import ScriptedProvider
-from pseudoclaude_nb.session import SessionWriter, new_session_dir
+from pseudoclaude_nb.session import SessionWriter, load_session, new_session_dir
 from pseudoclaude_nb.widgets import ContextGauge
 from tests.scripts import script
 
@@ -34,7 +35,7 @@ def test_a_strategy_switch_keeps_calibration_anchor_and_the_pending_batch(worksp
         calls = [ToolCall(id=f"c{i}", name="bash", arguments={}) for i in range(3)]
         conversation.add_assistant_tool_calls("", calls)
         for call in calls:
-            conversation.add_tool_result(call.id, context.admit_result(call, "r" * 20_000))
+            conversation.add_result(context.admit(call, ToolResult(call_id=call.id, content="r" * 20_000)))
         context.after_tools(len(calls))
         calibration, anchor, shared = context.calibration, context.anchor, context.shared
 
@@ -108,3 +109,102 @@ def test_a_finished_gauge_ignores_later_events():
     gauge(CompactStarted("manual", 100))
     gauge(ContextState(900, 50, 1_000, 800, False, 0, 1))
     assert gauge.widget.value == before and gauge.state.status == "done"
+
+
+# --- durable marks: fields, not text -------------------------------------------------------------------
+
+
+def test_the_marks_are_serialized_only_when_set():
+    plain = Message(id="m", role="user", tool_result=ToolResult(call_id="c", content="x"), ts=1.0)
+    assert list(plain.to_dict()) == ["id", "role", "content", "tool_calls", "tool_result", "ts"]
+    assert list(plain.to_dict()["tool_result"]) == ["call_id", "content", "is_error"]
+    marked = Message(role="user", content="n", host="rollover-remind")
+    assert marked.to_dict()["host"] == "rollover-remind"
+    spilled = ToolResult(call_id="c", content="p", spilled="tool-results/c.txt")
+    assert spilled.to_dict()["spilled"] == "tool-results/c.txt"
+    assert Message.model_validate({**marked.to_dict(), "type": "message", "v": 1}) == marked
+
+
+def write_log(path: Path, lines: list[dict]) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    (path / "conversation.jsonl").write_text("".join(json.dumps(e) + "\n" for e in lines), encoding="utf-8")
+
+
+def legacy_lines(preview_text: str, *, spilled: str | None = None) -> list[dict]:
+    result = {"call_id": "c1", "content": preview_text, "is_error": False}
+    if spilled:
+        result["spilled"] = spilled
+    return [
+        {"v": 1, "type": "message", "id": "u", "ts": 1.0, "role": "user", "content": "go", "tool_calls": []},
+        {
+            "v": 1,
+            "type": "message",
+            "id": "a",
+            "ts": 2.0,
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c1", "name": "bash", "arguments": {}}],
+        },
+        {
+            "v": 1,
+            "type": "message",
+            "id": "r",
+            "ts": 3.0,
+            "role": "user",
+            "content": "",
+            "tool_result": result,
+        },
+    ]
+
+
+PREVIEW = (
+    "[Tool result too large for the context: 60,000 bytes, saved in full to "
+    ".pseudoclaude/sessions/s/tool-results/c1.txt]\nRead it in parts with read_file(...)\n\nhead\n"
+)
+
+
+def test_a_legacy_preview_is_recognised_on_resume(workspace: Path):
+    path = new_session_dir(workspace)
+    write_log(path, legacy_lines(PREVIEW))
+    loaded = load_session(path)
+    [result] = [m for m in loaded.messages if m.tool_result is not None]
+    assert result.is_spill_preview and result.tool_result.spilled == "tool-results/c1.txt"
+    context = ContextManager(Conversation(loaded.messages), session_dir=path, workspace=workspace)
+    context.restore(loaded)
+    assert context.ledger.decision("c1") == "spilled"
+
+
+def test_in_a_current_log_text_alone_is_not_a_preview(workspace: Path):
+    """A log that carries the marks: a result that merely reads like a preview is a result."""
+    path = new_session_dir(workspace)
+    lines = legacy_lines(PREVIEW)
+    lines += [
+        {
+            "v": 1,
+            "type": "message",
+            "id": "a2",
+            "ts": 4.0,
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [{"id": "c2", "name": "bash", "arguments": {}}],
+        },
+        {
+            "v": 1,
+            "type": "message",
+            "id": "r2",
+            "ts": 5.0,
+            "role": "user",
+            "content": "",
+            "tool_result": {
+                "call_id": "c2",
+                "content": "p",
+                "is_error": False,
+                "spilled": "tool-results/c2.txt",
+            },
+        },
+    ]
+    write_log(path, lines)
+    loaded = load_session(path)
+    by_call = {m.tool_result.call_id: m for m in loaded.messages if m.tool_result is not None}
+    assert by_call["c2"].is_spill_preview
+    assert not by_call["c1"].is_spill_preview

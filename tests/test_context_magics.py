@@ -85,7 +85,7 @@ def test_compact_summarizes_and_status_reports_it(ip, workspace: Path) -> None:
     first = session.conversation.messages()[0]
     assert first.content.startswith("<summary>") and "six questions" in first.content
     log = load_session(session.dir)
-    assert log.replaces == 1 and [c["trigger"] for c in log.compacts] == ["manual"]
+    assert log.replaces == 1 and [c.trigger for c in log.compacts] == ["manual"]
     status = run(ip, "compact --status")
     assert "1 compactions" in status and "last compaction (manual)" in status and "breaker closed" in status
 

@@ -202,7 +202,7 @@ def test_spill_browser_never_opens_a_path_outside_the_session(workspace, decoy):
     secret = decoy / "passwd"
     with SessionWriter(d) as w:
         for path in (str(secret), "../../../../decoy/passwd", "tool-results/../../../x", "meta.json"):
-            w.log(entries.spill_entry(call_id="c", tool="bash", path=path, bytes=1, sha256="0" * 64))
+            w.spill(call_id="c", tool="bash", path=path, bytes=1, sha256="0" * 64)
     rows = spill_rows(d)
     assert len(rows) == 4
     assert all("root:" not in r["preview"] for r in rows)

@@ -107,7 +107,7 @@ def test_sessions_list_show_resume_and_new(ip, workspace: Path) -> None:
     sid = current_agent(ip).session.id
 
     listing = run(ip, "sessions list")
-    assert f"* {sid}" in listing and "how are you" in listing and "open" in listing
+    assert f"* {sid}" in listing and "how are you" in listing and "current" in listing and "open" not in listing
 
     shown = run(ip, f"sessions show {sid}")
     assert "2 effective messages of 2 logged" in shown and "fine, thanks" in shown

@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact.manifest import PREVIEW_MARK
-from pseudoclaude_nb.events import Notice
+from pseudoclaude_nb.events import Notice, ToolStarted
 from pseudoclaude_nb.magics import current_agent
 from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as anthropic_wire
@@ -71,7 +70,7 @@ def test_huge_mcp_result_is_spilled_by_layer1(workspace: Path, agents) -> None:
     agents.append(agent)
     assert agent.run("make a big one").status == "done"
     (result,) = [m.tool_result for m in agent.session.conversation.messages() if m.tool_result]
-    assert result.content.startswith(PREVIEW_MARK) and len(result.content) < 10_000
+    assert result.spilled == "tool-results/c_huge.txt" and len(result.content) < 10_000
     spilled = list((agent.session.dir / "tool-results").iterdir())
     assert len(spilled) == 1 and spilled[0].stat().st_size >= 120_000
     assert spilled[0].name == "c_huge.txt" and spilled[0].read_text().startswith("0123456789")
@@ -81,7 +80,9 @@ def test_read_only_mode_follows_the_hints(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
     path = write_script(
         workspace,
-        turn("", ("mcp__edge__echo", {"text": "ok"}, "c_ro"), ("mcp__edge__write_note", {"name": "n"}, "c_rw")),
+        turn(
+            "", ("mcp__edge__echo", {"text": "ok"}, "c_ro"), ("mcp__edge__write_note", {"name": "n"}, "c_rw")
+        ),
         turn("Done."),
     )
     agent = make_agent(workspace, path, permission_mode="read-only")
@@ -131,12 +132,17 @@ def test_bad_mcp_json_is_one_clear_notice(workspace: Path, agents) -> None:
 
 def test_resume_when_the_server_is_gone(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
-    first = make_agent(workspace, write_script(workspace, turn("", ("mcp__edge__echo", {"text": "old"}, "c_old")), turn("ok")))
+    first = make_agent(
+        workspace,
+        write_script(workspace, turn("", ("mcp__edge__echo", {"text": "old"}, "c_old")), turn("ok")),
+    )
     agents.append(first)
     session_id = first.run("first").session_id
     first.close()
     (workspace / ".mcp.json").unlink()
-    path = write_script(workspace, turn("", ("mcp__edge__echo", {"text": "new"}, "c_new")), turn("It is gone."))
+    path = write_script(
+        workspace, turn("", ("mcp__edge__echo", {"text": "new"}, "c_new")), turn("It is gone.")
+    )
     second = make_agent(workspace, path)
     agents.append(second)
     assert second.run("again", session_id=session_id).status == "done"
@@ -172,7 +178,9 @@ def test_anthropic_request_carries_mcp_schemas(workspace: Path, agents, monkeypa
         monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-mcp-test-1")
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
         fake.play(
-            anthropic_wire.answer("Let me check.", [("toolu_t", "mcp__time__get_current_time", {"timezone": "UTC"})]),
+            anthropic_wire.answer(
+                "Let me check.", [("toolu_t", "mcp__time__get_current_time", {"timezone": "UTC"})]
+            ),
             anthropic_wire.answer("It is a Tuesday somewhere."),
         )
         agent = make_agent(workspace, provider="anthropic")
@@ -249,3 +257,32 @@ def test_config_setting_and_start(ip, workspace: Path) -> None:
     out = run_magic(ip, "mcp start")
     assert "edge  stdio  running · 9 tools" in out
     assert "%config PseudoClaude.mcp_servers" in out.splitlines()[0]
+
+
+def test_interrupt_during_an_mcp_call_keeps_the_log_valid(workspace: Path, agents) -> None:
+    import signal
+    import threading
+    import time
+
+    mcp_json(workspace, {"edge": edge()})
+    path = write_script(
+        workspace,
+        turn("", ("mcp__edge__echo", {"text": "warm"}, "c_warm")),
+        turn("", ("mcp__edge__slow", {"seconds": 90}, "c_slow")),
+        turn("never reached"),
+    )
+    agent = make_agent(workspace, path)
+    agents.append(agent)
+    main = threading.main_thread().ident
+    started = time.monotonic()
+
+    def interrupt_when_slow_runs(event: object) -> None:
+        if isinstance(event, ToolStarted) and event.call.name == "mcp__edge__slow":
+            threading.Timer(1.0, lambda: signal.pthread_kill(main, signal.SIGINT)).start()
+
+    summary = agent.run("go slow", listeners=[interrupt_when_slow_runs])
+    assert summary.status == "interrupted" and time.monotonic() - started < 60
+    results = results_by_call(agent.session.dir)
+    assert results["c_warm"]["content"] == "warm"
+    assert results["c_slow"]["is_error"] and "interrupted by user" in results["c_slow"]["content"]
+    assert agent.mcp.servers["edge"].status == "running"  # the server itself is fine

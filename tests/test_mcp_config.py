@@ -29,22 +29,40 @@ def test_project_file_stdio_and_http(workspace: Path) -> None:
     config = load_config(workspace)
     assert config.errors == []
     time, remote = config.servers["time"], config.servers["remote"]
-    assert (time.type, time.command, time.args, time.env) == ("stdio", "python", ("-m", "mcp_server_time"), (("TZ", "UTC"),))
-    assert (remote.type, remote.url, remote.headers) == ("http", "http://127.0.0.1:9/mcp", (("X-Team", "core"),))
+    assert (time.type, time.command, time.args, time.env) == (
+        "stdio",
+        "python",
+        ("-m", "mcp_server_time"),
+        (("TZ", "UTC"),),
+    )
+    assert (remote.type, remote.url, remote.headers) == (
+        "http",
+        "http://127.0.0.1:9/mcp",
+        (("X-Team", "core"),),
+    )
     assert time.trust == "hints" and time.source == str(workspace / ".mcp.json")
 
 
 def test_precedence_user_then_project_then_config(workspace: Path) -> None:
     home = Path(os.environ["PSEUDOCLAUDE_HOME"])
     write(home / "mcp.json", {"mcpServers": {"a": {"command": "user-a"}, "b": {"command": "user-b"}}})
-    write(workspace / ".mcp.json", {"mcpServers": {"b": {"command": "project-b"}, "c": {"command": "project-c"}}})
+    write(
+        workspace / ".mcp.json",
+        {"mcpServers": {"b": {"command": "project-b"}, "c": {"command": "project-c"}}},
+    )
     config = load_config(workspace, {"c": {"command": "config-c"}})
-    assert {n: s.command for n, s in config.servers.items()} == {"a": "user-a", "b": "project-b", "c": "config-c"}
+    assert {n: s.command for n, s in config.servers.items()} == {
+        "a": "user-a",
+        "b": "project-b",
+        "c": "config-c",
+    }
     assert config.servers["c"].source == CONFIG_SOURCE
     assert config.sources == [str(home / "mcp.json"), str(workspace / ".mcp.json"), CONFIG_SOURCE]
 
 
-def test_variables_expand_and_their_values_are_secrets(workspace: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_variables_expand_and_their_values_are_secrets(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("TEAM_TOKEN", "tok-123456789")
     monkeypatch.setenv("GIT_DIR_X", "/repos/x")
     write(
@@ -69,7 +87,10 @@ def test_variables_expand_and_their_values_are_secrets(workspace: Path, monkeypa
 
 
 def test_unset_variable_names_file_key_and_variable_not_values(workspace: Path) -> None:
-    path = write(workspace / ".mcp.json", {"mcpServers": {"api": {"command": "x", "env": {"KEY": "${NOT_SET_ANYWHERE}"}}}})
+    path = write(
+        workspace / ".mcp.json",
+        {"mcpServers": {"api": {"command": "x", "env": {"KEY": "${NOT_SET_ANYWHERE}"}}}},
+    )
     config = load_config(workspace)
     assert config.servers == {}
     assert config.errors == [
@@ -86,12 +107,18 @@ def test_unset_variable_names_file_key_and_variable_not_values(workspace: Path) 
         ({"command": "x", "env": {"A": 1}}, "mcpServers.s.env", "must be an object of strings"),
         ({"command": "x", "comand": "typo"}, "mcpServers.s.comand", "unknown key for a stdio server"),
         ({"type": "http"}, "mcpServers.s.url", "must be a non-empty string"),
-        ({"type": "sse", "url": "http://127.0.0.1/sse"}, "mcpServers.s.type", "SSE servers are not supported"),
+        (
+            {"type": "sse", "url": "http://127.0.0.1/sse"},
+            "mcpServers.s.type",
+            "SSE servers are not supported",
+        ),
         ({"command": "x", "trust": "always"}, "mcpServers.s.trust", "must be one of read-only, ask, auto"),
         ("python -m x", "mcpServers.s", "must be an object"),
     ],
 )
-def test_bad_entry_is_one_error_naming_file_and_key(workspace: Path, entry: object, key: str, problem: str) -> None:
+def test_bad_entry_is_one_error_naming_file_and_key(
+    workspace: Path, entry: object, key: str, problem: str
+) -> None:
     path = write(workspace / ".mcp.json", {"mcpServers": {"s": entry, "ok": {"command": "fine"}}})
     config = load_config(workspace)
     assert list(config.servers) == ["ok"]  # the good server still starts
@@ -119,9 +146,7 @@ def test_values_never_appear_in_errors(workspace: Path, monkeypatch: pytest.Monk
 
 def test_config_setting_errors_name_the_setting(workspace: Path) -> None:
     config = load_config(workspace, {"x": {"type": "http", "url": ""}})
-    assert config.errors == [
-        f"{CONFIG_SOURCE}: x.url: must be a non-empty string; server 'x' is not started"
-    ]
+    assert config.errors == [f"{CONFIG_SOURCE}: x.url: must be a non-empty string; server 'x' is not started"]
 
 
 def test_no_configuration_is_nothing(workspace: Path) -> None:

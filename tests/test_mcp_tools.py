@@ -39,7 +39,9 @@ def test_names_are_prefixed_safe_short_and_unique() -> None:
     assert names[("my_server", "do_thing")] == "mcp__my_server__do_thing_2"
     assert len(set(names.values())) == len(tools)
     for name in names.values():
-        assert re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) and len(name) <= MAX_NAME and name.startswith("mcp__")
+        assert (
+            re.fullmatch(r"[A-Za-z0-9_-]{1,64}", name) and len(name) <= MAX_NAME and name.startswith("mcp__")
+        )
     assert tool_names(reversed(tools)) == names  # stable whatever order servers list them in
 
 
@@ -48,11 +50,18 @@ def test_schema_cleaned_for_providers() -> None:
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "getArguments",
         "type": "object",
-        "properties": {"title": {"title": "Title", "type": "string"}, "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]}},
+        "properties": {
+            "title": {"title": "Title", "type": "string"},
+            "n": {"anyOf": [{"type": "integer"}, {"type": "null"}]},
+        },
         "anyOf": [{"required": ["title"]}, {"required": ["n"]}],
     }
     out = provider_schema(schema)
-    assert out == {"type": "object", "properties": {"title": {"type": "string"}, "n": {"type": "integer"}}, "required": []}
+    assert out == {
+        "type": "object",
+        "properties": {"title": {"type": "string"}, "n": {"type": "integer"}},
+        "required": [],
+    }
     assert provider_schema(None) == {"type": "object", "properties": {}, "required": []}
     assert provider_schema({"type": "string"})["type"] == "object"
 
@@ -85,7 +94,9 @@ def test_read_only_mode_follows_the_hints_through_the_registry() -> None:
     looked = registry.run(ToolCall(id="1", name="mcp__s__look", arguments={"q": 1}), read_only)
     changed = registry.run(ToolCall(id="2", name="mcp__s__change", arguments={"path": "x"}), read_only)
     assert (looked.is_error, looked.content) == (False, "ok")
-    assert changed.is_error and "read-only" in changed.content and "mcp__s__change(path='x')" in changed.content
+    assert (
+        changed.is_error and "read-only" in changed.content and "mcp__s__change(path='x')" in changed.content
+    )
     assert calls == [("look", {"q": 1})]
 
 
@@ -111,7 +122,9 @@ def test_result_parts_become_text() -> None:
             ),
             types.EmbeddedResource(
                 type="resource",
-                resource=types.BlobResourceContents(uri="file:///a.bin", blob="AAAA", mime_type="application/x"),
+                resource=types.BlobResourceContents(
+                    uri="file:///a.bin", blob="AAAA", mime_type="application/x"
+                ),
             ),
             types.ResourceLink(type="resource_link", uri="file:///big.csv", name="big.csv"),
         )

@@ -22,7 +22,7 @@ from pseudoclaude_nb.memory import (
     parse_operations,
     validate_operations,
 )
-from pseudoclaude_nb.memory.manager import POLICY_TEXT, transcript
+from pseudoclaude_nb.memory.update import POLICY_TEXT, transcript
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
 from pseudoclaude_nb.providers import ScriptedProvider
 from tests.scripts import script

@@ -103,6 +103,10 @@ def test_the_run_begins_with_the_notebook_block_marked_and_redacted(ip, workspac
     from pseudoclaude_nb.session import list_sessions
 
     assert list_sessions(workspace)[0].title == "why did my last cell fail?"
+    from pseudoclaude_nb.session.timeline import build_timeline
+
+    user_items = [i for i in build_timeline(agent.session.dir).items if i.kind == "user"]
+    assert user_items[0].label == "[3 notebook cells] why did my last cell fail?"
     # The next run reports only what ran since.
     cell(ip, "count = 3")
     out, _ = cell(ip, f"%agent --provider scripted --script {path} and now?")

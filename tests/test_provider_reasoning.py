@@ -368,3 +368,16 @@ def test_a_stream_without_any_usage_is_fine(server) -> None:
     server.play(data_stream(chunk({"role": "assistant", "content": "hi"}), chunk({}, "stop")))
     response = collect(OpenAIProvider(base_url=f"{server.url}/v1", model="local").stream(ask()))
     assert response.text == "hi" and response.usage.output_tokens == 0
+
+
+def test_agent_magic_options_thinking_and_effort(ip, server) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(UsageError, match="at least 1024"):
+        ip.run_line_magic("agent", "--provider openai --thinking 500 hello")
+    server.play(wire.answer("ok"))
+    out = run_magic(ip, 'agent --provider openai --model o3 --effort high "hello"')
+    assert "✓ done" in out and server.bodies[0]["reasoning_effort"] == "high"
+    assert server.bodies[0]["max_completion_tokens"] == 8192
+    with pytest.raises(UsageError, match="takes no reasoning_effort"):
+        ip.run_line_magic("agent", "--provider openai --model gpt-4o --effort high hello")

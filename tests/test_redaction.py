@@ -52,6 +52,12 @@ KEYS: list[tuple[str, str]] = [
     ("github", "github_pat_" + _r(22) + "_" + _r(59)),
     ("aws-access-key-id", "AKIA" + _r(16, UPPER)),
     ("aws-access-key-id", "ASIA" + _r(16, UPPER)),
+    ("slack", "xoxb-" + _r(12, "0123456789") + "-" + _r(13, "0123456789") + "-" + _r(24)),
+    ("slack", "xoxp-" + _r(12, "0123456789") + "-" + _r(12, "0123456789") + "-" + _r(32)),
+    ("google-api-key", "AIza" + _r(35, ALNUM + "_-")),
+    ("stripe", "sk_live_" + _r(24)),
+    ("stripe", "rk_live_" + _r(24)),
+    ("jwt", "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIx" + _r(20) + "." + _r(43, ALNUM + "_-")),
     ("private-key", _pem("RSA PRIVATE KEY")),
     ("private-key", _pem("OPENSSH PRIVATE KEY")),
     ("private-key", _pem("PRIVATE KEY")),
@@ -177,7 +183,7 @@ def test_values_are_redacted_deep_and_other_types_kept() -> None:
 def test_every_pattern_has_a_trigger_in_its_own_corpus_keys() -> None:
     # The pre-check skips a pattern whose triggers are absent: each kind must be reachable.
     kinds = {p.kind for p in PATTERNS}
-    assert kinds == {k for k, _ in KEYS} | {"aws-secret-key", "bearer-token"}
+    assert kinds == {k for k, _ in KEYS} | {"aws-secret-key", "bearer-token", "url-password", "assigned-secret"}
     for kind, key in KEYS:
         pattern = next(p for p in PATTERNS if p.kind == kind)
         assert any(t in key for t in pattern.triggers), kind
@@ -232,7 +238,7 @@ def test_the_writer_redacts_appends_replaces_and_notes(workspace: Path) -> None:
         w.attach(conv)
         _conversation_with_secrets(conv, key, token)
         conv.replace("edit", [Message(role="user", content=f"summary mentions {key}")] + conv.messages()[1:])
-        w.log_note(f"note with {token}")
+        w.note(f"note with {token}")
         in_memory = conv.messages()
     raw = (sdir / "conversation.jsonl").read_bytes()
     assert key.encode() not in raw and token.encode() not in raw

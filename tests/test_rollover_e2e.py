@@ -436,3 +436,20 @@ def test_the_live_gauge_draws_the_rollover_marks(ws: Path, agents):
     assert gauge.state.marks == (("remind", 52_000), ("base", 67_000), ("hard", 80_000))
     assert "Layer 2" not in gauge.widget.value and "Layer 2" not in gauge.widget.text
     assert "remind 52,000" in gauge.widget.text and "hard 80,000" in gauge.widget.text
+
+
+def test_a_prompt_that_starts_like_a_reminder_does_not_suppress_it(ws: Path, agents):
+    agent = make_agent(
+        ws,
+        agents,
+        used(55_000, turn("", ("read_file", {"path": "budget.py"}))),
+        used(56_000, turn("Done for now.")),
+    )
+    events: list = []
+    prompt = f"{REMIND_MARK}: this is the user's own text, not the host's"
+    assert agent.run(prompt, listeners=[events.append]).status == "done"
+    assert [e.base_limit for e in events if isinstance(e, RolloverReminded)] == [67_000]
+    hosted = [m for m in agent.session.conversation.messages() if m.host == "rollover-remind"]
+    assert len(hosted) == 1 and hosted[0].content != prompt
+    logged = [e for e in log(agent) if e["type"] == "message" and e.get("host") == "rollover-remind"]
+    assert len(logged) == 1

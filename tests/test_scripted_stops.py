@@ -172,3 +172,11 @@ def test_notebook_shows_thinking_collapsed_above_the_answer(ip) -> None:
     )
     assert "Let me think &lt;carefully&gt;." in thinking[0]
     assert "The answer." in "".join(markdown) and "Let me think" not in "".join(markdown)
+
+
+def test_reasoning_of_another_shape_is_left_out_not_the_message() -> None:
+    data = {"id": "a", "role": "assistant", "content": "ok", "ts": 1.0, "stop_reason": "pause_turn"}
+    data["reasoning"] = [{"kind": "thinking", "text": "t", "signature": "s"}, {"kind": "future-kind"}, "x"]
+    msg = Message.model_validate(data)
+    assert msg.reasoning == (Reasoning(kind="thinking", text="t", signature="s"),)
+    assert msg.stop_reason is None and msg.content == "ok"

@@ -577,8 +577,8 @@ def test_spills_and_notes_are_collected(tmp_path):
     }
     d = write_log(tmp_path, msg("u1", content="a"), spill, note("hello"))
     r = load_session(d)
-    assert [s["call_id"] for s in r.spills] == ["c1"]
-    assert [n["text"] for n in r.notes] == ["hello"]
+    assert [s.call_id for s in r.spills] == ["c1"]
+    assert [n.text for n in r.notes] == ["hello"]
 
 
 # --- metadata --------------------------------------------------------------------------------------------

@@ -18,8 +18,9 @@ from hypothesis import strategies as st
 
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, Usage
-from pseudoclaude_nb.session import entries, load_session
+from pseudoclaude_nb.session import entries, fast_load, load_session
 from pseudoclaude_nb.session import loader as loader_module
+from pseudoclaude_nb.session.entries import MessageEntry, parse_entry, valid_message
 from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 from tests.test_loader_fuzz import _real_log, damage
@@ -140,23 +141,17 @@ def big_log(workspace: Path, *, mb: int = 6, after: int = 30, torn_last: bool = 
             call = ToolCall(id=f"c{i}", name="read_file", arguments={"path": f"f{i}.py"})
             conversation.add_assistant_tool_calls("reading", [call])
             conversation.add_tool_result(call.id, f"{i} {filler}")
-            writer.log_usage(
+            writer.usage(
                 Usage(input_tokens=i, output_tokens=1), messages=len(conversation), model="big-model"
             )
             i += 1
-        writer.log(
-            entries.compact_entry(trigger="auto", before_tokens=9, after_tokens=1, ok=False, error="x")
-        )
+        writer.compact(trigger="auto", before_tokens=9, after_tokens=1, ok=False, error="x")
         tail = conversation.messages()[-4:]
         conversation.replace("compact", [Message(role="user", content="<summary>all of it</summary>"), *tail])
-        writer.log(
-            entries.compact_entry(trigger="auto", before_tokens=9, after_tokens=1, ok=True, error=None)
-        )
+        writer.compact(trigger="auto", before_tokens=9, after_tokens=1, ok=True, error=None)
         for k in range(after):
             conversation.add_user(f"more {k}")
-        writer.log_usage(
-            Usage(input_tokens=5, output_tokens=1), messages=len(conversation), model="big-model"
-        )
+        writer.usage(Usage(input_tokens=5, output_tokens=1), messages=len(conversation), model="big-model")
     log = folder / "conversation.jsonl"
     if torn_last:
         # A second replace whose snapshot a crash cut off: the first one stands.
@@ -179,7 +174,7 @@ def test_resume_of_a_large_log_reads_a_bounded_part(big, small_skip):
     full = load_session(big, full=True)
     assert fast.partial and fast.skipped is not None
     # The first backward chunk, the look-back and the head: a few hundred KB of 6 MB.
-    bound = loader_module._CHUNK + loader_module._LOOKBACK + loader_module._HEAD_CHUNK
+    bound = fast_load.FIRST_CHUNK + fast_load.LOOKBACK + fast_load.HEAD_CHUNK
     assert fast.bytes_read <= bound < size // 3
     assert full.bytes_read == size
     assert_same(full, fast)
@@ -189,7 +184,7 @@ def test_resume_of_a_large_log_reads_a_bounded_part(big, small_skip):
     assert fast.title == "the big task" and fast.first_model == "big-model"
     assert fast.usage_anchor == (6, len(fast.messages))
     # What the look-back saw: the failed attempt and the success that led to the replace.
-    assert [c["ok"] for c in fast.compacts] == [False, True]
+    assert [c.ok for c in fast.compacts] == [False, True]
     # Counts describe the part read; the full replay counts the whole log.
     assert fast.physical_messages < full.physical_messages
     assert full.replaces == 1 and fast.replaces == 1
@@ -250,7 +245,7 @@ def test_a_large_log_without_any_replace_is_replayed_whole(tmp_path, small_skip)
 def test_the_head_is_read_only_for_title_model_and_first_timestamp(big, small_skip):
     fast = load_session(big)
     head_end, look_start = fast.skipped
-    assert head_end <= loader_module._HEAD_CHUNK
+    assert head_end <= fast_load.HEAD_CHUNK
     first = orjson.loads(big.read_bytes().split(b"\n", 1)[0])
     assert fast.first_ts == first["ts"]
     assert look_start > head_end
@@ -304,9 +299,10 @@ _ENTRY = st.fixed_dictionaries(
 def test_an_entry_the_replay_takes_as_plainly_valid_is_a_valid_message(entry) -> None:
     """The replay defers validation for such entries: pydantic must accept them as they are."""
     entry = {"v": 1, "type": "message", **entry}
-    if loader_module._plainly_valid(entry):
+    parsed = parse_entry(entry)
+    if isinstance(parsed, MessageEntry) and parsed.parsed is None:  # taken as plainly valid
         message = Message.model_validate(entry)
-        assert message == loader_module._valid_message(entry)
+        assert message == valid_message(entry) == parsed.message
 
 
 def test_a_sidecar_is_never_written_from_a_partial_load(big, tmp_path, small_skip):

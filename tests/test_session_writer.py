@@ -114,14 +114,12 @@ def test_replace_of_1000_messages_is_one_write_and_one_fsync(opened, monkeypatch
     assert counter.writes[0] == w.path.stat().st_size - len(w.path.read_bytes().split(b"\n", 1)[0]) - 1
 
 
-def test_log_usage_and_note_are_one_write_each(opened, monkeypatch):
+def test_usage_and_note_are_one_write_each(opened, monkeypatch):
     w, conv = opened
     conv.add_user("x")
     counter = Counter(monkeypatch, lambda: w._fd)
-    w.log_usage(
-        Usage(input_tokens=5, output_tokens=2, cache_read_input_tokens=9), messages=1, model="model-a"
-    )
-    w.log_note("hello", "warning")
+    w.usage(Usage(input_tokens=5, output_tokens=2, cache_read_input_tokens=9), messages=1, model="model-a")
+    w.note("hello", "warning")
     assert len(counter.writes) == 2 and counter.fsyncs == 2
     usage, note = entries_of(w.path)[1:]
     assert usage["type"] == "usage" and usage["input_tokens"] == 5 and usage["cache_read_input_tokens"] == 9
@@ -137,7 +135,7 @@ def test_fsync_false_never_fsyncs(sdir, monkeypatch):
     try:
         conv.add_user("a")
         conv.replace("edit", [Message(role="user", content="b")])
-        w.log_note("n")
+        w.note("n")
         assert len(counter.writes) == 3
         assert counter.fsyncs == 0
     finally:
@@ -190,7 +188,7 @@ def test_detach_and_close_stop_writing(opened):
     assert [e["content"] for e in entries_of(w.path)] == ["logged"]
     w.close()
     with pytest.raises(SessionWriteError, match="closed"):
-        w.log_note("after close")
+        w.note("after close")
 
 
 # --- torn tail -----------------------------------------------------------------------------------
@@ -276,7 +274,7 @@ def test_lock_released_on_close(sdir):
     w.close()  # idempotent
     with SessionWriter(sdir) as again:
         assert is_locked(sdir)
-        again.log_note("reopened")
+        again.note("reopened")
     assert not is_locked(sdir)
     assert (sdir / "writer.lock").exists()
 
@@ -379,7 +377,7 @@ def test_failed_then_usage_entry_resyncs_first(opened, monkeypatch):
     failing.armed = True
     with pytest.raises(HookError):
         conv.add_assistant("two")
-    w.log_usage(Usage(input_tokens=3, output_tokens=1), messages=2, model="model-a")
+    w.usage(Usage(input_tokens=3, output_tokens=1), messages=2, model="model-a")
     assert w.failed is None
     loaded = _assert_log_matches(conv, w.dir)
     assert loaded.usage_anchor == (4, 2)

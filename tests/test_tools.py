@@ -228,7 +228,7 @@ def test_ask_yes_runs_and_no_refuses() -> None:
     assert refused.is_error and "did not allow" in refused.content
     assert registry.run(_call("echo", text="3"), perms).content == "3"
     assert registry.run(_call("echo", text="4"), perms).is_error
-    assert ask.prompts[0] == "allow echo(text='1')? [y]es / [n]o / [a]lways for this tool: "
+    assert ask.prompts[0] == "allow echo(text='1')?\n[y/N, a = always allow echo]: "
 
 
 def test_ask_always_remembers_the_tool_for_this_permissions_object() -> None:

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.messages import ToolCall, ToolResult
-from pseudoclaude_nb.tools import Permissions, build_tools
+from pseudoclaude_nb.tools import Permissions, build_tools, shell
 from pseudoclaude_nb.tools.shell import OutputBuffer, _complete_prefix, _first_char_start
 
 
@@ -106,8 +106,12 @@ def test_background_child_holding_the_pipe_does_not_block(tmp_path: Path, run) -
         assert not result.is_error
         assert result.content.startswith("hi\n")
         assert "background processes" in result.content
+        assert _wait_dead(background), "the background child outlived the call"
     finally:
-        os.kill(background, signal.SIGKILL)
+        try:
+            os.kill(background, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 @pytest.mark.skipif(
@@ -126,31 +130,49 @@ def test_keyboard_interrupt_kills_the_group_and_propagates(tmp_path: Path, run) 
     assert _wait_dead(background), "the child survived the interrupt"
 
 
-def test_large_output_keeps_head_and_tail(run) -> None:
+@pytest.fixture
+def small_cap(monkeypatch):
+    """The old 30,000-byte cap, so the head/tail rule is cheap to exercise."""
+    monkeypatch.setattr(shell, "HEAD_BYTES", 15_000)
+    monkeypatch.setattr(shell, "TAIL_BYTES", 15_000)
+    monkeypatch.setattr(shell, "REDACT_MARGIN", 0)
+
+
+def _split(content: str) -> tuple[str, int, str]:
+    head, rest = content.split("\n[… ", 1)
+    omitted = int(rest.split(" bytes omitted")[0].replace(",", ""))
+    return head, omitted, rest.split("…]\n", 1)[1]
+
+
+def test_large_output_keeps_head_and_tail(run, small_cap) -> None:
     result = run("printf 'HEAD-'; head -c 100000 /dev/zero | tr '\\0' x; printf -- '-TAIL'")
     assert not result.is_error
     content = result.content
     assert content.startswith("HEAD-xxx")
     assert content.endswith("xxx-TAIL")
-    assert "[… 70010 bytes omitted …]" in content
-    head, tail = content.split("\n[… 70010 bytes omitted …]\n")
+    head, omitted, tail = _split(content)
+    assert omitted == 70_010
     assert len(head.encode()) == 15_000 and len(tail.encode()) == 15_000
 
 
-def test_large_output_is_cut_at_character_boundaries(run) -> None:
+def test_large_output_is_cut_at_character_boundaries(run, small_cap) -> None:
     # 'a' shifts the 3-byte '€' so both cut points fall inside a character.
     result = run("printf a; yes '€€€€€€€€€€' | head -c 60000")
     assert "\ufffd" not in result.content
-    head, tail = result.content.split("\n[… ")
-    omitted = int(tail.split(" bytes omitted")[0])
-    kept = len(head.encode()) + len(tail.split("…]\n", 1)[1].encode())
-    assert kept + omitted == 60_001
+    head, omitted, tail = _split(result.content)
+    kept = len(head.encode()) + len(tail.encode())
+    assert kept + omitted <= 60_001 and omitted >= 30_001
     assert kept <= 30_000
 
 
-def test_output_at_exactly_the_cap_is_kept_whole(run) -> None:
+def test_output_at_exactly_the_cap_is_kept_whole(run, small_cap) -> None:
     result = run("head -c 30000 /dev/zero | tr '\\0' y")
     assert result.content == "y" * 30_000
+
+
+def test_output_under_the_20_mib_cap_is_kept_whole(run) -> None:
+    result = run("head -c 120000 /dev/zero | tr '\\0' y; echo; echo END")
+    assert result.content == "y" * 120_000 + "\nEND"
 
 
 # --- the buffer itself -----------------------------------------------------------------
@@ -158,7 +180,7 @@ def test_output_at_exactly_the_cap_is_kept_whole(run) -> None:
 
 def test_output_buffer_with_chunked_feed() -> None:
     data = ("a" + "€" * 100).encode()
-    buf = OutputBuffer(head=10, tail=10)
+    buf = OutputBuffer(head=10, tail=10, margin=0)
     for i in range(0, len(data), 7):
         buf.feed(data[i : i + 7])
     text = buf.text()

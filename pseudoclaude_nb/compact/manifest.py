@@ -13,8 +13,6 @@ from ..mcp.tools import is_mcp_tool
 from ..messages import Message
 from .estimate import estimate_text, image_part_bytes, message_bytes, tokens_for_bytes
 
-PREVIEW_MARK = "[Tool result too large"
-
 
 def message_parts(messages: list[Message]) -> dict[str, int]:
     parts = {
@@ -30,7 +28,7 @@ def message_parts(messages: list[Message]) -> dict[str, int]:
         pictures = sum(image_part_bytes(p.width, p.height) for p in m.parts)
         parts["images"] += pictures
         if m.tool_result is not None:
-            key = "spill_previews" if m.tool_result.content.startswith(PREVIEW_MARK) else "tool_results"
+            key = "spill_previews" if m.is_spill_preview else "tool_results"
             parts[key] += message_bytes(m) - pictures
         elif m.role == "user":
             # The notebook activity block is its own part (found by the message's field).

@@ -48,20 +48,24 @@ class Ledger:
 
     def __init__(self) -> None:
         self._decisions: dict[str, Decision] = {}
+        self._spilled = 0  # kept with each decision: read every step, never recounted
 
     def decision(self, call_id: str) -> Decision | None:
         return self._decisions.get(call_id)
 
     def record(self, call_id: str, decision: Decision) -> None:
-        self._decisions.setdefault(call_id, decision)
+        if call_id not in self._decisions:
+            self._decisions[call_id] = decision
+            self._spilled += decision == "spilled"
 
     def force(self, call_id: str, decision: Decision) -> None:
         """Only for an explicit user request (``%compact --layer1``)."""
+        self._spilled += (decision == "spilled") - (self._decisions.get(call_id) == "spilled")
         self._decisions[call_id] = decision
 
     @property
     def spilled(self) -> int:
-        return sum(1 for d in self._decisions.values() if d == "spilled")
+        return self._spilled
 
 
 def safe_name(call_id: str) -> str:
@@ -117,10 +121,14 @@ def head_at_boundary(text: str, limit: int = PREVIEW_BYTES) -> str:
     return head[: cut + 1] if cut >= len(head) // 2 else head
 
 
-def preview(text: str, shown_path: str) -> str:
-    """What the model sees instead of a spilled result."""
+def preview(text: str, shown_path: str, *, redact: bool = True) -> str:
+    """What the model sees instead of a spilled result.
+
+    The text is redacted *before* its head is cut (``redact``), so the cut cannot leave a
+    secret's value without the label that identifies it.
+    """
     size = len(text.encode("utf-8"))
-    head = head_at_boundary(text)
+    head = head_at_boundary(Redactor().text(text) if redact else text)
     return (
         f"[Tool result too large for the context: {size:,} bytes, saved in full to {shown_path}]\n"
         f"Read it in parts with read_file(path={shown_path!r}, offset=N, limit=M), or search "

@@ -16,7 +16,6 @@ from ..compact.spill import Ledger, Spill, batch_to_spill, preview
 from ..errors import SessionWriteError
 from ..events import RunEvent, Spilled
 from ..messages import Message, ToolCall, ToolResult
-from ..session import entries
 
 if TYPE_CHECKING:
     from .state import SharedState
@@ -29,25 +28,35 @@ def ignore(event: RunEvent) -> None:
 
 
 def is_spill_preview(msg: Message) -> bool:
-    """Whether ``msg`` is a tool result Layer 1 replaced by a preview."""
-    return msg.tool_result is not None and msg.tool_result.content.startswith("[Tool result too large")
+    """Whether ``msg`` is a tool result Layer 1 replaced by a preview (by its ``spilled`` field)."""
+    return msg.is_spill_preview
+
+
+def _previewed(result: ToolResult, spill: Spill, shown: str) -> ToolResult:
+    """The preview standing for ``result``, marked with the spill file."""
+    return ToolResult(
+        call_id=result.call_id,
+        content=preview(result.content, shown),
+        is_error=result.is_error,
+        spilled=spill.path,
+    )
 
 
 class Spiller:
     def __init__(self, state: SharedState) -> None:
         self.state = state
 
-    def admit_result(self, call: ToolCall, content: str, emit: Emit = ignore) -> str:
-        """What the conversation gets for a tool result: the text, or a spill preview."""
+    def admit(self, call: ToolCall, result: ToolResult, emit: Emit = ignore) -> ToolResult:
+        """What the conversation gets for a tool result: the result, or its spill preview."""
         s = self.state
-        limit = s.settings.spill_bytes
+        content, limit = result.content, s.settings.spill_bytes
         if len(content) * 4 <= limit or s.session_dir is None:
-            return content  # fast path: even 4-byte characters would fit
+            return result  # fast path: even 4-byte characters would fit
         if len(content.encode("utf-8")) <= limit:
-            return content
+            return result
         spill = self._write(call.id, call.name, content)
         shown = self._record(spill, "single", emit)
-        return preview(content, shown)
+        return _previewed(result, spill, shown)
 
     def after_tools(self, count: int) -> None:
         """The runner appended a batch of ``count`` results: check them together before the next request."""
@@ -138,7 +147,7 @@ class Spiller:
         """Log a written spill and freeze its decision; returns the path shown to the model."""
         s = self.state
         if s.writer is not None and not logged:
-            s.writer.log(entries.spill_entry(**spill.entry_fields()))
+            s.writer.spill(**spill.entry_fields())
         s.ledger.force(spill.call_id, "spilled")
         shown = self._shown_path(spill.path)
         emit(Spilled(spill.call_id, spill.tool, shown, spill.bytes, reason))
@@ -174,17 +183,14 @@ class Spiller:
         for msg in messages:
             result = msg.tool_result
             if result is not None and msg.id in written:
-                result = ToolResult(
-                    call_id=result.call_id,
-                    content=preview(result.content, shown[msg.id]),
-                    is_error=result.is_error,
+                msg = msg.model_copy(
+                    update={"tool_result": _previewed(result, written[msg.id], shown[msg.id])}
                 )
-                msg = msg.model_copy(update={"tool_result": result})
             new.append(msg)
         # The log explains the snapshot before it comes: spill entries first.
         if s.writer is not None:
             for spill in written.values():
-                s.writer.log(entries.spill_entry(**spill.entry_fields()))
+                s.writer.spill(**spill.entry_fields())
         s.conversation.replace("snapshot", new)
         s.reset_anchor(new)
         for spill in written.values():
@@ -196,4 +202,6 @@ def _as_preview(msg: Message) -> Message:
     result = msg.tool_result
     assert result is not None
     stand_in = preview(result.content, "x" * 90)
-    return msg.model_copy(update={"tool_result": result.model_copy(update={"content": stand_in})})
+    return msg.model_copy(
+        update={"tool_result": result.model_copy(update={"content": stand_in, "spilled": "x"})}
+    )

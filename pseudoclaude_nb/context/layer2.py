@@ -23,7 +23,6 @@ from ..errors import ContextTooLong, ProviderError
 from ..events import Compacted, CompactStarted
 from ..messages import Message
 from ..providers.base import Provider, Request
-from ..session import entries
 from .layer1 import Emit, ignore
 
 if TYPE_CHECKING:
@@ -56,10 +55,8 @@ def compact(
     result = Compacted(trigger, before, after, new is not None, error)
     state.breaker.record(result.ok, trigger)
     if state.writer is not None:
-        state.writer.log(
-            entries.compact_entry(
-                trigger=trigger, before_tokens=before, after_tokens=after, ok=result.ok, error=error
-            )
+        state.writer.compact(
+            trigger=trigger, before_tokens=before, after_tokens=after, ok=result.ok, error=error
         )
     state.last_compact = result
     emit(result)

@@ -23,7 +23,7 @@ from ..compact.estimate import Calibration
 from ..compact.spill import Ledger
 from ..conversation import Conversation
 from ..events import Compacted, ContextState
-from ..messages import ToolCall, Usage
+from ..messages import ToolCall, ToolResult, Usage
 from ..providers.base import Provider
 from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
@@ -138,8 +138,9 @@ class ContextManager:
 
     # --- a run's boundaries ------------------------------------------------------------------
 
-    def admit_result(self, call: ToolCall, content: str, emit: Emit = ignore) -> str:
-        return self.spiller.admit_result(call, content, emit)
+    def admit(self, call: ToolCall, result: ToolResult, emit: Emit = ignore) -> ToolResult:
+        """What the conversation gets for ``result``: itself, or its spill preview (Layer 1)."""
+        return self.spiller.admit(call, result, emit)
 
     def after_tools(self, count: int) -> None:
         self.spiller.after_tools(count)

@@ -18,16 +18,15 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import orjson
 from pydantic import ValidationError
 
 from ..errors import BoundaryError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
-from ..messages import Message, ToolCall, ToolResult
+from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
 from ..rollover.budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
 from ..rollover.handoff import CheckedFile, Handoff, Intent, first_message, first_user_text, forced_handoff
-from ..session import entries
+from ..session.entries import MessageEntry, parse_line
 from ..session.loader import LoadResult
 from ..session.paths import LOG_NAME
 from ..tools.registry import Permissions, ToolRegistry
@@ -39,9 +38,9 @@ from .strategy import Marks, marks_for
 if TYPE_CHECKING:
     from .state import SharedState
 
+# How the host notes begin (for the model and a reader); they are recognised by ``Message.host``.
 REMIND_MARK = "[host note] context rollover reminder"
 FALLBACK_MARK = "[host note] context rollover fallback"
-HOST_MARKS = (REMIND_MARK, FALLBACK_MARK)
 
 
 class FallbackTools(ToolRegistry):
@@ -97,13 +96,9 @@ class RolloverStrategy:
 
     def sync_window(self) -> None:
         """The claimed reminder and fallback of the current window, from its host notes."""
-        notes = [
-            m.content
-            for m in self.state.conversation.messages()
-            if m.role == "user" and m.tool_result is None
-        ]
-        self.reminded = any(n.startswith(REMIND_MARK) for n in notes)
-        self.fallback_claimed = any(n.startswith(FALLBACK_MARK) for n in notes)
+        notes = {m.host for m in self.state.conversation.messages() if m.host is not None}
+        self.reminded = HOST_REMIND in notes
+        self.fallback_claimed = HOST_FALLBACK in notes
 
     # --- the budget -----------------------------------------------------------------------------
 
@@ -142,6 +137,7 @@ class RolloverStrategy:
                 f"fallback limit {state.base_limit:,}). Only new_context and search_history are available "
                 "now, and any other tool call is refused. Call new_context with your handoff now; "
                 "otherwise the host switches windows with a handoff it writes itself, all of it unverified.",
+                HOST_FALLBACK,
                 emit,
             )
             emit(RolloverFallback(state.current_tokens, ROLLOVER_TOOLS))
@@ -153,6 +149,7 @@ class RolloverStrategy:
                 f"{state.base_limit:,}. Finish the step you are on, then call new_context with your "
                 "handoff and related files; the task continues in a fresh window. At the limit only "
                 "new_context and search_history remain.",
+                HOST_REMIND,
                 emit,
             )
             emit(RolloverReminded(state.current_tokens, state.base_limit))
@@ -171,10 +168,10 @@ class RolloverStrategy:
             m.role == "assistant" for m in self.state.conversation.messages()
         )
 
-    def _host_note(self, text: str, emit: Emit) -> None:
+    def _host_note(self, text: str, kind: str, emit: Emit) -> None:
         # A user-side message, appended (never edited in): it is logged like any message,
-        # keeps the cached prefix intact, and its presence is how a resume knows it was said.
-        self.state.conversation.append(Message(role="user", content=text))
+        # keeps the cached prefix intact, and its ``host`` field is how a resume knows it was said.
+        self.state.conversation.append(Message(role="user", content=text, host=kind))
         emit(Notice(text.removeprefix("[host note] "), "warning"))
 
     # --- phase 1: the intent ---------------------------------------------------------------------
@@ -187,15 +184,13 @@ class RolloverStrategy:
             intent, call_id=call.id if call else None, message_uuid=caller.id if caller else None
         )
         if s.writer is not None:
-            s.writer.log(
-                entries.rollover_entry(
-                    phase="intent",
-                    reason="model",
-                    handoff=intent.handoff.model_dump(),
-                    related_files=[f.to_dict() for f in intent.related_files],
-                    call_id=intent.call_id,
-                    message_uuid=intent.message_uuid,
-                )
+            s.writer.rollover(
+                phase="intent",
+                reason="model",
+                handoff=intent.handoff.model_dump(),
+                related_files=[f.to_dict() for f in intent.related_files],
+                call_id=intent.call_id,
+                message_uuid=intent.message_uuid,
             )
         self.declared = intent
         missing = tuple(f.path for f in intent.related_files if not f.exists)
@@ -258,17 +253,15 @@ class RolloverStrategy:
         s.reset_anchor(new)
         after = s.anchor[0] if s.anchor else 0
         if s.writer is not None:
-            s.writer.log(
-                entries.rollover_entry(
-                    phase="commit",
-                    reason=reason,
-                    handoff=intent.handoff.model_dump(),
-                    related_files=[f.to_dict() for f in intent.related_files],
-                    call_id=intent.call_id,
-                    message_uuid=intent.message_uuid,
-                    before_tokens=before,
-                    after_tokens=after,
-                )
+            s.writer.rollover(
+                phase="commit",
+                reason=reason,
+                handoff=intent.handoff.model_dump(),
+                related_files=[f.to_dict() for f in intent.related_files],
+                call_id=intent.call_id,
+                message_uuid=intent.message_uuid,
+                before_tokens=before,
+                after_tokens=after,
             )
         self.declared, self.reminded, self.fallback_claimed, self.pruned = None, False, False, False
         s.rollovers += 1
@@ -287,7 +280,7 @@ class RolloverStrategy:
         """
         s = self.state
         if self.pinned is None and s.session_dir is not None:
-            found = _first_request_in_log(s.session_dir / LOG_NAME)
+            found = first_request_in_log(s.session_dir / LOG_NAME)
             if found is not None:
                 uuid, text = found
                 live = next((m for m in s.conversation.messages() if m.id == uuid), None)
@@ -316,14 +309,14 @@ def _later_user_text(messages: list[Message]) -> list[str]:
     for m in reversed(messages):
         if m.role == "assistant":
             break
-        if m.tool_result is None and m.content and not m.content.startswith(HOST_MARKS):
+        if m.tool_result is None and m.content and m.host is None:
             out.append(m.content)
     return out[::-1]
 
 
 def _pending_intent(loaded: LoadResult) -> Intent | None:
     """The last ``rollover`` entry, if it is an intent whose call is answered in the effective state."""
-    if not loaded.rollovers or loaded.rollovers[-1].get("phase") != "intent":
+    if not loaded.rollovers or loaded.rollovers[-1].phase != "intent":
         return None
     entry = loaded.rollovers[-1]
     answered = {
@@ -331,33 +324,26 @@ def _pending_intent(loaded: LoadResult) -> Intent | None:
         for m in loaded.messages
         if m.tool_result is not None and not m.tool_result.is_error
     }
-    if entry.get("call_id") not in answered:
+    if entry.call_id not in answered:
         return None  # the crash came before the result: the model never heard it was accepted
     try:
-        handoff = Handoff.model_validate(entry.get("handoff") or {})
+        handoff = Handoff.model_validate(entry.raw.get("handoff") or {})
     except ValidationError:
         return None
-    files = [CheckedFile.from_dict(f) for f in entry.get("related_files") or [] if isinstance(f, dict)]
-    return Intent(handoff, files, call_id=entry.get("call_id"), message_uuid=entry.get("message_uuid"))
+    files = [CheckedFile.from_dict(f) for f in entry.related_files]
+    return Intent(handoff, files, call_id=entry.call_id, message_uuid=entry.message_uuid)
 
 
-def _first_request_in_log(log: Path) -> tuple[str, str] | None:
+def first_request_in_log(log: Path) -> tuple[str, str] | None:
     """(message id, content) of the log's first user text message; reads only up to it."""
     try:
         with open(log, "rb") as f:
             for line in f:
-                try:
-                    entry = orjson.loads(line)
-                except orjson.JSONDecodeError:
-                    continue
-                if (
-                    isinstance(entry, dict)
-                    and entry.get("type") == "message"
-                    and entry.get("role") == "user"
-                    and not entry.get("tool_result")
-                    and isinstance(entry.get("content"), str)
-                ):
-                    return str(entry.get("id")), entry["content"]
+                entry = parse_line(line)
+                if isinstance(entry, MessageEntry):
+                    m = entry.message
+                    if m.role == "user" and m.tool_result is None:
+                        return m.id, m.content
     except OSError:
         return None
     return None

@@ -28,7 +28,6 @@ from ..events import Compacted
 from ..messages import Message, Usage
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
-from .layer1 import is_spill_preview
 from .settings import CompactSettings
 
 
@@ -76,23 +75,21 @@ class SharedState:
         in_full = {
             m.tool_result.call_id
             for m in loaded.messages
-            if m.tool_result is not None and not is_spill_preview(m)
+            if m.tool_result is not None and not m.is_spill_preview
         }
         for spill in loaded.spills:
             # A spill entry whose snapshot never landed (a crash between) left the result in full.
-            call_id = spill.get("call_id")
-            if isinstance(call_id, str) and call_id not in in_full:
-                self.ledger.record(call_id, "spilled")
+            if spill.call_id is not None and spill.call_id not in in_full:
+                self.ledger.record(spill.call_id, "spilled")
         for msg in loaded.messages:
             if msg.tool_result is not None:
                 # A preview is a spilled result even when its spill entry was not read (a
                 # fast load skips the log before its look-back).
-                self.ledger.record(msg.tool_result.call_id, "spilled" if is_spill_preview(msg) else "kept")
+                self.ledger.record(msg.tool_result.call_id, "spilled" if msg.is_spill_preview else "kept")
         for entry in loaded.compacts:
-            ok = bool(entry.get("ok"))
-            self.breaker.record(ok, str(entry.get("trigger") or "auto"))
-            self.compactions += ok
-        self.rollovers = sum(1 for e in loaded.rollovers if e.get("phase") == "commit")
+            self.breaker.record(entry.ok, entry.trigger)
+            self.compactions += entry.ok
+        self.rollovers = sum(1 for e in loaded.rollovers if e.phase == "commit")
 
     # --- the estimate ------------------------------------------------------------------
 

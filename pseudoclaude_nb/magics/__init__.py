@@ -84,11 +84,15 @@ def unregister(shell: Any) -> None:
 
 __all__ = [
     "AgentMagics",
+    "CellRecorder",
     "ContextMagics",
+    "IPythonNotebook",
     "McpMagics",
     "MemoryMagics",
     "SessionMagics",
     "current_agent",
+    "python_executor",
+    "question_transformer",
     "register",
     "unregister",
 ]

@@ -11,7 +11,15 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from ..agent import Agent
 from ..config import MODES, STRATEGIES
 from ..errors import PseudoClaudeError
+from ..events import Notice
+from ..providers.demo_script import DEMO_PROMPT
 from .render import memory_outcome, renderer_for
+
+DEMO_PLAYS_A_SCRIPT = (
+    "the demo provider plays a fixed script (the stats-module task of the quickstart), whatever the "
+    "prompt says; for a model that follows your prompt, set ANTHROPIC_API_KEY or OPENAI_API_KEY and "
+    "use --provider anthropic or openai"
+)
 
 
 @magics_class
@@ -79,6 +87,8 @@ class AgentMagics(Magics):
         if args.new and args.session:
             raise UsageError("use either --new or --session ID, not both")
         renderer = renderer_for(self.shell, quiet=args.quiet)
+        if (args.provider or self._agent.settings.provider) == "demo" and prompt.strip() != DEMO_PROMPT:
+            renderer(Notice(DEMO_PLAYS_A_SCRIPT))
         try:
             self._agent.run(
                 prompt,

@@ -5,9 +5,11 @@ Thin: the index lives in ``session.history``; these only choose the scope and ph
 
 from __future__ import annotations
 
+import time
+
 from ..agent import Agent
 from ..errors import ConfigError
-from ..session.history_query import render_hits
+from ..session.history_query import Hit
 
 SEARCH_LIMIT = 20
 
@@ -25,10 +27,29 @@ def search_action(agent: Agent, query: str, all_sessions: bool = False) -> str:
             "no current session to search; add --all to search every session, or %sessions resume ID first"
         )
     hits = agent.history.search(query, session_id=session_id, limit=SEARCH_LIMIT)
-    text = render_hits(hits, query, scope)
+    text = hits_for_people(hits, query, scope, all_sessions=all_sessions)
     if not hits and not all_sessions:
         text += " Add --all to search every session."
     return _with_notices(agent, text)
+
+
+def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bool = False) -> str:
+    """The matches as a person reads them: the scope said once, no 32-hex ids.
+
+    (The model's ``search_history`` tool gets ``render_hits``, with the full ids it needs.)
+    """
+    if not hits:
+        return f"no match for {query!r} in {scope}."
+    lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:"]
+    for i, h in enumerate(hits, 1):
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.ts)) if h.ts else "?"
+        what = {"text": "said", "tool_call": "called a tool", "tool_result": "tool result", "spill": "spilled result"}
+        where = f"session {h.session_id} · " if all_sessions else ""
+        lines.append(f"{i:>3}. {where}{h.role} {what.get(h.kind, h.kind)} · {when}")
+        if h.ref:
+            lines.append(f"     in {h.ref}, line {h.line}")
+        lines.append(f"     {h.snippet}")
+    return "\n".join(lines)
 
 
 def reindex_action(agent: Agent) -> str:

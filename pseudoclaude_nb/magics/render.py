@@ -88,19 +88,23 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
 
 
 ContextChange = Spilled | CompactStarted | Compacted | RolloverDeclared | RolloverCommitted
+# The context changes that get a line of their own once they happened (CompactStarted's line
+# is shown while the summary runs, then replaced by its Compacted line).
+ANNOUNCED = (Spilled, Compacted, RolloverDeclared, RolloverCommitted)
 
 
 def context_line(event: ContextChange) -> str:
     """The one-line story of a context change (Layer 1, Layer 2 or rollover)."""
-    if isinstance(event, RolloverDeclared):
-        missing = f", {len(event.missing_files)} missing" if event.missing_files else ""
-        return (
-            f"↻ the model handed off (new_context, {event.related_files} related files{missing}); "
-            "the new window opens before the next step"
-        )
-    if isinstance(event, RolloverCommitted):
-        who = "the model's handoff" if event.reason == "model" else "a host-written handoff (hard limit)"
-        return f"↻ rolled over to a new window with {who}: ~{event.before_tokens:,} → ~{event.after_tokens:,} tokens"
+    match event:
+        case RolloverDeclared(missing_files=missing_files, related_files=related):
+            missing = f", {len(missing_files)} missing" if missing_files else ""
+            return (
+                f"↻ the model handed off (new_context, {related} related files{missing}); "
+                "the new window opens before the next step"
+            )
+        case RolloverCommitted(reason=reason, before_tokens=before, after_tokens=after):
+            who = "the model's handoff" if reason == "model" else "a host-written handoff (hard limit)"
+            return f"↻ rolled over to a new window with {who}: ~{before:,} → ~{after:,} tokens"
     if isinstance(event, Spilled):
         why = {
             "single": "over the spill limit",
@@ -142,7 +146,7 @@ class TerminalRenderer:
                 self._write(f"error: {event.summary.error}\n")
             self._write(end_line(event.summary, self._context) + "\n")
             return
-        if isinstance(event, (Spilled, Compacted, RolloverDeclared, RolloverCommitted)):
+        if isinstance(event, ANNOUNCED):
             self._newline()
             self._write(context_line(event) + "\n")
             return
@@ -227,7 +231,7 @@ class NotebookRenderer:
             line = context_line(event)
             self._compacting = display(_html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
             return
-        if isinstance(event, (Spilled, Compacted, RolloverDeclared, RolloverCommitted)):
+        if isinstance(event, ANNOUNCED):
             self._flush()
             line = context_line(event)
             data = _html_line(
@@ -375,7 +379,7 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
     The answer is already shown; the update runs in the background. Its line appears at
     once ("updating…") and says what it did when it is done, or that it is still running.
     """
-    memory = agent._memory  # only when this kernel used memory at all
+    memory = getattr(agent, "_memory", None)  # only when this kernel used memory at all
     if memory is None or not memory.pending:
         return
     line = "memory: updating in the background…"

@@ -61,6 +61,8 @@ _OPTIONS = {
     "days": ("gc",),
     "no_spills": ("export",),
     "all": ("search",),
+    "limit": ("show",),
+    "tail": ("show",),
 }
 # How many positional arguments each action takes: (at least, at most).
 _ARITY = {
@@ -127,6 +129,8 @@ class SessionMagics(Magics):
     @argument("--days", type=int, default=None, help="with gc: idle days before trashing (default 30)")
     @argument("--no-spills", action="store_true", help="with export: leave out tool-results/")
     @argument("--all", action="store_true", help="with search: every session, not only the current one")
+    @argument("--limit", type=int, default=None, metavar="N", help="with show: the first N messages")
+    @argument("--tail", type=int, default=None, metavar="N", help="with show: the last N messages")
     @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
     @argument("targets", nargs="*", help="a session id; for export ID PATH; for import PATH")
     @line_magic
@@ -135,6 +139,8 @@ class SessionMagics(Magics):
 
         %sessions                     list them, newest activity first
         %sessions show ID             the effective conversation, and any recovery problems
+                                      (--tail N: the last N messages, --limit N: the first N;
+                                      without either, long ones show the first and last 20)
         %sessions resume ID           continue session ID with the next %agent
         %sessions resume --last       (or %sessions --last) continue the latest session
         %sessions new                 the next %agent starts a new session
@@ -193,7 +199,7 @@ class SessionMagics(Magics):
         elif action == "list":
             self._list()
         elif action == "show":
-            self._show(target or self._current_id())
+            self._show(target or self._current_id(), limit=args.limit, tail=args.tail)
         elif action == "new":
             self._agent.new_session()
             print("the next %agent starts a new session")
@@ -245,13 +251,16 @@ class SessionMagics(Magics):
             counts = f"{s.effective_messages}/{s.physical_messages}"
             print(
                 f"{mark} {s.id:<21} {_when(s.last_activity):<16} {counts:>9} {_size(s.bytes):>9}"
-                f"  {s.status:<10} {s.title}"
+                f"  {_status(s.status, s.id == current):<10} {_title(s.title)}"
             )
         print("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")
+        lag_line = _index_lag(self._agent)
+        if lag_line:
+            print(lag_line)
         if trashed:
             print(in_trash)
 
-    def _show(self, session_id: str) -> None:
+    def _show(self, session_id: str, *, limit: int | None = None, tail: int | None = None) -> None:
         path = session_dir(self._agent.workspace, session_id)
         loaded = load_session(path, full=True)  # counts and problems of the whole log
         print(f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}")
@@ -262,8 +271,16 @@ class SessionMagics(Magics):
         )
         for problem in loaded.problems():
             print(f"! {problem}")
-        for i, m in enumerate(loaded.messages):
-            print(message_line(i, m))
+        for n in (limit, tail):
+            if n is not None and n < 1:
+                raise UsageError(f"--limit and --tail take a number of messages, at least 1, not {n}")
+        shown = _window(len(loaded.messages), limit=limit, tail=tail)
+        for i in shown:
+            if i is None:
+                hidden = len(loaded.messages) - len(shown) + 1
+                print(f"   … {hidden:,} more messages (%sessions show {session_id} --tail N or --limit N)")
+            else:
+                print(message_line(i, loaded.messages[i]))
         if in_notebook(self.shell):
             # The physical log as a timeline; choosing an entry shows it in full.
             display(SessionTimeline(build_timeline(path)))
@@ -367,6 +384,40 @@ class SessionMagics(Magics):
             print(f"! {problem}")
 
 
+SHOW_EDGE = 20  # without --limit/--tail, a long conversation shows its first and last 20 messages
+TITLE_WIDTH = 60
+
+
+def _window(total: int, *, limit: int | None, tail: int | None) -> list[int | None]:
+    """Indexes of the messages to print; ``None`` where some are left out."""
+    if limit is not None and tail is not None:
+        raise UsageError("use --limit N (the first N messages) or --tail N (the last N), not both")
+    if limit is not None:
+        return list(range(min(limit, total))) + ([None] if limit < total else [])
+    if tail is not None:
+        return ([None] if tail < total else []) + list(range(max(total - tail, 0), total))
+    if total <= 2 * SHOW_EDGE + 1:
+        return list(range(total))
+    return [*range(SHOW_EDGE), None, *range(total - SHOW_EDGE, total)]
+
+
+def _title(title: str, width: int = TITLE_WIDTH) -> str:
+    """A title that fits the column, cut at a word boundary."""
+    title = " ".join(title.split())
+    if len(title) <= width:
+        return title
+    cut = title[: width - 1]
+    space = cut.rfind(" ")
+    return (cut[:space] if space > width // 2 else cut).rstrip(" ,.;:") + "…"
+
+
+def _status(status: str, current: bool) -> str:
+    # "open" means a writer holds the lock: this kernel's own session, or one in use elsewhere.
+    if status == "open":
+        return "current" if current else "in use"
+    return status
+
+
 def _relative(path: Path, workspace: Path) -> str:
     """A path inside the workspace as the reader sees it from the notebook: relative."""
     try:
@@ -377,3 +428,20 @@ def _relative(path: Path, workspace: Path) -> str:
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}" + ("" if n == 1 else "s")
+
+
+def _index_lag(agent: Any) -> str:
+    """How far the history index is behind the logs (the background indexer is told to catch up)."""
+    index = agent.history
+    lag = index.lag()
+    if not lag:
+        return ""
+    for sid in lag:
+        index.schedule(session_dir(agent.workspace, sid))
+    entries = sum(v.entries for v in lag.values() if v.counted)
+    uncounted = sum(v.bytes for v in lag.values() if not v.counted)
+    parts = [f"{entries:,} entries"] if entries else []
+    if uncounted:
+        parts.append(f"{_size(uncounted)} of log")
+    sessions = f"{len(lag)} session{'s' if len(lag) != 1 else ''}"
+    return f"history index: {' and '.join(parts)} behind in {sessions} (catching up in the background)"

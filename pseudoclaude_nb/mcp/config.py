@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..memory.store import pseudoclaude_home
+from ..session import safeio
 
 Trust = Literal["hints", "read-only", "ask", "auto"]
 TRUST_VALUES = ("read-only", "ask", "auto")
@@ -92,7 +93,8 @@ def load_config(workspace: Path, configured: Mapping[str, Any] | None = None) ->
 def _read_file(path: Path, out: McpConfig) -> None:
     source = str(path)
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        # No link followed, regular files only, 1 MiB at most (session/safeio.py, issue 19).
+        data = json.loads(safeio.read_text(path, limit=1 << 20))
     except (OSError, UnicodeDecodeError) as exc:
         out.errors.append(f"{source}: cannot be read ({type(exc).__name__}); its servers are not started")
         return
@@ -134,7 +136,9 @@ def _server(name: str, source: str, key: str, entry: Any, secrets: set[str]) -> 
     allowed = _STDIO_KEYS if kind == "stdio" else _HTTP_KEYS
     unknown = sorted(set(entry) - allowed)
     if unknown:
-        raise _Invalid(f"{key}.{unknown[0]}", f"unknown key for a {kind} server; use {', '.join(sorted(allowed))}")
+        raise _Invalid(
+            f"{key}.{unknown[0]}", f"unknown key for a {kind} server; use {', '.join(sorted(allowed))}"
+        )
     trust = entry.get("trust", "hints")
     if trust != "hints" and trust not in TRUST_VALUES:
         raise _Invalid(f"{key}.trust", f"must be one of {', '.join(TRUST_VALUES)}")
@@ -144,7 +148,9 @@ def _server(name: str, source: str, key: str, entry: Any, secrets: set[str]) -> 
             source=source,
             type="stdio",
             command=_string(entry, "command", key, secrets, required=True),
-            args=tuple(_expand(a, f"{key}.args[{i}]", secrets) for i, a in enumerate(_strings(entry, "args", key))),
+            args=tuple(
+                _expand(a, f"{key}.args[{i}]", secrets) for i, a in enumerate(_strings(entry, "args", key))
+            ),
             env=_mapping(entry, "env", key, secrets),
             cwd=_string(entry, "cwd", key, secrets),
             trust=trust,

@@ -192,8 +192,8 @@ def _client_info() -> Any:
 
 def _innermost(exc: BaseException) -> BaseException:
     """The first real leaf of an exception group (anyio wraps transport failures in them)."""
-    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore[attr-defined]
-        inner = list(exc.exceptions)  # type: ignore[attr-defined]
+    while isinstance(getattr(exc, "exceptions", None), tuple) and exc.exceptions:  # type: ignore
+        inner = list(exc.exceptions)  # type: ignore
         leaves = [e for e in inner if not isinstance(e, asyncio.CancelledError)]
         exc = (leaves or inner)[0]
     return exc

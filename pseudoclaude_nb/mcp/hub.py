@@ -70,8 +70,10 @@ class McpHub:
         start now (named, with its cause).
         """
         with self._lock:
+            self._notice_deaths()
+            moved = str(workspace) != self.workspace  # stdio servers run in the workspace
             self.config, self.workspace = config, str(workspace)
-            stale = [s for n, s in self.servers.items() if config.servers.get(n) != s.config]
+            stale = [s for n, s in self.servers.items() if moved or config.servers.get(n) != s.config]
             self._stop(stale)
             for state in stale:
                 del self.servers[state.name]
@@ -101,7 +103,9 @@ class McpHub:
                     state.tools = state.connection.ready.result(timeout=max(0.0, deadline - time.monotonic()))
                     state.status, state.last_error = "running", None
                 except concurrent.futures.TimeoutError:
-                    state.last_error = f"did not start within {self.start_timeout:g} s (setting mcp_start_timeout)"
+                    state.last_error = (
+                        f"did not start within {self.start_timeout:g} s (setting mcp_start_timeout)"
+                    )
                     failed.append(state)
                 except Exception as exc:  # noqa: BLE001 - any start failure is reported, never raised
                     state.last_error = self.config.scrub(str(exc) or type(exc).__name__)
@@ -119,6 +123,13 @@ class McpHub:
             f"MCP server {s.name!r} did not start: {s.last_error}; this run goes on without its tools"
             for s in failed
         ]
+
+    def _notice_deaths(self) -> None:
+        """A server that died while idle shows as crashed (its next call restarts it)."""
+        for state in self.servers.values():
+            connection = state.connection
+            if state.status == "running" and connection is not None and connection.gone:
+                state.status, state.last_error = "crashed", self.config.scrub(connection.describe(None))
 
     def _ensure_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
@@ -175,14 +186,17 @@ class McpHub:
             after = (
                 "it is restarted for the next call"
                 if state.restarts < MAX_RESTARTS
-                else f"it was already restarted once, so its tools stay unavailable until %mcp restart {tool.server}"
+                else "it was already restarted once, so its tools stay unavailable until "
+                f"%mcp restart {tool.server}"
             )
             raise ToolError(
                 f"MCP server {tool.server!r} went away during this call ({state.last_error}); "
                 f"the call's effects are unknown; {after}"
             ) from None
         except MCPError as exc:
-            raise ToolError(f"MCP server {tool.server!r} refused the call: {self.config.scrub(str(exc))}") from None
+            raise ToolError(
+                f"MCP server {tool.server!r} refused the call: {self.config.scrub(str(exc))}"
+            ) from None
         return result_output(result)
 
     def _usable(self, name: str) -> ServerState:
@@ -194,9 +208,8 @@ class McpHub:
             connection = state.connection
             if state.status == "running" and connection is not None and not connection.gone:
                 return state
-            if state.status in ("running", "crashed"):
-                if state.status == "running":
-                    state.last_error = self.config.scrub(connection.describe(None)) if connection else None
+            self._notice_deaths()
+            if state.status == "crashed":
                 if state.restarts >= MAX_RESTARTS:
                     self._stop([state])
                     state.status = "failed"
@@ -245,7 +258,10 @@ class McpHub:
                 state.task.cancel()  # still starting: cancelling unwinds the transport too
         deadline = time.monotonic() + STOP_SECONDS
         for state in live:
-            if not state.connection.closed.wait(max(0.0, deadline - time.monotonic())) and state.task is not None:
+            if (
+                not state.connection.closed.wait(max(0.0, deadline - time.monotonic()))
+                and state.task is not None
+            ):
                 state.task.cancel()
                 state.connection.closed.wait(2.0)
             state.connection.close_files()

@@ -208,7 +208,9 @@ def _part_text(block: Any) -> str:
         if text is not None:
             return f"[resource <{res.uri}>]\n{text}"
         blob = getattr(res, "blob", "") or ""
-        return f"[resource <{res.uri}>: {res.mime_type or 'binary'}, {_decoded_size(blob):,} bytes; not shown]"
+        return (
+            f"[resource <{res.uri}>: {res.mime_type or 'binary'}, {_decoded_size(blob):,} bytes; not shown]"
+        )
     return f"[{kind or 'unknown'} content from the tool; not shown]"
 
 

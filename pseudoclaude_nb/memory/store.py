@@ -98,10 +98,12 @@ def slugify(name: str) -> str:
     dot file, never ``memory`` (``memory.md`` is ``MEMORY.md`` on case-insensitive disks),
     never a Windows device name, at most 60 characters.
     """
-    text = unicodedata.normalize("NFKC", name).casefold()
+    # Slugged from the *redacted* name: a file name is written to disk (and project memory
+    # is committed with the repository), so a secret in a topic's name must not reach it.
+    text = unicodedata.normalize("NFKC", redact_text(name)).casefold()
     slug = re.sub(r"[^\w]+|_+", "-", text).strip("-")[:SLUG_CHARS].strip("-")
     if not slug:
-        return "topic-" + hashlib.sha1(name.encode("utf-8")).hexdigest()[:8]
+        return "topic-" + hashlib.sha1(redact_text(name).encode("utf-8")).hexdigest()[:8]
     if slug in _RESERVED or slug == INDEX_NAME.split(".")[0].lower():
         slug += "-topic"
     return slug

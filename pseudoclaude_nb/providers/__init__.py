@@ -88,6 +88,7 @@ def make_provider(
 
 
 __all__ = [
+    "DEMO_PACE",
     "Provider",
     "Request",
     "Response",

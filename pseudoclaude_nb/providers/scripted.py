@@ -24,9 +24,9 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..compact.estimate import estimate_request, tokens_for_bytes
+from ..compact.estimate import estimate_request, estimate_text, message_bytes, tokens_for_bytes
 from ..errors import ContextTooLong, ScriptError
-from ..messages import Reasoning, ToolCall, Usage
+from ..messages import Message, Reasoning, ToolCall, Usage
 from .base import (
     ReasoningDelta,
     ReasoningEnd,
@@ -123,6 +123,9 @@ class ScriptedProvider:
         self.summaries_used = 0
         self.memory_ops_used = 0
         self.requests: list[Request] = []  # everything asked, for tests and %context --last
+        # Anchor + delta: (messages counted, first and last of them, their bytes) of the last
+        # agent request, so each step estimates only what was added (see _input_tokens).
+        self._counted: tuple[int, Message | None, Message | None, int] = (0, None, None, 0)
 
     @property
     def remaining_turns(self) -> int:
@@ -142,7 +145,8 @@ class ScriptedProvider:
         response = Response(
             text=turn.text,
             tool_calls=calls,
-            usage=turn.usage or _usage_for(request, turn.text + turn.reasoning, calls),
+            usage=turn.usage
+            or _usage_for(request, turn.text + turn.reasoning, calls, self._input_tokens(request)),
             stop_reason=turn.stop_reason or ("tool_use" if calls else "end_turn"),
             reasoning=[Reasoning(kind="reasoning", text=turn.reasoning)] if turn.reasoning else [],
         )
@@ -150,6 +154,24 @@ class ScriptedProvider:
             if self.pace and isinstance(event, TextDelta):
                 time.sleep(self.pace)
             yield event
+
+    def _input_tokens(self, request: Request) -> int:
+        """``estimate_request`` of an agent request, walking only the messages added since the last.
+
+        The same figure (the estimate sums bytes, then rounds): the earlier messages' bytes
+        are kept with the first and last of them, which identify the prefix (messages are
+        frozen); a replace changes them and the request is counted in full.
+        """
+        n, first, last, total = self._counted
+        msgs = request.messages
+        if not (0 < n <= len(msgs) and msgs[0] is first and msgs[n - 1] is last):
+            n, total = 0, 0
+        total += sum(message_bytes(m) for m in msgs[n:])
+        self._counted = (len(msgs), msgs[0] if msgs else None, msgs[-1] if msgs else None, total)
+        schema_bytes = (
+            len(json.dumps(request.tools, ensure_ascii=False).encode("utf-8")) if request.tools else 0
+        )
+        return tokens_for_bytes(total) + estimate_text(request.system) + tokens_for_bytes(schema_bytes)
 
     def complete(self, request: Request) -> Response:
         if request.purpose == "agent":
@@ -201,13 +223,17 @@ def _call_id(request: Request, turn: int, k: int) -> str:
     return f"call_{digest}"
 
 
-def _usage_for(request: Request, text: str, calls: list[ToolCall]) -> Usage:
+def _usage_for(request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None) -> Usage:
     """What a real provider would report, from the estimator, so anchors behave the same."""
     out = len(text.encode("utf-8")) + sum(
         len(c.name) + len(json.dumps(c.arguments).encode("utf-8")) for c in calls
     )
     return Usage(
-        input_tokens=estimate_request(request.system, request.messages, request.tools),
+        input_tokens=(
+            input_tokens
+            if input_tokens is not None
+            else estimate_request(request.system, request.messages, request.tools)
+        ),
         output_tokens=tokens_for_bytes(out),
     )
 

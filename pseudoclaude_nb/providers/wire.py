@@ -168,16 +168,19 @@ def images_for(
 
 def _downscale(data: bytes, limit: int, max_side: int) -> tuple[bytes, str] | None:
     """A smaller PNG/JPEG of ``data`` within the limits, with Pillow if it is installed; else None."""
+    import importlib
     import importlib.util
 
     if importlib.util.find_spec("PIL") is None:
         return None
     import io
 
-    from PIL import Image  # only here, and only when an image is too big to send as is
+    # Pillow is optional (the ``images`` extra in pyproject.toml, never a runtime dependency):
+    # loaded by name, only here, and only when an image is too big to send as is.
+    pil: Any = importlib.import_module("PIL.Image")
 
     try:
-        with Image.open(io.BytesIO(data)) as img:
+        with pil.open(io.BytesIO(data)) as img:
             img = img.convert("RGB")
             side = max_side or max(img.size)
             for _ in range(8):

@@ -27,12 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-import orjson
-
-from ..errors import SessionError, UnsafePathError
+from ..errors import ArchiveError, SessionError, UnsafePathError
 from ..redact import Redactor
 from . import safeio
 from .catalog import session_info, write_meta
+from .entries import SpillEntry, decode, parse_entry
 from .images import IMAGE_DIR
 from .lifecycle import trash_dir
 from .loader import load_session
@@ -45,6 +44,7 @@ from .paths import (
     session_dir,
     sessions_dir,
 )
+from .writer import EncodeError, encode_entry
 
 FORMAT = "pseudoclaude-session"
 VERSION = 1
@@ -54,10 +54,6 @@ _SPILL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.~-]{0,199}")  # safe_name() 
 _IMAGE_NAME = re.compile(r"[0-9a-f]{64}\.(?:png|jpg|gif|webp)")  # issue-14: images/<sha256>.<ext>
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_~-]{0,79}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
-
-
-class ArchiveError(SessionError):
-    """An import archive was rejected; nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -134,6 +130,8 @@ def export_session(
                 files.append(_add(zf, f"{IMAGE_DIR}/{path.name}", safeio.read_bytes(path)))
             files.append(_add_log(zf, src / LOG_NAME, redactor, changed))
             meta = json.loads(safeio.read_bytes(src / META_NAME, limit=1 << 20))
+            # The replay state is of this copy of the log only (an import rebuilds it).
+            meta = {k: v for k, v in meta.items() if k not in ("replay", "offset", "head")}
             if redactor is not None:
                 meta = redactor.value(meta)
             files.append(_add(zf, META_NAME, json.dumps(meta, ensure_ascii=False, indent=1).encode()))
@@ -214,19 +212,22 @@ def _export_line(line: bytes, redactor: Redactor | None, changed: dict[str, tupl
     is_spill = bool(changed) and b'"spill"' in line
     if not is_spill and (redactor is None or not redactor.may_contain(line)):
         return line
-    try:
-        entry = orjson.loads(line)
-    except orjson.JSONDecodeError:
-        entry = None
-    if not isinstance(entry, dict):
+    entry = decode(line)
+    if entry is None:
         return _redact_bytes(line, redactor)  # a torn or corrupt line: redact it as text
-    new = redactor.value(entry) if redactor is not None else dict(entry)
-    path = entry.get("path")
-    if entry.get("type") == "spill" and isinstance(path, str) and path in changed:
-        new["bytes"], new["sha256"] = changed[path]
-    if new == entry:
-        return line
-    return orjson.dumps(new) + (b"\n" if line.endswith(b"\n") else b"")
+    new = dict(entry)
+    spill = parse_entry(entry)
+    if isinstance(spill, SpillEntry) and spill.path is not None and spill.path in changed:
+        new["bytes"], new["sha256"] = changed[spill.path]
+    try:
+        out = encode_entry(new)
+    except EncodeError:
+        return _redact_bytes(line, redactor)
+    if redactor is not None:
+        out = redactor.line(new, out)  # each string, then the whole line (key/value splits)
+    if not line.endswith(b"\n"):
+        out = out[:-1]
+    return line if out.rstrip(b"\n") == line.rstrip(b"\n") else out
 
 
 # --- import ---------------------------------------------------------------------------------------

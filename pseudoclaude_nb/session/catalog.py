@@ -1,10 +1,11 @@
 """The catalog: what sessions a workspace has, from their ``meta.json`` sidecars.
 
-A sidecar is derived data: it records the log size it was built from, and is rebuilt
-from the log whenever it is missing, unreadable or stale, so it can never lie for long.
-A rebuild replays the whole log (``full=True``): the sidecar counts every logged message
-and reports every unreadable line, which a resume's fast load does not. Listing reads only
-the sidecars (1,000 sessions in ~60 ms); a stale sidecar costs one replay of its log.
+A sidecar is derived data: it records the log size and the byte offset it was built from
+(``sidecar``), and the replay state at that offset. The writer brings it up to date every
+few appends, on each replace and on close; a reader finding it stale reads only the log
+bytes after its offset, so neither ``%sessions list`` nor ``resume --last`` replays a
+whole log once its sidecar exists. A missing or foreign sidecar costs one streamed replay
+of its log (the counts still cover every logged message and every unreadable line).
 """
 
 from __future__ import annotations
@@ -14,13 +15,14 @@ import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from . import loader, safeio
+from ..errors import SessionError
+from . import loader, safeio, sidecar
 from .loader import LoadResult
-from .paths import LOG_NAME, META_NAME, atomic_write_text, sessions_dir
+from .paths import LOG_NAME, META_NAME, sessions_dir
 from .writer import is_locked
 
-META_VERSION = 1
-META_LIMIT = 1 << 20  # a sidecar is a few hundred bytes; a bigger one is rebuilt, not read
+META_VERSION = sidecar.META_VERSION
+META_LIMIT = sidecar.META_LIMIT
 
 
 @dataclass
@@ -66,13 +68,9 @@ def meta_from_load(result: LoadResult) -> dict:
     }
 
 
-def write_meta(session_dir: Path, result: LoadResult) -> dict:
-    if result.partial:
-        # A resume's fast load counts only what it read; a sidecar describes the whole log.
-        result = loader.load_session(result.path, full=True)
-    meta = meta_from_load(result)
-    atomic_write_text(Path(session_dir) / META_NAME, json.dumps(meta, ensure_ascii=False, indent=1))
-    return meta
+def write_meta(session_dir: Path, result: LoadResult | None = None) -> dict:
+    """Write ``session_dir``'s sidecar afresh from its log (``result`` is not needed any more)."""
+    return sidecar.refresh(session_dir, {})
 
 
 def session_info(session_dir: Path) -> SessionInfo:
@@ -83,8 +81,14 @@ def session_info(session_dir: Path) -> SessionInfo:
         return unsafe_info(session_dir, problem)
     size = log.stat().st_size
     meta = _read_meta(session_dir / META_NAME)
-    if meta is None or meta.get("bytes") != size or meta.get("version") != META_VERSION:
-        meta = write_meta(session_dir, load_session(log))
+    if not sidecar.is_current(meta, size):
+        try:
+            meta = sidecar.refresh(session_dir, meta)  # the bytes after its offset only
+        except FileNotFoundError:
+            raise
+        except OSError as exc:
+            raise SessionError(f"cannot read session log {log}: {exc.strerror or exc}") from exc
+        size = _count(meta.get("bytes"))
     status = "open" if is_locked(session_dir) else _str(meta.get("status")) or "ok"
     return SessionInfo(
         id=session_dir.name,

@@ -1,18 +1,29 @@
-"""The log's entry format, schema version 1 (SPEC §6.1): building and encoding lines.
+"""The log's entry format, schema version 1 (SPEC §6.1): building, encoding and parsing lines.
 
 One JSON object per line. Every entry has ``v``, ``type``, ``id`` and ``ts``; a message
 entry's ``id`` is the message id. Readers ignore unknown fields and types, so later
 versions can add both without breaking old readers.
+
+``parse_entry`` is the one reader of an entry: every module that reads the log (loader,
+history index, timeline, archive, rollover's first-request scan, the spill browser) gets
+the same typed entries from it, with one tolerance. ``None`` means an unreadable entry (a
+bad line): not an object, a message that is not a valid message, a replace marker
+without its count or id. Other known types are read field by field (a wrong field reads
+as missing); unknown types are ``OtherEntry``, ignored by readers.
 """
 
 from __future__ import annotations
 
+import re
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+from pydantic import ValidationError
 
-from ..messages import ImagePart, Message, NotebookMark, Usage, new_id
+from ..messages import HOST_FALLBACK, HOST_REMIND, ImagePart, Message, NotebookMark, Usage, new_id
+from .paths import SPILL_DIR
 
 SCHEMA_VERSION = 1
 # The kind of note the writer adds after ending a line a crash left torn.
@@ -98,10 +109,11 @@ def message_from_entry(entry: dict[str, Any]) -> Message:
             "role": entry["role"],
             "content": entry.get("content") or "",
             "tool_calls": entry.get("tool_calls") or (),
-            "tool_result": entry.get("tool_result"),
+            "tool_result": _tool_result(entry.get("tool_result")),
             "ts": entry.get("ts") or 0.0,
             "notebook": _notebook_mark(entry.get("notebook")),
             "parts": _parts(entry.get("parts")),
+            "host": entry.get("host") if isinstance(entry.get("host"), str) else None,
         }
     )
 
@@ -118,9 +130,324 @@ def _parts(value: Any) -> tuple[ImagePart, ...]:
     return tuple(out)
 
 
+def _tool_result(value: Any) -> Any:
+    """The result as logged, without a ``spilled`` mark of the wrong type (the result stays)."""
+    if isinstance(value, dict) and "spilled" in value and not isinstance(value["spilled"], str | None):
+        return {k: v for k, v in value.items() if k != "spilled"}
+    return value
+
+
 def _notebook_mark(value: Any) -> NotebookMark | None:
     """A readable mark, or none: a damaged mark must not cost the message itself."""
     try:
         return NotebookMark.model_validate(value) if isinstance(value, dict) else None
     except ValueError:
         return None
+
+
+# --- legacy: logs written before the structured marks (issue 12) ------------------------------
+# Before ``ToolResult.spilled`` and ``Message.host`` existed, a spill preview and a rollover
+# host note were known only by their text. A log whose effective messages carry none of the
+# new marks is such a log: its previews and notes are recognised by that text, once, on load,
+# and get the fields. Nothing else in the package looks at the text.
+LEGACY_PREVIEW = re.compile(
+    r"\[Tool result too large for the context: [\d,]+ bytes, saved in full to (.+?)\]\n"
+)
+LEGACY_HOST_NOTES = {
+    "[host note] context rollover reminder": HOST_REMIND,
+    "[host note] context rollover fallback": HOST_FALLBACK,
+}
+
+
+def upgrade_legacy(messages: list[Message]) -> list[Message]:
+    """``messages`` with legacy previews and host notes marked (unchanged for a current log)."""
+    if any(m.host is not None or (m.tool_result is not None and m.tool_result.spilled) for m in messages):
+        return messages  # written with the marks: the text means nothing
+    out = []
+    for m in messages:
+        result = m.tool_result
+        if result is not None:
+            found = LEGACY_PREVIEW.match(result.content)
+            if found:
+                name = found.group(1).replace("\\", "/").rsplit("/", 1)[-1]
+                m = m.model_copy(
+                    update={"tool_result": result.model_copy(update={"spilled": f"{SPILL_DIR}/{name}"})}
+                )
+        elif m.role == "user":
+            kind = next((k for prefix, k in LEGACY_HOST_NOTES.items() if m.content.startswith(prefix)), None)
+            if kind is not None:
+                m = m.model_copy(update={"host": kind})
+        out.append(m)
+    return out
+
+
+# --- parsing: one typed entry per line ---------------------------------------------------------
+
+
+@dataclass(slots=True)
+class MessageEntry:
+    """A ``message`` entry; the ``Message`` is built when first asked for (most entries of a
+    long log are replaced before anyone needs them as messages)."""
+
+    raw: dict[str, Any]
+    parsed: Message | None = None  # already validated (an entry that needed the lenient reading)
+
+    @property
+    def id(self) -> str:
+        return self.raw["id"]
+
+    @property
+    def ts(self) -> Any:
+        return self.raw.get("ts")
+
+    @property
+    def replace_id(self) -> Any:
+        return self.raw.get("replace_id")
+
+    @property
+    def model(self) -> str | None:
+        model = self.raw.get("model")
+        return model if model and isinstance(model, str) else None
+
+    @property
+    def message(self) -> Message:
+        if self.parsed is None:
+            self.parsed = Message.model_validate(self.raw)
+        return self.parsed
+
+    def title(self) -> str:
+        """The title this message gives a session (its text collapsed, 80 characters), or ""."""
+        if self.parsed is not None:
+            m = self.parsed
+            return m.text_for_title()[:80] if m.role == "user" and m.content and m.tool_result is None else ""
+        raw = self.raw
+        content = raw.get("content", "")
+        if raw["role"] != "user" or not content or raw.get("tool_result") is not None:
+            return ""
+        mark = raw.get("notebook")
+        if type(mark) is dict and type(mark.get("chars")) is int:
+            content = content[mark["chars"] :]  # issue-13: the title is what the user typed
+        return " ".join(content.split())[:80]
+
+
+@dataclass(frozen=True, slots=True)
+class ReplaceEntry:
+    raw: dict[str, Any]
+    reason: str
+    replace_id: str
+    count: int
+
+
+@dataclass(frozen=True, slots=True)
+class UsageEntry:
+    raw: dict[str, Any]
+    anchor: tuple[int, int] | None  # (prompt total + output, conversation length); None: unreadable
+    model: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SpillEntry:
+    raw: dict[str, Any]
+    call_id: str | None
+    tool: str | None
+    path: str | None  # relative to the session directory
+    bytes: int
+    sha256: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class CompactEntry:
+    raw: dict[str, Any]
+    trigger: str
+    before_tokens: int | None
+    after_tokens: int | None
+    ok: bool
+    error: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RolloverEntry:
+    raw: dict[str, Any]
+    phase: str | None  # intent | commit
+    reason: str | None
+    handoff: dict[str, Any]
+    related_files: list[dict[str, Any]]
+    call_id: str | None
+    message_uuid: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class NoteEntry:
+    raw: dict[str, Any]
+    text: str
+    level: str
+    kind: str | None = None  # TORN_NOTE: the writer ended a line a crash left torn
+
+
+@dataclass(frozen=True, slots=True)
+class OtherEntry:
+    """A type this version does not know: read past (forward compatibility)."""
+
+    raw: dict[str, Any] = field(default_factory=dict)
+
+
+Entry = (
+    MessageEntry
+    | ReplaceEntry
+    | UsageEntry
+    | SpillEntry
+    | CompactEntry
+    | RolloverEntry
+    | NoteEntry
+    | OtherEntry
+)
+
+
+def decode(raw: bytes) -> dict[str, Any] | None:
+    """The JSON object of one line, or None (not JSON, not an object)."""
+    try:
+        entry = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return None
+    return entry if type(entry) is dict else None
+
+
+def parse_line(raw: bytes) -> Entry | None:
+    obj = decode(raw)
+    return None if obj is None else parse_entry(obj)
+
+
+def parse_entry(e: Any) -> Entry | None:
+    """The typed entry of one decoded line; None when the line is unreadable (see the module)."""
+    if type(e) is not dict:
+        return None
+    kind = e.get("type")
+    if kind == "message":
+        if plainly_valid(e):
+            return MessageEntry(e)
+        msg = valid_message(e)
+        return None if msg is None else MessageEntry(e, msg)
+    if kind == "usage":
+        model = e.get("model")
+        return UsageEntry(e, _anchor(e), model if model and isinstance(model, str) else None)
+    if kind == "replace":
+        count, rid = e.get("count"), e.get("replace_id")
+        if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
+            return None
+        return ReplaceEntry(e, str(e.get("reason") or ""), rid, count)
+    if kind == "spill":
+        size = e.get("bytes")
+        return SpillEntry(
+            e,
+            _str(e.get("call_id")),
+            _str(e.get("tool")),
+            _str(e.get("path")),
+            size if type(size) is int else 0,
+            _str(e.get("sha256")),
+        )
+    if kind == "compact":
+        return CompactEntry(
+            e,
+            str(e.get("trigger") or "auto"),
+            _int(e.get("before_tokens")),
+            _int(e.get("after_tokens")),
+            bool(e.get("ok")),
+            _str(e.get("error")),
+        )
+    if kind == "rollover":
+        handoff, files = e.get("handoff"), e.get("related_files")
+        return RolloverEntry(
+            e,
+            _str(e.get("phase")),
+            _str(e.get("reason")),
+            handoff if isinstance(handoff, dict) else {},
+            [f for f in files if isinstance(f, dict)] if isinstance(files, list) else [],
+            _str(e.get("call_id")),
+            _str(e.get("message_uuid")),
+        )
+    if kind == "note":
+        return NoteEntry(e, str(e.get("text") or ""), str(e.get("level") or "info"), _str(e.get("kind")))
+    return OtherEntry(e)
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+def _int(value: Any) -> int | None:
+    return value if type(value) is int else None
+
+
+# The keys a message entry has when it holds only the base fields (SPEC §6.1). An entry with
+# any other key (reasoning, a notebook mark, a durable mark, a key of a later version) is
+# validated in full instead, so an optional field of the wrong type drops that field, never
+# the message.
+# The durable marks of issue 12 (``host``, a result's ``spilled``) are checked here too: a
+# spilled preview is common in a long log, and full validation would cost the replay ~40%.
+_BASE_KEYS = frozenset(
+    {"v", "type", "id", "ts", "role", "content", "tool_calls", "tool_result", "model", "replace_id", "host"}
+)
+_RESULT_KEYS = frozenset({"call_id", "content", "is_error", "spilled"})
+
+
+def plainly_valid(e: dict[str, Any]) -> bool:
+    """True when the entry is a message with only the base fields, each of exactly its type,
+    so that ``Message.model_validate`` accepts it as it stands (checked in Python: ~3x cheaper
+    than validating, and most entries are never needed as messages after a replace)."""
+    if not e.keys() <= _BASE_KEYS:
+        return False
+    if type(e.get("id")) is not str or e.get("role") not in ("user", "assistant"):
+        return False
+    if type(e.get("content", "")) is not str or type(e.get("ts")) not in (float, int):
+        return False
+    if "host" in e and type(e["host"]) is not str:
+        return False
+    calls = e.get("tool_calls", ())
+    if type(calls) is not list and calls != ():
+        return False
+    for c in calls:
+        if type(c) is not dict or type(c.get("id")) is not str or type(c.get("name")) is not str:
+            return False
+        if type(c.get("arguments", {})) is not dict:
+            return False
+    result = e.get("tool_result")
+    if result is None:
+        return True
+    return (
+        type(result) is dict
+        and result.keys() <= _RESULT_KEYS
+        and type(result.get("call_id")) is str
+        and type(result.get("content")) is str
+        and type(result.get("is_error", False)) is bool
+        and type(result.get("spilled", "")) is str
+    )
+
+
+def valid_message(entry: dict[str, Any]) -> Message | None:
+    """The message of a ``message`` entry, or None when it is not a valid one."""
+    if "id" in entry and "ts" in entry:
+        # Validated as it stands (unknown keys are ignored); what this rejects gets the
+        # lenient reading below (null content or tool_calls, a null ts), as before.
+        try:
+            return Message.model_validate(entry)
+        except ValidationError:
+            pass
+    try:
+        return message_from_entry(entry)
+    except (ValidationError, KeyError, TypeError):
+        return None
+
+
+def _anchor(entry: dict[str, Any]) -> tuple[int, int] | None:
+    try:
+        tokens = (
+            int(entry.get("input_tokens") or 0)
+            + int(entry.get("cache_creation_input_tokens") or 0)
+            + int(entry.get("cache_read_input_tokens") or 0)
+            + int(entry.get("output_tokens") or 0)
+        )
+        messages = int(entry["messages"])
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return None
+    # A count from disk is believed only within sense (a 5,000-digit number is damage).
+    return (tokens, messages) if 0 <= tokens < 2**53 and 0 <= messages < 2**53 else None

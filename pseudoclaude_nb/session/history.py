@@ -5,12 +5,19 @@ It owns ``.pseudoclaude/history.sqlite`` and nothing else. The index is derived 
 is exactly what the logs hold (redacted, spilled bodies as files) and it can always be
 rebuilt from them. One row per message part — text, each tool call (name + arguments),
 the tool result — and the text of spilled files in chunks of lines; the trigram tokenizer
-makes CJK and code substrings match.
+makes CJK and code substrings match. Terms of one or two characters (``压缩``, ``qz``),
+which trigrams cannot find, are looked up in a side table: a contentless FTS5 table
+(``docs_short``, detail=none) of each row's distinct characters and character pairs, kept
+in step with the trigram table by the same triggers (insert, and delete on trash/purge).
 
-Registered as a conversation hook right after the session writer, so each append is in
-the index by the time ``Conversation.append`` returns (the same turn can search it). It
-never raises into its callers: a missing index is recreated, a corrupt one is deleted
-and rebuilt, a locked one is caught up later; problems are reported through ``on_notice``.
+Registered as a conversation hook right after the session writer. With ``background``
+(what the agent uses) the hook only marks the session: a background thread indexes what
+the log gained since the offset committed with the rows (one transaction per catch-up, so
+a kill -9 loses nothing but the uncommitted catch-up, which is read again from the log),
+and every search catches up first, so a search finds every message already appended.
+Without it, each append is indexed inside the hook. It never raises into its callers: a
+missing index is recreated, a corrupt one is deleted and rebuilt, a locked one is caught
+up later; problems are reported through ``on_notice``.
 """
 
 from __future__ import annotations
@@ -32,11 +39,12 @@ from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
 from . import safeio
-from .history_query import Hit, match
+from .entries import MessageEntry, SpillEntry, parse_line
+from .history_query import Hit, grams_text, match
 from .paths import LOG_NAME, SPILL_DIR, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 MAX_LIMIT = 50
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
 CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
@@ -69,11 +77,16 @@ CREATE INDEX IF NOT EXISTS docs_call ON docs(session_id, call_id);
 CREATE VIRTUAL TABLE IF NOT EXISTS docs_fts USING fts5(
     text, content='docs', content_rowid='id', tokenize='trigram'
 );
+CREATE VIRTUAL TABLE IF NOT EXISTS docs_short USING fts5(
+    grams, content='', detail=none, tokenize='ascii'
+);
 CREATE TRIGGER IF NOT EXISTS docs_ai AFTER INSERT ON docs BEGIN
     INSERT INTO docs_fts(rowid, text) VALUES (new.id, new.text);
+    INSERT INTO docs_short(rowid, grams) VALUES (new.id, pc_grams(new.text));
 END;
 CREATE TRIGGER IF NOT EXISTS docs_ad AFTER DELETE ON docs BEGIN
     INSERT INTO docs_fts(docs_fts, rowid, text) VALUES ('delete', old.id, old.text);
+    INSERT INTO docs_short(docs_short, rowid, grams) VALUES ('delete', old.id, pc_grams(old.text));
 END;
 """
 
@@ -85,8 +98,23 @@ class IndexStats:
     seconds: float
 
 
+BATCH_SECONDS = 0.05  # the background indexer waits this long for more appends to join one transaction
+
+
+@dataclass(frozen=True)
+class Lag:
+    entries: int  # log lines not in the index yet (counted up to LAG_COUNT_BYTES)
+    bytes: int
+    counted: bool  # False: too many bytes behind to count their lines here
+
+
+LAG_COUNT_BYTES = 16 << 20
+
+
 class HistoryIndex:
-    def __init__(self, workspace: Path, *, on_notice: Callable[[str], None] | None = None) -> None:
+    def __init__(
+        self, workspace: Path, *, on_notice: Callable[[str], None] | None = None, background: bool = False
+    ) -> None:
         self.workspace = Path(workspace)
         self.path = self.workspace / STATE_DIR / INDEX_NAME
         self.on_notice = on_notice
@@ -97,6 +125,14 @@ class HistoryIndex:
         self._seen: dict[str, tuple[int, int, int]] = {}
         self._lock = threading.RLock()
         self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
+        self.background = background
+        self._pending: set[Path] = set()
+        self._pending_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._flush_lock = threading.Lock()  # one catch-up of the pending sessions at a time
+        self._local = threading.local()
+        self._deferred: list[str] = []  # notices of the background indexer, said by the next flush
 
     # --- wiring ------------------------------------------------------------------------
 
@@ -105,14 +141,101 @@ class HistoryIndex:
         folder = Path(session_dir)
 
         def on_append(_message: Message) -> None:
-            self.catch_up(folder)
+            self.schedule(folder) if self.background else self.catch_up(folder)
 
         def on_replace(_reason: str, _messages: list[Message]) -> None:
-            self.catch_up(folder)
+            self.schedule(folder) if self.background else self.catch_up(folder)
 
         return Hooks(on_append=on_append, on_replace=on_replace)
 
+    # --- the background indexer ---------------------------------------------------------------
+
+    def schedule(self, session_dir: Path) -> None:
+        """Have the background indexer catch ``session_dir`` up (soon, off the caller's thread)."""
+        with self._pending_lock:
+            self._pending.add(Path(session_dir))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def flush(self) -> None:
+        """Catch up, in this thread, every session the background indexer has still to do.
+
+        Waits for a catch-up the indexer has under way; then says what it met (its notices
+        wait for a caller's thread: ``on_notice`` may draw in a notebook).
+        """
+        with self._flush_lock:
+            self._drain()
+        deferred, self._deferred = self._deferred, []
+        for text in deferred:
+            self._notice(text)
+
+    def _drain(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, set()
+        for folder in sorted(pending):
+            self.catch_up(folder)
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(BATCH_SECONDS)  # a burst of appends becomes one transaction
+            self._wake.clear()
+            with self._flush_lock:
+                self._local.background = True
+                try:
+                    self._drain()
+                finally:
+                    self._local.background = False
+
+    def lag(self) -> dict[str, Lag]:
+        """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
+
+        Reads the committed offsets; never raises, never waits long for a catch-up under way
+        (then it says nothing).
+        """
+        if self.disabled or not self.path.exists() or not self._lock.acquire(timeout=0.05):
+            return {}
+        try:
+            rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
+        except Exception:  # noqa: BLE001 - a report, never a failure
+            return {}
+        finally:
+            self._lock.release()
+        out: dict[str, Lag] = {}
+        root = sessions_dir(self.workspace)
+        if not root.is_dir():
+            return out
+        for d in root.iterdir():
+            log = d / LOG_NAME
+            try:
+                size = os.stat(log).st_size
+            except OSError:
+                continue
+            offset = rows.get(d.name, 0)
+            if size <= offset:
+                continue
+            behind = size - offset
+            if behind > LAG_COUNT_BYTES:
+                out[d.name] = Lag(0, behind, False)
+                continue
+            try:
+                with os.fdopen(safeio.open_file(log), "rb") as f:
+                    f.seek(offset)
+                    entries = f.read(behind).count(b"\n")
+            except OSError:
+                continue
+            if entries:
+                out[d.name] = Lag(entries, behind, True)
+        return out
+
     def close(self) -> None:
+        if self._pending:
+            self.flush()  # what the background indexer had still to do is done now
+        self._close_connection()
+
+    def _close_connection(self) -> None:
         with self._lock:
             if self._con is not None:
                 try:
@@ -141,8 +264,9 @@ class HistoryIndex:
     def rebuild(self) -> IndexStats:
         """Delete the index and build it again from every session log (``%sessions reindex``)."""
         started = time.monotonic()
+        self.flush()
         with self._lock:
-            self.close()
+            self._close_connection()
             self._delete_files()
             self.disabled = None
             rows = self._run(self._sync_all)
@@ -162,6 +286,7 @@ class HistoryIndex:
         limit = max(1, min(int(limit), MAX_LIMIT))
         if not query:
             return []
+        self.flush()  # what the background indexer has not reached yet is indexed first
         if session_id is not None:
             if not session_id or "/" in session_id or session_id.startswith("."):
                 return []  # not a session id: never a path to read
@@ -174,6 +299,7 @@ class HistoryIndex:
 
     def count(self, session_id: str | None = None) -> int:
         """Rows in the index, of one session or of all."""
+        self.flush()
         where, args = ("WHERE session_id = ?", [session_id]) if session_id is not None else ("", [])
         return self._run(lambda con: con.execute(f"SELECT count(*) FROM docs {where}", args).fetchone()[0])
 
@@ -196,7 +322,7 @@ class HistoryIndex:
                         f"the history index {self.path.name} was unreadable ({exc}); "
                         "it was deleted and is rebuilt from the session logs"
                     )
-                    self.close()
+                    self._close_connection()
                     self._delete_files()
             raise AssertionError("unreachable")
 
@@ -222,7 +348,7 @@ class HistoryIndex:
             self._notice(
                 f"the history index {self.path.name} was removed; it is rebuilt from the session logs"
             )
-            self.close()
+            self._close_connection()
         ensure_state_dir(self.workspace)
         # SQLite opens these by name: none may be a link or special file (safeio's limits).
         for suffix in ("", "-wal", "-shm", "-journal"):
@@ -231,6 +357,8 @@ class HistoryIndex:
         # -shm files the database's mode).
         os.close(safeio.open_file(self.path, os.O_RDWR | os.O_CREAT, 0o600))
         con = sqlite3.connect(self.path, timeout=2.0, check_same_thread=False, isolation_level=None)
+        # The short-term side table's tokens (history_query.grams), computed by the triggers.
+        con.create_function("pc_grams", 1, grams_text, deterministic=True)
         try:
             self._prepare(con)
         except sqlite3.OperationalError as exc:
@@ -249,15 +377,48 @@ class HistoryIndex:
         self._con, self._inode = con, (st.st_dev, st.st_ino)
         return con
 
+    # --- forgetting ------------------------------------------------------------------------
+
+    def forget(self, session_ids: list[str], *, scrub: bool = False) -> int:
+        """Delete every row of ``session_ids`` now (trash, purge); the number of rows deleted.
+
+        With ``scrub`` (purge) the deleted text is also gone from the files: the full-text
+        index is merged (``optimize``), the database rebuilt (``VACUUM``) and the WAL
+        checkpointed and truncated. ``secure_delete`` zeroes freed pages meanwhile. An index
+        that does not exist is not created. Raises ``SessionError`` if the index cannot be
+        changed (another process holds it).
+        """
+        ids = [sid for sid in dict.fromkeys(session_ids) if sid]
+        if self.disabled or not ids or not os.path.exists(self.path):
+            return 0
+
+        def run(con: sqlite3.Connection) -> int:
+            deleted = 0
+            with _transaction(con):
+                for sid in ids:
+                    deleted += con.execute("DELETE FROM docs WHERE session_id = ?", (sid,)).rowcount
+                    con.execute("DELETE FROM logs WHERE session_id = ?", (sid,))
+            for sid in ids:
+                self._seen.pop(sid, None)
+            if scrub:
+                con.execute("INSERT INTO docs_fts(docs_fts) VALUES ('optimize')")
+                con.execute("VACUUM")
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            return deleted
+
+        return self._run(run)
+
     @staticmethod
     def _prepare(con: sqlite3.Connection) -> None:
         con.execute("PRAGMA journal_mode=WAL")
+        # Deleted rows are overwritten with zeros, not left in free pages (purge forgets).
+        con.execute("PRAGMA secure_delete=ON")
         # Derived data: a lost last transaction is re-read from the log next time (the offset
         # is in the same transaction), so the per-append cost need not include an fsync.
         con.execute("PRAGMA synchronous=NORMAL")
         version = con.execute("PRAGMA user_version").fetchone()[0]
         if version not in (0, SCHEMA_VERSION):
-            for name in ("docs_fts", "docs", "logs"):
+            for name in ("docs_short", "docs_fts", "docs", "logs"):
                 con.execute(f"DROP TABLE IF EXISTS {name}")
         con.executescript(_SCHEMA)
         con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
@@ -271,6 +432,9 @@ class HistoryIndex:
 
     def _notice(self, text: str) -> None:
         """Said through ``on_notice`` during a run; kept in ``notices`` for the next magic otherwise."""
+        if getattr(self._local, "background", False):
+            self._deferred.append(text)
+            return
         if self.on_notice is not None:
             try:
                 self.on_notice(text)
@@ -336,16 +500,13 @@ class HistoryIndex:
         return rows
 
     def _index_line(self, con: sqlite3.Connection, session_dir: Path, line: bytes) -> int:
-        try:
-            entry = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            return 0  # a torn or corrupt line: the loader reports it; the index skips it
-        if not isinstance(entry, dict):
-            return 0
-        kind = entry.get("type")
-        if kind == "message":
-            return self._index_message(con, session_dir.name, entry)
-        if kind == "spill":
+        entry = parse_line(line)  # None: a torn or corrupt line; the loader reports it, the index skips it
+        if isinstance(entry, MessageEntry):
+            # A plainly valid entry has every field of its type as it stands; one that needed
+            # the lenient reading is indexed as the loader reads it.
+            data = entry.raw if entry.parsed is None else entry.parsed.to_dict()
+            return self._index_message(con, session_dir.name, data)
+        if isinstance(entry, SpillEntry):
             return self._index_spill(con, session_dir, entry)
         return 0
 
@@ -366,7 +527,7 @@ class HistoryIndex:
             rows.append((sid, uuid, None, None, role, "text", ts, 0, content))
         for k, call in enumerate(entry.get("tool_calls") or ()):
             if isinstance(call, dict):
-                name, args = call.get("name"), orjson.dumps(call.get("arguments") or {}).decode()
+                name, args = call.get("name"), _dumps(call.get("arguments") or {})
                 rows.append((sid, uuid, call.get("id"), name, role, "tool_call", ts, k, f"{name} {args}"))
         result = entry.get("tool_result")
         if isinstance(result, dict) and isinstance(result.get("content"), str):
@@ -389,9 +550,9 @@ class HistoryIndex:
         )
         return len(rows)
 
-    def _index_spill(self, con: sqlite3.Connection, session_dir: Path, entry: dict[str, Any]) -> int:
-        sid, call_id, rel = session_dir.name, entry.get("call_id"), entry.get("path")
-        if not isinstance(call_id, str) or not isinstance(rel, str):
+    def _index_spill(self, con: sqlite3.Connection, session_dir: Path, entry: SpillEntry) -> int:
+        sid, call_id, rel = session_dir.name, entry.call_id, entry.path
+        if call_id is None or rel is None:
             return 0
         if con.execute(
             "SELECT 1 FROM docs WHERE session_id = ? AND kind = 'spill' AND call_id = ? LIMIT 1",
@@ -410,9 +571,9 @@ class HistoryIndex:
             "SELECT message_uuid FROM docs WHERE session_id = ? AND kind = 'tool_result' AND call_id = ? LIMIT 1",
             (sid, call_id),
         ).fetchone()
-        ts = entry.get("ts") if isinstance(entry.get("ts"), (int, float)) else 0.0
+        ts = entry.raw.get("ts") if isinstance(entry.raw.get("ts"), (int, float)) else 0.0
         ref = f"{STATE_DIR}/sessions/{sid}/{rel}"
-        tool = entry.get("tool") if isinstance(entry.get("tool"), str) else None
+        tool = entry.tool
         rows = [
             (sid, owner[0] if owner else "", call_id, tool, "user", "spill", ts, part, line, ref, chunk)
             for part, (line, chunk) in enumerate(_chunks(text))
@@ -423,6 +584,37 @@ class HistoryIndex:
             rows,
         )
         return len(rows)
+
+
+def _dumps(value: Any) -> str:
+    """Tool-call arguments as text; nested past orjson's limit they still index (or are skipped)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        import json
+
+        try:
+            return json.dumps(value, ensure_ascii=False)
+        except (RecursionError, ValueError, TypeError):
+            return ""
+
+
+def forget_sessions(workspace: Path, session_ids: list[str], *, scrub: bool = False) -> int:
+    """``HistoryIndex.forget`` through a connection of its own (lifecycle: trash and purge)."""
+    index = HistoryIndex(workspace)
+    try:
+        return index.forget(session_ids, scrub=scrub)
+    finally:
+        index.close()
+
+
+def reindex_session(workspace: Path, session_dir: Path) -> int:
+    """Index one session's log from its start (restore); never raises, like ``catch_up``."""
+    index = HistoryIndex(workspace)
+    try:
+        return index.catch_up(session_dir)
+    finally:
+        index.close()
 
 
 @contextmanager

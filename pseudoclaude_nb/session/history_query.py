@@ -44,6 +44,35 @@ class Hit:
         }
 
 
+def grams(text: str) -> set[str]:
+    """The tokens of ``text`` in the short-term table: each distinct character and character pair.
+
+    Lower-cased first (a search is case-insensitive); pairs with white space are left out
+    (a term never holds any). A token is the characters' code points in hex, ``u61`` or
+    ``b61x62``, so FTS5's ascii tokenizer keeps it whole whatever the characters are.
+    """
+    low = text.lower()
+    chars = set(low)
+    out = {f"u{ord(c):x}" for c in chars if not c.isspace()}
+    pairs = set(zip(low, low[1:], strict=False))
+    out.update(f"b{ord(a):x}x{ord(b):x}" for a, b in pairs if not (a.isspace() or b.isspace()))
+    return out
+
+
+def grams_text(text: object) -> str:
+    return " ".join(grams(text)) if isinstance(text, str) else ""
+
+
+def short_token(term: str) -> str | None:
+    """The side table's token for a one- or two-character term (lower-cased), or None."""
+    low = term.lower()
+    if len(low) == 1 and not low.isspace():
+        return f"u{ord(low):x}"
+    if len(low) == 2 and not (low[0].isspace() or low[1].isspace()):
+        return f"b{ord(low[0]):x}x{ord(low[1]):x}"
+    return None
+
+
 def match(con: sqlite3.Connection, query: str, session_id: str | None, limit: int) -> list[Hit]:
     """The hits for ``query``: the exact phrase first, then rows with every word."""
     quoted = len(query) >= 2 and query[0] == query[-1] == '"'
@@ -80,10 +109,15 @@ def _find(
     Newest first rather than by bm25: on trigrams bm25 says little about a substring
     match, and ranking must score every match, where rowid order stops at ``limit``.
     """
-    # Trigrams need 3 characters; shorter terms (two CJK characters, "id") are checked
-    # with instr() on the rows the long terms matched, or by a scan when there are none.
+    # Trigrams need 3 characters. Shorter terms alone (two CJK characters, "qz") are looked
+    # up in the side table of characters and pairs; beside a long term, they are checked
+    # with instr() on the rows the long terms matched (newest first, stopping at ``limit``).
     long = [t for t in terms if len(t) >= 3]
     short = [t.lower() for t in terms if len(t) < 3]
+    if short and not long:
+        tokens = [short_token(t) for t in short]
+        if all(tokens):
+            return _find_short(con, tokens, session_id, span, limit)  # type: ignore[arg-type]
     # Earlier searches echo their own query and hits: never an answer to a new one.
     where, args = [f"coalesce(d.tool, '') != '{SEARCH_TOOL}'"], []
     for t in short:
@@ -104,6 +138,23 @@ def _find(
     in_span = " AND d.id BETWEEN ? AND ?" if span else ""
     sql = f"SELECT d.id, {_COLUMNS} FROM docs d WHERE 1{in_span}{conditions} ORDER BY d.id DESC LIMIT ?"
     return con.execute(sql, (*(span or ()), *args, limit)).fetchall()
+
+
+def _find_short(
+    con: sqlite3.Connection, tokens: list[str], session_id: str | None, span: tuple[int, int] | None, limit: int
+) -> list[tuple]:
+    """Rows with every one- or two-character term: the side table says exactly which, newest first."""
+    where, args = [f"coalesce(d.tool, '') != '{SEARCH_TOOL}'"], []
+    if session_id is not None:
+        where.append("d.session_id = ?")
+        args.append(session_id)
+    in_span = " AND docs_short.rowid BETWEEN ? AND ?" if span else ""
+    sql = (
+        f"SELECT d.id, {_COLUMNS} FROM docs_short JOIN docs d ON d.id = docs_short.rowid "
+        f"WHERE docs_short MATCH ?{in_span}{''.join(f' AND {w}' for w in where)} "
+        "ORDER BY docs_short.rowid DESC LIMIT ?"
+    )
+    return con.execute(sql, (" AND ".join(tokens), *(span or ()), *args, limit)).fetchall()
 
 
 def _hit(row: tuple, terms: list[str]) -> Hit:

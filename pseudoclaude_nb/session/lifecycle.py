@@ -169,7 +169,19 @@ def trash_session(
     # After the move: a crash in between leaves a trashed session without its note, which
     # list_trash reads as "original id = its name", rather than a note in a live session.
     atomic_write_text(root / name / TRASHED_NAME, json.dumps(trashed, ensure_ascii=False, indent=1))
+    # A trashed session is not searchable: its rows leave the index now (restore re-indexes).
+    _forget(workspace, [session_id], scrub=False)
     return _trashed(root / name)
+
+
+def _forget(workspace: Path, session_ids: list[str], *, scrub: bool) -> None:
+    """Delete the sessions' rows from history.sqlite; a busy index is cleaned at its next sync."""
+    from .history import forget_sessions
+
+    try:
+        forget_sessions(workspace, session_ids, scrub=scrub)
+    except SessionError:
+        pass  # another kernel holds it: its next search of all sessions drops the rows
 
 
 def _free_name(root: Path, session_id: str) -> str:
@@ -258,6 +270,9 @@ def restore_session(workspace: Path, trash_id: str) -> Path:
         )
     os.rename(src, target)
     (target / TRASHED_NAME).unlink(missing_ok=True)
+    from .history import reindex_session
+
+    reindex_session(workspace, target)
     return target
 
 
@@ -268,8 +283,12 @@ def plan_purge(workspace: Path, trash_id: str | None = None) -> PurgePlan:
     return PurgePlan([_trashed(_find_trashed(workspace, trash_id))])
 
 
-def purge(plan: PurgePlan) -> int:
-    """Delete the plan's sessions for good; returns the bytes freed."""
+def purge(plan: PurgePlan, workspace: Path | None = None) -> int:
+    """Delete the plan's sessions for good; returns the bytes freed.
+
+    Their rows leave history.sqlite in the same step, and the index files are rebuilt so
+    the deleted text is gone from them too (``HistoryIndex.forget(scrub=True)``).
+    """
     freed = 0
     for t in plan.sessions:
         if not t.path.is_dir():
@@ -279,7 +298,11 @@ def purge(plan: PurgePlan) -> int:
         shutil.rmtree(doomed)
         freed += t.bytes
     if plan.sessions:
-        _finish_interrupted_purges(plan.sessions[0].path.parent)
+        root = plan.sessions[0].path.parent
+        _finish_interrupted_purges(root)
+        ws = workspace if workspace is not None else root.parent.parent  # <ws>/.pseudoclaude/trash
+        ids = [t.original_id for t in plan.sessions] + [t.id for t in plan.sessions]
+        _forget(ws, ids, scrub=True)
     return freed
 
 

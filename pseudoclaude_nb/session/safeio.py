@@ -215,12 +215,18 @@ def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> str:
 
 
 def write_atomic(
-    path: str | os.PathLike[str], data: bytes | str, *, mode: int = 0o600, create_dirs: bool = False
+    path: str | os.PathLike[str],
+    data: bytes | str,
+    *,
+    mode: int = 0o600,
+    create_dirs: bool = False,
+    fsync: bool = True,
 ) -> None:
     """Write a temporary file beside ``path`` (relative to the folder's fd), fsync it, rename it over.
 
     The rename replaces a symlink at ``path`` itself, never its target. The file gets ``mode``
-    exactly (``fchmod``: no umask, no window with another mode).
+    exactly (``fchmod``: no umask, no window with another mode). ``fsync=False`` is for
+    derived files (a sidecar): a crash may leave it empty or old, and it is rebuilt then.
     """
     path = Path(os.path.abspath(path))
     raw = data.encode("utf-8") if isinstance(data, str) else data
@@ -234,7 +240,8 @@ def write_atomic(
                 while view:
                     view = view[os.write(fd, view) :]
                 os.fchmod(fd, mode)
-                os.fsync(fd)
+                if fsync:
+                    os.fsync(fd)
             finally:
                 os.close(fd)
             os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)

@@ -3,18 +3,59 @@
 Every entry in file order — messages by role, tool calls, spills, usage points, replace
 markers with their reason — marked as inside or outside the effective window (the last
 committed replace and what came after it).
+
+The timeline is built for any log size: one streamed pass keeps, per entry, only its byte
+offset, line number and kind (a few bytes each), plus the usage points; the picture is
+drawn from at most ``BINS`` bins of counts, and an entry's content is read from the log by
+its offset only when it is shown (``Timeline.items[i]``). The effective window, the
+effective message count and the problems come from the session's sidecar (``sidecar``),
+which is brought up to date by reading only the bytes it has not seen.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+import os
+from array import array
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import overload
 
-import orjson
+from ..errors import SessionError
+from . import safeio, sidecar
+from .entries import (
+    CompactEntry,
+    Entry,
+    MessageEntry,
+    NoteEntry,
+    ReplaceEntry,
+    RolloverEntry,
+    SpillEntry,
+    UsageEntry,
+    parse_line,
+)
+from .loader import log_path
 
-from . import safeio
-from .loader import load_session, log_path
+BINS = 200  # the picture's columns, whatever the log's length
+READ_CHUNK = 8 << 20
+PARSE_BELOW = 4096  # shorter lines are parsed; longer ones (message bodies) are classified by their keys
+
+KINDS = (
+    "user",
+    "assistant",
+    "tool_call",
+    "tool_result",
+    "spill",
+    "usage",
+    "replace",
+    "compact",
+    "rollover",
+    "note",
+    "bad",
+    "unknown",
+)
+_CODE = {k: i for i, k in enumerate(KINDS)}
 
 
 @dataclass(frozen=True)
@@ -29,17 +70,105 @@ class Item:
     images: int = 0  # issue-14: image parts of a message
 
 
-@dataclass(frozen=True)
+@dataclass
+class Bin:
+    """A run of consecutive entries: [first, end) by entry index, and what kinds they are."""
+
+    first: int
+    end: int
+    counts: dict[str, int] = field(default_factory=dict)
+    effective: int = 0  # entries of the bin inside the effective window
+    peak_tokens: int = 0  # the largest usage point in the bin (0: none)
+    replaces: list[str] = field(default_factory=list)  # reasons of its replace markers (first few)
+    first_line: int = 0
+    last_line: int = 0
+    images: int = 0  # issue-14: image parts of the bin's messages
+
+
+class Entries(Sequence[Item]):
+    """The log's entries, each read from the log by its offset when asked for."""
+
+    def __init__(self, timeline: Timeline) -> None:
+        self._t = timeline
+
+    def __len__(self) -> int:
+        return len(self._t.offsets)
+
+    @overload
+    def __getitem__(self, index: int) -> Item: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Item]: ...
+    def __getitem__(self, index: int | slice) -> Item | list[Item]:
+        if isinstance(index, slice):
+            return self._t.read(range(len(self))[index])
+        if index < 0:
+            index += len(self)
+        if not 0 <= index < len(self):
+            raise IndexError(index)
+        return self._t.read([index])[0]
+
+    def __iter__(self) -> Iterator[Item]:
+        for start in range(0, len(self), 256):
+            yield from self._t.read(range(start, min(len(self), start + 256)))
+
+
+@dataclass
 class Timeline:
     session_id: str
-    items: list[Item]
+    path: Path
     effective_messages: int
     problems: list[str]
+    effective_from: int  # byte offset where the effective window begins
+    offsets: array = field(default_factory=lambda: array("Q"))  # each entry's first byte
+    lines: array = field(default_factory=lambda: array("Q"))  # each entry's 1-based line
+    kinds: bytearray = field(default_factory=bytearray)  # each entry's kind (index into KINDS)
+    usage: list[tuple[int, int]] = field(default_factory=list)  # (entry index, tokens)
+    reasons: dict[int, str] = field(default_factory=dict)  # entry index -> replace reason
+    images: dict[int, int] = field(default_factory=dict)  # issue-14: entry index -> image parts
+    bins: list[Bin] = field(default_factory=list)
+
+    @property
+    def items(self) -> Entries:
+        return Entries(self)
+
+    @property
+    def count(self) -> int:
+        return len(self.offsets)
+
+    @property
+    def first_effective(self) -> int | None:
+        """The index of the first entry inside the effective window, or None."""
+        lo, hi = 0, len(self.offsets)
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self.offsets[mid] < self.effective_from:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo if lo < len(self.offsets) else None
 
     @property
     def usage_curve(self) -> list[tuple[int, int]]:
         """(item index, tokens) of every usage point: the tokens-per-step curve."""
-        return [(i, it.tokens) for i, it in enumerate(self.items) if it.kind == "usage"]
+        return list(self.usage)
+
+    def kind(self, index: int) -> str:
+        return KINDS[self.kinds[index]]
+
+    def read(self, indexes: Sequence[int]) -> list[Item]:
+        """The entries at ``indexes``, read from the log by offset (one open, one read per entry)."""
+        out = []
+        try:
+            with os.fdopen(safeio.open_file(self.path), "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                for i in indexes:
+                    start = self.offsets[i]
+                    end = self.offsets[i + 1] if i + 1 < len(self.offsets) else size
+                    raw = os.pread(f.fileno(), end - start, start).split(b"\n", 1)[0]
+                    out.append(_parse_item(self.lines[i], raw, start >= self.effective_from))
+        except OSError as exc:
+            raise SessionError(f"cannot read session log {self.path}: {exc.strerror or exc}") from exc
+        return out
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -47,47 +176,161 @@ def _short(text: str, width: int = 70) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def build_timeline(path: str | Path) -> Timeline:
+def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
+    """The timeline of a session's log: one streamed pass, memory a few bytes per entry."""
     file = log_path(path)
-    loaded = load_session(file, full=True)
-    items: list[Item] = []
-    for lineno, raw in enumerate(safeio.read_bytes(file).split(b"\n"), start=1):
-        if not raw.strip():
-            continue
-        effective = lineno >= loaded.effective_from_line
-        try:
-            e = orjson.loads(raw)
-        except orjson.JSONDecodeError:
-            e = None
-        if not isinstance(e, dict):
-            items.append(Item(lineno, "bad", "unreadable line", raw[:2000].decode("utf-8", "replace"), False))
-            continue
-        items.append(_item(lineno, e, effective))
-    return Timeline(file.parent.name, items, len(loaded.messages), loaded.problems())
+    try:
+        meta = sidecar.refresh(file.parent)
+        fd = safeio.open_file(file)
+    except OSError as exc:
+        raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
+    t = Timeline(
+        session_id=file.parent.name,
+        path=file,
+        effective_messages=int(meta.get("effective_messages") or 0),
+        problems=list(meta.get("problems") or []),
+        effective_from=int(meta.get("effective_from") or 0),
+    )
+    with os.fdopen(fd, "rb"):
+        size = os.fstat(fd).st_size
+        at, line, rest = 0, 1, b""
+        while at < size:
+            piece = os.pread(fd, min(READ_CHUNK, size - at), at)
+            if not piece:
+                break
+            data = rest + piece if rest else piece
+            base = at - len(rest)
+            at += len(piece)
+            end = data.rfind(b"\n") + 1 if at < size else len(data)
+            line = _scan(t, data[:end], base, line)
+            rest = data[end:]
+    t.bins = _bins(t, bins)
+    return t
 
 
-def _item(lineno: int, e: dict, effective: bool) -> Item:
-    kind = e.get("type")
-    detail = json.dumps(e, ensure_ascii=False, indent=1)
-    if kind == "message":
-        result = e.get("tool_result")
-        parts = e.get("parts")
-        pictures = sum(1 for p in parts if isinstance(p, dict) and p.get("type") == "image") if isinstance(parts, list) else 0
+def _scan(t: Timeline, data: bytes, base: int, line: int) -> int:
+    """Record every entry of ``data`` (whole lines, starting at byte ``base``, line ``line``)."""
+    offsets, lines, kinds = t.offsets, t.lines, t.kinds
+    pos = base
+    for raw in data.split(b"\n"):
+        if raw and not raw.isspace():
+            kind, tokens, reason = _classify(raw)
+            if kind in ("user", "tool_result") and b'"parts":[{' in raw:
+                pictures = _images_in(raw)
+                if pictures:
+                    t.images[len(offsets)] = pictures
+            index = len(offsets)
+            offsets.append(pos)
+            lines.append(line)
+            kinds.append(_CODE[kind])
+            if kind == "usage":
+                t.usage.append((index, tokens))
+            elif kind == "replace":
+                t.reasons[index] = reason
+        pos += len(raw) + 1
+        line += 1
+    return line - 1 if data.endswith(b"\n") else line
+
+
+_MESSAGE = b'{"v":1,"type":"message",'
+
+
+def _images_in(raw: bytes) -> int:
+    """The image parts of a message line (issue-14), by its keys: ``parts`` is written last."""
+    at = raw.rfind(b'"parts":[{')
+    return raw.count(b'"type":"image"', at) if at > 0 else 0
+
+
+def _classify(raw: bytes) -> tuple[str, int, str]:
+    """(kind, usage tokens, replace reason) of one line; long message lines by their keys only.
+
+    A JSON string holds a quote only escaped, so ``"tool_result":`` found in the line is a
+    key (the writer writes ``tool_calls`` and ``tool_result`` after the content).
+    """
+    if len(raw) >= PARSE_BELOW and raw.startswith(_MESSAGE) and raw.endswith(b"}"):
+        r = raw.rfind(b'tool_result":')
+        if r > 0 and raw[r - 1 : r] == b'"' and raw.startswith(b"{", r + 13):
+            return "tool_result", 0, ""
+        c = raw.rfind(b'tool_calls":', 0, r if r > 0 else len(raw))
+        if c > 0 and raw[c - 1 : c] == b'"' and raw.startswith(b"[{", c + 12):
+            return "tool_call", 0, ""
+        role = raw.find(b'"role":"user"', 0, 300)
+        return ("user" if role >= 0 else "assistant"), 0, ""
+    entry = parse_line(raw)
+    if entry is None:
+        return "bad", 0, ""
+    item = _item(0, entry, False, with_detail=False)
+    return (item.kind if item.kind in _CODE else "unknown"), item.tokens, item.reason
+
+
+def _bins(t: Timeline, count: int) -> list[Bin]:
+    n = len(t.offsets)
+    if n == 0:
+        return []
+    count = max(1, min(count, n))
+    first_eff = t.first_effective
+    usage = dict(t.usage)
+    out = []
+    for b in range(count):
+        lo, hi = n * b // count, n * (b + 1) // count
+        counts: dict[str, int] = {}
+        for code in t.kinds[lo:hi]:
+            name = KINDS[code]
+            counts[name] = counts.get(name, 0) + 1
+        eff = 0 if first_eff is None else max(0, hi - max(lo, first_eff))
+        peak = max((usage[i] for i in range(lo, hi) if i in usage), default=0) if usage else 0
+        reasons = [t.reasons[i] for i in range(lo, hi) if i in t.reasons][:5] if t.reasons else []
+        pictures = sum(t.images.get(i, 0) for i in range(lo, hi)) if t.images else 0
+        out.append(Bin(lo, hi, counts, eff, peak, reasons, t.lines[lo], t.lines[hi - 1], pictures))
+    return out
+
+
+def _parse_item(lineno: int, raw: bytes, effective: bool) -> Item:
+    entry = parse_line(raw)
+    if entry is None:
+        return Item(lineno, "bad", "unreadable line", raw[:2000].decode("utf-8", "replace"), False)
+    return _item(lineno, entry, effective)
+
+
+def _count(value: object) -> int:
+    """A count read from disk: a non-negative integer below 2**53, else 0 (strings, lists, 1e308…)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return 0
+    if isinstance(value, float) and not (0 <= value < 2**53):
+        return 0
+    return int(value) if 0 <= value < 2**53 else 0
+
+
+def _detail(e: dict) -> str:
+    try:
+        return json.dumps(e, ensure_ascii=False, indent=1)
+    except (RecursionError, ValueError):
+        return "(an entry nested too deeply to show)"
+
+
+def _item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool = True) -> Item:
+    e = entry.raw
+    detail = _detail(e) if with_detail else ""
+    if isinstance(entry, MessageEntry):
+        m = entry.message
+        pictures = len(m.parts)
         shown = f" · {pictures} image{'s' if pictures > 1 else ''}" if pictures else ""
-        if isinstance(result, dict):
-            text = str(result.get("content", ""))
-            return Item(lineno, "tool_result", f"result {_short(text, 50)}{shown}", text, effective, images=pictures)
-        calls = e.get("tool_calls") or []
-        content = str(e.get("content") or "")
-        if calls:
-            names = ", ".join(str(c.get("name")) for c in calls if isinstance(c, dict))
-            label = f"calls {names}" + (f" · {_short(content, 40)}" if content else "")
+        if m.tool_result is not None:
+            text = m.tool_result.content
+            label = f"result {_short(text, 50)}{shown}"
+            return Item(lineno, "tool_result", label, text, effective, images=pictures)
+        if m.tool_calls:
+            names = ", ".join(c.name for c in m.tool_calls)
+            label = f"calls {names}" + (f" · {_short(m.content, 40)}" if m.content else "")
             return Item(lineno, "tool_call", label, detail, effective)
-        role = "user" if e.get("role") == "user" else "assistant"
-        return Item(lineno, role, _short(content) + shown, content, effective, images=pictures)
-    if kind == "usage":
+        label = _short(m.content)
+        if m.notebook is not None:  # issue-13: the notebook activity block, by its field
+            cells = getattr(m.notebook, "cells", 0)
+            label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(m.prompt_text)
+        return Item(lineno, m.role, label + shown, m.content, effective, images=pictures)
+    if isinstance(entry, UsageEntry):
         tokens = sum(
-            int(e.get(k) or 0)
+            _count(e.get(k))
             for k in (
                 "input_tokens",
                 "cache_creation_input_tokens",
@@ -96,26 +339,25 @@ def _item(lineno: int, e: dict, effective: bool) -> Item:
             )
         )
         return Item(lineno, "usage", f"usage {tokens:,} tokens", detail, effective, tokens=tokens)
-    if kind == "replace":
-        reason = str(e.get("reason") or "")
+    if isinstance(entry, ReplaceEntry):
         return Item(
             lineno,
             "replace",
-            f"replace ({reason}), {e.get('count')} messages",
+            f"replace ({entry.reason}), {entry.count} messages",
             detail,
             effective,
-            reason=reason,
+            reason=entry.reason,
         )
-    if kind == "spill":
-        return Item(
-            lineno, "spill", f"spill {e.get('tool')} {int(e.get('bytes') or 0):,} bytes", detail, effective
-        )
-    if kind == "compact":
-        ok = "ok" if e.get("ok") else f"failed: {e.get('error')}"
-        label = f"compact ({e.get('trigger')}) {e.get('before_tokens')} → {e.get('after_tokens')} {ok}"
+    if isinstance(entry, SpillEntry):
+        return Item(lineno, "spill", f"spill {entry.tool} {entry.bytes:,} bytes", detail, effective)
+    if isinstance(entry, CompactEntry):
+        ok = "ok" if entry.ok else f"failed: {entry.error}"
+        label = f"compact ({entry.trigger}) {entry.before_tokens} → {entry.after_tokens} {ok}"
         return Item(lineno, "compact", label, detail, effective)
-    if kind == "rollover":
-        return Item(lineno, "rollover", f"rollover {e.get('phase')} ({e.get('reason')})", detail, effective)
-    if kind == "note":
-        return Item(lineno, "note", f"note: {_short(str(e.get('text') or ''), 60)}", detail, effective)
+    match entry:
+        case RolloverEntry(phase=phase, reason=reason):
+            return Item(lineno, "rollover", f"rollover {phase} ({reason})", detail, effective)
+    if isinstance(entry, NoteEntry):
+        return Item(lineno, "note", f"note: {_short(entry.text, 60)}", detail, effective)
+    kind = e.get("type")
     return Item(lineno, str(kind or "unknown"), f"{kind} entry", detail, effective)

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import errno
 import fcntl
+import json
 import os
 import threading
 from pathlib import Path
@@ -35,15 +36,48 @@ from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
-from . import entries, safeio
+from . import entries, safeio, sidecar
 from .paths import LOCK_NAME, LOG_NAME, SPILL_DIR
+
+
+class EncodeError(ValueError):
+    """An entry cannot be written as one JSON line (nested deeper than the encoders go)."""
+
+
+def encode_entry(entry: dict[str, Any]) -> bytes:
+    """``entries.encode``, falling back to the standard library for what orjson refuses.
+
+    orjson stops at 255 levels of nesting; ``json`` goes as deep as the interpreter's
+    recursion limit allows (the loader reads up to 1,024). Deeper raises ``EncodeError``.
+    """
+    try:
+        return entries.encode(entry)
+    except TypeError as exc:
+        if "ecursion" not in str(exc):
+            raise EncodeError(f"an entry cannot be encoded as JSON: {exc}") from exc
+    try:
+        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
+    except (RecursionError, ValueError, TypeError) as exc:
+        raise EncodeError(
+            "an entry is nested too deeply to be written as JSON (tool-call arguments hundreds of levels deep)"
+        ) from exc
+
 
 _MEND_LOOK = 1 << 16  # how far back the writer looks for its last line when it opens
 
 
+META_EVERY = 32  # the sidecar is brought up to date after this many writes (and on replace, close)
+
+
 class SessionWriter:
     def __init__(
-        self, session_dir: Path, *, model: str | None = None, fsync: bool = True, redact: bool = True
+        self,
+        session_dir: Path,
+        *,
+        model: str | None = None,
+        fsync: bool = True,
+        redact: bool = True,
+        meta_every: int = META_EVERY,
     ) -> None:
         self.dir = Path(session_dir)
         self.id = self.dir.name
@@ -61,6 +95,8 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._hooks = Hooks(on_append=self.append_message, on_replace=self.replace)
         self._fd: int | None = None
+        self.meta_every = meta_every
+        self._unsynced = 0  # writes since meta.json was last brought up to date
         # A session folder with a link, a special file or a hard-linked file anywhere in it
         # is never written: its writes could land outside the workspace (safeio).
         problem = safeio.tree_problem(self.dir)
@@ -113,6 +149,8 @@ class SessionWriter:
     def close(self) -> None:
         self.detach()
         if getattr(self, "_fd", None) is not None:
+            if self._unsynced:
+                self.sync_meta()
             os.close(self._fd)
             self._fd = None
         self._release_lock()
@@ -132,21 +170,89 @@ class SessionWriter:
                 self._write(b"")
             else:
                 self._check_env()
-                self._write(self._message_line(message))
+                self._write(self._encoded(lambda: self._message_line(message)))
 
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
-            self._write(self._replace_bytes(reason, messages), resync=False)
+            self._write(self._encoded(lambda: self._replace_bytes(reason, messages)), resync=False)
+        self.sync_meta()
+
+    def _encoded(self, make: Any) -> bytes:
+        """The bytes ``make()`` encodes; an entry that cannot be encoded fails the writer (closed).
+
+        The conversation already holds the message, so the log must not go on without it:
+        the writer is *failed* and every later write tries the resync again, which fails
+        the same way until the session is left (``%sessions new``). Nothing is written
+        out of order meanwhile.
+        """
+        try:
+            return make()
+        except EncodeError as exc:
+            self.failed = SessionWriteError(
+                f"could not write session log {self.path}: {exc}. Nothing more is written to this "
+                "session; start a new one with %sessions new"
+            )
+            raise self.failed from exc
+
+    def sync_meta(self) -> None:
+        """Bring ``meta.json`` up to date: it reads only what was written since it was last current.
+
+        Derived data: never raises (a reader rebuilds a sidecar it finds stale or broken).
+        """
+        self._unsynced = 0
+        try:
+            sidecar.refresh(self.dir, fsync=False)
+        except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
+            pass
 
     # --- other entries ---------------------------------------------------------------------
 
-    def log_usage(self, usage: Usage, *, messages: int, model: str | None) -> None:
-        self.log(entries.usage_entry(usage, messages=messages, model=model))
+    # The only way entries other than messages reach the log: one method per type.
 
-    def log_note(self, text: str, level: str = "info") -> None:
-        self.log(entries.note_entry(text, level))
+    def usage(self, usage: Usage, *, messages: int, model: str | None) -> None:
+        """A response's usage: the anchor of the next estimate (``messages`` = conversation length)."""
+        self._log(entries.usage_entry(usage, messages=messages, model=model))
 
-    def log(self, entry: dict[str, Any]) -> None:
+    def note(self, text: str, level: str = "info") -> None:
+        self._log(entries.note_entry(text, level))
+
+    def spill(self, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> None:
+        """Layer 1 wrote a result to ``path`` (relative to the session); logged before its preview."""
+        self._log(entries.spill_entry(call_id=call_id, tool=tool, path=path, bytes=bytes, sha256=sha256))
+
+    def compact(
+        self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
+    ) -> None:
+        """A Layer 2 attempt ended (after its replace, when it made one)."""
+        self._log(
+            entries.compact_entry(
+                trigger=trigger, before_tokens=before_tokens, after_tokens=after_tokens, ok=ok, error=error
+            )
+        )
+
+    def rollover(
+        self,
+        *,
+        phase: str,
+        reason: str,
+        handoff: dict[str, Any],
+        related_files: list[dict[str, Any]],
+        call_id: str | None,
+        **extra: Any,
+    ) -> None:
+        """A rollover intent (the model's ``new_context``) or commit (the window was replaced)."""
+        self._log(
+            entries.rollover_entry(
+                phase=phase,
+                reason=reason,
+                handoff=handoff,
+                related_files=related_files,
+                call_id=call_id,
+                **extra,
+            )
+        )
+
+    def _log(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self._write(self._encode(entry))
 
@@ -156,11 +262,11 @@ class SessionWriter:
         """One line, redacted.
 
         Encoding first makes the pre-check one scan of the bytes; only a line that may hold
-        a secret is walked and encoded again.
+        a secret is walked, encoded again and redacted as a whole (``Redactor.line``).
         """
-        line = entries.encode(entry)
-        if self.redactor is not None and self.redactor.may_contain(line):
-            line = entries.encode(self.redactor.value(entry))
+        line = encode_entry(entry)
+        if self.redactor is not None:
+            line = self.redactor.line(entry, line)
         return line
 
     def _message_line(self, message: Message) -> bytes:
@@ -184,14 +290,11 @@ class SessionWriter:
         fresh = [i for i, body in enumerate(out) if body is None]
         if fresh:
             found = [entries.message_entry(messages[i]) for i in fresh]
-            lines = [entries.encode(e) for e in found]
+            lines = [encode_entry(e) for e in found]
             # One pre-check over all new lines; lines are redacted one by one only if it finds something.
             redactor = self.redactor
             if redactor is not None and redactor.may_contain(b"".join(lines)):
-                lines = [
-                    entries.encode(redactor.value(e)) if redactor.may_contain(line) else line
-                    for e, line in zip(found, lines, strict=True)
-                ]
+                lines = [redactor.line(e, line) for e, line in zip(found, lines, strict=True)]
             for i, line in zip(fresh, lines, strict=True):
                 out[i] = body = line[:-2]  # an entry is a JSON object and a newline: drop "}\n"
                 self._lines[messages[i].id] = (messages[i], body)
@@ -221,13 +324,14 @@ class SessionWriter:
             self._lines = {k: v for k, v in self._lines.items() if k in current}
         tail = b',"replace_id":' + orjson.dumps(rid) + b"}\n"
         parts = [tail] * (2 * len(bodies) + 1)
-        parts[0] = entries.encode(entries.replace_entry(reason, rid, len(messages)))
+        parts[0] = encode_entry(entries.replace_entry(reason, rid, len(messages)))
         parts[1::2] = bodies
         if bodies:
             parts[1] = bodies[0] + self._model_stamp()
         return b"".join(parts)  # one buffer: the snapshot is copied once
 
     def _resync_bytes(self) -> bytes:
+        # An entry that cannot be encoded stays unencodable: EncodeError keeps the writer failed.
         current = self.conversation.messages() if self.conversation is not None else []
         return self._replace_bytes("resync", current)
 
@@ -245,6 +349,10 @@ class SessionWriter:
                 view = view[written:]
             if self.fsync:
                 os.fsync(self._fd)
+            self._unsynced += 1
+        except EncodeError as exc:  # the resync cannot be encoded: stay failed (see _encoded)
+            assert self.failed is not None
+            raise self.failed from exc
         except OSError as exc:
             hint = "free some disk space" if exc.errno == errno.ENOSPC else "check the folder"
             self.failed = SessionWriteError(
@@ -253,6 +361,8 @@ class SessionWriter:
             )
             raise self.failed from exc
         self.failed = None
+        if self.meta_every and self._unsynced >= self.meta_every:
+            self.sync_meta()
 
     def _mend_torn_tail(self) -> None:
         mending = self._mending()
@@ -273,7 +383,7 @@ class SessionWriter:
         size = os.fstat(self._fd).st_size
         if size == 0:
             return b""
-        if os.pread(self._fd, 1, size - 1) == b"\n":
+        if self._pread(1, size - 1) == b"\n":
             if not self._last_line_torn(size):
                 return b""
             lead = b""
@@ -283,11 +393,25 @@ class SessionWriter:
         note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
         return lead + entries.encode(note)
 
+    def _pread(self, count: int, offset: int) -> bytes:
+        """Bytes of the log, through the writer's fd (or a read-only one if it cannot read)."""
+        assert self._fd is not None
+        try:
+            return os.pread(self._fd, count, offset)
+        except OSError as exc:
+            if exc.errno != errno.EBADF:
+                raise
+        fd = safeio.open_file(self.path)
+        try:
+            return os.pread(fd, count, offset)
+        finally:
+            os.close(fd)
+
     def _last_line_torn(self, size: int) -> bool:
         """True when the log's last line (it ends with ``\n``) does not parse: a mend cut short."""
         assert self._fd is not None
         start = max(0, size - _MEND_LOOK)
-        tail = os.pread(self._fd, size - start, start)
+        tail = self._pread(size - start, start)
         cut = tail.rfind(b"\n", 0, len(tail) - 1)
         if cut < 0 and start > 0:
             return False  # a last line longer than we look at: a real entry, not a cut note

@@ -27,7 +27,12 @@ __all__ = [
     "ToolArgs",
     "ToolRegistry",
     "build_tools",
+    "file_tools",
+    "python_tool",
+    "read_memory_tool",
     "resolve_in_workspace",
+    "search_tools",
+    "shell_tools",
 ]
 
 

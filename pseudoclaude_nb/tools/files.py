@@ -6,6 +6,8 @@ edit); the registry turns it into an error result. Searching files lives in ``se
 
 from __future__ import annotations
 
+import io
+import os
 from pathlib import Path
 
 from pydantic import Field
@@ -13,7 +15,7 @@ from pydantic import Field
 from ..errors import ToolError
 from ..notebook.ipynb import read_notebook
 from .registry import Tool, ToolArgs
-from .workspace import display_path, resolve_in_workspace
+from .workspace import display_path, open_resolved, resolve_in_workspace
 
 # Like git and grep: a NUL byte in the first 8 KB means "binary".
 BINARY_SNIFF_BYTES = 8192
@@ -50,18 +52,23 @@ class ReadFileArgs(ToolArgs):
 
 def read_file(workspace: Path, args: ReadFileArgs) -> str:
     resolved = _existing_file(workspace, args.path)
-    if is_binary(resolved):
+    fd = open_resolved(workspace, resolved)  # no check-then-open race; hard links refused
+    raw = os.fdopen(fd, "rb")
+    if b"\0" in raw.read(BINARY_SNIFF_BYTES):
+        raw.close()
         raise ToolError(
             f"{args.path} looks binary (NUL byte in its first 8 KB); inspect it with bash (file, xxd)"
         )
     if resolved.suffix.lower() == ".ipynb":
         view = read_notebook(resolved, args.offset, args.limit, args.path)  # issue-13
         if view is not None:
+            raw.close()
             return view
+    raw.seek(0)
     shown: list[str] = []
     total = 0
     last = args.offset + args.limit - 1
-    with resolved.open(encoding="utf-8", errors="replace") as f:
+    with io.TextIOWrapper(raw, encoding="utf-8", errors="replace") as f:
         for total, line in enumerate(f, start=1):
             if args.offset <= total <= last:
                 line = line.rstrip("\r\n")
@@ -91,10 +98,17 @@ def write_file(workspace: Path, args: WriteFileArgs) -> str:
     resolved = resolve_in_workspace(workspace, args.path, write=True)
     if resolved.is_dir():
         raise ToolError(f"{args.path} is a directory; give a file path")
-    resolved.parent.mkdir(parents=True, exist_ok=True)
     data = args.content.encode("utf-8")
-    resolved.write_bytes(data)
+    _write(workspace, resolved, data, make_parents=True)
     return f"wrote {len(data)} bytes to {display_path(workspace, resolved)}"
+
+
+def _write(workspace: Path, resolved: Path, data: bytes, *, make_parents: bool = False) -> None:
+    """Replace the file's content through an fd opened without a race (O_TRUNC only after the checks)."""
+    fd = open_resolved(workspace, resolved, os.O_WRONLY | os.O_CREAT, 0o666, make_parents=make_parents)
+    with os.fdopen(fd, "wb") as f:
+        f.truncate(0)
+        f.write(data)
 
 
 # --- edit_file -------------------------------------------------------------------------
@@ -119,7 +133,7 @@ def edit_file(workspace: Path, args: EditFileArgs) -> str:
         raise ToolError("old_string and new_string are the same; nothing to change")
     try:
         # newline="": keep the file's own line endings byte for byte.
-        with resolved.open(encoding="utf-8", newline="") as f:
+        with io.open(open_resolved(workspace, resolved), encoding="utf-8", newline="") as f:  # noqa: UP020
             text = f.read()
     except UnicodeDecodeError:
         raise ToolError(f"{args.path} is not UTF-8 text; edit it with bash instead") from None
@@ -140,8 +154,7 @@ def edit_file(workspace: Path, args: EditFileArgs) -> str:
             "to make it unique, or replace_all=true"
         )
     updated = text.replace(old, new) if args.replace_all else text.replace(old, new, 1)
-    with resolved.open("w", encoding="utf-8", newline="") as f:
-        f.write(updated)
+    _write(workspace, resolved, updated.encode("utf-8"))
     noun = "occurrence" if count == 1 else "occurrences"
     return f"edited {display_path(workspace, resolved)}: replaced {count} {noun}"
 

@@ -9,10 +9,13 @@ the runner turns it into "interrupted by user" results.
 from __future__ import annotations
 
 import builtins
+import functools
+import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
+import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError, ToolError
@@ -64,7 +67,9 @@ class Tool:
     side_effect: bool = False
 
     def input_schema(self) -> dict[str, Any]:
-        return clean_schema(self.args.model_json_schema())
+        # Built from pydantic once per argument model (~2 ms for a full tool set each step
+        # otherwise); each caller gets its own copy.
+        return orjson.loads(_schema_bytes(self.args))
 
     def schema(self) -> dict[str, Any]:
         return {
@@ -72,6 +77,11 @@ class Tool:
             "description": self.description,
             "input_schema": self.input_schema(),
         }
+
+
+@functools.lru_cache(maxsize=1024)
+def _schema_bytes(args: type[BaseModel]) -> bytes:
+    return orjson.dumps(clean_schema(args.model_json_schema()))
 
 
 def clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -110,15 +120,35 @@ def _clean_node(node: Any) -> Any:
     return out
 
 
+def _value_brief(value: Any) -> str:
+    if isinstance(value, str) and "\n" in value.rstrip("\n"):
+        # File content or code: its size here, its text in the prompt's preview, never \n-escaped.
+        return f"<{value.count(chr(10)) + 1} lines, {len(value):,} chars>"
+    text = repr(value)
+    if len(text) > _PROMPT_VALUE_CHARS:
+        text = text[:_PROMPT_VALUE_CHARS] + f"… ({len(text)} chars)"
+    return text
+
+
 def describe_call(name: str, args: BaseModel) -> str:
     """``bash(command='ls')``: the call as the user sees it in a permission prompt."""
-    parts = []
-    for key, value in args.model_dump(exclude_unset=True).items():
-        text = repr(value)
-        if len(text) > _PROMPT_VALUE_CHARS:
-            text = text[:_PROMPT_VALUE_CHARS] + f"… ({len(text)} chars)"
-        parts.append(f"{key}={text}")
+    parts = [f"{key}={_value_brief(value)}" for key, value in args.model_dump(exclude_unset=True).items()]
     return f"{name}({', '.join(parts)})"
+
+
+def permission_prompt(name: str, args: BaseModel, lines: int = 12, width: int = 160) -> str:
+    """The question for mode ``ask``: the call, the first lines of any multi-line value as
+    text, and the answers (no answer is no)."""
+    out = [f"allow {describe_call(name, args)}?"]
+    for key, value in args.model_dump(exclude_unset=True).items():
+        if isinstance(value, str) and "\n" in value.rstrip("\n"):
+            body = value.splitlines()
+            out.append(f"  {key}:")
+            out += [f"  │ {line[:width]}" for line in body[:lines]]
+            if len(body) > lines:
+                out.append(f"  … ({len(body) - lines:,} more lines)")
+    out.append(f"[y/N, a = always allow {name}]: ")
+    return "\n".join(out)
 
 
 class Permissions:
@@ -135,6 +165,7 @@ class Permissions:
         self.mode: PermissionMode = mode
         self._ask = ask
         self.always_allowed: set[str] = set()
+        self.waited = 0.0  # seconds spent waiting for answers: the user's time, not the tool's
 
     def refusal(self, tool: Tool, args: BaseModel) -> str | None:
         """Return ``None`` when the call may run, else the refusal message for the model."""
@@ -149,11 +180,14 @@ class Permissions:
         if tool.name in self.always_allowed:
             return None
         ask = self._ask if self._ask is not None else builtins.input
+        asked = time.monotonic()
         try:
-            answer = ask(f"allow {call}? [y]es / [n]o / [a]lways for this tool: ")
+            answer = ask(permission_prompt(tool.name, args))
         except (EOFError, NotImplementedError, OSError, RuntimeError):
             # NotImplementedError covers IPython's StdinNotImplementedError (no stdin frontend).
             return NO_STDIN_REFUSAL
+        finally:
+            self.waited += time.monotonic() - asked
         answer = (answer or "").strip().lower()
         if answer in ("a", "always"):
             self.always_allowed.add(tool.name)

@@ -9,15 +9,17 @@ from __future__ import annotations
 
 import os
 import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import regex as bounded_re
 from pydantic import Field
 
 from ..errors import ToolError
 from .files import is_binary
 from .registry import Tool, ToolArgs
-from .workspace import display_path, resolve_in_workspace
+from .workspace import display_path, open_text, resolve_in_workspace
 
 SKIP_DIRS = frozenset({".git", ".pseudoclaude", "__pycache__", ".ipynb_checkpoints", "node_modules"})
 MAX_LISTED_FILES = 1000
@@ -26,9 +28,39 @@ MAX_GREP_MATCHES = 200
 MAX_GREP_LINE_CHARS = 500
 
 _WILDCARDS = frozenset("*?[")
+# A catastrophic pattern ("(a+)+$" on a long line of a's) would run for hours: grep and
+# list_files match with the ``regex`` module, whose matching stops after a timeout, and stop
+# at this total budget per call. The walk itself is bounded too.
+SEARCH_SECONDS = 2.0
+MAX_WALKED_FILES = 200_000
+MAX_GLOB_CHARS = 1_000
+MAX_GREP_FILE_CHARS = 64 << 20  # a file is searched in one piece, up to this much
+# Patterns whose meaning depends on the string being one line: matched line by line.
+_LINE_ANCHORS = re.compile(r"\\[AZzG]")
 
 
-def glob_to_regex(pattern: str) -> re.Pattern[str]:
+class _Budget:
+    """The time a search may still take; ``left()`` raises ``ToolError`` once it is spent."""
+
+    def __init__(self, what: str, seconds: float | None = None) -> None:
+        self.what = what
+        self.deadline = time.monotonic() + (SEARCH_SECONDS if seconds is None else seconds)
+
+    def left(self) -> float:
+        remaining = self.deadline - time.monotonic()
+        if remaining <= 0:
+            raise self.error()
+        return remaining
+
+    def error(self) -> ToolError:
+        return ToolError(
+            f"{self.what} took too long (over {SEARCH_SECONDS:g} s) and was stopped: the pattern may "
+            "backtrack catastrophically (nested repeats like '(a+)+'), or the search is too wide. "
+            "Simplify the pattern or narrow the path"
+        )
+
+
+def glob_to_regex(pattern: str) -> bounded_re.Pattern[str]:
     """Compile a glob over ``/``-separated relative paths.
 
     ``*`` and ``?`` stay within one path component, ``**/`` matches zero or more directories,
@@ -59,7 +91,7 @@ def glob_to_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(c))
             i += 1
-    return re.compile("".join(out) + r"\Z", re.DOTALL)
+    return bounded_re.compile("".join(out) + r"\Z", bounded_re.DOTALL)
 
 
 def walk_files(top: Path) -> Iterator[Path]:
@@ -68,9 +100,15 @@ def walk_files(top: Path) -> Iterator[Path]:
     ``top`` itself may be a skipped directory: naming it explicitly is how the model reads
     spilled results under ``.pseudoclaude``. Symlinked directories are not followed.
     """
+    walked = 0
     for dirpath, dirnames, filenames in os.walk(top):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         for name in sorted(filenames):
+            walked += 1
+            if walked > MAX_WALKED_FILES:
+                raise ToolError(
+                    f"more than {MAX_WALKED_FILES:,} files under {top.name or '.'}; narrow the path or pattern"
+                )
             yield Path(dirpath, name)
 
 
@@ -113,8 +151,13 @@ def list_files(workspace: Path, args: ListFilesArgs) -> str:
     top = root / start  # unresolved, so relative paths keep the names the pattern uses
     if not top.is_dir():
         return f"no files match {args.pattern!r}"
+    if len(pattern) > MAX_GLOB_CHARS:
+        raise ToolError(f"the pattern is longer than {MAX_GLOB_CHARS} characters; shorten it")
     regex = glob_to_regex(pattern)
-    matches = sorted(rel for p in walk_files(top) if regex.match(rel := p.relative_to(root).as_posix()))
+    budget = _Budget("list_files")
+    matches = sorted(
+        rel for p in walk_files(top) if _glob_match(regex, rel := p.relative_to(root).as_posix(), budget)
+    )
     if not matches:
         return f"no files match {args.pattern!r}"
     lines = matches[:MAX_LISTED_FILES]
@@ -141,12 +184,21 @@ class GrepArgs(ToolArgs):
     )
 
 
+def _glob_match(regex: bounded_re.Pattern[str], subject: str, budget: _Budget) -> bool:
+    try:
+        return regex.match(subject, timeout=budget.left()) is not None
+    except TimeoutError:
+        raise budget.error() from None
+
+
 def grep(workspace: Path, args: GrepArgs) -> str:
     root = Path(workspace).resolve()
     try:
-        regex = re.compile(args.pattern)
-    except re.error as exc:
+        regex = bounded_re.compile(args.pattern)
+        bounded_re.compile(args.pattern, bounded_re.MULTILINE)
+    except (bounded_re.error, ValueError, OverflowError) as exc:
         raise ToolError(f"invalid regular expression {args.pattern!r}: {exc}") from None
+    budget = _Budget("grep")
     target = resolve_in_workspace(root, args.path)
     if not target.exists():
         raise ToolError(f"{args.path} does not exist (paths are relative to the workspace)")
@@ -157,26 +209,82 @@ def grep(workspace: Path, args: GrepArgs) -> str:
     else:
         files = _searchable_files(root, target, args.glob)
     out: list[str] = []
+    cut: list[str] = []
+    by_line = _LINE_ANCHORS.search(args.pattern) is not None
+    whole = bounded_re.compile(args.pattern, bounded_re.MULTILINE)
     for file in files:
         rel = display_path(root, file)
         try:
-            with file.open(encoding="utf-8", errors="replace") as f:
-                for lineno, line in enumerate(f, start=1):
-                    line = line.rstrip("\r\n")
-                    if not regex.search(line):
-                        continue
-                    if len(out) == MAX_GREP_MATCHES:
-                        out.append(
-                            f"… stopped after {MAX_GREP_MATCHES} matches; narrow the pattern, "
-                            "path or glob to see the rest"
-                        )
-                        return "\n".join(out)
-                    if len(line) > MAX_GREP_LINE_CHARS:
-                        line = line[:MAX_GREP_LINE_CHARS] + "…"
-                    out.append(f"{rel}:{lineno}:{line}")
-        except OSError:
-            continue  # unreadable (permissions, vanished): searching the rest is more useful
+            with open_text(root, file) as f:
+                text = f.read(MAX_GREP_FILE_CHARS)
+                if f.read(1):
+                    cut.append(rel)
+        except (OSError, ToolError):
+            continue  # unreadable, vanished, hard-linked or swapped for a link: search the rest
+        for lineno, line in _matching_lines(text, regex, whole, by_line, budget):
+            if len(out) == MAX_GREP_MATCHES:
+                out.append(
+                    f"… stopped after {MAX_GREP_MATCHES} matches; narrow the pattern, "
+                    "path or glob to see the rest"
+                )
+                return "\n".join(out)
+            if len(line) > MAX_GREP_LINE_CHARS:
+                line = line[:MAX_GREP_LINE_CHARS] + "…"
+            out.append(f"{rel}:{lineno}:{line}")
+    if cut:
+        out.append(
+            f"(only the first {MAX_GREP_FILE_CHARS:,} characters of {', '.join(cut[:5])} were searched)"
+        )
     return "\n".join(out) if out else "no matches"
+
+
+def _matching_lines(
+    text: str,
+    regex: bounded_re.Pattern[str],
+    whole: bounded_re.Pattern[str],
+    by_line: bool,
+    budget: _Budget,
+) -> Iterator[tuple[int, str]]:
+    """(1-based number, line) of each line of ``text`` that ``regex`` finds something in.
+
+    The file is scanned once (``whole``, multi-line) for candidates, in C; only the lines a
+    candidate match touches are then searched one by one, so the result is that of a
+    line-by-line search. Patterns with ``\\A``/``\\Z`` are searched line by line outright.
+    """
+    text = text.replace("\r\n", "\n")
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    try:
+        if by_line:
+            for i, line in enumerate(lines):
+                if regex.search(line, timeout=budget.left()):
+                    yield i + 1, line
+            return
+        starts = [0]
+        for line in lines:
+            starts.append(starts[-1] + len(line) + 1)
+        done = -1  # lines up to this index were searched already
+        pos = 0
+        while pos <= len(text):
+            m = whole.search(text, pos, timeout=budget.left())
+            if m is None:
+                return
+            first = _line_of(starts, m.start())
+            last = _line_of(starts, max(m.start(), m.end() - 1)) if m.end() > m.start() else first
+            for i in range(max(first, done + 1), min(last, len(lines) - 1) + 1):
+                if regex.search(lines[i], timeout=budget.left()):
+                    yield i + 1, lines[i]
+            done = max(done, last)
+            pos = max(m.end(), m.start() + 1)
+    except TimeoutError:
+        raise budget.error() from None
+
+
+def _line_of(starts: list[int], offset: int) -> int:
+    import bisect
+
+    return bisect.bisect_right(starts, offset) - 1
 
 
 def _searchable_files(root: Path, top: Path, glob: str | None) -> Iterator[Path]:

@@ -1,27 +1,42 @@
 """The ``bash`` tool: one command in the workspace, bounded in time and in output size.
 
-The command runs in its own session (process group) so a timeout or an interrupt kills
-everything it started, not just bash. Output is read as it comes and only the first and last
-15,000 bytes are kept, so ``yes`` with a long timeout cannot exhaust memory.
+The command runs in its own session (process group). When it ends, times out or is
+interrupted, its group is killed and so is every process that carries the run's token in
+its environment (``RUN_MARK``): a ``setsid`` or double-forked child is found that way too.
+Output is read as it comes and kept whole up to ``MAX_OUTPUT_BYTES`` (20 MiB, spooled to a
+temporary file), then handed to Layer 1, which spills what is over ``spill_bytes`` with a
+preview; past the cap the first and last parts are kept (redacted before the cut), so
+``yes`` with a long timeout cannot exhaust memory.
 """
 
 from __future__ import annotations
 
 import os
+import secrets
 import select
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 from pydantic import Field
 
 from ..errors import ToolError
+from ..redact import Redactor
 from .registry import Tool, ToolArgs
 
-MAX_OUTPUT_BYTES = 30_000
-HEAD_BYTES = TAIL_BYTES = MAX_OUTPUT_BYTES // 2
+# The whole output is kept up to this hard cap (spooled to a temporary file past
+# SPOOL_MEMORY_BYTES) and handed to Layer 1, which spills what is over spill_bytes with a
+# preview. Past the cap, the first HEAD_BYTES and the last TAIL_BYTES are kept, with a note.
+MAX_OUTPUT_BYTES = 20 << 20
+TAIL_BYTES = 1 << 20
+HEAD_BYTES = MAX_OUTPUT_BYTES - TAIL_BYTES
+SPOOL_MEMORY_BYTES = 1 << 20
+# Redaction runs before any cut: each kept part is redacted with this much of what is cut
+# beyond it, so a cut cannot separate a secret from its label ("AWS_SECRET_ACCESS_KEY=" | value).
+REDACT_MARGIN = 4096
 # After bash exits, a background child (`server &`) may keep the output pipe open forever;
 # wait this long for the rest of the output, then return without it.
 DRAIN_GRACE_SECONDS = 1.0
@@ -31,37 +46,78 @@ _READ_CHUNK = 65_536
 
 
 class OutputBuffer:
-    """Keeps the first ``head`` and last ``tail`` bytes of a stream and counts what it drops."""
+    """Keeps a stream whole up to ``head + tail`` bytes; beyond, its first ``head`` and last ``tail``.
 
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES) -> None:
+    The head is spooled (memory up to ``SPOOL_MEMORY_BYTES``, then a temporary file), the tail
+    is a ring in memory, so memory stays bounded however much is fed. ``text()`` redacts
+    before it cuts (``REDACT_MARGIN``).
+    """
+
+    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, *, margin: int = REDACT_MARGIN) -> None:
         self._head_limit = head
         self._tail_limit = tail
-        self.head = bytearray()
+        self._margin = margin
+        self._head_cap = head + margin
+        self._tail_cap = tail + margin
+        self._head = tempfile.SpooledTemporaryFile(max_size=SPOOL_MEMORY_BYTES)  # noqa: SIM115 - closed in text()
+        self._head_size = 0
         self.tail = bytearray()
         self.total = 0
 
     def feed(self, data: bytes) -> None:
         self.total += len(data)
-        room = self._head_limit - len(self.head)
+        room = self._head_cap - self._head_size
         if room > 0:
-            self.head += data[:room]
+            part = data[:room]
+            self._head.write(part)
+            self._head_size += len(part)
             data = data[room:]
         if data:
             self.tail += data
-            if len(self.tail) > self._tail_limit:
-                del self.tail[: len(self.tail) - self._tail_limit]
+            if len(self.tail) > self._tail_cap:
+                del self.tail[: len(self.tail) - self._tail_cap]
 
-    def text(self) -> str:
-        if self.total <= self._head_limit + self._tail_limit:
-            return (self.head + self.tail).decode("utf-8", errors="replace")
-        head = bytes(self.head[: _complete_prefix(self.head)])
-        tail = bytes(self.tail[_first_char_start(self.tail) :])
-        omitted = self.total - len(head) - len(tail)
+    @property
+    def truncated(self) -> bool:
+        return self.total > self._head_cap + self._tail_cap
+
+    def _head_bytes(self) -> bytes:
+        self._head.seek(0)
+        return self._head.read()
+
+    def close(self) -> None:
+        self._head.close()
+
+    def text(self, redactor: Redactor | None = None) -> str:
+        """The output as text; past the cap, head and tail (redacted, then cut) around a note."""
+        try:
+            head = self._head_bytes()
+        finally:
+            self.close()
+        if not self.truncated:
+            return (head + self.tail).decode("utf-8", errors="replace")
+        redactor = redactor or Redactor()
+        head_text = redactor.text(head.decode("utf-8", errors="replace"))
+        tail_text = redactor.text(bytes(self.tail).decode("utf-8", errors="replace"))
+        kept_head = _first_bytes(head_text, self._head_limit)
+        kept_tail = _last_bytes(tail_text, self._tail_limit)
+        omitted = self.total - self._head_limit - self._tail_limit
         return (
-            head.decode("utf-8", errors="replace")
-            + f"\n[… {omitted} bytes omitted …]\n"
-            + tail.decode("utf-8", errors="replace")
+            kept_head
+            + f"\n[… {omitted:,} bytes omitted: the output passed the {self._head_limit + self._tail_limit:,}-byte "
+            "cap; its first and last parts are kept …]\n"
+            + kept_tail
         )
+
+
+def _first_bytes(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return data[:limit].decode("utf-8", errors="ignore") if len(data) > limit else text
+
+
+def _last_bytes(text: str, limit: int) -> str:
+    data = text.encode("utf-8")
+    return data[len(data) - limit :].decode("utf-8", errors="ignore") if len(data) > limit else text
 
 
 def _complete_prefix(data: bytes | bytearray) -> int:
@@ -91,6 +147,64 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
     proc.wait()
 
 
+# Every process a command starts inherits this variable (value: one run's token), so what it
+# left behind is found by its environment even after ``setsid`` or a double fork moved it out
+# of the process group and away from bash. Only a process that clears its environment
+# (``env -i``, some daemons) escapes this; see README "Tools".
+RUN_MARK = "PSEUDOCLAUDE_BASH_RUN"
+_KILL_ROUNDS = 5
+
+
+def kill_leftovers(proc: subprocess.Popen[bytes], token: str) -> int:
+    """Kill the command's process group and every process carrying the run's token; how many were found.
+
+    Repeated a few rounds: a process may fork while its siblings are being killed.
+    """
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    if proc.poll() is None:
+        proc.wait()
+    found = 0
+    mark = f"{RUN_MARK}={token}".encode()
+    for _ in range(_KILL_ROUNDS):
+        pids = _marked_pids(mark)
+        if not pids:
+            break
+        found += len(pids)
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        time.sleep(0.01)
+    return found
+
+
+def _marked_pids(mark: bytes) -> list[int]:
+    """Live processes whose environment holds ``mark`` (Linux ``/proc``; elsewhere none are found)."""
+    me = os.getpid()
+    out = []
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return out
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                env = f.read()
+            with open(f"/proc/{name}/stat", "rb") as f:
+                state = f.read().rsplit(b")", 1)[1].split()[0]
+        except OSError:
+            continue  # gone, or another user's
+        if state not in (b"Z", b"X") and (b"\0" + mark + b"\0" in b"\0" + env):
+            out.append(int(name))
+    return out
+
+
 class BashArgs(ToolArgs):
     command: str = Field(description="The command line, run by /bin/bash -c in the workspace.")
     timeout: float = Field(120, gt=0, le=600, description="Seconds before the command is killed (max 600).")
@@ -109,25 +223,30 @@ def _command_env() -> dict[str, str]:
 
 
 def bash(workspace: Path, args: BashArgs) -> str:
+    token = secrets.token_hex(8)
+    env = _command_env()
+    env[RUN_MARK] = token
     proc = subprocess.Popen(
         ["/bin/bash", "-c", args.command],
         cwd=Path(workspace).resolve(),
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
-        start_new_session=True,  # its own process group, so killpg reaches every child
-        env=_command_env(),
+        start_new_session=True,  # its own session and process group, so killpg reaches its children
+        env=env,
     )
     assert proc.stdout is not None
-    out = OutputBuffer()
+    out = OutputBuffer(HEAD_BYTES, TAIL_BYTES, margin=REDACT_MARGIN)
     try:
         timed_out, pipe_left_open = _pump(proc, out, time.monotonic() + args.timeout)
     except BaseException:
-        # KeyboardInterrupt (the runner reports it) or anything unexpected: leave nothing running.
-        _kill_group(proc)
+        out.close()
         raise
     finally:
+        # On exit, timeout or interrupt: nothing the command started outlives it.
         proc.stdout.close()
+        left = kill_leftovers(proc, token)
+    pipe_left_open = pipe_left_open or left > 0
     text = out.text().rstrip("\n")
     if timed_out:
         raise ToolError(
@@ -137,8 +256,8 @@ def bash(workspace: Path, args: BashArgs) -> str:
     lines = [text] if text else []
     if pipe_left_open:
         lines.append(
-            "(background processes still hold the output open; their later output is not "
-            "captured: redirect it to a file)"
+            "(background processes the command left running were stopped when it ended; "
+            "a tool call cannot leave a process behind)"
         )
     code = proc.returncode
     if code < 0:
@@ -191,9 +310,10 @@ def shell_tools(workspace: Path) -> list[Tool]:
             description=(
                 "Run a command with /bin/bash -c; the working directory is the workspace and "
                 "stdin is empty (no interactive input). stdout and stderr are merged. The "
-                "command and all it started are killed after `timeout` seconds (default 120). "
-                f"Output over {MAX_OUTPUT_BYTES:,} bytes keeps the first and last "
-                f"{HEAD_BYTES:,} bytes. A non-zero exit status is reported as 'exit code N'."
+                "command and all it started are killed after `timeout` seconds (default 120), and "
+                "background processes are stopped when it ends. Long output is saved in full to a "
+                "file with a preview shown (read it in parts). A non-zero exit status is "
+                "reported as 'exit code N'."
             ),
             args=BashArgs,
             handler=lambda a: bash(workspace, a),

@@ -1,15 +1,25 @@
 """The workspace boundary: every path a tool touches goes through ``resolve_in_workspace``.
 
 Paths are resolved with symlinks followed, then compared against the resolved workspace, so
-``..``, absolute paths and symlinks (to files or to parent directories) cannot leave it. This
-module only decides where a path points; it never opens a file.
+``..``, absolute paths and symlinks (to files or to parent directories) cannot leave it.
+
+Files are then opened by ``open_resolved``: from an fd of the workspace, one component at a
+time with ``O_NOFOLLOW``, so a component swapped for a symlink between the check and the
+open is refused instead of followed (no check-then-open race). A regular file with more
+than one hard link is refused for reading and writing: its other names may be outside the
+workspace (``ln /etc/passwd x`` made with bash), and nothing cheap can tell where they are.
 """
 
 from __future__ import annotations
 
+import errno
+import io
+import os
+import stat
 from pathlib import Path
+from typing import IO
 
-from ..errors import BoundaryError
+from ..errors import BoundaryError, ToolError
 
 # The session logs live here; tools may read them (spilled results are there) but not write.
 STATE_DIR = ".pseudoclaude"
@@ -54,3 +64,82 @@ def display_path(workspace: Path, resolved: Path) -> str:
     except ValueError:
         return str(resolved)
     return rel.as_posix() if rel.parts else "."
+
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def open_resolved(
+    workspace: Path, resolved: Path, flags: int = os.O_RDONLY, mode: int = 0o666, *, make_parents: bool = False
+) -> int:
+    """An fd of the regular file ``resolved`` (from ``resolve_in_workspace``), opened without a race.
+
+    Raises ``BoundaryError`` if a component turned into a link, ``ToolError`` for a file that
+    is not regular or is hard-linked, ``OSError`` (FileNotFoundError…) otherwise.
+    """
+    root = Path(workspace).resolve()
+    parts = resolved.relative_to(root).parts
+    if not parts:
+        raise ToolError(f"{display_path(root, resolved)} is a directory, not a file")
+    dfd = os.open(root, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for name in parts[:-1]:
+            if make_parents:
+                try:
+                    os.mkdir(name, 0o777, dir_fd=dfd)
+                except FileExistsError:
+                    pass
+            try:
+                nxt = os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+            except OSError as exc:
+                if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+                    raise _swapped(root, resolved) from None
+                raise
+            os.close(dfd)
+            dfd = nxt
+        try:
+            fd = os.open(parts[-1], flags | _NOFOLLOW | _NONBLOCK | _CLOEXEC, mode, dir_fd=dfd)
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise _swapped(root, resolved) from None
+            if exc.errno == errno.ENXIO:
+                raise ToolError(f"{display_path(root, resolved)} is not a regular file") from None
+            raise
+    finally:
+        os.close(dfd)
+    try:
+        st = os.fstat(fd)
+        shown = display_path(root, resolved)
+        if stat.S_ISDIR(st.st_mode):
+            raise ToolError(f"{shown} is a directory, not a file")
+        if not stat.S_ISREG(st.st_mode):
+            raise ToolError(f"{shown} is not a regular file")  # a FIFO or device would block or never end
+        if st.st_nlink > 1:
+            raise BoundaryError(
+                f"refused: {shown} has {st.st_nlink} hard links, and another name for it may be "
+                "outside the workspace; copy it (cp) to a file of its own to work on it"
+            )
+        if _NONBLOCK:
+            import fcntl
+
+            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _swapped(root: Path, resolved: Path) -> BoundaryError:
+    return BoundaryError(
+        f"refused: {display_path(root, resolved)} changed into a symbolic link while it was opened; "
+        "try again with the link's target"
+    )
+
+
+def open_text(workspace: Path, resolved: Path, *, newline: str | None = None) -> IO[str]:
+    """``open_resolved`` for reading text (UTF-8, errors replaced)."""
+    fd = open_resolved(workspace, resolved)
+    return io.open(fd, encoding="utf-8", errors="replace", newline=newline)  # noqa: UP020 - an fd

@@ -167,7 +167,9 @@ class TextReprHTML(ipywidgets.HTML):
 # the top of the notebook's scroll area for as long as the cell's outputs are on screen.
 STICKY_CSS = (
     "<style>.jp-OutputArea-child:has(.pc-gauge-live){position:sticky;top:0;z-index:5;"
-    f"background:{BG0}}}</style>"
+    f"background:{BG0}}}"
+    # The output area scrolls its own overflow, which would make it the sticky's scroller.
+    ".jp-OutputArea:has(.pc-gauge-live){overflow:visible}</style>"
 )
 
 
@@ -192,36 +194,31 @@ class ContextGauge:
         s = self.state
         if self.finished:
             return  # a finished run's gauge stays as it ended
-        if isinstance(event, ContextState):
-            s = replace(
-                s, **state_from_context(event), status="running" if s.status != "compacting…" else s.status
-            )
-        elif isinstance(event, StepFinished):
-            s = replace(s, last_usage=event.usage)
-        elif isinstance(event, CompactStarted):
-            s = replace(s, status="compacting…")
-        elif isinstance(event, Compacted):
-            s = replace(
-                s,
-                status="running",
-                compactions=s.compactions + (1 if event.ok else 0),
-                estimated_tokens=event.after_tokens if event.ok else s.estimated_tokens,
-                anchor_tokens=event.after_tokens if event.ok else s.anchor_tokens,
-            )
-        elif isinstance(event, Spilled):
-            s = replace(s, spills=s.spills + 1)
-        elif isinstance(event, RolloverCommitted):
-            s = replace(
-                s,
-                rollovers=s.rollovers + 1,
-                estimated_tokens=event.after_tokens,
-                anchor_tokens=event.after_tokens,
-            )
-        elif isinstance(event, RunFinished):
-            s = replace(s, status="done" if event.summary.status == "done" else event.summary.status)
-            self.finished = True
-        else:
-            return
+        match event:
+            case ContextState():
+                status = "running" if s.status != "compacting…" else s.status
+                s = replace(s, **state_from_context(event), status=status)
+            case StepFinished(usage=usage):
+                s = replace(s, last_usage=usage)
+            case CompactStarted():
+                s = replace(s, status="compacting…")
+            case Compacted(ok=ok, after_tokens=after):
+                s = replace(
+                    s,
+                    status="running",
+                    compactions=s.compactions + (1 if ok else 0),
+                    estimated_tokens=after if ok else s.estimated_tokens,
+                    anchor_tokens=after if ok else s.anchor_tokens,
+                )
+            case Spilled():
+                s = replace(s, spills=s.spills + 1)
+            case RolloverCommitted(after_tokens=after):
+                s = replace(s, rollovers=s.rollovers + 1, estimated_tokens=after, anchor_tokens=after)
+            case RunFinished(summary=summary):
+                s = replace(s, status="done" if summary.status == "done" else summary.status)
+                self.finished = True
+            case _:
+                return
         self.update(s)
 
     def update(self, state: GaugeState) -> None:

@@ -1,7 +1,9 @@
 """The session timeline: the physical log in order, the effective window highlighted.
 
-An inline SVG overview (one tick per entry, replace markers with their reason, spills,
-the tokens-per-step curve) above a list of entries; choosing an entry shows its content.
+An inline SVG overview (binned: at most 200 columns of counts per kind, replace markers with
+their reason, spills, the tokens-per-step curve) above a page of entries; choosing an entry
+reads it from the log by its offset and shows its content. Picture and widget state stay
+bounded at any log size.
 Only core ipywidgets (HTML, Select, VBox), so it renders wherever widgets do.
 """
 
@@ -34,24 +36,27 @@ ROWS = ["user", "assistant", "tool_call", "tool_result", "spill"]
 
 
 def timeline_svg(t: Timeline, width: int = 720) -> str:
-    n = max(len(t.items), 1)
+    """The overview: at most ``session.timeline.BINS`` columns of counts, whatever the log's size."""
+    bins = t.bins
+    n = max(len(bins), 1)
     left, right = 80, 10
     span = width - left - right
     curve_top, curve_h = 8, 50
     rows_top = curve_top + curve_h + 14
     row_h = 14
     height = rows_top + row_h * len(ROWS) + 18
+    bar = max(1.0, min(4.0, span / n - 0.5))
 
-    def x(i: int) -> float:
-        return left + span * (i + 0.5) / n
+    def x(b: int) -> float:
+        return left + span * (b + 0.5) / n
 
     out = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="pc-timeline-svg" '
-        f'role="img" aria-label="session {html.escape(t.session_id)}: {len(t.items)} log entries">'
+        f'role="img" aria-label="session {html.escape(t.session_id)}: {t.count} log entries">'
     ]
-    effective = [i for i, it in enumerate(t.items) if it.effective]
-    if effective:
-        x0 = left + span * effective[0] / n
+    first_eff = next((b for b, bn in enumerate(bins) if bn.effective), None)
+    if first_eff is not None:
+        x0 = left + span * first_eff / n
         out.append(
             f'<rect class="pc-effective" x="{x0:.1f}" y="{rows_top - 4}" width="{left + span - x0:.1f}" '
             f'height="{row_h * len(ROWS) + 4}" {fill(BRAND, 0.12)}><title>effective window: what the model '
@@ -62,17 +67,17 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
             f'<text class="pc-row-label" x="{left - 6}" y="{rows_top + r * row_h + 9}" font-size="10" '
             f'text-anchor="end" {fill(FG1)}>{name.replace("_", " ")}</text>'
         )
-    curve = t.usage_curve
+    curve = [(b, bn.peak_tokens) for b, bn in enumerate(bins) if bn.peak_tokens]
     peak = max((tok for _, tok in curve), default=0)
     if curve and peak:
-        pts = " ".join(f"{x(i):.1f},{curve_top + curve_h - curve_h * tok / peak:.1f}" for i, tok in curve)
+        pts = " ".join(f"{x(b):.1f},{curve_top + curve_h - curve_h * tok / peak:.1f}" for b, tok in curve)
         out.append(
             f'<polyline class="pc-curve" points="{pts}" fill="none" {stroke(FG2, "stroke-width:1.5")}/>'
         )
-        for i, tok in curve:
+        for b, tok in curve:
             out.append(
-                f'<circle cx="{x(i):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5" '
-                f'{fill(FG2)}><title>step usage: {tok:,} tokens</title></circle>'
+                f'<circle cx="{x(b):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5" '
+                f"{fill(FG2)}><title>step usage: {tok:,} tokens</title></circle>"
             )
         out.append(
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end" '
@@ -82,42 +87,51 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + curve_h}" font-size="10" '
             f'text-anchor="end" {fill(FG1)}>tokens/step</text>'
         )
-    for i, it in enumerate(t.items):
-        title = f"<title>#{it.line} {html.escape(it.label)}</title>"
-        if it.kind in ("replace", "compact", "rollover"):
-            if it.kind == "replace":
-                out.append(
-                    f'<line class="pc-replace" x1="{x(i):.1f}" y1="{curve_top}" x2="{x(i):.1f}" '
-                    f'y2="{rows_top + row_h * len(ROWS)}" {stroke(ERROR, "stroke-width:2")}>{title}</line>'
-                )
-                out.append(
-                    f'<text class="pc-replace-label" x="{x(i) + 3:.1f}" y="{height - 4}" font-size="10" {fill(ERROR)}>'
-                    f"{html.escape(it.reason)}</text>"
-                )
-            continue
-        if it.kind not in ROWS:
-            continue
-        y = rows_top + ROWS.index(it.kind) * row_h
-        color = COLORS[it.kind]
-        opacity = "1" if it.effective else "0.35"
-        out.append(
-            f'<rect class="pc-item pc-{it.kind}" x="{x(i) - 2:.1f}" y="{y}" width="4" height="10" '
-            f'fill="{color}" fill-opacity="{opacity}">{title}</rect>'
-        )
-        if it.images:  # issue-14: a message with image parts gets a dot above its mark
+    for b, bn in enumerate(bins):
+        where = f"#{bn.first_line}" if bn.first_line == bn.last_line else f"#{bn.first_line}–{bn.last_line}"
+        if bn.replaces:
+            reasons = ", ".join(bn.replaces)
             out.append(
-                f'<circle class="pc-image-mark" cx="{x(i):.1f}" cy="{y - 2}" r="2" {fill(WARN)}>{title}</circle>'
+                f'<line class="pc-replace" x1="{x(b):.1f}" y1="{curve_top}" x2="{x(b):.1f}" '
+                f'y2="{rows_top + row_h * len(ROWS)}" {stroke(ERROR, "stroke-width:2")}>'
+                f"<title>{where} replace ({html.escape(reasons)})</title></line>"
+            )
+            out.append(
+                f'<text class="pc-replace-label" x="{x(b) + 3:.1f}" y="{height - 4}" font-size="10" {fill(ERROR)}>'
+                f"{html.escape(bn.replaces[0])}</text>"
+            )
+        opacity = "1" if bn.effective else "0.35"
+        for r, kind in enumerate(ROWS):
+            count = bn.counts.get(kind, 0)
+            if not count:
+                continue
+            y = rows_top + r * row_h
+            out.append(
+                f'<rect class="pc-item pc-{kind}" x="{x(b) - bar / 2:.1f}" y="{y}" width="{bar:.1f}" height="10" '
+                f'fill="{COLORS[kind]}" fill-opacity="{opacity}"><title>{where}: {count:,} '
+                f"{kind.replace('_', ' ')}</title></rect>"
+            )
+        if bn.images:  # issue-14: a bin whose messages carry image parts gets a dot above its marks
+            noun = "image" if bn.images == 1 else "images"
+            out.append(
+                f'<circle class="pc-image-mark" cx="{x(b):.1f}" cy="{rows_top - 2}" r="2" {fill(WARN)}>'
+                f"<title>{where}: {bn.images:,} {noun}</title></circle>"
             )
     out.append("</svg>")
     return "".join(out)
 
 
+TEXT_LIMIT = 400  # entries listed in the text forms; the rest is summed up
+
+
 def timeline_text(t: Timeline) -> str:
-    lines = [f"session {t.session_id}: {len(t.items)} log entries, {t.effective_messages} effective messages"]
+    lines = [f"session {t.session_id}: {t.count} log entries, {t.effective_messages} effective messages"]
     lines += [f"! {p}" for p in t.problems]
-    for it in t.items:
+    for it in t.items[:TEXT_LIMIT]:
         mark = "▶" if it.effective else " "
         lines.append(f"{mark} {it.line:>5}  {it.kind:<11} {it.label}")
+    if t.count > TEXT_LIMIT:
+        lines.append(f"… {t.count - TEXT_LIMIT:,} more entries")
     return "\n".join(lines)
 
 
@@ -164,32 +178,66 @@ def _option(it: Item) -> str:
     return f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}"
 
 
+PAGE = 200  # entries in the list at a time: the widget's state stays small at any log size
+
+
 class SessionTimeline(ipywidgets.VBox):
+    """The overview, a page of entries (a slider picks the page) and the chosen entry's content.
+
+    Entries are read from the log by their offsets: only the shown page and the chosen entry.
+    """
+
     def __init__(self, timeline: Timeline, **kwargs: Any) -> None:
         self.timeline = timeline
         self.overview = ipywidgets.HTML(
             value=f"{LIST_CSS}<div class='pc-timeline'>{timeline_svg(timeline)}</div>"
         )
-        options = [(_option(it), i) for i, it in enumerate(timeline.items)]
-        self.entries = ipywidgets.Select(
-            options=options, rows=min(12, max(len(options), 1)), layout={"width": "calc(100% - 8px)"}
+        pages = max(1, -(-timeline.count // PAGE))
+        self.page = ipywidgets.IntSlider(
+            value=0,
+            min=0,
+            max=pages - 1,
+            description="page",
+            layout={"display": "flex" if pages > 1 else "none"},
         )
+        self.page_label = ipywidgets.HTML()
+        self.entries = ipywidgets.Select(options=[], rows=12, layout={"width": "calc(100% - 8px)"})
         self.entries.add_class("pc-timeline-list")
         self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>")
+        self._items: list[Item] = []
+        self._first = 0
         self.entries.observe(self._show, names="value")
-        super().__init__(children=[self.overview, self.entries, self.detail], **kwargs)
+        self.page.observe(lambda change: self._load_page(change["new"]), names="value")
+        self._load_page(0)
+        super().__init__(
+            children=[self.overview, self.page, self.page_label, self.entries, self.detail], **kwargs
+        )
         # Open where the effective window starts (what the model sees next), not at entry 1.
-        start = next((i for i, it in enumerate(timeline.items) if it.effective), None)
+        start = timeline.first_effective
         if start is not None:
             self.select(start)
 
+    def _load_page(self, page: int) -> None:
+        t = self.timeline
+        self._first = first = page * PAGE
+        self._items = t.items[first : first + PAGE]
+        self.entries.value = None
+        self.entries.options = [(_option(it), first + i) for i, it in enumerate(self._items)]
+        self.entries.rows = min(12, max(len(self._items), 1))
+        if t.count > PAGE:
+            last = first + len(self._items)
+            self.page_label.value = f"<small>entries {first + 1:,}–{last:,} of {t.count:,}</small>"
+
     def select(self, index: int) -> None:
+        page = index // PAGE
+        if page != self.page.value:
+            self.page.value = page  # loads the page
         self.entries.value = index
 
     def _show(self, change: dict[str, Any]) -> None:
         index = change["new"]
         if index is not None:
-            self.detail.value = _detail_html(self.timeline.items[index])
+            self.detail.value = _detail_html(self._items[index - self._first])
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
@@ -198,11 +246,11 @@ class SessionTimeline(ipywidgets.VBox):
         return bundle
 
 
-def timeline_html(t: Timeline, limit: int = 400) -> str:
+def timeline_html(t: Timeline, limit: int = TEXT_LIMIT) -> str:
     """The saved-notebook form: the overview picture and the entry list as text."""
     rows = [_option(it) for it in t.items[:limit]]
-    if len(t.items) > limit:
-        rows.append(f"… {len(t.items) - limit:,} more entries")
+    if t.count > limit:
+        rows.append(f"… {t.count - limit:,} more entries")
     return (
         f"<div class='pc-timeline-static'>{timeline_svg(t)}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"

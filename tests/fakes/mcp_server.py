@@ -4,7 +4,8 @@ Run as ``python tests/fakes/mcp_server.py`` (stdio) or with ``--http PORT`` (str
 127.0.0.1). Tools: ``echo`` (read-only), ``write_note`` (side-effecting), ``huge`` (a result
 of N characters), ``image`` (a PNG), ``slow`` (sleeps), ``fail`` (an error result), ``crash``
 (the process exits mid-call), ``resource`` (an embedded text resource), ``pid`` (its pid).
-``--crash-on-start`` exits before speaking, ``--crash-file PATH`` counts starts in a file.
+``--crash-on-start`` exits before speaking, ``--start-file PATH`` records each start's pid,
+``--linger S`` outlives its closed stdin by S seconds (only a terminate ends it sooner).
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ def resource() -> types.EmbeddedResource:
     """An embedded text resource."""
     return types.EmbeddedResource(
         type="resource",
-        resource=types.TextResourceContents(uri="memo://notes/1", text="the memo's text", mime_type="text/plain"),
+        resource=types.TextResourceContents(
+            uri="memo://notes/1", text="the memo's text", mime_type="text/plain"
+        ),
     )
 
 
@@ -98,6 +101,9 @@ def main() -> None:
     parser.add_argument("--http", type=int, default=0, help="serve streamable HTTP on 127.0.0.1:PORT")
     parser.add_argument("--crash-on-start", action="store_true")
     parser.add_argument("--start-file", default="", help="append one line per start to this file")
+    parser.add_argument(
+        "--linger", type=float, default=0, help="stay alive this long after stdin closes (a stubborn server)"
+    )
     args = parser.parse_args()
     if args.start_file:
         with Path(args.start_file).open("a", encoding="utf-8") as f:
@@ -109,6 +115,7 @@ def main() -> None:
         server.run("streamable-http", host="127.0.0.1", port=args.http)
     else:
         server.run()
+        time.sleep(args.linger)  # only a terminate (or kill) ends it sooner
 
 
 if __name__ == "__main__":

@@ -1,0 +1,107 @@
+"""History search for 1- and 2-character terms (issue 18): a side table, not a scan of every row.
+
+Checked against a brute-force oracle over random texts of ASCII and CJK characters.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pseudoclaude_nb.messages import Message
+from pseudoclaude_nb.session import entries
+from pseudoclaude_nb.session.history import HistoryIndex
+from pseudoclaude_nb.session.history_query import grams
+
+ALPHABET = "aqzAQZ1压缩猫咪的 -_"
+
+
+def write_session(workspace: Path, sid: str, texts: list[str]) -> list[str]:
+    d = workspace / ".pseudoclaude" / "sessions" / sid
+    d.mkdir(parents=True, exist_ok=True)
+    ids = []
+    with open(d / "conversation.jsonl", "ab") as f:
+        for i, text in enumerate(texts):
+            msg = Message(role="user" if i % 2 == 0 else "assistant", content=text, ts=1000.0 + i)
+            ids.append(msg.id)
+            f.write(entries.encode(entries.message_entry(msg)))
+    return ids
+
+
+def oracle(docs: list[tuple[str, str]], terms: list[str]) -> list[str]:
+    """Message ids of the docs holding every term (case-insensitive), newest first."""
+    return [
+        uid for uid, text in reversed(docs) if text.strip() and all(t.lower() in text.lower() for t in terms)
+    ]
+
+
+texts = st.lists(st.text(alphabet=ALPHABET, min_size=0, max_size=30), min_size=1, max_size=30)
+short_term = st.text(alphabet=ALPHABET.replace(" ", ""), min_size=1, max_size=2)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(a=texts, b=texts, query=st.lists(short_term, min_size=1, max_size=2))
+def test_short_terms_match_a_brute_force_oracle(tmp_path_factory, a, b, query):
+    workspace = tmp_path_factory.mktemp("ws")
+    docs = []
+    for sid, batch in (("20260101-000000-aaaa", a), ("20260101-000001-bbbb", b)):
+        ids = write_session(workspace, sid, batch)
+        docs += list(zip(ids, batch, strict=True))
+    index = HistoryIndex(workspace)
+    try:
+        hits = index.search(" ".join(query), limit=50)
+        want = oracle(docs, query)
+        assert {h.message_uuid for h in hits} == set(want[:50])
+        if len(query) == 1:
+            assert [h.message_uuid for h in hits] == want[:50]
+        # One session only: the same rows, of that session.
+        sid = "20260101-000001-bbbb"
+        mine = {uid for uid, _ in docs[len(a) :]}
+        hits = index.search(" ".join(query), session_id=sid, limit=50)
+        assert {h.message_uuid for h in hits} == {u for u in want if u in mine}
+    finally:
+        index.close()
+
+
+def test_short_terms_use_the_side_table_not_a_scan(workspace):
+    write_session(workspace, "20260101-000000-aaaa", ["压缩 the log", "qz marks", "nothing"])
+    index = HistoryIndex(workspace)
+    try:
+        index.search("x")  # catch up
+        statements = []
+        index._con.set_trace_callback(statements.append)
+        assert [h.snippet for h in index.search("压缩")] == ["压缩 the log"]
+        assert [h.snippet for h in index.search("QZ")] == ["qz marks"]
+        assert index.search("zq") == []
+        queries = [s for s in statements if "SELECT d.id" in s]
+        assert queries and all("docs_short MATCH" in s and "instr" not in s for s in queries)
+    finally:
+        index.close()
+
+
+def test_trash_and_purge_keep_the_side_table_in_step(workspace):
+    write_session(workspace, "20260101-000000-aaaa", ["压缩 one"])
+    write_session(workspace, "20260101-000001-bbbb", ["压缩 two"])
+    index = HistoryIndex(workspace)
+    try:
+        assert len(index.search("压缩")) == 2
+        shutil.rmtree(workspace / ".pseudoclaude" / "sessions" / "20260101-000000-aaaa")
+        assert [h.snippet for h in index.search("压缩")] == ["压缩 two"]
+        con = index._con
+        assert con.execute("SELECT count(*) FROM docs_short").fetchone()[0] == index.count()
+        # The deleted row's tokens are gone from the side table, not just hidden by the join.
+        assert (
+            con.execute(
+                "SELECT count(*) FROM docs_short WHERE docs_short MATCH ?", ("b538bx7f29",)
+            ).fetchone()[0]
+            == 1
+        )
+    finally:
+        index.close()
+
+
+def test_grams_are_characters_and_pairs_without_white_space():
+    assert grams("Ab c") == {"u61", "u62", "u63", "b61x62"}

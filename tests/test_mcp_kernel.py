@@ -1,0 +1,73 @@
+"""A real kernel: MCP servers stop when it shuts down (atexit), leaving no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from jupyter_client.manager import start_new_kernel
+
+from tests.mcp_support import alive, edge, time_server
+
+
+def run_code(kc, code: str) -> str:
+    out: list[str] = []
+
+    def collect(msg: dict) -> None:
+        if msg["msg_type"] == "stream":
+            out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "error":
+            out.append("\n".join(msg["content"]["traceback"]))
+
+    reply = kc.execute_interactive(code, output_hook=collect, timeout=120)
+    assert reply["content"]["status"] == "ok", "".join(out)
+    return "".join(out)
+
+
+def test_kernel_shutdown_stops_the_servers(workspace: Path, tmp_path: Path) -> None:
+    (workspace / ".mcp.json").write_text(
+        json.dumps({"mcpServers": {"edge": edge("--linger", "60"), "time": time_server()}}), encoding="utf-8"
+    )
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
+    km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(workspace))
+    try:
+        run_code(kc, f"%load_ext pseudoclaude_nb\n%config PseudoClaude.workspace = {str(workspace)!r}")
+        listing = run_code(kc, "%mcp start")
+        assert "edge  stdio  running" in listing and "time  stdio  running" in listing
+        pids = json.loads(
+            run_code(
+                kc,
+                "import json, psutil\n"
+                "print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]))",
+            )
+        )
+        assert len(alive(set(pids))) >= 2
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    # The edge server outlives a closed stdin by a minute: only the hub's atexit stop ends it now.
+    assert not alive(set(pids))
+
+
+def test_interpreter_exit_stops_the_servers(workspace: Path) -> None:
+    code = (
+        "import sys\n"
+        "from pathlib import Path\n"
+        "from pseudoclaude_nb.mcp import McpHub, load_config\n"
+        "ws = Path(sys.argv[1])\n"
+        f"config = load_config(ws, {{'edge': {edge('--linger', '60')!r}}})\n"
+        "hub = McpHub()\n"
+        "assert hub.configure(config, ws) == []\n"
+        "(tool,) = [t for t in hub.tools() if t.remote_name == 'pid']\n"
+        "print(tool.handler(tool.args()))\n"
+        # no hub.close(): the interpreter's exit must do it
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(workspace)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    pid = int(proc.stdout.strip())
+    assert not alive({pid})

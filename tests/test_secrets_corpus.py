@@ -1,0 +1,174 @@
+"""A corpus of realistic FAKE secrets, placed everywhere a session writes, then every byte on disk searched.
+
+Places: the prompt, tool-call arguments (as JSON keys and as values, split label/value),
+tool outputs (whole, spilled, and cut by the bounded buffer at every offset around a
+secret), memory topic names and bodies, and an export (its members unpacked).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import string
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from pseudoclaude_nb.memory.manager import MemoryManager
+from pseudoclaude_nb.memory.store import user_memory_dir
+from pseudoclaude_nb.redact import Redactor, redact_text, set_extra_patterns
+from pseudoclaude_nb.session.archive import export_session
+from pseudoclaude_nb.tools.shell import OutputBuffer
+from tests.scripts import script, scripted_agent, turn
+
+_rng = random.Random(19)
+ALNUM = string.ascii_letters + string.digits
+
+
+def _r(n: int, alphabet: str = ALNUM) -> str:
+    return "".join(_rng.choice(alphabet) for _ in range(n))
+
+
+# (kind, how it appears in text, the secret part that must never reach disk)
+def _corpus() -> list[tuple[str, str, str]]:
+    slack = f"xoxb-{_r(12, string.digits)}-{_r(13, string.digits)}-{_r(24)}"
+    slack_user = f"xoxp-{_r(12, string.digits)}-{_r(12, string.digits)}-{_r(32)}"
+    google = "AIza" + _r(35, ALNUM + "_-")
+    stripe = "sk_live_" + _r(24)
+    restricted = "rk_live_" + _r(24)
+    jwt = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIx" + _r(20) + "." + _r(43, ALNUM + "_-")
+    db_pass = "Pg" + _r(14)
+    env_pass = "Db" + _r(16)
+    env_secret = "Se" + _r(30)
+    env_token = "Tk" + _r(28)
+    aws = _r(40, ALNUM + "/+")
+    bearer = _r(40, ALNUM + "._-")
+    github = "ghp_" + _r(36)
+    return [
+        ("slack", slack, slack),
+        ("slack", slack_user, slack_user),
+        ("google-api-key", google, google),
+        ("stripe", stripe, stripe),
+        ("stripe", restricted, restricted),
+        ("jwt", jwt, jwt),
+        ("url-password", f"postgres://app_user:{db_pass}@db.internal:5432/app", db_pass),
+        ("assigned-secret", f"DB_PASSWORD={env_pass}", env_pass),
+        ("assigned-secret", f"SESSION_SECRET={env_secret}", env_secret),
+        ("assigned-secret", f"GITLAB_TOKEN={env_token}", env_token),
+        ("aws-secret-key", f"AWS_SECRET_ACCESS_KEY={aws}", aws),
+        ("bearer-token", f"Authorization: Bearer {bearer}", bearer),
+        ("github", github, github),
+    ]
+
+
+CORPUS = _corpus()
+
+
+def all_bytes(*roots: Path) -> list[tuple[Path, bytes]]:
+    """Every file under ``roots``, and every member of every zip among them."""
+    out = []
+    for root in roots:
+        for p in sorted(root.rglob("*")):
+            if p.is_file() and not p.is_symlink():
+                data = p.read_bytes()
+                out.append((p, data))
+                if zipfile.is_zipfile(p):
+                    with zipfile.ZipFile(p) as zf:
+                        out += [(p / name, zf.read(name)) for name in zf.namelist()]
+    return out
+
+
+def assert_nowhere(secrets: list[str], *roots: Path) -> int:
+    files = all_bytes(*roots)
+    for path, data in files:
+        for secret in secrets:
+            for probe in {secret, secret[:16], secret[-16:]}:
+                assert probe.encode() not in data, f"{probe!r} reached {path}"
+    return len(files)
+
+
+@pytest.mark.parametrize(("kind", "text", "secret"), CORPUS, ids=[f"{k}-{i}" for i, (k, _, _) in enumerate(CORPUS)])
+def test_each_secret_is_redacted_in_text_and_in_json(kind, text, secret):
+    assert secret not in redact_text(text)
+    assert f"[REDACTED:{kind}]" in redact_text(text)
+    # As a JSON line, with the label as the key and the value as its value.
+    label, sep, value = text.partition("=") if "=" in text else text.partition(": ")
+    if sep and value == secret:
+        entry = {"args": {label: value}}
+        line = Redactor().line(entry, json.dumps(entry).encode() + b"\n")
+        assert secret.encode() not in line and json.loads(line)
+
+
+def test_cut_at_every_offset_around_a_secret_never_keeps_a_part(monkeypatch):
+    head = tail = 300
+    for _kind, text, secret in CORPUS:
+        for at in range(head - len(text) - 5, head + 5):
+            buf = OutputBuffer(head, tail, margin=256)
+            buf.feed(("a" * at + " " + text + "\n" + "b" * 2000).encode())
+            out = buf.text()
+            assert secret[:12] not in out and secret[-12:] not in out, (text, at)
+        for at in range(tail - 5, tail + len(text) + 5):
+            buf = OutputBuffer(head, tail, margin=256)
+            buf.feed(("a" * 2000 + "\n" + text + "\n" + "b" * at).encode())
+            out = buf.text()
+            assert secret[:12] not in out and secret[-12:] not in out, (text, at)
+
+
+def test_a_session_full_of_secrets_leaves_none_on_disk(workspace: Path, agents, tmp_path):
+    secrets = [s for _, _, s in CORPUS]
+    everything = "\n".join(t for _, t, _ in CORPUS)
+    (workspace / "secrets.env").write_text(everything + "\n", encoding="utf-8")
+    (workspace / "big.txt").write_text((everything + "\n") * 400, encoding="utf-8")  # spilled
+    args_with_secrets = {
+        "command": "cat secrets.env",
+        "headers": {"Authorization": f"Bearer {CORPUS[11][2]}"},
+        "aws_secret_access_key": CORPUS[10][2],
+        CORPUS[0][1]: CORPUS[2][1],  # a secret as a JSON key, another as its value
+        "env": [t for _, t, _ in CORPUS],
+    }
+    path = tmp_path / "secret-run.json"
+    path.write_text(
+        json.dumps(
+            script(
+                turn(f"I see {CORPUS[3][1]}", ("bash", args_with_secrets, "c_args")),
+                turn("reading", ("bash", {"command": "cat secrets.env"}, "c_small")),
+                turn("more", ("bash", {"command": "cat big.txt"}, "c_big")),
+                turn(f"done; the token was {CORPUS[5][1]}"),
+            )
+        ),
+        encoding="utf-8",
+    )
+    agent = scripted_agent(workspace)
+    agents.append(agent)
+    assert agent.run(f"here are my keys:\n{everything}", script=str(path)).status == "done"
+    session = agent.session.dir
+    assert any(p.name.endswith(".txt") for p in (session / "tool-results").iterdir())  # c_big spilled
+    memory = MemoryManager(workspace, user_memory_dir())
+    memory.add("project", f"deploy key {CORPUS[12][1]}", "the deploy token", "fact", everything)
+    memory.add("user", f"slack {CORPUS[0][1]}", "a slack bot", "reference", everything)
+    agent.history.search("keys")  # the index is built and queried
+    export_session(workspace, session.name, tmp_path / "export.zip")
+    (workspace / "secrets.env").unlink()
+    (workspace / "big.txt").unlink()
+    checked = assert_nowhere(secrets, workspace, user_memory_dir().parent, tmp_path / "export.zip")
+    assert checked > 8
+    names = [p.name for p in (workspace / ".pseudoclaude" / "memory").iterdir()]
+    assert any("redacted" in n for n in names)
+    index = (workspace / ".pseudoclaude" / "memory" / "MEMORY.md").read_text()
+    for n in names:
+        if n != "MEMORY.md":
+            assert f"({n})" in index  # the index links to the files that exist
+
+
+def test_user_patterns_are_added_with_config(workspace, agents, tmp_path):
+    try:
+        agent = scripted_agent(workspace, redact_patterns=[r"ACME-[0-9]{8}"])
+        agents.append(agent)
+        path = tmp_path / "s.json"
+        path.write_text(json.dumps(script(turn("ok"))), encoding="utf-8")
+        agent.run("the badge is ACME-12345678", script=str(path))
+        assert b"ACME-12345678" not in (agent.session.dir / "conversation.jsonl").read_bytes()
+        assert b"[REDACTED:custom]" in (agent.session.dir / "conversation.jsonl").read_bytes()
+    finally:
+        set_extra_patterns([])

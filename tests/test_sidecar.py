@@ -1,0 +1,233 @@
+"""Incremental meta.json sidecars (issue 18): equal to a full rebuild, reading only new bytes."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
+from pseudoclaude_nb.session import catalog, entries, load_session, sidecar
+from pseudoclaude_nb.session.paths import new_session_dir
+from pseudoclaude_nb.session.writer import SessionWriter
+
+FIELDS = (
+    "title",
+    "first_model",
+    "last_model",
+    "physical_messages",
+    "effective_messages",
+    "bytes",
+    "created",
+    "last_activity",
+    "status",
+)
+
+
+def _full(d: Path) -> dict:
+    result = load_session(d, full=True)
+    out = {k: v for k, v in catalog.meta_from_load(result).items() if k in FIELDS}
+    if result.first_ts is None:  # no timestamp at all: both fall back to the file's mtime
+        out["created"] = out["last_activity"] = "mtime"
+    return out
+
+
+def _inc(meta: dict) -> dict:
+    return {k: meta[k] for k in FIELDS}
+
+
+def _same(meta: dict, d: Path) -> None:
+    result = load_session(d, full=True)
+    assert meta["effective_from"] == result.effective_from_byte
+    assert meta["problems"] == result.problems()
+    full = _full(d)
+    got = _inc(meta)
+    if full["created"] == "mtime":
+        got["created"] = got["last_activity"] = "mtime"
+    assert got == full
+
+
+CALL_IDS = ["c1", "c2", "c3"]
+
+
+def _message(draw, n: int) -> Message:
+    kind = draw(st.sampled_from(["user", "assistant", "calls", "result", "user-calls", "empty-calls"]))
+    ts = 1000.0 + n
+    if kind == "user":
+        return Message(
+            role="user", content=draw(st.sampled_from(["hi", "", "fix  the\nbug", "x" * 90])), ts=ts
+        )
+    if kind == "assistant":
+        return Message(role="assistant", content=draw(st.sampled_from(["ok", ""])), ts=ts)
+    if kind in ("calls", "empty-calls", "user-calls"):
+        ids = draw(st.lists(st.sampled_from(CALL_IDS), min_size=1, max_size=3))
+        calls = tuple(ToolCall(id=i, name="t", arguments={}) for i in ids)
+        role = "user" if kind == "user-calls" else "assistant"
+        content = "" if kind == "empty-calls" else "let me"
+        return Message(role=role, content=content, tool_calls=calls, ts=ts)
+    cid = draw(st.sampled_from(CALL_IDS + ["zz"]))
+    return Message(role="user", tool_result=ToolResult(call_id=cid, content="out"), ts=ts)
+
+
+def _line(msg: Message, **kw) -> bytes:
+    return entries.encode(entries.message_entry(msg, **kw))
+
+
+@st.composite
+def operations(draw):
+    """Raw byte chunks to append, with a refresh (``None``) or a rewrite (``b"!"+data``) between."""
+    ops: list[bytes | None] = []
+    for n in range(1, draw(st.integers(1, 25)) + 1):
+        what = draw(
+            st.sampled_from(
+                [
+                    "msg",
+                    "msg",
+                    "msg",
+                    "replace",
+                    "usage",
+                    "note",
+                    "garbage",
+                    "torn",
+                    "mend",
+                    "frag",
+                    "cutmend",
+                    "twocrashes",
+                    "refresh",
+                    "refresh",
+                    "crash",
+                    "rewrite",
+                    "blank",
+                ]
+            )
+        )
+        if what == "msg":
+            model = draw(st.sampled_from([None, "m-a", "m-b"]))
+            ops.append(_line(_message(draw, n), model=model))
+        elif what == "replace":
+            msgs = [_message(draw, n + k) for k in range(draw(st.integers(0, 4)))]
+            rid = f"r{n}"
+            data = entries.encode(entries.replace_entry("compact", rid, len(msgs)))
+            written = draw(st.integers(0, len(msgs)))  # fewer than count: cut off (torn replace)
+            data += b"".join(_line(m, replace_id=rid) for m in msgs[:written])
+            ops.append(data)
+        elif what == "usage":
+            model = draw(st.sampled_from([None, "m-c"]))
+            ops.append(
+                entries.encode(
+                    {
+                        "v": 1,
+                        "type": "usage",
+                        "id": f"u{n}",
+                        "ts": 1000.0 + n,
+                        "input_tokens": 5,
+                        "messages": 1,
+                        "model": model,
+                    }
+                )
+            )
+        elif what == "note":
+            ops.append(entries.encode(entries.note_entry("hello")))
+        elif what == "garbage":
+            ops.append(draw(st.sampled_from([b"{not json\n", b"[1,2]\n", b'{"v":1,"type":"message"}\n'])))
+        elif what == "torn":
+            full = _line(_message(draw, n))
+            ops.append(full[: draw(st.integers(1, len(full) - 2))])  # no newline: a crash mid-line
+        elif what == "mend":
+            note = entries.note_entry("torn", "warning")
+            note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
+            ops.append(b"\n" + entries.encode(note))
+        elif what == "frag":
+            head = b'{"v":1,"type":"note","kind":"' + entries.TORN_NOTE.encode() + b'"'
+            ops.append(head[: draw(st.integers(3, len(head)))] + b"\n")
+        elif what == "cutmend":  # a crash during a mend: its note cut short, no newline
+            head = b'{"v":1,"type":"note","kind":"' + entries.TORN_NOTE.encode() + b'"'
+            ops.append(b"\n" + head[: draw(st.integers(3, len(head)))])
+        elif what == "twocrashes":  # torn line, a mend cut short, then the mend that held
+            full = _line(_message(draw, n))
+            head = b'{"v":1,"type":"note","kind":"' + entries.TORN_NOTE.encode() + b'"'
+            note = entries.note_entry("torn", "warning")
+            note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
+            ops.append(
+                full[:10] + b"\n" + head[: draw(st.integers(3, len(head)))] + b"\n" + entries.encode(note)
+            )
+        elif what == "blank":
+            ops.append(b"\n")
+        elif what == "refresh":
+            ops.append(None)
+        elif what == "crash":
+            ops.append(b"#" + str(draw(st.integers(1, 200))).encode())  # cut this many bytes off the end
+        else:
+            ops.append(b"!" + _line(Message(role="user", content="rewritten", ts=5.0)))
+    return ops
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=operations())
+def test_incremental_sidecar_equals_full_rebuild(tmp_path_factory, ops):
+    d = tmp_path_factory.mktemp("s")
+    log = d / "conversation.jsonl"
+    log.write_bytes(b"")
+    for op in ops:
+        if op is None:
+            _same(sidecar.refresh(d), d)
+        elif op.startswith(b"#"):
+            size = log.stat().st_size
+            os.truncate(log, max(0, size - int(op[1:])))
+        elif op.startswith(b"!"):
+            log.write_bytes(op[1:])  # another log under the same name (an import, a hand repair)
+        else:
+            with open(log, "ab") as f:
+                f.write(op)
+    got = sidecar.refresh(d)
+    _same(got, d)
+    # And the stored state reloads: a second refresh of an unchanged log reads nothing.
+    assert sidecar.refresh(d) == got
+
+
+def test_writer_keeps_the_sidecar_current_every_few_writes(workspace):
+    d = new_session_dir(workspace)
+    with SessionWriter(d, model="m", meta_every=4) as w:
+        conv = Conversation()
+        w.attach(conv)
+        for i in range(9):
+            conv.append(Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i}", ts=1.0 + i))
+        meta = json.loads((d / "meta.json").read_text())
+        assert meta["physical_messages"] == 8  # written at 4 and 8; the 9th is behind
+        assert meta["offset"] < (d / "conversation.jsonl").stat().st_size
+        conv.replace("compact", [Message(role="user", content="summary", ts=20.0)])
+        meta = json.loads((d / "meta.json").read_text())
+        assert meta["bytes"] == (d / "conversation.jsonl").stat().st_size  # a replace syncs
+        conv.append(Message(role="assistant", content="after", ts=21.0))
+    meta = json.loads((d / "meta.json").read_text())  # close syncs
+    _same(meta, d)
+    assert meta["effective_messages"] == 2 and meta["physical_messages"] == 11
+
+
+def test_a_corrupt_stored_state_is_rebuilt(workspace):
+    d = new_session_dir(workspace)
+    with SessionWriter(d) as w:
+        conv = Conversation()
+        w.attach(conv)
+        conv.append(Message(role="user", content="a", ts=1.0))
+    meta = json.loads((d / "meta.json").read_text())
+    meta["replay"]["acc"] = "nonsense"
+    meta["bytes"] = 0
+    (d / "meta.json").write_text(json.dumps(meta))
+    _same(sidecar.refresh(d), d)
+
+
+def test_state_stays_small_for_a_long_log(workspace):
+    d = new_session_dir(workspace)
+    with SessionWriter(d, fsync=False) as w:
+        conv = Conversation()
+        w.attach(conv)
+        for i in range(3000):
+            conv.append(
+                Message(role="user" if i % 2 == 0 else "assistant", content=f"message {i}", ts=1.0 + i)
+            )
+    assert (d / "meta.json").stat().st_size < 2000
