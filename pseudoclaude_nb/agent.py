@@ -24,14 +24,14 @@ from .errors import ConfigError, SessionNotFoundError, ToolError
 from .events import Compacted, MemoryUpdated, RunEvent
 from .mcp import McpHub, load_config
 from .memory import MemoryManager, user_memory_dir
-from .messages import Message, NotebookMark
+from .messages import ImagePart, Message, NotebookMark
 from .notebook import ActivityBlock, NotebookHost, cells_for_run, render_activity
 from .prompt import join_sections, system_sections, with_memory
 from .providers import Provider, make_provider
 from .redact import Redactor
 from .rollover.handoff import GUIDANCE, Intent
 from .runner import Listener, Notice, Runner, RunSummary
-from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
+from .session import LoadResult, SessionWriter, images, list_sessions, load_session, new_session_dir
 from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
 from .tools import MemoryReader, Permissions, ToolRegistry, build_tools
@@ -42,6 +42,8 @@ from .tools.user import user_tools
 
 # How long a run waits for the previous run's memory update before going on without it.
 MEMORY_WAIT_SECONDS = 15.0
+# issue-14: images of notebook cells the first message of a run shows the model, newest last.
+NOTEBOOK_IMAGES = 4
 
 
 @dataclass
@@ -223,6 +225,7 @@ class Agent(ContextViews):
             max_output_tokens=config.max_output_tokens,
             thinking_budget=config.thinking_budget,
             reasoning_effort=config.reasoning_effort,
+            send_images=config.send_images,
         )
         if new:
             self.new_session()
@@ -316,6 +319,7 @@ class Agent(ContextViews):
     def _first_message(self, prompt: str, block: ActivityBlock | None, active: ActiveSession) -> Message:
         if block is None:
             return Message(role="user", content=prompt)
+        pictures = self._cell_images(block, active)
         active.notebook_seen = max(block.last_seq, self.notebook.cells.last_seq if self.notebook else 0)
         if not block.text:
             return Message(role="user", content=prompt)
@@ -323,6 +327,7 @@ class Agent(ContextViews):
             role="user",
             content=f"{block.text}\n\n{prompt}",
             notebook=NotebookMark(chars=len(block.text), cells=block.shown),
+            parts=tuple(pictures),
         )
 
     def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
@@ -342,6 +347,19 @@ class Agent(ContextViews):
         if layer1_only:
             return self.session.context.spill_all(emit)
         return self.session.context.compact(self.provider_for_context(), "manual", emit)
+    def _cell_images(self, block: ActivityBlock, active: ActiveSession) -> list[ImagePart]:
+        """The images the block's cells displayed (the newest few), stored in the session (issue-14)."""
+        if self.notebook is None or not block.shown:
+            return []
+        cells = cells_for_run(self.notebook.cells.records(), active.notebook_seen)[-block.shown :]
+        raw = [picture for cell in cells for picture in cell.images][-NOTEBOOK_IMAGES:]
+        parts = []
+        for data, media_type in raw:
+            try:
+                parts.append(images.store(active.writer.dir, data, media_type))
+            except (images.ImageError, OSError):
+                continue  # the block's text already names the image; it just is not sent
+        return parts
 
     # --- memory: the index for a run, bodies withheld, the update after it ------------------------
 

@@ -77,6 +77,11 @@ class PseudoClaude(Configurable):
     reasoning_effort = Unicode(
         "", help="OpenAI-compatible reasoning models: reasoning_effort (e.g. low, medium, high); empty: unset."
     ).tag(config=True)
+    send_images = CaselessStrEnum(
+        ["auto", "always", "never"],
+        "auto",
+        help="Images to the model: auto (models the table knows take none get a text note), always, never.",
+    ).tag(config=True)
     # MCP servers (README "MCP servers"): merged over $PSEUDOCLAUDE_HOME/mcp.json and .mcp.json.
     mcp_servers = Dict(
         {}, help='MCP servers, as in .mcp.json\'s "mcpServers": {NAME: {"command", "args", "env"}}.'
@@ -111,6 +116,7 @@ class RunConfig:
     thinking_budget: int = 0
     reasoning_effort: str = ""
     notebook: bool = True  # the notebook activity block (%agent --no-notebook)
+    send_images: str = "auto"  # issue-14
 
     def with_options(self, **options: object) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -133,6 +139,7 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         thinking_budget=settings.thinking_budget,
         reasoning_effort=settings.reasoning_effort,
         notebook=settings.notebook_context,
+        send_images=settings.send_images,
     )
 
 

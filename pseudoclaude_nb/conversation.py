@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from .errors import HookError
-from .messages import Message, ToolCall, ToolResult
+from .messages import ImagePart, Message, ToolCall, ToolResult
 
 ReplaceReason = Literal["snapshot", "compact", "rollover", "resync", "edit"]
 REPLACE_REASONS: tuple[str, ...] = ("snapshot", "compact", "rollover", "resync", "edit")
@@ -84,11 +84,13 @@ class Conversation:
     def add_assistant_tool_calls(self, text: str, tool_calls: Sequence[ToolCall]) -> Message:
         return self._append(Message(role="assistant", content=text, tool_calls=tuple(tool_calls)))
 
-    def add_tool_result(self, call_id: str, content: str, is_error: bool = False) -> Message:
-        return self.add_result(ToolResult(call_id=call_id, content=content, is_error=is_error))
+    def add_tool_result(
+        self, call_id: str, content: str, is_error: bool = False, parts: Sequence[ImagePart] = ()
+    ) -> Message:
+        return self.add_result(ToolResult(call_id=call_id, content=content, is_error=is_error), parts)
 
-    def add_result(self, result: ToolResult) -> Message:
-        return self._append(Message(role="user", tool_result=result))
+    def add_result(self, result: ToolResult, parts: Sequence[ImagePart] = ()) -> Message:
+        return self._append(Message(role="user", tool_result=result, parts=tuple(parts)))
 
     def append(self, message: Message) -> Message:
         return self._append(message)

@@ -11,7 +11,7 @@ import time
 import uuid
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
 from .errors import ProtocolError
 
@@ -48,6 +48,17 @@ class ToolResult(BaseModel):
     is_error: bool = False
     # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
     spilled: str | None = None  # Layer 1 preview: the spill file it stands for (relative to the session)
+    # issue-14: what the tool displayed besides its text, as (bytes, media type) pairs. Never
+    # serialized: the runner stores the bytes in the session and the message gets image parts.
+    _images: tuple[tuple[bytes, str], ...] = PrivateAttr(default=())
+
+    @property
+    def images(self) -> tuple[tuple[bytes, str], ...]:
+        return self._images
+
+    def with_images(self, images: tuple[tuple[bytes, str], ...]) -> ToolResult:
+        self._images = tuple(images)
+        return self
 
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
@@ -124,6 +135,27 @@ class NotebookMark(BaseModel):
     cells: int = 0
 
 
+# --- issue-14: image parts (SPEC §18) -----------------------------------------------------
+class ImagePart(BaseModel):
+    """A reference to an image file in the session directory: never the bytes themselves."""
+
+    model_config = ConfigDict(frozen=True)
+
+    type: Literal["image"] = "image"
+    path: str  # relative to the session directory: images/<sha256>.<ext>
+    media_type: str
+    bytes: int
+    sha256: str
+    width: int = 0
+    height: int = 0
+
+    def note(self, why: str = "") -> str:
+        """The text that stands in for the image where it cannot be sent."""
+        size = f", {self.width}x{self.height}" if self.width and self.height else ""
+        tail = f": {why}" if why else ""
+        return f"[image {self.path} ({self.media_type}{size}, {self.bytes:,} bytes){tail}]"
+
+
 class Message(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -136,6 +168,7 @@ class Message(BaseModel):
     reasoning: tuple[Reasoning, ...] = ()  # issue 15: serialized only when set
     stop_reason: NotableStop | None = None  # issue 15: "max_tokens" (text cut) or "refusal"
     notebook: NotebookMark | None = None  # issue-13: see NotebookMark
+    parts: tuple[ImagePart, ...] = ()  # issue-14: image parts, serialized only when set
     # --- durable marks (issue 12): serialized only when set, so old logs stay byte-identical.
     host: str | None = None  # a note the host added (not the user's words): its kind
 
@@ -174,6 +207,8 @@ class Message(BaseModel):
             data["stop_reason"] = self.stop_reason
         if self.notebook is not None:
             data["notebook"] = self.notebook.model_dump()
+        if self.parts:
+            data["parts"] = [p.model_dump() for p in self.parts]
         if self.host is not None:
             data["host"] = self.host
         return data

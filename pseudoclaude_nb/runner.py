@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable
 from dataclasses import replace
+from functools import partial
 
 from .context import ContextManager
 from .conversation import Conversation
@@ -29,9 +30,10 @@ from .events import (
     ToolFinished,
     ToolStarted,
 )
-from .messages import Message, PairingCheck, ToolCall
+from .messages import ImagePart, Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
+from .session import images
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
@@ -281,11 +283,26 @@ class Runner:
             messages=messages,
             tools=self.surface.schemas(),
             max_tokens=self.max_tokens,
+            images=partial(images.read, self.writer.dir) if self.writer is not None else None,
         )
         self.last_request = request
         return request
 
     # --- tools ---------------------------------------------------------------------------
+
+    def _store_images(self, raw: tuple[tuple[bytes, str], ...]) -> tuple[list[ImagePart], list[str]]:
+        """A result's displayed images stored in the session (issue-14): (parts, notes for the rest)."""
+        parts: list[ImagePart] = []
+        notes: list[str] = []
+        for data, media_type in raw:
+            if self.writer is None:
+                notes.append(f"[image ({media_type}, {len(data):,} bytes) not kept: no session to keep it in]")
+                continue
+            try:
+                parts.append(images.store(self.writer.dir, data, media_type))
+            except (images.ImageError, OSError) as exc:
+                notes.append(f"[image ({media_type}, {len(data):,} bytes) not kept: {exc}]")
+        return parts, notes
 
     def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
@@ -304,6 +321,11 @@ class Runner:
                     # conversation stays valid) and stop rather than grow unchecked.
                     self.conversation.add_tool_result(call.id, result.content, result.is_error)
                     raise
-            self.conversation.add_result(admitted)
+            parts, notes = self._store_images(result.images)
+            if notes:
+                admitted = admitted.model_copy(
+                    update={"content": f"{admitted.content}\n" + "\n".join(notes)}
+                )
+            self.conversation.add_result(admitted, parts)
         if self.context is not None:
             self.context.after_tools(len(calls))

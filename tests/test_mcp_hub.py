@@ -88,6 +88,9 @@ def test_edge_results_image_resource_and_is_error(hub: McpHub, workspace: Path) 
     start(hub, workspace, {"edge": edge()})
     image = run(hub, "mcp__edge__image")
     assert not image.is_error and image.content.startswith("[image from the tool: image/png, 70 bytes")
+    from tests.fakes.mcp_server import PNG
+
+    assert image.images == ((PNG, "image/png"),)  # issue-14: passed on as an image, not only a note
     resource = run(hub, "mcp__edge__resource")
     assert resource.content == "[resource <memo://notes/1>]\nthe memo's text"
     failed = run(hub, "mcp__edge__fail", reason="because")

@@ -21,6 +21,25 @@ from ..messages import Message
 
 BYTES_PER_TOKEN = 3.5
 
+# issue-14: an image's tokens. Anthropic documents tokens = width * height / 750 and resizes
+# anything beyond ~1.15 megapixels (1,568 px on the long edge) first, so one image costs at
+# most ~1,600 tokens. OpenAI documents 765 tokens for a 1024x1024 image in high detail (85
+# base + 4 tiles of 170). The estimate takes the larger of the two, so it errs high on both.
+IMAGE_TOKENS_CAP = 1_600
+IMAGE_TOKENS_OPENAI = 765
+
+
+def image_tokens(width: int, height: int) -> int:
+    """Anthropic's rule, capped (an image of unknown size counts as the cap)."""
+    if width <= 0 or height <= 0:
+        return IMAGE_TOKENS_CAP
+    return min(-(-width * height // 750), IMAGE_TOKENS_CAP)
+
+
+def image_part_bytes(width: int, height: int) -> int:
+    """An image's estimate in the estimator's unit (bytes at the seed ratio)."""
+    return int(max(image_tokens(width, height), IMAGE_TOKENS_OPENAI) * BYTES_PER_TOKEN)
+
 
 def message_bytes(msg: Message) -> int:
     n = len(msg.role) + len(msg.content.encode("utf-8"))
@@ -32,6 +51,8 @@ def message_bytes(msg: Message) -> int:
         n += len(msg.tool_result.content.encode("utf-8"))
     for r in msg.reasoning:  # sent back with the message, so it fills the window too
         n += len(r.text.encode("utf-8")) + len(r.data or "")
+    for part in msg.parts:  # issue-14: sent as an image, not as its bytes
+        n += image_part_bytes(part.width, part.height)
     return n
 
 

@@ -11,7 +11,7 @@ from typing import Any
 
 from ..mcp.tools import is_mcp_tool
 from ..messages import Message
-from .estimate import estimate_text, message_bytes, tokens_for_bytes
+from .estimate import estimate_text, image_part_bytes, message_bytes, tokens_for_bytes
 
 
 def message_parts(messages: list[Message]) -> dict[str, int]:
@@ -22,16 +22,19 @@ def message_parts(messages: list[Message]) -> dict[str, int]:
         "tool_calls": 0,
         "tool_results": 0,
         "spill_previews": 0,
+        "images": 0,  # issue-14: image parts, their own part (shown when there are any)
     }
     for m in messages:
+        pictures = sum(image_part_bytes(p.width, p.height) for p in m.parts)
+        parts["images"] += pictures
         if m.tool_result is not None:
             key = "spill_previews" if m.is_spill_preview else "tool_results"
-            parts[key] += message_bytes(m)
+            parts[key] += message_bytes(m) - pictures
         elif m.role == "user":
             # The notebook activity block is its own part (found by the message's field).
             block = len(m.content[: m.notebook.chars].encode("utf-8")) if m.notebook else 0
             parts["notebook"] += block
-            parts["user_text"] += message_bytes(m) - block
+            parts["user_text"] += message_bytes(m) - block - pictures
         else:
             text = len(m.role) + len(m.content.encode("utf-8"))
             parts["assistant_text"] += text
@@ -69,6 +72,7 @@ def manifest(
         "anchor_tokens": anchor_tokens,
         "threshold": threshold,
         "message_count": len(messages),
+        "image_count": sum(len(m.parts) for m in messages),
         "tools": [t["name"] for t in tools],
         "mcp_tools": [t["name"] for t in mcp_tools],
         "memory_included": memory_index is not None,

@@ -82,8 +82,23 @@ def drop_oldest_exchange(head: list[Message]) -> list[Message]:
 
 
 def summary_messages(head: list[Message]) -> list[Message]:
-    """The messages of the summary request: the old history, then the instruction."""
-    return [*head, Message(role="user", content=SUMMARY_INSTRUCTION)]
+    """The messages of the summary request: the old history, then the instruction.
+
+    Images older than the recent tail go to the summarizer as their text notes (issue-14):
+    the summary can name them, and no image is sent for a summary.
+    """
+    return [*map(images_as_notes, head), Message(role="user", content=SUMMARY_INSTRUCTION)]
+
+
+def images_as_notes(m: Message) -> Message:
+    """The message with each image part replaced by its text note (path, type, size)."""
+    if not m.parts:
+        return m
+    note = "\n".join(p.note("an image shown earlier") for p in m.parts)
+    if m.tool_result is not None:
+        result = m.tool_result.model_copy(update={"content": f"{m.tool_result.content}\n{note}"})
+        return m.model_copy(update={"tool_result": result, "parts": ()})
+    return m.model_copy(update={"content": f"{m.content}\n{note}".lstrip("\n"), "parts": ()})
 
 
 def compacted(summary: str, tail: list[Message]) -> list[Message]:

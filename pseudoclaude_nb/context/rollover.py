@@ -246,6 +246,7 @@ class RolloverStrategy:
             related_files=intent.related_files,
             reason=reason,
             later_user_text=_later_user_text(messages),
+            images=_window_images(messages, s.session_dir),
         )
         new = [Message(role="user", content=text)]
         s.conversation.replace("rollover", new)
@@ -346,3 +347,13 @@ def first_request_in_log(log: Path) -> tuple[str, str] | None:
     except OSError:
         return None
     return None
+
+
+def _window_images(messages: list[Message], session_dir: Path | None) -> list[str]:
+    """The image files the window showed (issue-14), each once, as paths a reader can open."""
+    seen: dict[str, str] = {}
+    for m in messages:
+        for p in m.parts:
+            where = str(session_dir / p.path) if session_dir is not None else p.path
+            seen.setdefault(p.path, f"{where} ({p.media_type}, {p.width}x{p.height})")
+    return list(seen.values())

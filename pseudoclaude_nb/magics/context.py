@@ -26,6 +26,7 @@ PART_LABELS = {
     "tool_calls": "tool calls",
     "tool_results": "tool results",
     "spill_previews": "spill previews",
+    "images": "images",
 }
 
 
@@ -78,6 +79,8 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
                 note += f" (yours: {', '.join(m['user_tools'])})"
         elif key == "mcp_tool_schemas":
             note = f"  {len(m['mcp_tools'])} tools of {', '.join(_mcp_servers(m['mcp_tools']))}"
+        elif key == "images":
+            note = f"  {m.get('image_count', 0)} images (Anthropic's width*height/750, at least 765)"
         elif key == "notebook" and m.get("notebook_pending_cells"):
             note = f"  incl. {m['notebook_pending_cells']} cells for the next run"
         lines.append(f"  {label:<22}{value:>9,}{note}")
@@ -91,8 +94,12 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
 
 
 def _labels(m: dict[str, Any]) -> list[tuple[str, str]]:
-    """The parts to show: the MCP row only when MCP tools are offered."""
-    return [(k, v) for k, v in PART_LABELS.items() if k != "mcp_tool_schemas" or m.get("mcp_tools")]
+    """The parts to show: the MCP row only when MCP tools are offered, images only when there are any."""
+    return [
+        (k, v)
+        for k, v in PART_LABELS.items()
+        if (k != "mcp_tool_schemas" or m.get("mcp_tools")) and (k != "images" or m["parts"].get("images"))
+    ]
 
 
 def _mcp_servers(names: list[str]) -> list[str]:

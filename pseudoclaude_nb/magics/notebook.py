@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..notebook import BoundedText, CellRecord, CellStore, describe_display, error_info, package_cell
-from ..notebook.record import STDERR_CAP, STDOUT_CAP
+from ..notebook.record import CELL_IMAGES, STDERR_CAP, STDOUT_CAP, display_image
 
 DISPLAYS_KEPT = 20
 
@@ -55,6 +55,7 @@ class _Running:
         self.displays: list[str] = []
         self.more_displays = 0
         self.result = ""
+        self.images: list[tuple[bytes, str]] = []  # issue-14: the last few displayed images
 
 
 class CellRecorder:
@@ -137,6 +138,7 @@ class CellRecorder:
                 result=running.result,
                 displays=displays,
                 error=error,
+                images=running.images,
             )
         )
 
@@ -159,6 +161,9 @@ class CellRecorder:
                     running.displays.append(describe_display(data))
                 else:
                     running.more_displays += 1
+                picture = display_image(data)
+                if picture is not None:
+                    running.images = [*running.images, picture][-CELL_IMAGES:]
             except Exception:  # noqa: BLE001 - recording must never break a display
                 pass
         self.paused += 1  # a terminal's publisher prints: that is not the cell's own output

@@ -34,6 +34,7 @@ from ..events import (
 )
 from ..messages import ToolCall, ToolResult
 from ..widgets.theme import BRAND, ERROR, FG1, FG2, SUCCESS, WARN
+from ..widgets.thumbs import thumbnail
 
 UPDATE_EVERY = 0.15  # seconds between Markdown re-renders: smooth without flooding the frontend
 TICK_EVERY = 1.0  # seconds between updates of a running tool's elapsed time
@@ -354,12 +355,19 @@ def tool_result_bundle(event: ToolFinished) -> dict[str, str]:
         f"<code>{html.escape(brief)}</code> <span style='color:{color}'>{html.escape(outcome)}</span>"
         f" <span style='color:{FG2}'>{event.seconds:.1f} s</span>"
     )
+    pictures = event.result.images  # issue-14: what the code displayed, as thumbnails
+    plain = f"→ {brief} {outcome}"
+    if pictures:
+        summary += " " + "".join(thumbnail(data, kind, px=32) for data, kind in pictures)
+        plain += f" · {len(pictures)} image{'s' if len(pictures) > 1 else ''}"
     markup = (
         f"<details class='pc-tool' style='margin:2px 0'><summary>{summary}</summary>"
         f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(args)}</pre>"
-        f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre></details>"
+        f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre>"
+        + "".join(thumbnail(data, kind, px=240) for data, kind in pictures)
+        + "</details>"
     )
-    return {"text/html": markup, "text/plain": f"→ {brief} {outcome}"}
+    return {"text/html": markup, "text/plain": plain}
 
 
 MEMORY_NOTICE_WAIT = 10.0  # seconds the cell waits for the memory update to say what it did

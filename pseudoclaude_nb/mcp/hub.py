@@ -24,8 +24,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 from ..errors import ToolError
+from ..tools.registry import ToolOutput
 from .config import McpConfig, ServerConfig, Trust
-from .tools import McpTool, RemoteTool, make_tools, result_text
+from .tools import McpTool, RemoteTool, make_tools, result_output
 
 Status = Literal["not started", "starting", "running", "crashed", "failed", "stopped"]
 MAX_RESTARTS = 1
@@ -159,7 +160,7 @@ class McpHub:
         state = self.servers.get(server)
         return state.config.trust if state else "ask"
 
-    def call(self, tool: RemoteTool, arguments: dict[str, Any]) -> str:
+    def call(self, tool: RemoteTool, arguments: dict[str, Any]) -> str | ToolOutput:
         """One tool call, synchronously; every failure is a ``ToolError`` for the model."""
         from mcp.shared.exceptions import MCPError
 
@@ -196,7 +197,7 @@ class McpHub:
             raise ToolError(
                 f"MCP server {tool.server!r} refused the call: {self.config.scrub(str(exc))}"
             ) from None
-        return result_text(result)
+        return result_output(result)
 
     def _usable(self, name: str) -> ServerState:
         """The server, restarted once if it died; else a ``ToolError`` that says why not."""

@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import ToolError
-from ..tools.registry import Tool, clean_schema
+from ..tools.registry import Tool, ToolOutput, clean_schema
 from .config import Trust
 
 PREFIX = "mcp__"
@@ -115,7 +115,7 @@ def side_effect(tool: RemoteTool, trust: Trust) -> bool:
 def make_tools(
     remote: Iterable[RemoteTool],
     trust: Callable[[str], Trust],
-    call: Callable[[RemoteTool, dict[str, Any]], str],
+    call: Callable[[RemoteTool, dict[str, Any]], str | ToolOutput],
 ) -> list[McpTool]:
     remote = list(remote)
     names = tool_names(remote)
@@ -124,7 +124,7 @@ def make_tools(
         server_trust = trust(tool.server)
         effect = side_effect(tool, server_trust)
 
-        def handler(args: BaseModel, _tool: RemoteTool = tool) -> str:
+        def handler(args: BaseModel, _tool: RemoteTool = tool) -> str | ToolOutput:
             return call(_tool, args.model_dump())
 
         out.append(
@@ -163,6 +163,33 @@ def result_text(result: Any) -> str:
     if result.is_error:
         raise ToolError(text or "the MCP tool reported an error without a message")
     return text
+
+
+# issue-14: image blocks of these types reach the model as images (the rest stay notes).
+PASSED_IMAGES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+def result_output(result: Any) -> str | ToolOutput:
+    """Like ``result_text``, but the result's raster images go along as images (issue-14)."""
+    pictures: list[tuple[bytes, str]] = []
+    texts: list[str] = []
+    for block in result.content or []:
+        if getattr(block, "type", "") == "image" and block.mime_type in PASSED_IMAGES:
+            try:
+                raw = base64.b64decode(block.data, validate=False)
+            except (ValueError, TypeError):
+                raw = b""
+            if raw:
+                pictures.append((raw, block.mime_type))
+                texts.append(f"[image from the tool: {block.mime_type}, {len(raw):,} bytes; shown as an image]")
+                continue
+        texts.append(_part_text(block))
+    if not pictures:
+        return result_text(result)
+    text = "\n".join(t for t in texts if t)
+    if result.is_error:
+        raise ToolError(text or "the MCP tool reported an error without a message")
+    return ToolOutput(text, tuple(pictures))
 
 
 def _part_text(block: Any) -> str:

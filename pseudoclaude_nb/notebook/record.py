@@ -23,6 +23,11 @@ RESULT_CAP = 1_000
 DISPLAY_CAP = 1_000
 MESSAGE_CAP = 500
 FRAMES = 3
+# issue-14: the images a cell displayed, kept (raw bytes) so the next run can show them to
+# the model: the last few per cell, none larger than this.
+CELL_IMAGES = 2
+CELL_IMAGE_BYTES = 4 << 20
+RASTER_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 FRAME_LINE_CAP = 200
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
@@ -148,6 +153,23 @@ def describe_display(data: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
+def display_image(data: Mapping[str, Any]) -> tuple[bytes, str] | None:
+    """The raster image of a display bundle as (bytes, media type), if it has a small enough one."""
+    for mime in RASTER_TYPES:
+        value = data.get(mime)
+        if value is None:
+            continue
+        if isinstance(value, (bytes, bytearray)):
+            raw = bytes(value)
+        else:
+            try:
+                raw = base64.b64decode(str(value), validate=False)
+            except (ValueError, TypeError):
+                return None
+        return (raw, mime) if 0 < len(raw) <= CELL_IMAGE_BYTES else None
+    return None
+
+
 def _size_of(value: Any) -> int:
     if isinstance(value, (bytes, bytearray)):
         return len(value)
@@ -171,6 +193,7 @@ class CellRecord:
     result: str = ""
     displays: list[str] = field(default_factory=list)
     error: ErrorInfo | None = None
+    images: list[tuple[bytes, str]] = field(default_factory=list)  # issue-14: (bytes, media type)
 
     @classmethod
     def make(
@@ -184,9 +207,10 @@ class CellRecord:
         result: str = "",
         displays: list[str] | None = None,
         error: ErrorInfo | None = None,
+        images: list[tuple[bytes, str]] | None = None,
     ) -> CellRecord:
         shown = [cap(d, DISPLAY_CAP) for d in (displays or [])][-5:]
-        return cls(
+        record = cls(
             seq,
             execution_count,
             cap(clean(source), SOURCE_CAP),
@@ -196,6 +220,8 @@ class CellRecord:
             shown,
             error,
         )
+        record.images = list(images or [])[-CELL_IMAGES:]
+        return record
 
     @property
     def label(self) -> str:

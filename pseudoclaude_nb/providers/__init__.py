@@ -40,6 +40,7 @@ def make_provider(
     max_output_tokens: int = 0,
     thinking_budget: int = 0,
     reasoning_effort: str = "",
+    send_images: str = "auto",
     **_: Any,
 ) -> Provider:
     """Build the provider a run asked for; errors say which option or variable to set."""
@@ -71,6 +72,7 @@ def make_provider(
             context_window=context_window or None,
             max_output_tokens=max_output_tokens or None,
             thinking_budget=thinking_budget,
+            send_images=send_images,
         )
     if name == "openai":
         from .openai_compat import OpenAIProvider
@@ -80,6 +82,7 @@ def make_provider(
             context_window=context_window or None,
             max_output_tokens=max_output_tokens or None,
             reasoning_effort=reasoning_effort,
+            send_images=send_images,
         )
     raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, demo, scripted")
 

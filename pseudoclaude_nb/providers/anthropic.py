@@ -22,6 +22,7 @@ from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
 from ..messages import Message, Reasoning, ToolCall, Usage
 from . import wire
 from .base import (
+    ImageSource,
     ReasoningDelta,
     ReasoningEnd,
     Request,
@@ -52,6 +53,13 @@ MIN_THINKING_BUDGET = 1024
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
 
 
+# issue-14: the API refuses an image whose base64 text is over 5 MB (3.75 MB of bytes) or
+# whose side is over 8,000 pixels.
+IMAGE_LIMIT = (5 << 20) * 3 // 4
+IMAGE_MAX_SIDE = 8000
+MANY_IMAGES, MANY_IMAGES_MAX_SIDE = 20, 2000
+
+
 class AnthropicProvider:
     name = "anthropic"
 
@@ -66,6 +74,7 @@ class AnthropicProvider:
         timeout: float | httpx2.Timeout | None = None,
         max_output_tokens: int | None = None,
         thinking_budget: int = 0,
+        send_images: str = "auto",
     ) -> None:
         key = api_key or wire.env(KEY_VAR)
         if not key:
@@ -85,6 +94,7 @@ class AnthropicProvider:
                 "PseudoClaude.thinking_budget = 0), or pick a model that thinks (Claude 3.7 or later)"
             )
         self.thinking_budget = thinking_budget
+        self.send_images = wire.send_images_setting(send_images)
         self.base_url = (base_url or wire.env(URL_VAR) or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries = max_retries
         self._key = key
@@ -134,7 +144,7 @@ class AnthropicProvider:
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
-            "messages": self.wire_messages(request.messages),
+            "messages": self.wire_messages(request.messages, request.images),
         }
         if thinking is not None:
             # Temperature stays unset: the API allows no other value with thinking.
@@ -166,8 +176,10 @@ class AnthropicProvider:
 
     # --- neutral messages -> Messages API --------------------------------------------------
 
-    def wire_messages(self, messages: list[Message]) -> list[dict[str, Any]]:
-        out = [self._turn(group) for group in wire.turns(messages)]
+    def wire_messages(self, messages: list[Message], images: ImageSource | None = None) -> list[dict[str, Any]]:
+        # More than 20 images in one request: the API refuses any side over 2,000 px.
+        side = MANY_IMAGES_MAX_SIDE if sum(len(m.parts) for m in messages) > MANY_IMAGES else IMAGE_MAX_SIDE
+        out = [self._turn(group, images, side) for group in wire.turns(messages)]
         # The second breakpoint: the whole conversation so far is cached, so the next step
         # pays full price only for what it adds.
         if out:
@@ -176,22 +188,56 @@ class AnthropicProvider:
                 last["cache_control"] = EPHEMERAL
         return out
 
-    def _turn(self, group: list[Message]) -> dict[str, Any]:
+    def _images(
+        self, m: Message, source: ImageSource | None, side: int = 0
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """A message's image parts as ``image`` blocks (base64 source), and notes for the rest."""
+        if not m.parts:
+            return [], []
+        sent, notes = wire.images_for(
+            m,
+            source,
+            accepts=self.info.images,
+            setting=self.send_images,
+            service=SERVICE,
+            model=self.model,
+            limit=IMAGE_LIMIT,
+            max_side=side or IMAGE_MAX_SIDE,
+        )
+        blocks = [
+            {"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": wire.b64(data)}}
+            for p, data in sent
+        ]
+        return blocks, notes
+
+    def _turn(self, group: list[Message], images: ImageSource | None = None, side: int = 0) -> dict[str, Any]:
         role = group[0].role
         blocks: list[dict[str, Any]] = []
         if role == "user":
-            results = [m.tool_result for m in group if m.tool_result is not None]
             # The API wants a turn's tool_result blocks before any text in it.
-            for r in results:
+            for m in group:
+                r = m.tool_result
+                if r is None:
+                    continue
+                pictures, notes = self._images(m, images, side)
+                text = "\n".join([r.content, *notes])
                 block: dict[str, Any] = {
                     "type": "tool_result",
                     "tool_use_id": r.call_id,
-                    "content": r.content,
+                    # Images go inside the result, beside its text (the documented form).
+                    "content": [_text(text), *pictures] if pictures else text,
                 }
                 if r.is_error:
                     block["is_error"] = True
                 blocks.append(block)
-            blocks += [_text(m.content) for m in group if m.tool_result is None and m.content.strip()]
+            for m in group:
+                if m.tool_result is not None:
+                    continue
+                pictures, notes = self._images(m, images, side)
+                text = "\n".join([m.content, *notes]) if notes else m.content
+                if text.strip():
+                    blocks.append(_text(text))
+                blocks += pictures
             return {"role": "user", "content": blocks}
         for m in group:
             # Thinking first, unchanged: the API checks the signature of every block it

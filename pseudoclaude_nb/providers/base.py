@@ -9,14 +9,17 @@ stream can never put a half-received tool call into the conversation.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import StreamError
-from ..messages import Message, Reasoning, ToolCall, Usage
+from ..messages import ImagePart, Message, Reasoning, ToolCall, Usage
 
 Purpose = Literal["agent", "summary", "memory"]
+# issue-14: reads an image part's bytes from the session's own copy at request time; raises
+# (session.images.ImageError, OSError) when the file is missing or altered.
+ImageSource = Callable[[ImagePart], bytes]
 
 
 @dataclass(frozen=True)
@@ -27,6 +30,7 @@ class Request:
     # What the caller asks for; the provider clamps it to the model's output cap.
     max_tokens: int = 8192
     purpose: Purpose = "agent"
+    images: ImageSource | None = None  # issue-14: None sends every image part as its text note
 
 
 @dataclass(frozen=True)

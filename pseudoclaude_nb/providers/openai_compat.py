@@ -17,7 +17,7 @@ import json
 import random
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -79,6 +79,7 @@ class OpenAIProvider:
         timeout: float | httpx.Timeout | None = None,
         max_output_tokens: int | None = None,
         reasoning_effort: str = "",
+        send_images: str = "auto",
     ) -> None:
         self.base_url = (base_url or wire.env(URL_VAR) or DEFAULT_BASE_URL).rstrip("/")
         host = (urlsplit(self.base_url).hostname or "").lower()
@@ -96,6 +97,7 @@ class OpenAIProvider:
                 "(%config PseudoClaude.reasoning_effort = ''), or pick a reasoning model"
             )
         self.reasoning_effort = reasoning_effort
+        self.send_images = wire.send_images_setting(send_images)
         self.max_retries = max_retries
         self.backoff = backoff
         self._key = key
@@ -163,7 +165,7 @@ class OpenAIProvider:
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": wire_messages(request.system, request.messages),
+            "messages": wire_messages(request.system, request.messages, self._image_parts(request)),
         }
         # Chosen by model, not by host: OpenAI's reasoning models refuse max_tokens (also on
         # Azure); other servers may not know its successor. Never more than the model takes.
@@ -184,6 +186,27 @@ class OpenAIProvider:
                 for t in request.tools
             ]
         return body
+
+    def _image_parts(self, request: Request) -> ImageParts:
+        """Each message's image parts as ``image_url`` data-URL parts, and notes for the rest."""
+
+        def convert(m: Message) -> tuple[list[dict[str, Any]], list[str]]:
+            sent, notes = wire.images_for(
+                m,
+                request.images,
+                accepts=self.info.images,
+                setting=self.send_images,
+                service=self._service,
+                model=self.model,
+                limit=IMAGE_LIMIT,
+            )
+            parts = [
+                {"type": "image_url", "image_url": {"url": f"data:{p.media_type};base64,{wire.b64(data)}"}}
+                for p, data in sent
+            ]
+            return parts, notes
+
+        return convert
 
     def _send(self, body: dict[str, Any]) -> httpx.Response:
         """POST with bounded retries; returns an open 2xx response, which the caller closes."""
@@ -363,8 +386,20 @@ class _Reader:
             yield Stop("refusal" if self.refused and reason == "end_turn" else reason)
 
 
-def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """Neutral messages as chat-completions messages: system first, results as ``tool``."""
+# issue-14: OpenAI takes images of up to 20 MB each (50 MB a request); other servers follow it.
+IMAGE_LIMIT = 20 << 20
+ImageParts = Callable[[Message], tuple[list[dict[str, Any]], list[str]]]
+
+
+def wire_messages(
+    system: str, messages: list[Message], images: ImageParts | None = None
+) -> list[dict[str, Any]]:
+    """Neutral messages as chat-completions messages: system first, results as ``tool``.
+
+    A ``tool`` message holds text only, so the images of a step's results follow its tool
+    messages in one user message of ``image_url`` parts (issue-14); a model that takes no
+    images gets each image's text note in the tool message instead.
+    """
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
     loop_start = _current_turn(messages)
     for group in wire.turns(messages):
@@ -391,14 +426,28 @@ def wire_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
             out.append(entry)
             continue
         texts: list[str] = []
+        pictures: list[dict[str, Any]] = []
         for m in group:
+            parts, notes = images(m) if images is not None and m.parts else ([], [])
             if m.tool_result is not None:
                 r = m.tool_result
                 content = f"Error: {r.content}" if r.is_error else r.content
+                content = "\n".join([content, *notes])
                 out.append({"role": "tool", "tool_call_id": r.call_id, "content": content})
+                if parts:
+                    pictures.append({"type": "text", "text": f"Images shown by tool call {r.call_id}:"})
+                    pictures += parts
             else:
-                texts.append(m.content)
-        if texts:
+                text = "\n".join([m.content, *notes]) if notes else m.content
+                if text.strip():
+                    texts.append(text)
+                pictures += parts
+        if pictures:
+            # One user message after the tool messages (none may come between them and the
+            # assistant's calls): the text first, then the images.
+            lead = [{"type": "text", "text": "\n\n".join(texts)}] if texts else []
+            out.append({"role": "user", "content": lead + pictures})
+        elif texts:
             out.append({"role": "user", "content": "\n\n".join(texts)})
     return out
 

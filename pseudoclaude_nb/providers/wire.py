@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import re
+from typing import Any
 
 from ..errors import ConfigError, ProviderError
-from ..messages import Message
+from ..messages import ImagePart, Message
 
 # Server messages are quoted for the details, but a page of HTML from a proxy is not one line.
 QUOTE_LIMIT = 300
@@ -35,7 +36,7 @@ def turns(messages: list[Message]) -> list[list[Message]]:
     """
     groups: list[list[Message]] = []
     for msg in messages:
-        if not (msg.content.strip() or msg.tool_calls or msg.tool_result is not None):
+        if not (msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts):
             continue
         if groups and groups[-1][0].role == msg.role:
             groups[-1].append(msg)
@@ -99,3 +100,102 @@ def unreachable(service: str, base_url: str, variable: str, reason: str) -> Prov
 
 def refused(service: str, status: int, detail: str) -> ProviderError:
     return ProviderError(f"{service} refused the request ({status}: {detail})", status=status)
+
+
+# --- images (issue-14): what of a message's image parts goes on the wire ----------------------
+
+SEND_IMAGES = ("auto", "always", "never")
+
+
+def send_images_setting(value: str) -> str:
+    if value not in SEND_IMAGES:
+        raise ConfigError(f"send_images must be one of {', '.join(SEND_IMAGES)}; got {value!r}")
+    return value
+
+
+def images_for(
+    msg: Message,
+    source: Any,
+    *,
+    accepts: bool,
+    setting: str,
+    service: str,
+    model: str,
+    limit: int,
+    max_side: int = 0,
+) -> tuple[list[tuple[ImagePart, bytes]], list[str]]:
+    """(part, bytes) for each image part that is sent, and the text notes for the others.
+
+    ``setting`` is ``send_images``: ``auto`` follows the model table (``accepts``), ``always``
+    sends to any model, ``never`` sends none. Bytes come from ``source`` (the session's own
+    copy, checked). An image over ``limit`` bytes (or ``max_side`` pixels) is downscaled when
+    Pillow is installed, else refused with a note.
+    """
+    sent: list[tuple[ImagePart, bytes]] = []
+    notes: list[str] = []
+    for part in msg.parts:
+        if setting == "never":
+            notes.append(part.note("not sent (send_images is 'never')"))
+            continue
+        if setting != "always" and not accepts:
+            notes.append(part.note(f"not sent: {model} takes no images (set send_images = 'always' to try)"))
+            continue
+        if source is None:
+            notes.append(part.note("not sent: no session to read it from"))
+            continue
+        try:
+            data = source(part)
+        except Exception as exc:  # noqa: BLE001 - a missing or altered file is a note, not a failed run
+            notes.append(part.note(f"not sent: {exc}"))
+            continue
+        too_big = len(data) > limit or (max_side and max(part.width, part.height) > max_side)
+        if too_big:
+            smaller = _downscale(data, limit, max_side)
+            if smaller is None:
+                notes.append(
+                    part.note(
+                        f"not sent: over {service}'s limit of {limit:,} bytes"
+                        + (f" or {max_side:,} pixels a side" if max_side else "")
+                        + " per image (install Pillow to have it downscaled)"
+                    )
+                )
+                continue
+            data, media_type = smaller
+            part = part.model_copy(update={"media_type": media_type})
+        sent.append((part, data))
+    return sent, notes
+
+
+def _downscale(data: bytes, limit: int, max_side: int) -> tuple[bytes, str] | None:
+    """A smaller PNG/JPEG of ``data`` within the limits, with Pillow if it is installed; else None."""
+    import importlib
+    import importlib.util
+
+    if importlib.util.find_spec("PIL") is None:
+        return None
+    import io
+
+    # Pillow is optional (the ``images`` extra in pyproject.toml, never a runtime dependency):
+    # loaded by name, only here, and only when an image is too big to send as is.
+    pil: Any = importlib.import_module("PIL.Image")
+
+    try:
+        with pil.open(io.BytesIO(data)) as img:
+            img = img.convert("RGB")
+            side = max_side or max(img.size)
+            for _ in range(8):
+                img.thumbnail((side, side))
+                buf = io.BytesIO()
+                img.save(buf, "JPEG", quality=85)
+                if buf.tell() <= limit:
+                    return buf.getvalue(), "image/jpeg"
+                side = int(side * 0.7)
+    except Exception:  # noqa: BLE001 - an image Pillow cannot read is refused like a huge one
+        return None
+    return None
+
+
+def b64(data: bytes) -> str:
+    import base64
+
+    return base64.b64encode(data).decode("ascii")

@@ -169,6 +169,7 @@ def first_message(
     related_files: list[CheckedFile],
     reason: str,
     later_user_text: Sequence[str] = (),
+    images: Sequence[str] = (),
 ) -> str:
     """The one user message a new window starts with.
 
@@ -191,7 +192,11 @@ def first_message(
     if pinned_request is not None:
         parts += ["<original_request>", pinned_request, "</original_request>", ""]
     parts += ["<handoff>", render_handoff(handoff), "</handoff>", ""]
-    parts += ["<related_files>", render_related_files(related_files), "</related_files>", ""]
+    listed = render_related_files(related_files)
+    if images:  # issue-14: the window's images, listed like related files (kept in the session)
+        lines = [f"- {shown} (image) - shown in the previous window" for shown in images]
+        listed = "\n".join(lines) if not related_files else listed + "\n" + "\n".join(lines)
+    parts += ["<related_files>", listed, "</related_files>", ""]
     for text in later_user_text:
         parts += ["<user_message_after_handoff>", text, "</user_message_after_handoff>", ""]
     parts.append(

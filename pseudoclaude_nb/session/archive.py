@@ -32,6 +32,7 @@ from ..redact import Redactor
 from . import safeio
 from .catalog import session_info, write_meta
 from .entries import SpillEntry, decode, parse_entry
+from .images import IMAGE_DIR
 from .lifecycle import trash_dir
 from .loader import load_session
 from .paths import (
@@ -50,6 +51,7 @@ VERSION = 1
 MANIFEST = "manifest.json"
 _CHUNK = 1 << 20
 _SPILL_NAME = re.compile(r"[A-Za-z0-9_-][A-Za-z0-9_.~-]{0,199}")  # safe_name() + ".txt"; never hidden
+_IMAGE_NAME = re.compile(r"[0-9a-f]{64}\.(?:png|jpg|gif|webp)")  # issue-14: images/<sha256>.<ext>
 _SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_~-]{0,79}")
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
@@ -124,6 +126,8 @@ def export_session(
                     if out is not data:
                         changed[rel] = (len(out), hashlib.sha256(out).hexdigest())
                     files.append(_add(zf, rel, out))
+            for path in _image_files(src):  # issue-14: binary, referenced by hash: not redacted
+                files.append(_add(zf, f"{IMAGE_DIR}/{path.name}", safeio.read_bytes(path)))
             files.append(_add_log(zf, src / LOG_NAME, redactor, changed))
             meta = json.loads(safeio.read_bytes(src / META_NAME, limit=1 << 20))
             # The replay state is of this copy of the log only (an import rebuilds it).
@@ -158,6 +162,15 @@ def _spill_files(src: Path) -> list[Path]:
     # Regular files with a layout name only: no links, no ".spill-" temporaries of a crash.
     return sorted(
         p for p in folder.iterdir() if _SPILL_NAME.fullmatch(p.name) and stat.S_ISREG(p.lstat().st_mode)
+    )
+
+
+def _image_files(src: Path) -> list[Path]:
+    folder = src / IMAGE_DIR
+    if not folder.is_dir() or folder.is_symlink():
+        return []
+    return sorted(
+        p for p in folder.iterdir() if _IMAGE_NAME.fullmatch(p.name) and stat.S_ISREG(p.lstat().st_mode)
     )
 
 
@@ -334,12 +347,13 @@ def _check_member(info: zipfile.ZipInfo, archive: Path, limits: ImportLimits) ->
     if mode and stat.S_IFMT(mode) not in (0, stat.S_IFREG, stat.S_IFDIR):
         raise _reject(archive, f"member {name!r} is not a regular file")
     if info.is_dir():
-        if name != f"{SPILL_DIR}/":
+        if name not in (f"{SPILL_DIR}/", f"{IMAGE_DIR}/"):
             raise _reject(archive, f"directory {name!r} is outside the session layout")
         return
     if not (
         name in (MANIFEST, LOG_NAME, META_NAME)
         or (len(parts) == 2 and parts[0] == SPILL_DIR and _SPILL_NAME.fullmatch(parts[1]))
+        or (len(parts) == 2 and parts[0] == IMAGE_DIR and _IMAGE_NAME.fullmatch(parts[1]))
     ):
         raise _reject(archive, f"member {name!r} is outside the session layout")
     if info.flag_bits & 0x1:

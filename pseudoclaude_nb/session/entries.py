@@ -22,7 +22,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ..messages import HOST_FALLBACK, HOST_REMIND, Message, NotebookMark, Usage, new_id
+from ..messages import HOST_FALLBACK, HOST_REMIND, ImagePart, Message, NotebookMark, Usage, new_id
 from .paths import SPILL_DIR
 
 SCHEMA_VERSION = 1
@@ -112,9 +112,22 @@ def message_from_entry(entry: dict[str, Any]) -> Message:
             "tool_result": _tool_result(entry.get("tool_result")),
             "ts": entry.get("ts") or 0.0,
             "notebook": _notebook_mark(entry.get("notebook")),
+            "parts": _parts(entry.get("parts")),
             "host": entry.get("host") if isinstance(entry.get("host"), str) else None,
         }
     )
+
+
+def _parts(value: Any) -> tuple[ImagePart, ...]:
+    """The readable image parts; parts of unknown types (a later version's) are ignored."""
+    out = []
+    for item in value if isinstance(value, list) else ():
+        if isinstance(item, dict) and item.get("type") == "image":
+            try:
+                out.append(ImagePart.model_validate(item))
+            except ValueError:
+                continue
+    return tuple(out)
 
 
 def _tool_result(value: Any) -> Any:

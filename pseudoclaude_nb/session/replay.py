@@ -56,6 +56,8 @@ class LoadResult:
     effective_from_byte: int = 0  # where the effective state begins: the last committed replace
     bytes_read: int = 0  # what the load read of the file (all of it, unless the fast path skipped a part)
     skipped: tuple[int, int] | None = None  # [start, end) the fast path did not read; None: full replay
+    # issue-14: image parts whose file is missing or altered (a text note stands in for each)
+    bad_images: list[str] = field(default_factory=list)
     _effective_line: int | None = field(default=1, repr=False)
 
     @property
@@ -101,6 +103,10 @@ class LoadResult:
             out.append("tool calls without results were cut")
         if self.orphan_results:
             out.append(f"{self.orphan_results} tool results without their call were dropped")
+        for shown in self.bad_images[:10]:
+            out.append(f"image {shown}: a text note stands in for it")
+        if len(self.bad_images) > 10:
+            out.append(f"{len(self.bad_images) - 10} more images unusable")
         return out
 
 
@@ -282,3 +288,40 @@ def settle(r: LoadResult) -> None:
     if r.usage_anchor is not None and r.usage_anchor[1] > len(msgs):
         r.usage_anchor = None
     r.messages = upgrade_legacy(msgs)
+    _check_images(r)
+
+
+def _check_images(r: LoadResult) -> None:
+    """Image parts whose file is missing or altered become text notes, reported (issue-14).
+
+    Part of ``settle``, so the fast path and the full replay agree on it.
+    """
+    if not any(m.parts for m in r.messages):
+        return
+    from . import images  # the store reads files: only sessions with images pay for it
+
+    folder = r.path.parent
+    out: list[Message] = []
+    for m in r.messages:
+        if not m.parts:
+            out.append(m)
+            continue
+        kept, notes = [], []
+        for part in m.parts:
+            why = images.problem(folder, part)
+            if why is None:
+                kept.append(part)
+            else:
+                r.bad_images.append(f"{part.path} {why}")
+                notes.append(part.note(why))
+        if notes:
+            m = _with_note(m, "\n".join(notes), tuple(kept))
+        out.append(m)
+    r.messages = out
+
+
+def _with_note(m: Message, note: str, parts: tuple[Any, ...]) -> Message:
+    if m.tool_result is not None:
+        result = m.tool_result.model_copy(update={"content": f"{m.tool_result.content}\n{note}"})
+        return m.model_copy(update={"tool_result": result, "parts": parts})
+    return m.model_copy(update={"content": f"{m.content}\n{note}", "parts": parts})

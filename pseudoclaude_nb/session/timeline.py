@@ -67,6 +67,7 @@ class Item:
     effective: bool
     tokens: int = 0  # usage items: prompt total + output
     reason: str = ""  # replace items
+    images: int = 0  # issue-14: image parts of a message
 
 
 @dataclass
@@ -81,6 +82,7 @@ class Bin:
     replaces: list[str] = field(default_factory=list)  # reasons of its replace markers (first few)
     first_line: int = 0
     last_line: int = 0
+    images: int = 0  # issue-14: image parts of the bin's messages
 
 
 class Entries(Sequence[Item]):
@@ -122,6 +124,7 @@ class Timeline:
     kinds: bytearray = field(default_factory=bytearray)  # each entry's kind (index into KINDS)
     usage: list[tuple[int, int]] = field(default_factory=list)  # (entry index, tokens)
     reasons: dict[int, str] = field(default_factory=dict)  # entry index -> replace reason
+    images: dict[int, int] = field(default_factory=dict)  # issue-14: entry index -> image parts
     bins: list[Bin] = field(default_factory=list)
 
     @property
@@ -212,6 +215,10 @@ def _scan(t: Timeline, data: bytes, base: int, line: int) -> int:
     for raw in data.split(b"\n"):
         if raw and not raw.isspace():
             kind, tokens, reason = _classify(raw)
+            if kind in ("user", "tool_result") and b'"parts":[{' in raw:
+                pictures = _images_in(raw)
+                if pictures:
+                    t.images[len(offsets)] = pictures
             index = len(offsets)
             offsets.append(pos)
             lines.append(line)
@@ -226,6 +233,12 @@ def _scan(t: Timeline, data: bytes, base: int, line: int) -> int:
 
 
 _MESSAGE = b'{"v":1,"type":"message",'
+
+
+def _images_in(raw: bytes) -> int:
+    """The image parts of a message line (issue-14), by its keys: ``parts`` is written last."""
+    at = raw.rfind(b'"parts":[{')
+    return raw.count(b'"type":"image"', at) if at > 0 else 0
 
 
 def _classify(raw: bytes) -> tuple[str, int, str]:
@@ -267,7 +280,8 @@ def _bins(t: Timeline, count: int) -> list[Bin]:
         eff = 0 if first_eff is None else max(0, hi - max(lo, first_eff))
         peak = max((usage[i] for i in range(lo, hi) if i in usage), default=0) if usage else 0
         reasons = [t.reasons[i] for i in range(lo, hi) if i in t.reasons][:5] if t.reasons else []
-        out.append(Bin(lo, hi, counts, eff, peak, reasons, t.lines[lo], t.lines[hi - 1]))
+        pictures = sum(t.images.get(i, 0) for i in range(lo, hi)) if t.images else 0
+        out.append(Bin(lo, hi, counts, eff, peak, reasons, t.lines[lo], t.lines[hi - 1], pictures))
     return out
 
 
@@ -299,9 +313,12 @@ def _item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool = Tru
     detail = _detail(e) if with_detail else ""
     if isinstance(entry, MessageEntry):
         m = entry.message
+        pictures = len(m.parts)
+        shown = f" · {pictures} image{'s' if pictures > 1 else ''}" if pictures else ""
         if m.tool_result is not None:
             text = m.tool_result.content
-            return Item(lineno, "tool_result", f"result {_short(text, 50)}", text, effective)
+            label = f"result {_short(text, 50)}{shown}"
+            return Item(lineno, "tool_result", label, text, effective, images=pictures)
         if m.tool_calls:
             names = ", ".join(c.name for c in m.tool_calls)
             label = f"calls {names}" + (f" · {_short(m.content, 40)}" if m.content else "")
@@ -310,7 +327,7 @@ def _item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool = Tru
         if m.notebook is not None:  # issue-13: the notebook activity block, by its field
             cells = getattr(m.notebook, "cells", 0)
             label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(m.prompt_text)
-        return Item(lineno, m.role, label, m.content, effective)
+        return Item(lineno, m.role, label + shown, m.content, effective, images=pictures)
     if isinstance(entry, UsageEntry):
         tokens = sum(
             _count(e.get(k))

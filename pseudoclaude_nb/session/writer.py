@@ -118,7 +118,7 @@ class SessionWriter:
                 raise SessionLockedError(self.id, pid) from None
             self._mend_torn_tail()
             # Holding the lock, this writer is the only one that spills here: crash leftovers go.
-            for folder in (self.dir, self.dir / SPILL_DIR):
+            for folder in (self.dir, self.dir / SPILL_DIR, self.dir / "images"):
                 safeio.remove_stale_temps(folder)
         except BaseException as exc:
             if self._fd is not None:

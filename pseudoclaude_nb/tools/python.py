@@ -10,9 +10,10 @@ from collections.abc import Callable
 
 from pydantic import Field
 
-from .registry import Tool, ToolArgs
+from .registry import Tool, ToolArgs, ToolOutput
 
-PythonExecutor = Callable[[str], str]
+# Text, or text and the images the code displayed (issue-14).
+PythonExecutor = Callable[[str], str | ToolOutput]
 
 
 class RunPythonArgs(ToolArgs):

@@ -41,6 +41,18 @@ class ToolArgs(BaseModel):
 
 
 @dataclass(frozen=True)
+class ToolOutput:
+    """What a handler may return instead of text: the text plus what the code displayed.
+
+    ``images`` are ``(bytes, media type)`` pairs (issue-14); the runner stores them in the
+    session and the result message refers to the files.
+    """
+
+    text: str
+    images: tuple[tuple[bytes, str], ...] = ()
+
+
+@dataclass(frozen=True)
 class Tool:
     """One tool: its name and description for the model, its argument model and its handler.
 
@@ -51,7 +63,7 @@ class Tool:
     name: str
     description: str
     args: type[BaseModel]
-    handler: Callable[[Any], str]
+    handler: Callable[[Any], str | ToolOutput]
     side_effect: bool = False
 
     def input_schema(self) -> dict[str, Any]:
@@ -249,7 +261,11 @@ class ToolRegistry:
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash
             message = str(exc)
             return error(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
-        return ToolResult(call_id=call.id, content=content if content else "(no output)")
+        images: tuple[tuple[bytes, str], ...] = ()
+        if isinstance(content, ToolOutput):
+            content, images = content.text, content.images
+        result = ToolResult(call_id=call.id, content=content if content else "(no output)")
+        return result.with_images(images) if images else result
 
 
 def _validation_problems(exc: ValidationError) -> str:

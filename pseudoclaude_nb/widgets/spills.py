@@ -10,11 +10,12 @@ from typing import Any
 
 import ipywidgets
 
-from ..session import safeio
+from ..session import images, safeio
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
 from ..session.paths import SPILL_DIR
 from .theme import FG2
+from .thumbs import thumbnail
 
 # What a spill entry may name: a file directly in tool-results/ (compact.spill.safe_name + .txt).
 _SPILL_PATH = re.compile(rf"{SPILL_DIR}/[A-Za-z0-9_-][A-Za-z0-9_.~-]{{0,199}}")
@@ -93,6 +94,30 @@ def spill_rows(session_dir: Path) -> list[dict[str, Any]]:
     return rows
 
 
+def image_rows(session_dir: Path) -> list[dict[str, Any]]:
+    """The session's image parts (issue-14), each file once, checked, with its bytes for a preview."""
+    rows, seen = [], set()
+    for m in load_session(session_dir, full=True).messages:
+        for part in m.parts:
+            if part.path in seen:
+                continue
+            seen.add(part.path)
+            try:
+                data, problem = images.read(session_dir, part), ""
+            except images.ImageError as exc:
+                data, problem = b"", str(exc)
+            rows.append({"part": part, "data": data, "problem": problem})
+    return rows
+
+
+def images_text(rows: list[dict[str, Any]]) -> str:
+    lines = [f"{len(rows)} image(s):"]
+    for r in rows:
+        p = r["part"]
+        lines.append(f"  {p.path}  {p.media_type} {p.width}x{p.height} {p.bytes:>10,} bytes  {r['problem']}".rstrip())
+    return "\n".join(lines)
+
+
 def spills_text(rows: list[dict[str, Any]]) -> str:
     if not rows:
         return "no spilled tool results in this session"
@@ -141,6 +166,16 @@ class SpillBrowser(ipywidgets.VBox):
                 )
             )
             children.append(ipywidgets.HBox([button, info]))
+        self.images = image_rows(session_dir)
+        if self.images:
+            previews = []
+            for r in self.images:
+                p = r["part"]
+                label = f"{p.path} · {p.media_type} {p.width}x{p.height} · {p.bytes:,} bytes"
+                shown = thumbnail(r["data"], p.media_type, px=96, title=label) if r["data"] else ""
+                problem = f" <b>{html.escape(r['problem'])}</b>" if r["problem"] else ""
+                previews.append(f"<div class='pc-image-row'>{shown} <code>{html.escape(label)}</code>{problem}</div>")
+            children.append(ipywidgets.HTML(value=f"<b>{len(self.images)} image(s)</b>" + "".join(previews)))
         children.append(self.full)
         super().__init__(children=children, **kwargs)
 
@@ -175,6 +210,8 @@ class SpillBrowser(ipywidgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = spills_text(self.rows)
+        bundle["text/plain"] = spills_text(self.rows) + (
+            "\n" + images_text(self.images) if self.images else ""
+        )
         bundle["text/html"] = spills_html(self.rows)
         return bundle

@@ -17,7 +17,7 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import Item, Timeline
-from .theme import BRAND, ERROR, FG1, FG2, MONO, fill, stroke
+from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
 
 COLORS = {
     "user": "#2e7d32",
@@ -110,6 +110,12 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
                 f'<rect class="pc-item pc-{kind}" x="{x(b) - bar / 2:.1f}" y="{y}" width="{bar:.1f}" height="10" '
                 f'fill="{COLORS[kind]}" fill-opacity="{opacity}"><title>{where}: {count:,} '
                 f"{kind.replace('_', ' ')}</title></rect>"
+            )
+        if bn.images:  # issue-14: a bin whose messages carry image parts gets a dot above its marks
+            noun = "image" if bn.images == 1 else "images"
+            out.append(
+                f'<circle class="pc-image-mark" cx="{x(b):.1f}" cy="{rows_top - 2}" r="2" {fill(WARN)}>'
+                f"<title>{where}: {bn.images:,} {noun}</title></circle>"
             )
     out.append("</svg>")
     return "".join(out)
