@@ -312,3 +312,28 @@ def test_a_sidecar_is_never_written_from_a_partial_load(big, tmp_path, small_ski
     assert fast.partial
     meta = write_meta(big.parent, fast)
     assert meta["physical_messages"] == load_session(big, full=True).physical_messages
+
+
+def test_a_first_line_longer_than_the_head_scan_still_gives_the_title(tmp_path: Path) -> None:
+    # Found by the damaged-log property in CI: the head scan stops at a line over its 1 MiB
+    # limit; when that line lies in what the backward read holds, the fast load must read
+    # the title from it, as the full replay does (not the region's first message).
+    log = tmp_path / "conversation.jsonl"
+    first = entries.message_entry(Message(role="user", content="the real task " + "x" * (1_200_000)))
+    rid = "r" * 32
+    snapshot = entries.message_entry(Message(role="user", content="(edited)"), replace_id=rid)
+    # 2 MB after the replace, so the backward read that finds it reaches the start of the file.
+    later = b"".join(
+        entries.encode(entries.message_entry(Message(role="assistant", content=f"{i} " + "y" * 50_000)))
+        for i in range(40)
+    )
+    log.write_bytes(
+        entries.encode(first)
+        + entries.encode(entries.replace_entry("edit", rid, 1))
+        + entries.encode(snapshot)
+        + later
+    )
+    full, fast = loads(log)
+    assert full.title.startswith("the real task")
+    assert fast.title == full.title
+    assert_same(full, fast)

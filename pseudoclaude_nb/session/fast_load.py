@@ -159,6 +159,19 @@ def _finish_fast(fd: int, r: LoadResult, offset: int, before: bytes, before_star
     # skipped part; real logs have all three on their first line).
     head = _scan_head(fd, offset)
     r.bytes_read += head.read
+    if not _complete(head) and before_start <= head.end < offset:
+        # The head scan stopped at a line longer than its limit, inside bytes the backward
+        # read holds anyway: finish the scan there, so no line before the replace goes unseen
+        # (a full replay would take the title from that line).
+        pos = head.end
+        for raw in before[head.end - before_start : offset - before_start].split(b"\n"):
+            obj = _parse(raw) if raw and not raw.isspace() else None
+            pos += len(raw) + 1
+            if obj is not None:
+                _head_entry(head, obj)
+            if _complete(head):
+                break
+        head.end = min(pos, offset)
     r.title = head.title or region_title
     r.first_model = head.first_model or region_first_model
     r.first_ts = head.first_ts if head.first_ts is not None else region_first_ts
@@ -213,7 +226,7 @@ def _scan_head(fd: int, limit: int) -> _Head:
             entry = _parse(raw) if raw and not raw.isspace() else None
             if entry is not None:
                 _head_entry(head, entry)
-            if head.title and head.first_model and head.first_ts is not None:
+            if _complete(head):
                 head.end += start
                 return head
         if start == 0 and head.end + len(buf) >= stop:
@@ -221,6 +234,10 @@ def _scan_head(fd: int, limit: int) -> _Head:
         head.end += start
         buf = buf[start:]
     return head
+
+
+def _complete(head: _Head) -> bool:
+    return bool(head.title and head.first_model and head.first_ts is not None)
 
 
 def _head_entry(head: _Head, obj: dict[str, Any]) -> None:
