@@ -7,14 +7,11 @@ the offline providers (demo, scripted) do not need.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ..errors import ConfigError
 from .base import Provider, Request, Response, StreamEvent
 from .scripted import ScriptedProvider
-
-if TYPE_CHECKING:
-    from ..config import RunConfig
 
 # Seconds between streamed text chunks of the demo: enough to watch it stream.
 DEMO_PACE = 0.004
@@ -90,20 +87,6 @@ def make_provider(
     raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, demo, scripted")
 
 
-def provider_for(config: RunConfig) -> Provider:
-    """The provider a run's settings ask for: the one place settings become a provider, so a
-    run and ``%context``/``%compact`` before any run get the same model, caps and options."""
-    return make_provider(
-        config.provider,
-        model=config.model,
-        context_window=config.context_window,
-        script=config.script,
-        max_output_tokens=config.max_output_tokens,
-        thinking_budget=config.thinking_budget,
-        reasoning_effort=config.reasoning_effort,
-        send_images=config.send_images,
-    )
-
 __all__ = [
     "DEMO_PACE",
     "Provider",
@@ -113,5 +96,4 @@ __all__ = [
     "StreamEvent",
     "auto_provider",
     "make_provider",
-    "provider_for",
 ]
