@@ -10,6 +10,7 @@ Every message says what happened *and* what to do next, because the magics show
     │   ├── SessionLockedError   another process holds writer.lock
     │   ├── UnsafePathError      a link or special file in the package's own folders (also an OSError)
     │   ├── SessionWriteError    the log could not be written (writer is now "failed")
+    │   │   └── SpillWriteError  a huge tool result's spill file could not be written
     │   └── ArchiveError         an import archive was rejected; nothing was written
     ├── ProviderError            the model could not be asked
     │   ├── ContextTooLong       the provider says the prompt exceeds the window
@@ -75,6 +76,19 @@ class SessionWriteError(SessionError):
 
     The next successful write is a ``resync`` replace, so the log converges again.
     """
+
+
+class SpillWriteError(SessionWriteError):
+    """A tool result over the spill limit could not be written to its file (Layer 1).
+
+    ``kept`` (a ``ToolResult``) is what the conversation and the log get instead: the
+    result's head and a note, never the raw body. The full text waits in memory and is
+    written (and the note replaced by the usual preview) once the disk has room again.
+    """
+
+    def __init__(self, message: str, kept: object) -> None:
+        super().__init__(message)
+        self.kept = kept
 
 
 class ArchiveError(SessionError):

@@ -25,7 +25,7 @@ from ..compact.estimate import Calibration, estimate_request, message_bytes
 from ..compact.spill import Ledger
 from ..conversation import Conversation
 from ..events import Compacted
-from ..messages import Message, Usage
+from ..messages import Message, ToolResult, Usage
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from .settings import CompactSettings
@@ -60,6 +60,10 @@ class SharedState:
         self.system = ""
         self.tools: list[dict[str, Any]] = []
         self.breaker_noted = False  # said once per run that the breaker skips Layer 2
+        # Huge results a full disk kept from their spill files: call id -> (tool, the full
+        # result). The conversation holds a bounded stand-in until Layer 1 writes them.
+        self.unsaved: dict[str, tuple[str, ToolResult]] = {}
+        self.unsaved_noted = False  # said once per run that they still wait
 
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.settings = settings
@@ -67,7 +71,7 @@ class SharedState:
         if (system, tools) != (self.system, self.tools):
             self.observed = None  # the next request differs by more than its messages
         self.system, self.tools = system, tools
-        self.breaker_noted = False
+        self.breaker_noted = self.unsaved_noted = False
 
     def restore(self, loaded: LoadResult) -> None:
         """Rebuild anchor, ledger, breaker and counters from a log."""
