@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import StreamError
 from ..messages import ImagePart, Message, Reasoning, ToolCall, Usage
+from ..nesting import MAX_ARGUMENT_DEPTH, nests_deeper
 
 Purpose = Literal["agent", "summary", "memory"]
 # issue-14: reads an image part's bytes from the session's own copy at request time; raises
@@ -149,16 +150,7 @@ class StreamAssembler:
             )
         calls = []
         for call_id, (name, parts) in self._calls.items():
-            raw = "".join(parts).strip() or "{}"
-            try:
-                arguments = json.loads(raw)
-            except ValueError as exc:
-                raise StreamError(
-                    f"tool call {name} ({call_id}) arrived with broken arguments JSON: {exc}; "
-                    "nothing from this response was kept — run %agent again to retry"
-                ) from exc
-            if not isinstance(arguments, dict):
-                arguments = {"value": arguments}
+            arguments = parse_arguments("".join(parts), f"{name} ({call_id})")
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
         return Response(
             text=self.text,
@@ -167,6 +159,30 @@ class StreamAssembler:
             stop_reason=self._stop,
             reasoning=self._reasoning,
         )
+
+
+def parse_arguments(raw: str, call: str) -> dict[str, Any]:
+    """A tool call's arguments JSON as a dict (a non-object becomes ``{"value": …}``).
+
+    Broken JSON, or JSON nested deeper than ``MAX_ARGUMENT_DEPTH`` (measured in a loop
+    before parsing: ``json`` would recurse into a ``RecursionError``), is a ``StreamError``:
+    nothing from the response is kept.
+    """
+    raw = raw.strip() or "{}"
+    depth = nests_deeper(raw, MAX_ARGUMENT_DEPTH)
+    if depth is not None:
+        raise StreamError(
+            f"tool call {call} arrived with arguments nested {depth:,} levels deep (the limit is "
+            f"{MAX_ARGUMENT_DEPTH}); nothing from this response was kept — run %agent again to retry"
+        )
+    try:
+        arguments = json.loads(raw)
+    except (ValueError, RecursionError) as exc:
+        raise StreamError(
+            f"tool call {call} arrived with broken arguments JSON: {exc}; "
+            "nothing from this response was kept — run %agent again to retry"
+        ) from exc
+    return arguments if isinstance(arguments, dict) else {"value": arguments}
 
 
 def collect(events: Iterator[StreamEvent]) -> Response:

@@ -38,6 +38,7 @@ from .base import (
     ToolCallEnd,
     ToolCallStart,
     UsageEvent,
+    parse_arguments,
 )
 from .models import clamp_output, default_model, model_info
 
@@ -509,11 +510,7 @@ def _arguments(fn: dict[str, Any]) -> dict[str, Any]:
     raw = fn.get("arguments")
     if isinstance(raw, dict):
         return raw
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError as exc:
-        raise StreamError(f"tool call {fn.get('name')} arrived with broken arguments JSON: {exc}") from exc
-    return value if isinstance(value, dict) else {"value": value}
+    return parse_arguments(raw or "{}", str(fn.get("name")))
 
 
 def _message(payload: Any) -> str:
