@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from ..errors import ArchiveError, SessionError, UnsafePathError
+from ..nesting import text_nesting
 from ..redact import Redactor
 from . import safeio
 from .catalog import session_info, write_meta
@@ -373,7 +374,7 @@ def _read_manifest(
     chunks: list[bytes] = []
     _hash_member(zf, info, archive, info.file_size, chunks)
     data = b"".join(chunks)
-    if _nesting(data) > limits.max_manifest_depth:
+    if text_nesting(data) > limits.max_manifest_depth:
         raise _reject(archive, f"{MANIFEST} nests deeper than {limits.max_manifest_depth} levels")
     try:
         manifest = json.loads(data)
@@ -410,22 +411,6 @@ def _read_manifest(
             raise _reject(archive, f"{MANIFEST} lists {item['path']!r} twice")
         listed[item["path"]] = (item["sha256"], item["size"])
     return session_id, listed
-
-
-_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
-_BRACKETS = re.compile(rb"[\[\]{}]")
-
-
-def _nesting(data: bytes) -> int:
-    """How deep ``[``/``{`` nest in JSON text, outside strings (strings and other bytes skipped in C)."""
-    depth = deepest = 0
-    for bracket in _BRACKETS.findall(_JSON_STRING.sub(b"", data)):
-        if bracket in (b"[", b"{"):
-            depth += 1
-            deepest = max(deepest, depth)
-        else:
-            depth -= 1
-    return deepest
 
 
 def _hash_member(
