@@ -18,6 +18,7 @@ Every message says what happened *and* what to do next, because the magics show
     │   └── StreamError          a response stream ended without a stop reason
     ├── ProtocolError            a request would break tool call <-> result pairing
     ├── HookError                a conversation hook raised; the run stops
+    ├── ServerGone               an MCP server exited or closed its connection (the hub makes it a ToolError)
     ├── InvalidOperation         a memory operation (model or %memory) that cannot be applied
     └── ToolError                raised inside tools; becomes an error *result*
         └── BoundaryError        a path leaves the workspace
@@ -121,6 +122,13 @@ class ProtocolError(PseudoClaudeError):
 
 class HookError(PseudoClaudeError):
     """A conversation hook raised: the conversation and the log may now differ, so the run stops."""
+
+
+class ServerGone(PseudoClaudeError):
+    """An MCP server went away (exited, or closed the connection); its message quotes why.
+
+    The MCP hub turns it into a ``ToolError`` for the model and marks the server crashed.
+    """
 
 
 class InvalidOperation(PseudoClaudeError):
