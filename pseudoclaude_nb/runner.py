@@ -320,7 +320,10 @@ class Runner:
                     # The spill file could not be written (a full disk): the conversation
                     # and the log get the bounded stand-in, never the raw body, and the run
                     # stops; Layer 1 writes the file before a later request.
-                    self.conversation.add_result(exc.kept)  # type: ignore[arg-type]
+                    try:
+                        self.conversation.add_result(exc.kept)  # type: ignore[arg-type]
+                    except HookError:
+                        pass  # the log failed too: its next write resyncs, stand-in included
                     raise
             parts, notes = self._store_images(result.images)
             if notes:
