@@ -27,7 +27,7 @@ from .memory import MemoryManager, user_memory_dir
 from .messages import ImagePart, Message, NotebookMark
 from .notebook import ActivityBlock, NotebookHost, cells_for_run, render_activity
 from .prompt import join_sections, system_sections, with_memory
-from .providers import Provider, make_provider
+from .providers import Provider, provider_for
 from .redact import Redactor
 from .rollover.handoff import GUIDANCE, Intent
 from .runner import Listener, Notice, Runner, RunSummary
@@ -201,6 +201,7 @@ class Agent(ContextViews):
             safety_margin=s.safety_margin,
             recent_tokens=s.recent_tokens,
             breaker_limit=s.breaker_limit,
+            reminder_threshold=s.reminder_threshold,
         )
 
     def config(self, **options: object) -> RunConfig:
@@ -217,16 +218,7 @@ class Agent(ContextViews):
     ) -> RunSummary:
         config = self.config(**options)
         load_dotenv_file(self.workspace)
-        provider = make_provider(
-            config.provider,
-            model=config.model,
-            context_window=config.context_window,
-            script=config.script,
-            max_output_tokens=config.max_output_tokens,
-            thinking_budget=config.thinking_budget,
-            reasoning_effort=config.reasoning_effort,
-            send_images=config.send_images,
-        )
+        provider = provider_for(config)
         if new:
             self.new_session()
         elif session_id:
