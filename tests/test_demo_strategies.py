@@ -57,6 +57,9 @@ def test_rollover_demo_is_reminded_after_work_and_hands_off_to_a_fresh_window(tm
     assert "context rollover fallback" not in out  # the model answered the reminder: no pruning
     # The model's own handoff, committed before the next step; no summary anywhere.
     assert "↻ rolled over to a new window with the model's handoff" in out
+    # The hand-off line comes while new_context runs; its result still reads as its own line.
+    assert "\n↻ the model handed off (new_context, 3 related files)" in out
+    assert "\n→ new_context(handoff=" in out.split("↻ the model handed off")[1]
     assert "compacted" not in out
     commits = [e for e in log if e["type"] == "rollover" and e.get("phase") == "commit"]
     assert [c["reason"] for c in commits] == ["model"]

@@ -183,6 +183,8 @@ class TerminalRenderer:
             self._write(f"→ {call_brief(event.call)} … ")
             self._mid_line, self._running, self._asking = True, time.monotonic(), False
         elif isinstance(event, ToolFinished):
+            if not self._mid_line:  # a line of its own came in between (new_context's hand-off)
+                self._write(f"→ {call_brief(event.call)} … ")
             self._write(f"{result_brief(event.result)} ({event.seconds:.1f} s)\n")
             self._mid_line, self._running = False, None
         elif isinstance(event, StepFinished):
