@@ -107,6 +107,9 @@ def test_the_rollover_script_hands_off_with_a_valid_new_context_call() -> None:
     assert all(r.source == "user" for r in args.handoff.confirmed_requirements)
     assert build_demo_script("rollover") == script  # fresh and deterministic
     assert build_demo_script() == build_demo_script("compact")
+    # No summary in the run; one for a %compact after it, about the finished task.
+    (summary,) = script["summaries"]
+    assert "ran 4 tests: OK" in summary and "Not fixed yet" not in summary
 
 
 def test_an_unknown_strategy_has_no_demo_script() -> None:

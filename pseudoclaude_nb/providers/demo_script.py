@@ -440,6 +440,7 @@ def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
         "model": DEMO_MODEL,
         "context_window": DEMO_CONTEXT_WINDOW,
         "turns": turns,
-        "summaries": [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
+        # Rollover writes no summary in the run; a `%compact` after it describes the finished task.
+        "summaries": [SUMMARY_AFTER_FIX] if strategy == "rollover" else [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
         "memory_ops": [],
     }
