@@ -72,6 +72,19 @@ def test_a_run_whose_model_sends_5000_levels_stops_with_a_clear_error_and_keeps_
     assert "✓ done" in run(ip, 'agent --provider anthropic --mode auto "again, flat"')
 
 
+def test_the_openai_path_refuses_5000_levels_the_same_way(ip, workspace: Path, monkeypatch) -> None:
+    from tests.fakes import openai_server as openai_wire
+
+    with FakeServer("openai") as fake:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-deep-0002")
+        fake.play(openai_wire.answer("Nesting.", [("call_deep", "bash", deep_text(DEEP))]))
+        out = run(ip, 'agent --provider openai --model gpt-4o --mode auto "go deep"')
+    assert "nested 5,000 levels deep" in out and "✗ error" in out and "RecursionError" not in out
+    messages = current_agent(ip).session.conversation.messages()
+    assert [m.role for m in messages] == ["user"]
+
+
 def test_context_sizes_arguments_5000_levels_deep_held_in_memory(ip, workspace: Path, tmp_path: Path) -> None:
     run(ip, f"agent --provider scripted --script {write(tmp_path / 's.json', script(turn('hi')))} hello")
     conversation = current_agent(ip).session.conversation
