@@ -2,9 +2,10 @@
 
 Python's ``json`` recurses once per level and raises ``RecursionError`` near the
 interpreter's limit (about 1,000); orjson stops at 255 (encode) or 1,024 (decode). What
-comes from outside (a model's tool-call arguments, an import manifest) is measured here
-first, in a loop, and refused past a limit with a clear error; what is already in memory
-(a message built by hand, a log an older version wrote) is sized by ``encoded_size``.
+comes from outside is refused past a limit with a clear error: a model's tool-call arguments
+after ``json`` parsed them (``value_depth``; its ``RecursionError`` is caught), an import
+manifest before it is parsed (``text_nesting``). What is already in memory (a message built
+by hand, a log an older version wrote) is sized by ``encoded_size``, at any depth.
 """
 
 from __future__ import annotations
@@ -35,12 +36,24 @@ def text_nesting(data: bytes | str) -> int:
     return deepest
 
 
-def nests_deeper(text: str, limit: int) -> int | None:
-    """The nesting of ``text`` when it is over ``limit``, else None (fast when brackets are few)."""
-    if text.count("{") + text.count("[") <= limit:
-        return None
-    depth = text_nesting(text)
-    return depth if depth > limit else None
+def value_depth(value: Any, stop: int | None = None) -> int:
+    """How deep lists and dicts nest in ``value`` (a scalar is 0), in a loop; past ``stop``
+    it returns as soon as it knows the depth is over it (``stop + 1``)."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        if stop is not None and deepest > stop:
+            return deepest
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
 
 
 def encoded_size(value: Any) -> int:

@@ -16,7 +16,7 @@ import pytest
 from pseudoclaude_nb.errors import StreamError
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.messages import Message, ToolCall
-from pseudoclaude_nb.nesting import MAX_ARGUMENT_DEPTH, encoded_size, text_nesting
+from pseudoclaude_nb.nesting import MAX_ARGUMENT_DEPTH, encoded_size, text_nesting, value_depth
 from pseudoclaude_nb.providers.base import parse_arguments
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import encode, message_entry
@@ -128,6 +128,12 @@ def test_the_argument_parser_and_the_size_never_recurse() -> None:
     assert parse_arguments(deep_text(MAX_ARGUMENT_DEPTH), "c") == json.loads(deep_text(MAX_ARGUMENT_DEPTH))
     with pytest.raises(StreamError, match="nested 101 levels deep"):
         parse_arguments(deep_text(MAX_ARGUMENT_DEPTH + 1), "c")
+    with pytest.raises(StreamError, match="nested 500 levels deep"):  # parsed, then measured
+        parse_arguments(deep_text(500), "c")
+    # Brackets inside strings (code in a write_file call) are not nesting.
+    code = json.dumps({"content": "[{(" * 50_000})
+    assert parse_arguments(code, "c") == {"content": "[{(" * 50_000}
+    assert value_depth({"a": [1, {"b": []}]}) == 4 and value_depth(1) == 0
     with pytest.raises(StreamError, match="broken arguments JSON"):
         parse_arguments('{"a": [1, 2}', "c")
     assert parse_arguments("[1]", "c") == {"value": [1]}
