@@ -198,3 +198,46 @@ def test_percent_compact_on_a_full_disk_says_so_and_counts_nothing(
     disk.free()
     assert "compacted: ~" in run(ip, "compact")
     assert load_session(session.dir).messages == session.conversation.messages()
+
+
+def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handoff(
+    small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
+) -> None:
+    disk = small_disk
+    (workspace / "budget.py").write_text("def evaluate_budget(state):\n    return 'continue'\n")
+    handoff = {
+        "confirmed_requirements": [{"text": "the reminder is sent once", "source": "user"}],
+        "agent_inferences": ["the off-by-one is in remaining <= threshold"],
+    }
+    related = [{"path": "budget.py", "role": "implementation"}]
+    call = ("new_context", {"handoff": handoff, "related_files": related}, "nc")
+    first = write(tmp_path / "first.json", script(turn("handing over", call)))
+    # The original request is pinned into the next window verbatim: its replace outgrows the room left.
+    request = "Fix the budget rule in budget.py. " + "Keep evaluate_budget(state) pure. " * 400
+    options = "--mode auto --strategy rollover --max-steps 1"
+    run(ip, f"agent --provider scripted --script {first} {options} {request}")
+    session = current_agent(ip).session
+    strategy = session.context.strategy
+    assert strategy.name == "rollover" and strategy.declared is not None
+    before = session.conversation.messages()
+
+    second = write(tmp_path / "second.json", script(turn("never")))
+    fill(ip, disk, 4 << 10)
+    out = run(ip, f"agent --provider scripted --script {second} --strategy rollover please go on")
+
+    assert "error: the rollover was not applied" in out and "No space left on device" in out
+    memory = session.conversation.messages()
+    assert memory[: len(before)] == before and memory[-1].content == "please go on"
+    assert strategy.declared is not None and session.context.rollovers == 0
+    loaded = load_session(session.dir)
+    assert loaded.messages == memory and [e.phase for e in loaded.rollovers] == ["intent"]
+
+    disk.free()
+    third = write(tmp_path / "third.json", script(turn("Continuing.")))
+    out = run(ip, f"agent --provider scripted --script {third} --strategy rollover go on")
+    assert "error:" not in out, out
+    memory = session.conversation.messages()
+    assert "<original_request>" in memory[0].content and "Keep evaluate_budget(state) pure." in memory[0].content
+    assert session.context.rollovers == 1
+    loaded = load_session(session.dir)
+    assert loaded.messages == memory and [e.phase for e in loaded.rollovers] == ["intent", "commit"]

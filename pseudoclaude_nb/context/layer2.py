@@ -8,7 +8,6 @@ too long), keeps the breaker, replaces the conversation (``compact``) and logs t
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
 from ..compact.breaker import MIN_FREED
@@ -20,7 +19,7 @@ from ..compact.summarize import (
     summary_messages,
     tail_start,
 )
-from ..errors import ContextTooLong, HookError, ProviderError, SessionWriteError
+from ..errors import ContextTooLong, ProviderError, SessionWriteError
 from ..events import Compacted, CompactStarted
 from ..messages import Message
 from ..providers.base import Provider, Request
@@ -50,12 +49,9 @@ def compact(
             error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
             after = before
     if new is not None:
-        try:
-            state.conversation.replace("compact", new)
-        except HookError as exc:
-            if not isinstance(exc.__cause__, SessionWriteError):
-                raise
-            _unwritten(state, messages, exc.__cause__, Compacted(trigger, before, before, False, None), emit)
+        failed = state.replace_or_keep("compact", messages, new)
+        if failed is not None:
+            _unwritten(state, failed, Compacted(trigger, before, before, False, failed), emit)
         state.reset_anchor(new)
         state.compactions += 1
     result = Compacted(trigger, before, after, new is not None, error)
@@ -69,27 +65,21 @@ def compact(
     return result
 
 
-def _unwritten(
-    state: SharedState, old: list[Message], cause: SessionWriteError, attempt: Compacted, emit: Emit
-) -> NoReturn:
+def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) -> NoReturn:
     """The log could not take the compaction (a full disk): nothing of it happened.
 
-    Memory goes back to the old messages, which the failed writer's next write resyncs the
-    log to; the anchor and the calibration still describe them. A disk failure is not a
-    failed summary: the breaker does not count it and no ``compact`` entry is logged (a
-    restore would count one). Raises ``SessionWriteError``, which stops a run.
+    Memory is back at the old messages (``replace_or_keep``), which the anchor and the
+    calibration still describe. A disk failure is not a failed summary: the breaker does
+    not count it and no ``compact`` entry is logged (a restore would count one). Raises
+    ``SessionWriteError``, which stops a run.
     """
-    state.conversation.revert(old)
-    os_error = cause.__cause__
-    why = (os_error.strerror if isinstance(os_error, OSError) else None) or str(cause)
-    reason = f"the session log {state.writer.path if state.writer else ''} could not take it: {why}"
-    state.last_compact = replace(attempt, error=reason)
-    emit(state.last_compact)
+    state.last_compact = attempt
+    emit(attempt)
     raise SessionWriteError(
         f"the compaction was not applied: {reason}. The conversation is as it was (not compacted) "
         "and the log is resynced to it on its next write; free disk space, then run %agent again "
         "(or %compact) to compact."
-    ) from cause
+    )
 
 
 def _summarize(
