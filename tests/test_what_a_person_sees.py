@@ -20,10 +20,11 @@ from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import RunFinished, RunSummary, ToolFinished, ToolStarted
 from pseudoclaude_nb.magics import current_agent
-from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, tool_result_bundle
+from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, result_brief, tool_result_bundle
 from pseudoclaude_nb.magics.sessions import _title, _window
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage
 from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.tools import Permissions, build_tools
 from pseudoclaude_nb.tools.registry import describe_call, permission_prompt
 from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, UsageCurves
 from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg, gauge_text
@@ -117,6 +118,21 @@ def test_a_failed_command_is_drawn_in_the_error_colour() -> None:
     assert "--jp-error-color1" in bundle["text/html"] and "--jp-success-color1" not in bundle["text/html"]
     ok = tool_result_bundle(ToolFinished(call, ToolResult(call_id="c", content="OK"), 0.3))
     assert "--jp-success-color1" in ok["text/html"]
+
+
+def test_a_silent_failed_command_is_a_failure_too(tmp_path: Path) -> None:
+    # ``exit 1`` prints nothing: the real bash tool's whole result is its "exit code 1" line.
+    registry = build_tools(tmp_path)
+    for command, last in (("exit 1", "exit code 1"), ("kill -9 $$", "exit code -9 (killed by SIGKILL)")):
+        call = ToolCall(id="c", name="bash", arguments={"command": command})
+        result = registry.run(call, Permissions("auto"))
+        assert result.content == last and not result.is_error
+        assert result_brief(result) == f"✗ {last}"
+        bundle = tool_result_bundle(ToolFinished(call, result, 0.1))
+        assert bundle["text/plain"] == f"→ bash({command!r}) ✗ {last}"
+        assert "--jp-error-color1" in bundle["text/html"] and "--jp-success-color1" not in bundle["text/html"]
+    # A file whose one line merely mentions an exit code is not a failure.
+    assert result_brief(ToolResult(call_id="c", content="exit code 1 means failure")).startswith("✓")
 
 
 def _outputs(captured) -> list[dict]:
