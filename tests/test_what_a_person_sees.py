@@ -65,6 +65,28 @@ def test_gauge_colours_come_from_the_theme_and_labels_fit() -> None:
     assert re.search(r'text-anchor="start"[^>]*>remind 2,000<', svg)
 
 
+def test_gauge_mark_labels_close_together_do_not_overlap() -> None:
+    # Rollover on a 200K window: remind 152,000, base 167,000 and hard 180,000 are ~35 px
+    # apart on the bar, their labels ~80 px wide. They were drawn over each other.
+    marks = (("remind", 152_000), ("base", 167_000), ("hard", 180_000))
+    svg = gauge_svg(GaugeState(estimated_tokens=60_000, context_window=200_000, marks=marks))
+    labels = re.findall(r'<text class="pc-gauge-mark" x="([\d.]+)" y="(\d+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<', svg)
+    assert [text for *_, text in labels] == ["remind 152,000", "base 167,000", "hard 180,000"]
+    spans = []
+    for x, y, anchor, text in labels:
+        w = len(text) * 5.6  # a 10px sans-serif label, as chromium draws it
+        start = {"start": float(x), "middle": float(x) - w / 2, "end": float(x) - w}[anchor]
+        spans.append((int(y), start, start + w))
+    for i, (y, a, b) in enumerate(spans):
+        for y2, a2, b2 in spans[i + 1 :]:
+            assert y != y2 or b <= a2 or b2 <= a, (labels, spans)
+    height = int(re.search(r'<svg[^>]* height="(\d+)"', svg).group(1))
+    assert height >= max(y for y, *_ in spans) + 4  # the lowest row is inside the picture
+    # Marks far apart keep one row and the picture its height.
+    alone = gauge_svg(GaugeState(estimated_tokens=1_000, context_window=50_000, marks=(("Layer 2", 17_000),)))
+    assert 'height="64"' in alone
+
+
 def test_status_gauge_with_a_measured_anchor_does_not_say_no_usage_yet() -> None:
     measured = gauge_html(GaugeState(estimated_tokens=11_000, anchor_tokens=11_000, context_window=50_000))
     assert "measured 11,000" in measured and "no usage yet" not in measured
