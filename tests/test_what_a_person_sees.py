@@ -225,12 +225,14 @@ def test_permission_prompt_shows_text_not_escapes_and_says_no_is_the_default() -
     body = '"""Stats."""\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n'
     prompt = permission_prompt("write_file", WriteArgs(path="stats.py", content=body))
     lines = prompt.splitlines()
-    assert lines[0] == "allow write_file(path='stats.py', content=<5 lines, 57 chars>)?"
+    # 4 lines, as read_file and the editor count them (the final newline ends the last one).
+    assert lines[0] == "allow write_file(path='stats.py', content=<4 lines, 57 chars>)?"
     assert "  │ def mean(xs):" in lines and "  │     return sum(xs) / len(xs)" in lines
     assert "\\n" not in prompt
     assert lines[-1] == "[y/N, a = always allow write_file]: "
     long = permission_prompt("write_file", WriteArgs(path="a", content="x\n" * 50))
-    assert "  … (38 more lines)" in long
+    assert "  … (38 more lines)" in long and "content=<50 lines, 100 chars>" in long
+    assert "  … (1 more line)" in permission_prompt("write_file", WriteArgs(path="a", content="x\n" * 13))
     # The one-line form (also what the model reads in a refusal) stays one line.
     assert "\n" not in describe_call("write_file", WriteArgs(path="a", content=body))
 
