@@ -289,7 +289,7 @@ def test_the_memory_notice_is_in_the_run_that_asked(ip, workspace: Path) -> None
           "body": "pnpm"}
     path = write_script(workspace / "r.json", turn("Noted."), memory_ops=[[op]])
     out = run_magic(ip, f"agent --provider scripted --script {path} Remember: this project uses pnpm.")
-    assert "memory: memory updated: created project/pm" in out
+    assert "memory updated: created project/pm" in out and "memory: memory" not in out
     again = write_script(workspace / "a.json", turn("Hello."))
     assert "memory updated" not in run_magic(ip, f"agent --provider scripted --script {again} hi")
 

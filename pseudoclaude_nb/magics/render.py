@@ -431,7 +431,7 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
         reports = []
     else:
         reports = memory.take_reports()
-        text = "\n".join(f"memory: {r.summary()}" for r in reports) or "memory: nothing to save"
+        text = "\n".join(r.summary() for r in reports) or "memory: nothing to save"  # "memory updated: …"
     if handle is not None:
         handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
     else:
