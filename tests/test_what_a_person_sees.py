@@ -109,6 +109,9 @@ def test_timeline_opens_at_the_effective_window_with_readable_entries(workspace:
     widget.select(replace)
     assert re.search(r"ts: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", widget.detail.value)
     assert '"ts"' not in widget.detail.value and "&quot;ts&quot;" not in widget.detail.value
+    # Token counts in the list as everywhere else: "19,942 → 10,462", not "19942 → 10462".
+    (compact,) = [it.label for it in timeline.items if it.kind == "compact"]
+    assert re.fullmatch(r"compact \(auto\) \d{1,2},\d{3} → \d{1,2},\d{3} tokens, ok", compact), compact
 
 
 def test_spill_browser_names_the_file_read_and_folds_the_full_text(workspace: Path) -> None:
