@@ -88,7 +88,7 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     if context is not None:
         window = f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
     return (
-        f"{head} · {summary.steps} steps · {u.prompt_total:,} in / {u.output_tokens:,} out"
+        f"{head} · {summary.steps} step{'' if summary.steps == 1 else 's'} · {u.prompt_total:,} in / {u.output_tokens:,} out"
         f" · cache read {u.cache_read_input_tokens:,}{window} · {summary.seconds:.1f} s"
         f" · session {summary.session_id}"
     )
