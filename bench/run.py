@@ -74,8 +74,8 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         results["estimator"] = per_corpus
 
     def do_history() -> None:
-        row, points = history.history_search(scratch, sizes)
-        rows.append(row)
+        found, points = history.history_search(scratch, sizes)
+        rows.extend(found)
         if max(sizes.history_mb) >= 900:
             # A direct measurement at 1 GB (``--history-mb 1000``): kept beside the results, and
             # quoted by every later report, since the default run can only extrapolate.
