@@ -35,7 +35,7 @@ from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
 from . import safeio
-from .history_indexer import Indexer, fill_terms, orphans, transaction
+from .history_indexer import Indexer, build, fill_terms, orphans, transaction
 from .history_query import Hit, match
 from .history_schema import prepare
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
@@ -253,11 +253,7 @@ class HistoryIndex:
             try:
                 con = self._connect(tmp, bulk=True)
                 try:
-                    rows = 0
-                    indexer = Indexer()
-                    for sid in sorted(present):
-                        folder, st = present[sid]
-                        rows += indexer.consume(con, folder, st, vocabulary=False, progress=advance)
+                    rows = build(con, [(sid, present[sid][0]) for sid in sorted(present)], advance)
                     with transaction(con):
                         fill_terms(con)
                     for table in ("words", "terms_g"):

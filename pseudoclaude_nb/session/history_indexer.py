@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import hashlib
 import os
+import queue
 import sqlite3
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -196,16 +198,19 @@ class Indexer:
                 if restart:
                     self.drop(con, session_id, None, keep_log=True)
                     sid = self.sid(con, session_id)
-                batch = _Batch(self, con, sid, session_dir, vocabulary)
+                batch = _Batch(
+                    sid, session_dir, vocabulary, _next_id(con), self.uuids(con, sid), self.skips(con, sid)
+                )
                 end = offset
                 for line_offset, data in _lines(f, offset, size):
                     batch.line(line_offset, data)
                     end = line_offset + len(data) + 1
-                    if progress is not None and batch.bytes >= BLOCK_BYTES:
-                        batch.flush()
-                        progress(batch.bytes)
+                    if len(batch.docs) >= 2000 or batch.bytes >= BLOCK_BYTES:
+                        write(con, batch.take())
+                        if progress is not None:
+                            progress(batch.bytes)
                         batch.bytes = 0
-                batch.flush()
+                write(con, batch.take())
                 if progress is not None:
                     progress(batch.bytes + (size - end))
                 if end == offset and not restart:
@@ -235,40 +240,36 @@ class Indexer:
         return got
 
 
+# Entries no search needs (usage, replace, notes, …), known by the writer's first bytes
+# without decoding them; any other line is decoded and typed as the loader would.
+_SKIP_PREFIXES = tuple(
+    b'{"v":1,"type":"' + kind.encode() + b'"' for kind in ("usage", "replace", "compact", "note", "rollover")
+)
+
+
 class _Batch:
-    """Rows of one transaction, inserted in bulk."""
+    """Rows read from one log, gathered for bulk inserts (no database access while reading)."""
 
     def __init__(
-        self, indexer: Indexer, con: sqlite3.Connection, sid: int, folder: Path, vocabulary: bool
+        self, sid: int, folder: Path, vocabulary: bool, next_id: int, uuids: set[int], skips: set[str]
     ) -> None:
-        self.con, self.sid, self.folder, self.vocabulary = con, sid, folder, vocabulary
-        self.uuids = indexer.uuids(con, sid)
-        self.skips = indexer.skips(con, sid)
-        self.next_id = _next_id(con)
+        self.sid, self.folder, self.vocabulary = sid, folder, vocabulary
+        self.uuids, self.skips = uuids, skips
+        self.next_id = next_id
         self.docs: list[tuple] = []
         self.texts: list[tuple[int, str]] = []
+        self.skip_rows: list[tuple[int, str]] = []
         self.words: set[str] = set()
         self.rows = 0
         self.bytes = 0
 
-    def _add(self, kind: int, part: int, off: int, length: int, text: str, **extra: int | None) -> None:
+    def _add(
+        self, kind: int, part: int, off: int, length: int, text: str, line=None, src=None, slen=None, uh=None
+    ):
         low = index_text(text)
         rid = self.next_id
         self.next_id += 1
-        self.docs.append(
-            (
-                rid,
-                self.sid,
-                kind,
-                part,
-                off,
-                length,
-                extra.get("line"),
-                extra.get("src"),
-                extra.get("slen"),
-                extra.get("uh"),
-            )
-        )
+        self.docs.append((rid, self.sid, kind, part, off, length, line, src, slen, uh))
         self.texts.append((rid, low))
         if self.vocabulary:
             self.words.update(words_of(low))
@@ -276,15 +277,13 @@ class _Batch:
 
     def line(self, offset: int, raw: bytes) -> None:
         self.bytes += len(raw) + 1
-        if not raw.strip():
+        if not raw or raw.startswith(_SKIP_PREFIXES) or raw.isspace():
             return
         entry = parse_line(raw)  # None: a torn or corrupt line; the loader reports it, the index skips it
         if isinstance(entry, MessageEntry):
             self._message(offset, len(raw), entry)
         elif isinstance(entry, SpillEntry):
             self._spill(offset, len(raw), entry)
-        if len(self.docs) >= 2000:
-            self.flush()
 
     def _message(self, offset: int, length: int, entry: MessageEntry) -> None:
         data = message_data(entry)
@@ -301,9 +300,7 @@ class _Batch:
             if p.kind == KIND["tool_call"] and p.tool == SEARCH_TOOL:
                 if isinstance(p.call_id, str) and p.call_id not in self.skips:
                     self.skips.add(p.call_id)
-                    self.con.execute(
-                        "INSERT OR IGNORE INTO skip(sid, call_id) VALUES (?, ?)", (self.sid, p.call_id)
-                    )
+                    self.skip_rows.append((self.sid, p.call_id))
                 continue  # earlier searches echo their own query and hits: never an answer to a new one
             if p.kind == KIND["tool_result"] and p.call_id in self.skips:
                 continue
@@ -317,29 +314,92 @@ class _Batch:
         if not data:
             return
         for part, (line, off, size) in enumerate(spill_chunks(data)):
-            self._add(
-                KIND["spill"],
-                part,
-                off,
-                size,
-                decode_chunk(data[off : off + size]),
-                line=line,
-                src=offset,
-                slen=length,
-            )
+            text = decode_chunk(data[off : off + size])
+            self._add(KIND["spill"], part, off, size, text, line=line, src=offset, slen=length)
 
-    def flush(self) -> None:
-        con = self.con
-        if self.docs:
-            con.executemany(
-                "INSERT INTO docs(id, sid, kind, part, off, len, line, src, slen, uh) VALUES (?,?,?,?,?,?,?,?,?,?)",
-                self.docs,
-            )
-            con.executemany("INSERT INTO words(rowid, t) VALUES (?, ?)", self.texts)
-            self.docs, self.texts = [], []
-        if self.words:
-            add_terms(con, self.words)
-            self.words = set()
+    def take(self) -> tuple[list[tuple], list[tuple[int, str]], list[tuple[int, str]], set[str]]:
+        out = (self.docs, self.texts, self.skip_rows, self.words)
+        self.docs, self.texts, self.skip_rows, self.words = [], [], [], set()
+        return out
+
+
+def write(con: sqlite3.Connection, taken: tuple) -> None:
+    """Insert what ``_Batch.take`` gave."""
+    docs, texts, skip_rows, words = taken
+    if docs:
+        con.executemany(
+            "INSERT INTO docs(id, sid, kind, part, off, len, line, src, slen, uh) VALUES (?,?,?,?,?,?,?,?,?,?)",
+            docs,
+        )
+        con.executemany("INSERT INTO words(rowid, t) VALUES (?, ?)", texts)
+    if skip_rows:
+        con.executemany("INSERT OR IGNORE INTO skip(sid, call_id) VALUES (?, ?)", skip_rows)
+    if words:
+        add_terms(con, words)
+
+
+def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: Progress | None = None) -> int:
+    """Index every log into an empty index (a rebuild); the rows added.
+
+    A reader thread decodes the logs into rows while this thread inserts them: SQLite
+    tokenizes with the GIL released, so the two overlap on two cores.
+    """
+    batches: queue.Queue = queue.Queue(maxsize=4)
+    stop = threading.Event()
+
+    def read() -> None:
+        try:
+            next_id = 1
+            for sid, (session_id, folder) in enumerate(sessions, 1):
+                try:
+                    f = _open_log(folder / LOG_NAME)
+                except OSError:
+                    continue
+                with f:
+                    size = os.fstat(f.fileno()).st_size
+                    batch = _Batch(sid, folder, False, next_id, set(), set())
+                    end = 0
+                    for line_offset, data in _lines(f, 0, size):
+                        if stop.is_set():
+                            return
+                        batch.line(line_offset, data)
+                        end = line_offset + len(data) + 1
+                        if batch.bytes >= BLOCK_BYTES:
+                            batches.put(("rows", batch.take(), batch.bytes))
+                            batch.bytes = 0
+                    batches.put(("rows", batch.take(), batch.bytes + (size - end)))
+                    next_id = batch.next_id
+                    batches.put(("log", (sid, session_id, end, _head(f, end)), batch.rows))
+        except BaseException as exc:  # noqa: BLE001 - handed to the writer, which raises it
+            batches.put(("error", exc, 0))
+        finally:
+            batches.put(None)
+
+    reader = threading.Thread(target=read, name="pseudoclaude-reindex", daemon=True)
+    reader.start()
+    rows = 0
+    try:
+        with transaction(con):
+            while (item := batches.get()) is not None:
+                what, value, n = item
+                if what == "error":
+                    raise value
+                if what == "log":
+                    con.execute("INSERT INTO logs(sid, session_id, offset, head) VALUES (?, ?, ?, ?)", value)
+                    rows += n
+                    continue
+                write(con, value)
+                if progress is not None:
+                    progress(n)
+    finally:
+        stop.set()
+        while reader.is_alive():  # let a reader blocked on a full queue finish
+            try:
+                batches.get(timeout=0.1)
+            except queue.Empty:
+                pass
+        reader.join()
+    return rows
 
 
 def add_terms(con: sqlite3.Connection, words: set[str]) -> None:
