@@ -2,7 +2,8 @@
 
 The bench builds session logs with the product's writer (realistic sessions: prose, code,
 tool calls and results, Chinese text, short identifiers) up to each size — in full mode the
-last size is a real 1 GB — and at each size:
+last size is a real 1 GB; each session also gets some Chinese text and short identifiers
+(``add_mixed_text``) — and at each size:
 
 - rebuilds the index with ``HistoryIndex.rebuild`` (what ``%sessions reindex`` runs) and
   reports its speed in MB of log per second, and the index size as a multiple of the log
@@ -18,15 +19,20 @@ last size is a real 1 GB — and at each size:
 from __future__ import annotations
 
 import os
+import random
 import statistics
 import tempfile
 import time
 from pathlib import Path
 
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
 from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.paths import LOG_NAME, sessions_dir
+from pseudoclaude_nb.session.writer import SessionWriter
 
 from .common import Row, Sizes, dir_bytes
+from .corpora import chinese
 from .logs import build_log
 
 QUERIES = (
@@ -52,6 +58,30 @@ ONE_SESSION = "ValueError (one session)"
 TARGET_MB = 1_000
 SESSION_MB = 4.5  # ≈ 220 sessions in 1 GB
 WARM_MS, COLD_MS = 50, 250
+
+
+SHORT_IDS = ("qz", "id", "x", "k", "ok", "i18n", "qz_id")
+MIXED_MESSAGES = 60  # per session: Chinese text and short identifiers, ≈ 2 % of its bytes
+
+
+def add_mixed_text(folder: Path, seed: int) -> None:
+    """Append what a bilingual user and the model write: Chinese prose, short names, a grep for them."""
+    rng = random.Random(seed)
+    zh = chinese(30_000)
+    with SessionWriter(folder, fsync=False) as writer:
+        conversation = Conversation()
+        writer.attach(conversation)
+        for i in range(MIXED_MESSAGES):
+            start = rng.randrange(0, len(zh) - 400)
+            text = zh[start : start + rng.randrange(40, 400)]
+            if rng.random() < 0.5:
+                text += f" `{rng.choice(SHORT_IDS)}{rng.randrange(10) if rng.random() < 0.5 else ''}`"
+            if i % 6 == 5:
+                call = ToolCall(id=f"call_zh_{seed}_{i}", name="grep", arguments={"pattern": text[:12]})
+                conversation.append(Message(role="assistant", content="", tool_calls=(call,)))
+                conversation.append(Message(role="user", tool_result=ToolResult(call_id=call.id, content=text)))
+            else:
+                conversation.append(Message(role="user" if i % 2 == 0 else "assistant", content=text))
 
 
 def drop_cache(root: Path) -> int:
@@ -118,7 +148,8 @@ def history_search(root: Path, sizes: Sizes) -> tuple[list[Row], list[dict]]:
     for target_mb in targets:
         while log_bytes < target_mb * 1_000_000:
             built = build_log(ws, int(session_mb * 1_000_000), seed=seed, final_appends=40)
-            log_bytes += built.bytes
+            add_mixed_text(built.path.parent, seed)
+            log_bytes += os.path.getsize(built.path)
             seed += 1
         index = HistoryIndex(ws)
         stats = index.rebuild()

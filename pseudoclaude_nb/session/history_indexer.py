@@ -120,7 +120,7 @@ class Indexer:
         con.execute("DELETE FROM docs WHERE sid = ?", (sid,))
         con.execute("DELETE FROM skip WHERE sid = ?", (sid,))
         if keep_log:
-            con.execute("UPDATE logs SET offset = 0, head = '' WHERE sid = ?", (sid,))
+            con.execute("UPDATE logs SET offset = 0, head = '', stamp = NULL WHERE sid = ?", (sid,))
         else:
             con.execute("DELETE FROM logs WHERE sid = ?", (sid,))
             self._sids.pop(session_id, None)
@@ -177,8 +177,15 @@ class Indexer:
         stamp = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self.seen.get(session_id) == stamp:
             return 0
-        row = con.execute("SELECT offset, head FROM logs WHERE session_id = ?", (session_id,)).fetchone()
+        row = con.execute(
+            "SELECT offset, head, stamp FROM logs WHERE session_id = ?", (session_id,)
+        ).fetchone()
         offset, head = (row[0], row[1]) if row else (0, "")
+        if row is not None and row[2] == _stamp_text(stamp):
+            # Consumed to its end, and the same file since (a new process's first search
+            # opens no log for this).
+            self.seen[session_id] = stamp
+            return 0
         try:
             f = _open_log(session_dir / LOG_NAME)
         except OSError:
@@ -192,6 +199,9 @@ class Indexer:
             if size == offset:
                 if not restart:
                     self.seen[session_id] = stamp
+                    con.execute(
+                        "UPDATE logs SET stamp = ? WHERE session_id = ?", (_stamp_text(stamp), session_id)
+                    )
                 return 0
             with transaction(con):
                 sid = self.sid(con, session_id)
@@ -216,7 +226,11 @@ class Indexer:
                 if end == offset and not restart:
                     return 0
                 new_head = head if offset >= HEAD_BYTES and not restart else _head(f, end)
-                con.execute("UPDATE logs SET offset = ?, head = ? WHERE sid = ?", (end, new_head, sid))
+                done = end == st.st_size
+                con.execute(
+                    "UPDATE logs SET offset = ?, head = ?, stamp = ? WHERE sid = ?",
+                    (end, new_head, _stamp_text(stamp) if done else None, sid),
+                )
                 rows = batch.rows
         if end == st.st_size:
             self.seen[session_id] = stamp
@@ -369,7 +383,11 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
                             batch.bytes = 0
                     batches.put(("rows", batch.take(), batch.bytes + (size - end)))
                     next_id = batch.next_id
-                    batches.put(("log", (sid, session_id, end, _head(f, end)), batch.rows))
+                    st = os.fstat(f.fileno())
+                    stamp = (
+                        _stamp_text((st.st_ino, st.st_size, st.st_mtime_ns)) if end == st.st_size else None
+                    )
+                    batches.put(("log", (sid, session_id, end, _head(f, end), stamp), batch.rows))
         except BaseException as exc:  # noqa: BLE001 - handed to the writer, which raises it
             batches.put(("error", exc, 0))
         finally:
@@ -385,7 +403,9 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
                 if what == "error":
                     raise value
                 if what == "log":
-                    con.execute("INSERT INTO logs(sid, session_id, offset, head) VALUES (?, ?, ?, ?)", value)
+                    con.execute(
+                        "INSERT INTO logs(sid, session_id, offset, head, stamp) VALUES (?, ?, ?, ?, ?)", value
+                    )
                     rows += n
                     continue
                 write(con, value)
@@ -459,6 +479,10 @@ def _lines(f, offset: int, size: int) -> Iterator[tuple[int, bytes]]:
             start = nl + 1
         carry, carry_at = data[start:], carry_at + start
     # A last line without its newline is the writer's, mid-write: left for next time.
+
+
+def _stamp_text(stamp: tuple[int, int, int]) -> str:
+    return f"{stamp[0]}:{stamp[1]}:{stamp[2]}"
 
 
 def _open_log(path: Path):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 KIND_NAMES = ("text", "tool_call", "tool_result", "spill")
 KIND = {name: i for i, name in enumerate(KIND_NAMES)}
 
@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS logs(
     sid INTEGER PRIMARY KEY,
     session_id TEXT NOT NULL UNIQUE,
     offset INTEGER NOT NULL,
-    head TEXT NOT NULL
+    head TEXT NOT NULL,
+    stamp TEXT
 );
 CREATE TABLE IF NOT EXISTS docs(
     id INTEGER PRIMARY KEY AUTOINCREMENT,
