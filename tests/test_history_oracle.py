@@ -179,3 +179,23 @@ def test_magic_search_and_reindex_with_a_progress_line(ip, workspace: Path):
     want = expected(pieces, "压缩")
     assert found.startswith(f"{min(len(want), 20)} match") if want else "no match" in found
     assert "no match" in run(ip, "sessions search zzqqxx --all")
+
+
+def test_a_lost_index_over_big_logs_is_built_in_one_pass(tmp_path, monkeypatch):
+    from pseudoclaude_nb.session import history as history_module
+
+    pieces = build_sessions(tmp_path, count=2)
+    index = HistoryIndex(tmp_path)
+    try:
+        assert index.search("压缩", limit=50)
+        index.path.unlink()  # lost (or deleted as corrupt)
+        monkeypatch.setattr(history_module, "BUILD_BYTES", 1000)
+        builds = []
+        real = HistoryIndex.rebuild
+        monkeypatch.setattr(HistoryIndex, "rebuild", lambda self, *a, **k: builds.append(1) or real(self, *a, **k))
+        assert [h.message_uuid for h in index.search("压缩", limit=50)] == expected(pieces, "压缩")[:50]
+        assert builds == [1]
+        index.search("qz")
+        assert builds == [1]  # once: then it catches up as usual
+    finally:
+        index.close()

@@ -44,6 +44,7 @@ INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
 BATCH_SECONDS = 0.05  # the background indexer waits this long for more appends to join one transaction
 LAG_COUNT_BYTES = 16 << 20
+BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
 TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
 SUFFIXES = ("", "-wal", "-shm", "-journal")
 
@@ -297,8 +298,18 @@ class HistoryIndex:
             if (folder / LOG_NAME).is_file():
                 self._run(lambda con: self._indexer.consume(con, folder))
         else:
+            if self._empty_beside_logs():
+                self.rebuild()  # a new or lost index over existing logs: built in one pass, not row by row
             self._run(self._sync_all)
         return self._run(lambda con: match(con, query, session_id, limit, self._folders(con)))
+
+    def _empty_beside_logs(self) -> bool:
+        """The index holds no session while the logs hold more than ``BUILD_BYTES``."""
+        try:
+            empty = self._run(lambda con: con.execute("SELECT 1 FROM logs LIMIT 1").fetchone() is None)
+        except SessionError:
+            return False
+        return empty and sum(st.st_size for _, st in self._present().values()) > BUILD_BYTES
 
     def count(self, session_id: str | None = None) -> int:
         """Rows in the index, of one session or of all."""
