@@ -199,3 +199,15 @@ def test_a_lost_index_over_big_logs_is_built_in_one_pass(tmp_path, monkeypatch):
         assert builds == [1]  # once: then it catches up as usual
     finally:
         index.close()
+
+
+def test_in_a_notebook_the_progress_is_a_widget_bar():
+    from pseudoclaude_nb.magics.history import ReindexProgress
+
+    progress = ReindexProgress(notebook=True)
+    progress(0, 4_000_000)
+    progress(1_000_000, 4_000_000)
+    assert progress.bar.value == 0.25 and progress.label.value == "1.0 of 4.0 MB"
+    progress(4_000_000, 4_000_000)
+    progress.finish()
+    assert progress.bar.value == 1.0 and progress.bar.bar_style == "success"
