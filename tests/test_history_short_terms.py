@@ -15,7 +15,7 @@ from pseudoclaude_nb.session import entries
 from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.lifecycle import trash_session
 
-ALPHABET = "aqzAQZ1压缩猫咪的 -_"
+ALPHABET = "aqzAQZ1压缩猫咪的 -_.éÉかア한"
 
 
 def write_session(workspace: Path, sid: str, texts: list[str]) -> list[str]:
@@ -38,7 +38,7 @@ def oracle(docs: list[tuple[str, str]], terms: list[str]) -> list[str]:
 
 
 texts = st.lists(st.text(alphabet=ALPHABET, min_size=0, max_size=30), min_size=1, max_size=30)
-short_term = st.text(alphabet=ALPHABET.replace(" ", ""), min_size=1, max_size=2)
+short_term = st.text(alphabet=ALPHABET.replace(" ", ""), min_size=1, max_size=4)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
