@@ -424,10 +424,11 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
 
 def add_terms(con: sqlite3.Connection, words: set[str]) -> None:
     """Put new words in the vocabulary (and their grams in ``terms_g``)."""
-    for word in words:
-        cur = con.execute("INSERT OR IGNORE INTO terms(term) VALUES (?)", (word,))
-        if cur.rowcount:
-            con.execute("INSERT INTO terms_g(rowid, g) VALUES (?, ?)", (cur.lastrowid, gram_text(word)))
+    before = con.execute("SELECT coalesce(max(id), 0) FROM terms").fetchone()[0]
+    con.executemany("INSERT OR IGNORE INTO terms(term) VALUES (?)", ((w,) for w in words))
+    # New rows take ids above the largest one (INTEGER PRIMARY KEY): exactly the words just added.
+    added = con.execute("SELECT id, term FROM terms WHERE id > ?", (before,)).fetchall()
+    con.executemany("INSERT INTO terms_g(rowid, g) VALUES (?, ?)", ((i, gram_text(t)) for i, t in added))
 
 
 def fill_terms(con: sqlite3.Connection) -> int:
