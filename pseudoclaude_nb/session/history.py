@@ -254,7 +254,7 @@ class HistoryIndex:
             try:
                 con = self._connect(tmp, bulk=True)
                 try:
-                    rows = build(con, [(sid, present[sid][0]) for sid in sorted(present)], advance)
+                    rows = build(con, [(sid, Path(present[sid][0])) for sid in sorted(present)], advance)
                     with transaction(con):
                         fill_terms(con)
                     for table in ("words", "terms_g"):
@@ -301,7 +301,7 @@ class HistoryIndex:
             if self._empty_beside_logs():
                 self.rebuild()  # a new or lost index over existing logs: built in one pass, not row by row
             self._run(self._sync_all)
-        return self._run(lambda con: match(con, query, session_id, limit, self._folders(con)))
+        return self._run(lambda con: match(con, query, session_id, limit, sessions_dir(self.workspace)))
 
     def _empty_beside_logs(self) -> bool:
         """The index holds no session while the logs hold more than ``BUILD_BYTES``."""
@@ -321,10 +321,6 @@ class HistoryIndex:
                 "SELECT count(*) FROM docs JOIN logs USING (sid) WHERE session_id = ?", (session_id,)
             ).fetchone()[0]
         )
-
-    def _folders(self, con: sqlite3.Connection) -> dict[int, Path]:
-        root = sessions_dir(self.workspace)
-        return {sid: root / name for sid, name in con.execute("SELECT sid, session_id FROM logs")}
 
     # --- the connection, and recovering from a broken file ---------------------------------------
 
@@ -483,15 +479,19 @@ class HistoryIndex:
 
     # --- tailing every log -------------------------------------------------------------------------
 
-    def _present(self) -> dict[str, tuple[Path, os.stat_result]]:
+    def _present(self) -> dict[str, tuple[str, os.stat_result]]:
+        """Session id -> (its directory, its log's stat), of every session with a log."""
         root = sessions_dir(self.workspace)
-        present: dict[str, tuple[Path, os.stat_result]] = {}
-        if root.is_dir():
-            for p in root.iterdir():
-                try:
-                    present[p.name] = (p, os.stat(p / LOG_NAME))
-                except (FileNotFoundError, NotADirectoryError):
-                    continue
+        present: dict[str, tuple[str, os.stat_result]] = {}
+        try:
+            entries = list(os.scandir(root))
+        except (FileNotFoundError, NotADirectoryError):
+            return present
+        for entry in entries:  # plain strings: a search of all sessions stats every log
+            try:
+                present[entry.name] = (entry.path, os.stat(os.path.join(entry.path, LOG_NAME)))
+            except (FileNotFoundError, NotADirectoryError):
+                continue
         return present
 
     def _sync_all(self, con: sqlite3.Connection) -> int:

@@ -158,7 +158,7 @@ class Indexer:
     def consume(
         self,
         con: sqlite3.Connection,
-        session_dir: Path,
+        session_dir: Path | str,
         st: os.stat_result | None = None,
         *,
         vocabulary: bool = True,
@@ -166,10 +166,10 @@ class Indexer:
     ) -> int:
         """Index what ``session_dir``'s log gained; the rows added. ``vocabulary=False``: the
         caller fills ``terms`` afterwards (a rebuild does it once, from the finished index)."""
-        session_id = session_dir.name
+        session_id = os.path.basename(session_dir)
         if st is None:
             try:
-                st = os.stat(session_dir / LOG_NAME)
+                st = os.stat(os.path.join(session_dir, LOG_NAME))
             except FileNotFoundError:
                 return 0
         # A log unchanged since it was consumed to its end needs no look (a search of all
@@ -186,6 +186,7 @@ class Indexer:
             # opens no log for this).
             self.seen[session_id] = stamp
             return 0
+        session_dir = Path(session_dir)
         try:
             f = _open_log(session_dir / LOG_NAME)
         except OSError:

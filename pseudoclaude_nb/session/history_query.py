@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .history_rows import SEARCH_TOOL, RowReader
+from .history_rows import SEARCH_TOOL, Folders, RowReader
 from .history_schema import CJK_RUN, WORD, fragment_grams, quote
 
 SNIPPET_CHARS = 90  # each side of the match
@@ -56,9 +56,7 @@ class Hit:
         }
 
 
-def match(
-    con: sqlite3.Connection, query: str, session_id: str | None, limit: int, folders: dict[int, Path]
-) -> list[Hit]:
+def match(con: sqlite3.Connection, query: str, session_id: str | None, limit: int, root: Path) -> list[Hit]:
     """The hits for ``query``: the exact phrase first, then rows with every word."""
     quoted = len(query) >= 2 and query[0] == query[-1] == '"'
     phrase = query[1:-1].strip() if quoted else query
@@ -78,8 +76,8 @@ def match(
         if low is None:
             return []
         span = (low, high)
-    names = {s: p.name for s, p in folders.items()}
-    with RowReader(folders) as reader:
+    names = dict(con.execute("SELECT sid, session_id FROM logs"))
+    with RowReader(Folders(root, names)) as reader:
         found = _find(con, reader, [phrase], sid, span, limit)
         if len(found) < limit and len(terms) > 1:
             # Too few hits for the exact phrase: every word, anywhere in one row.

@@ -118,10 +118,27 @@ class RowText:
     line: int | None
 
 
+class Folders:
+    """Session directories by the index's session number, made when first asked for."""
+
+    def __init__(self, root: Path, names: dict[int, str]) -> None:
+        self.root, self.names = root, names
+        self._made: dict[int, Path] = {}
+
+    def get(self, sid: int) -> Path | None:
+        folder = self._made.get(sid)
+        if folder is None:
+            name = self.names.get(sid)
+            if name is None:
+                return None
+            folder = self._made[sid] = self.root / name
+        return folder
+
+
 class RowReader:
     """Reads rows' text back from the logs and spilled files (descriptors kept open while in use)."""
 
-    def __init__(self, folders: dict[int, Path]) -> None:
+    def __init__(self, folders: Folders | dict[int, Path]) -> None:
         self.folders = folders  # sid -> session directory
         self._fds: dict[Path, int] = {}
         self._lines: dict[tuple[int, int], Any] = {}
