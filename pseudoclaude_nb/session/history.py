@@ -260,6 +260,7 @@ class HistoryIndex:
                     for table in ("words", "terms_g"):
                         con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
                         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 4)")
+                        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 16)")
                     sessions = con.execute("SELECT count(*) FROM logs").fetchone()[0]
                 finally:
                     con.close()
@@ -400,6 +401,7 @@ class HistoryIndex:
             if bulk:
                 for table in ("words", "terms_g"):
                     con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
+                    con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 256)")
         except sqlite3.OperationalError as exc:
             con.close()
             if "fts5" in str(exc) or "trigram" in str(exc) or "tokenizer" in str(exc):
