@@ -254,9 +254,11 @@ class HistoryIndex:
             try:
                 con = self._connect(tmp, bulk=True)
                 try:
+                    con.execute("DROP INDEX IF EXISTS docs_sid")  # made once at the end: one sort
                     rows = build(con, [(sid, Path(present[sid][0])) for sid in sorted(present)], advance)
                     with transaction(con):
                         fill_terms(con)
+                        con.execute("CREATE INDEX docs_sid ON docs(sid)")  # the index dropped above
                     for table in ("words", "terms_g"):
                         con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
                         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 4)")
