@@ -12,10 +12,11 @@ import shlex
 import sys
 from pathlib import Path
 
+from .config import STRATEGIES
 from .providers.demo_script import DEMO_PROMPT
 
 
-def run_demo(workspace: Path, *, quiet: bool = False) -> int:
+def run_demo(workspace: Path, *, quiet: bool = False, strategy: str = "compact") -> int:
     from IPython.core.interactiveshell import InteractiveShell
 
     workspace.mkdir(parents=True, exist_ok=True)
@@ -23,7 +24,8 @@ def run_demo(workspace: Path, *, quiet: bool = False) -> int:
     shell = InteractiveShell.instance()
     cells = [
         "%load_ext pseudoclaude_nb",
-        f"%agent --provider demo --mode auto --new {'--quiet ' if quiet else ''}{shlex.quote(DEMO_PROMPT)}",
+        f"%agent --provider demo --mode auto --new --strategy {strategy} "
+        f"{'--quiet ' if quiet else ''}{shlex.quote(DEMO_PROMPT)}",
         "%context",
         "%sessions list",
     ]
@@ -60,9 +62,15 @@ def main(argv: list[str] | None = None) -> int:
         help="folder the agent works in (default: ./pseudoclaude-demo)",
     )
     demo.add_argument("--quiet", action="store_true", help="only notices and the end line")
+    demo.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="compact",
+        help="context strategy: compact (a summary, the default) or rollover (a handoff to a fresh window)",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return run_demo(args.workspace.resolve(), quiet=args.quiet)
+        return run_demo(args.workspace.resolve(), quiet=args.quiet, strategy=args.strategy)
     return 2
 
 
