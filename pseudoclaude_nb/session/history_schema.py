@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import sqlite3
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 KIND_NAMES = ("text", "tool_call", "tool_result", "spill")
 KIND = {name: i for i, name in enumerate(KIND_NAMES)}
 
@@ -55,10 +55,10 @@ CREATE TABLE IF NOT EXISTS skip(sid INTEGER NOT NULL, call_id TEXT NOT NULL, PRI
 CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
-    t, content='', detail=none, tokenize="ascii tokenchars '_'"
+    t, content='', detail=none, columnsize=0, tokenize="ascii tokenchars '_'"
 );
 CREATE VIRTUAL TABLE IF NOT EXISTS terms_g USING fts5(
-    g, content='', detail=none, tokenize='trigram case_sensitive 1'
+    g, content='', detail=none, columnsize=0, tokenize='trigram case_sensitive 1'
 );
 """
 
