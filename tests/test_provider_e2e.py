@@ -106,7 +106,7 @@ def test_anthropic_prompt_too_long_compacts_once_and_retries_once(ip, anthropic_
         anthropic_wire.answer("Done after compacting."),
     )
     out = run_magic(ip, 'agent --provider anthropic --mode auto "now do it"')
-    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 steps" in out
+    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 step" in out
 
     refused, summary, retry = anthropic_fake.requests[1:]
     assert LONG_BRIEF.strip() in json.dumps(refused.body)
@@ -209,7 +209,7 @@ def test_openai_context_length_exceeded_compacts_once_and_retries_once(ip, opena
         openai_wire.answer("Done after compacting."),
     )
     out = run_magic(ip, 'agent --provider openai --mode auto "now do it"')
-    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 steps" in out
+    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 step" in out
 
     refused, summary, retry = openai_fake.requests[1:]
     assert all("authorization" not in r.headers for r in openai_fake.requests)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import sys
 import threading
 import time
@@ -55,18 +56,21 @@ def call_brief(call: ToolCall, width: int = 70) -> str:
     return f"{call.name}({inner})"
 
 
+_EXIT_LINE = re.compile(r"exit code -?\d+( \(killed by \w+\))?")  # the last line bash adds on a failure
+
+
 def result_brief(result: ToolResult) -> str:
     """One line: a short result itself, else its first error line or its size."""
-    mark = "✗" if result.is_error else "✓"
     text = result.content.strip()
     lines = text.splitlines() or [""]
+    # A command that exited non-zero is a normal result for the model, but it failed.
+    tail = lines[-1] if _EXIT_LINE.fullmatch(lines[-1]) else ""
+    mark = "✗" if result.is_error or tail else "✓"
     if len(lines) == 1 and len(lines[0]) <= 80:
         return f"{mark} {lines[0]}"
     if result.is_error:
         return f"{mark} {lines[0][:80]}"
-    tail = lines[-1] if lines[-1].startswith("exit code") else ""
     size = f"{len(lines):,} lines, {len(result.content.encode('utf-8')):,} bytes"
-    # A command that exited non-zero is a normal result for the model, but it failed.
     return f"✗ {tail} · {size}" if tail else f"{mark} {size}"
 
 
@@ -84,7 +88,7 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     if context is not None:
         window = f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
     return (
-        f"{head} · {summary.steps} steps · {u.prompt_total:,} in / {u.output_tokens:,} out"
+        f"{head} · {summary.steps} step{'' if summary.steps == 1 else 's'} · {u.prompt_total:,} in / {u.output_tokens:,} out"
         f" · cache read {u.cache_read_input_tokens:,}{window} · {summary.seconds:.1f} s"
         f" · session {summary.session_id}"
     )
@@ -427,7 +431,7 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
         reports = []
     else:
         reports = memory.take_reports()
-        text = "\n".join(f"memory: {r.summary()}" for r in reports) or "memory: nothing to save"
+        text = "\n".join(r.summary() for r in reports) or "memory: nothing to save"  # "memory updated: …"
     if handle is not None:
         handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
     else:

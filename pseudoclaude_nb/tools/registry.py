@@ -123,7 +123,8 @@ def _clean_node(node: Any) -> Any:
 def _value_brief(value: Any) -> str:
     if isinstance(value, str) and "\n" in value.rstrip("\n"):
         # File content or code: its size here, its text in the prompt's preview, never \n-escaped.
-        return f"<{value.count(chr(10)) + 1} lines, {len(value):,} chars>"
+        n = len(value.splitlines())  # as read_file counts them: a final newline ends a line, adds none
+        return f"<{n:,} line{'s' if n != 1 else ''}, {len(value):,} chars>"
     text = repr(value)
     if len(text) > _PROMPT_VALUE_CHARS:
         text = text[:_PROMPT_VALUE_CHARS] + f"… ({len(text)} chars)"
@@ -146,7 +147,8 @@ def permission_prompt(name: str, args: BaseModel, lines: int = 12, width: int = 
             out.append(f"  {key}:")
             out += [f"  │ {line[:width]}" for line in body[:lines]]
             if len(body) > lines:
-                out.append(f"  … ({len(body) - lines:,} more lines)")
+                more = len(body) - lines
+                out.append(f"  … ({more:,} more line{'s' if more != 1 else ''})")
     out.append(f"[y/N, a = always allow {name}]: ")
     return "\n".join(out)
 
