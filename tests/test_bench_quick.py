@@ -92,10 +92,12 @@ def test_the_cache_model_reads_the_unchanged_prefix_and_writes_the_rest():
     assert priced["cost_with_cache"] == round(1.25 * 140 + 0.1 * 55)
 
 
-def test_the_fit_extrapolates_and_never_slopes_down():
-    slope, intercept = history._fit([10, 20, 40], [1.0, 2.0, 4.0])
-    assert slope == pytest.approx(0.1) and intercept == pytest.approx(0.0, abs=1e-9)
-    assert history._fit([10, 20], [3.0, 1.0])[0] == 0.0
+def test_the_cold_history_timing_drops_every_file_from_the_page_cache(tmp_path):
+    (tmp_path / "a").write_bytes(b"x" * 100_000)
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "b").write_bytes(b"y")
+    assert history.drop_cache(tmp_path) == 2
+    assert (tmp_path / "a").read_bytes() == b"x" * 100_000  # dropped from memory, not from disk
 
 
 def test_charts_are_well_formed_svg():

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pseudoclaude_nb.conversation import Conversation
-from pseudoclaude_nb.session import history
+from pseudoclaude_nb.session import history_indexer
 from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
@@ -31,8 +31,8 @@ def test_unchanged_logs_are_not_read_again(tmp_path, monkeypatch):
     index = HistoryIndex(tmp_path)
     assert len(index.search("needle number", limit=10)) == 3
     reads = []
-    real = history._read_tail
-    monkeypatch.setattr(history, "_read_tail", lambda *a: reads.append(a[0]) or real(*a))
+    real = history_indexer._open_log
+    monkeypatch.setattr(history_indexer, "_open_log", lambda *a: reads.append(a[0]) or real(*a))
     assert len(index.search("needle number", limit=10)) == 3
     assert reads == []
     index.close()
@@ -47,8 +47,8 @@ def test_a_log_that_grew_is_read_and_only_it(tmp_path, monkeypatch):
         writer.attach(conversation)
         conversation.add_user("a later haystack line")
     reads = []
-    real = history._read_tail
-    monkeypatch.setattr(history, "_read_tail", lambda *a: reads.append(Path(a[0]).parent.name) or real(*a))
+    real = history_indexer._open_log
+    monkeypatch.setattr(history_indexer, "_open_log", lambda *a: reads.append(Path(a[0]).parent.name) or real(*a))
     hits = index.search("later haystack", limit=10)
     assert [h.session_id for h in hits] == [folders[1].name]
     assert reads == [folders[1].name]

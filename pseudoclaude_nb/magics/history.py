@@ -5,10 +5,13 @@ Thin: the index lives in ``session.history``; these only choose the scope and ph
 
 from __future__ import annotations
 
+import sys
 import time
+from typing import Any, TextIO
 
 from ..agent import Agent
 from ..errors import ConfigError
+from ..session.history import ProgressCallback
 from ..session.history_query import Hit
 
 SEARCH_LIMIT = 20
@@ -52,12 +55,62 @@ def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bo
     return "\n".join(lines)
 
 
-def reindex_action(agent: Agent) -> str:
-    """Rebuild ``history.sqlite`` from every session log."""
-    stats = agent.history.rebuild()
+def reindex_action(agent: Agent, progress: ProgressCallback | None = None) -> str:
+    """Rebuild ``history.sqlite`` from every session log; ``progress`` is told (bytes done, bytes in all)."""
+    stats = agent.history.rebuild(progress=progress)
     noun = "session" if stats.sessions == 1 else "sessions"
-    text = f"reindexed {stats.sessions} {noun} ({stats.rows:,} rows) into {agent.history.path} in {stats.seconds:.1f} s"
+    mb = stats.log_bytes / 1e6
+    rate = f", {mb / stats.seconds:,.1f} MB/s" if stats.seconds > 0 and mb >= 1 else ""
+    size = f"; index {stats.index_bytes / 1e6:,.1f} MB" + (
+        f" ({stats.index_bytes / stats.log_bytes:.2f}× the logs)" if stats.log_bytes else ""
+    )
+    text = (
+        f"reindexed {stats.sessions} {noun} ({stats.rows:,} rows, {mb:,.1f} MB of logs) into "
+        f"{agent.history.path} in {stats.seconds:.1f} s{rate}{size}"
+    )
     return _with_notices(agent, text)
+
+
+class ReindexProgress:
+    """The rebuild's progress: a bar in a notebook, one rewritten text line in a terminal."""
+
+    def __init__(self, notebook: bool, out: TextIO | None = None) -> None:
+        self.notebook = notebook
+        self.out = out if out is not None else sys.stdout
+        self.bar: Any = None
+        self._last = -1.0
+
+    def __call__(self, done: int, total: int) -> None:
+        fraction = done / total if total else 1.0
+        if self.notebook:
+            if self.bar is None:
+                import ipywidgets
+                from IPython.display import display
+
+                self.bar = ipywidgets.FloatProgress(min=0.0, max=1.0, description="reindex")
+                self.label = ipywidgets.Label()
+                display(ipywidgets.HBox([self.bar, self.label]))
+            self.bar.value = fraction
+            self.label.value = f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB"
+            return
+        if fraction - self._last < 0.01 and done < total:
+            return  # a line per percent is enough
+        self._last = fraction
+        width = 30
+        filled = int(width * fraction)
+        self.out.write(
+            f"\rreindex [{'#' * filled}{'.' * (width - filled)}] {fraction:4.0%} "
+            f"{done / 1e6:,.1f} of {total / 1e6:,.1f} MB"
+        )
+        self.out.flush()
+
+    def finish(self) -> None:
+        if self.notebook and self.bar is not None:
+            self.bar.bar_style = "success"
+            self.bar.value = 1.0
+        elif not self.notebook and self._last >= 0:
+            self.out.write("\n")
+            self.out.flush()
 
 
 def _with_notices(agent: Agent, text: str) -> str:

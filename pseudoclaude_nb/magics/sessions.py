@@ -35,7 +35,7 @@ from ..session import (
 from ..session.paths import session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
-from .history import reindex_action, search_action
+from .history import ReindexProgress, reindex_action, search_action
 from .render import in_notebook
 
 ACTIONS = (
@@ -206,7 +206,12 @@ class SessionMagics(Magics):
         elif action == "search":
             print(search_action(self._agent, " ".join(args.targets), all_sessions=args.all))
         elif action == "reindex":
-            print(reindex_action(self._agent))
+            progress = ReindexProgress(in_notebook(self.shell))
+            try:
+                text = reindex_action(self._agent, progress)
+            finally:
+                progress.finish()
+            print(text)
         elif action == "trash" and target:
             self._trash(target)
         elif action == "trash":

@@ -1,7 +1,14 @@
 """Queries of the history index: matching, snippets, and hits rendered as text.
 
 The index (``history.HistoryIndex``) owns the database and keeps it current; this module
-only reads it. A query matches substrings (FTS5 trigrams), newest first.
+only reads it. A query matches substrings, case-insensitively, newest first. The index
+narrows the rows: each word of a term must be a word of the row (a word inside the term),
+start one (the term's last word), end one (its first) or contain one (a term that is one
+word); the vocabulary (``terms``, by its ``terms_g`` grams) says which words those are.
+Every candidate is then read from the log by offset and kept only if it really holds every
+term, so the answer is the brute-force answer. A fragment that more than ``MAX_WORDS``
+words contain does not narrow (a query of nothing else reads rows newest first until it has
+enough).
 """
 
 from __future__ import annotations
@@ -10,12 +17,17 @@ import re
 import sqlite3
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-SNIPPET_CHARS = 90  # each side of the match
-SEARCH_TOOL = "search_history"  # rows of earlier searches never answer a new one
+from .history_rows import SEARCH_TOOL, Folders, RowReader
+from .history_schema import CJK_RUN, WORD, fragment_grams, quote
 
-_COLUMNS = "d.session_id, d.message_uuid, d.role, d.kind, d.ts, d.call_id, d.line, d.ref, d.text"
+SNIPPET_CHARS = 90  # each side of the match
+MAX_WORDS = 64  # a fragment in more words than this does not narrow the candidates
+_ROW = "d.id, d.sid, d.kind, d.part, d.off, d.len, d.line, d.src, d.slen"
+
+__all__ = ["SEARCH_TOOL", "Hit", "match", "render_hits"]
 
 
 @dataclass(frozen=True)
@@ -44,132 +56,159 @@ class Hit:
         }
 
 
-def grams(text: str) -> set[str]:
-    """The tokens of ``text`` in the short-term table: each distinct character and character pair.
-
-    Lower-cased first (a search is case-insensitive); pairs with white space are left out
-    (a term never holds any). A token is the characters' code points in hex, ``u61`` or
-    ``b61x62``, so FTS5's ascii tokenizer keeps it whole whatever the characters are.
-    """
-    low = text.lower()
-    chars = set(low)
-    out = {f"u{ord(c):x}" for c in chars if not c.isspace()}
-    pairs = set(zip(low, low[1:], strict=False))
-    out.update(f"b{ord(a):x}x{ord(b):x}" for a, b in pairs if not (a.isspace() or b.isspace()))
-    return out
-
-
-def grams_text(text: object) -> str:
-    return " ".join(grams(text)) if isinstance(text, str) else ""
-
-
-def short_token(term: str) -> str | None:
-    """The side table's token for a one- or two-character term (lower-cased), or None."""
-    low = term.lower()
-    if len(low) == 1 and not low.isspace():
-        return f"u{ord(low):x}"
-    if len(low) == 2 and not (low[0].isspace() or low[1].isspace()):
-        return f"b{ord(low[0]):x}x{ord(low[1]):x}"
-    return None
-
-
-def match(con: sqlite3.Connection, query: str, session_id: str | None, limit: int) -> list[Hit]:
+def match(con: sqlite3.Connection, query: str, session_id: str | None, limit: int, root: Path) -> list[Hit]:
     """The hits for ``query``: the exact phrase first, then rows with every word."""
     quoted = len(query) >= 2 and query[0] == query[-1] == '"'
     phrase = query[1:-1].strip() if quoted else query
     terms = [phrase] if quoted else phrase.split()
+    if not phrase:
+        return []
+    sid: int | None = None
     span: tuple[int, int] | None = None
     if session_id is not None:
+        row = con.execute("SELECT sid FROM logs WHERE session_id = ?", (session_id,)).fetchone()
+        if row is None:
+            return []
+        sid = row[0]
         # A session's rows form one rowid range (mostly its own): FTS5 narrows by range
         # natively, where a join condition alone would walk every match of the workspace.
-        low, high = con.execute(
-            "SELECT min(id), max(id) FROM docs WHERE session_id = ?", (session_id,)
-        ).fetchone()
+        low, high = con.execute("SELECT min(id), max(id) FROM docs WHERE sid = ?", (sid,)).fetchone()
         if low is None:
             return []
         span = (low, high)
-    found = _find(con, [phrase], session_id, span, limit)
-    if len(found) < limit and len(terms) > 1:
-        # Too few hits for the exact phrase: every word, anywhere in one row.
-        ids = {r[0] for r in found}
-        more = [r for r in _find(con, terms, session_id, span, limit) if r[0] not in ids]
-        found += more[: limit - len(found)]
-    return [_hit(r[1:], terms) for r in found]
+    names = dict(con.execute("SELECT sid, session_id FROM logs"))
+    with RowReader(Folders(root, names)) as reader:
+        found = _find(con, reader, [phrase], sid, span, limit)
+        if len(found) < limit and len(terms) > 1:
+            # Too few hits for the exact phrase: every word, anywhere in one row.
+            ids = {r[0][0] for r in found}
+            more = [r for r in _find(con, reader, terms, sid, span, limit) if r[0][0] not in ids]
+            found += more[: limit - len(found)]
+        return [_hit(reader, row, text, names.get(row[1], ""), terms) for row, text in found]
 
 
 def _find(
     con: sqlite3.Connection,
+    reader: RowReader,
     terms: list[str],
-    session_id: str | None,
+    sid: int | None,
     span: tuple[int, int] | None,
     limit: int,
-) -> list[tuple]:
-    """Rows with every term, newest first.
+) -> list[tuple[tuple, str]]:
+    """Rows holding every term, newest first, with their text.
 
-    Newest first rather than by bm25: on trigrams bm25 says little about a substring
-    match, and ranking must score every match, where rowid order stops at ``limit``.
+    Newest first rather than by a rank: ranking must score every match, where rowid order
+    stops at ``limit``.
     """
-    # Trigrams need 3 characters. Shorter terms alone (two CJK characters, "qz") are looked
-    # up in the side table of characters and pairs; beside a long term, they are checked
-    # with instr() on the rows the long terms matched (newest first, stopping at ``limit``).
-    long = [t for t in terms if len(t) >= 3]
-    short = [t.lower() for t in terms if len(t) < 3]
-    if short and not long:
-        tokens = [short_token(t) for t in short]
-        if all(tokens):
-            return _find_short(con, tokens, session_id, span, limit)  # type: ignore[arg-type]
-    # Earlier searches echo their own query and hits: never an answer to a new one.
-    where, args = [f"coalesce(d.tool, '') != '{SEARCH_TOOL}'"], []
-    for t in short:
-        where.append("instr(lower(d.text), ?) > 0")
-        args.append(t)
-    if session_id is not None:
-        where.append("d.session_id = ?")
-        args.append(session_id)
-    conditions = "".join(f" AND {w}" for w in where)
-    if long:
-        match = " AND ".join('"' + t.replace('"', '""') + '"' for t in long)
-        in_span = " AND docs_fts.rowid BETWEEN ? AND ?" if span else ""
+    lows = [t.lower() for t in terms]
+    expr = candidates(con, lows)
+    if expr is False:
+        return []  # a word of the query is in no row at all
+    in_sid = " AND d.sid = ?" if sid is not None else ""
+    args: list[Any] = [sid] if sid is not None else []
+    if expr is None:
+        in_span = " AND d.id BETWEEN ? AND ?" if span else ""
+        sql = f"SELECT {_ROW} FROM docs d WHERE 1{in_span}{in_sid} ORDER BY d.id DESC"
+        cursor = con.execute(sql, (*(span or ()), *args))
+    else:
+        in_span = " AND words.rowid BETWEEN ? AND ?" if span else ""
         sql = (
-            f"SELECT d.id, {_COLUMNS} FROM docs_fts JOIN docs d ON d.id = docs_fts.rowid "
-            f"WHERE docs_fts MATCH ?{in_span}{conditions} ORDER BY docs_fts.rowid DESC LIMIT ?"
+            f"SELECT {_ROW} FROM words CROSS JOIN docs d ON d.id = words.rowid "
+            f"WHERE words MATCH ?{in_span}{in_sid} ORDER BY words.rowid DESC"
         )
-        return con.execute(sql, (match, *(span or ()), *args, limit)).fetchall()
-    in_span = " AND d.id BETWEEN ? AND ?" if span else ""
-    sql = f"SELECT d.id, {_COLUMNS} FROM docs d WHERE 1{in_span}{conditions} ORDER BY d.id DESC LIMIT ?"
-    return con.execute(sql, (*(span or ()), *args, limit)).fetchall()
+        cursor = con.execute(sql, (expr, *(span or ()), *args))
+    out: list[tuple[tuple, str]] = []
+    try:
+        for row in cursor:
+            text = reader.text(row)
+            if text is None:
+                continue
+            low = text.lower()
+            if all(t in low for t in lows):
+                out.append((row, text))
+                if len(out) >= limit:
+                    break
+    finally:
+        cursor.close()
+    return out
 
 
-def _find_short(
-    con: sqlite3.Connection, tokens: list[str], session_id: str | None, span: tuple[int, int] | None, limit: int
-) -> list[tuple]:
-    """Rows with every one- or two-character term: the side table says exactly which, newest first."""
-    where, args = [f"coalesce(d.tool, '') != '{SEARCH_TOOL}'"], []
-    if session_id is not None:
-        where.append("d.session_id = ?")
-        args.append(session_id)
-    in_span = " AND docs_short.rowid BETWEEN ? AND ?" if span else ""
-    sql = (
-        f"SELECT d.id, {_COLUMNS} FROM docs_short JOIN docs d ON d.id = docs_short.rowid "
-        f"WHERE docs_short MATCH ?{in_span}{''.join(f' AND {w}' for w in where)} "
-        "ORDER BY docs_short.rowid DESC LIMIT ?"
-    )
-    return con.execute(sql, (" AND ".join(tokens), *(span or ()), *args, limit)).fetchall()
+def candidates(con: sqlite3.Connection, terms: list[str]) -> str | None | bool:
+    """The ``words`` MATCH expression every row holding all ``terms`` (lower-cased) satisfies.
 
-
-def _hit(row: tuple, terms: list[str]) -> Hit:
-    session_id, uuid, role, kind, ts, call_id, line, ref, text = row
-    match = None
+    ``None``: the index cannot narrow them (read every row); ``False``: no row can match.
+    """
+    groups: list[tuple[str, ...]] = []
     for term in terms:
-        match = re.search(re.escape(term), text, re.IGNORECASE)
-        if match:
+        for run in CJK_RUN.findall(term):
+            # Each CJK character and each pair of neighbours is a token of its own.
+            grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+            groups.extend((g,) for g in dict.fromkeys(grams))
+        spaced = CJK_RUN.sub(" ", term)
+        for m in WORD.finditer(spaced):
+            word = m.group()
+            before, after = m.start() > 0, m.end() < len(spaced)
+            mode = "exact" if before and after else "prefix" if before else "suffix" if after else "inside"
+            found = _words(con, word, mode)
+            if found is not None and not found:
+                return False
+            if found is not None:
+                groups.append(tuple(found))
+    if not groups:
+        return None
+    return " AND ".join("(" + " OR ".join(quote(w) for w in g) + ")" for g in dict.fromkeys(groups))
+
+
+def _words(con: sqlite3.Connection, fragment: str, mode: str) -> list[str] | None:
+    """Words of the vocabulary that ``fragment`` is (exact), starts, ends or is inside; None if too many."""
+    if mode == "exact":
+        return [fragment] if con.execute("SELECT 1 FROM terms WHERE term = ?", (fragment,)).fetchone() else []
+    if mode == "prefix":
+        upper = fragment[:-1] + chr(ord(fragment[-1]) + 1) if ord(fragment[-1]) < 0x10FFFF else None
+        sql = "SELECT term FROM terms WHERE term >= ?" + (" AND term < ?" if upper else "") + " LIMIT ?"
+        rows = con.execute(sql, (fragment, *((upper,) if upper else ()), MAX_WORDS + 1)).fetchall()
+        found = [r[0] for r in rows if r[0].startswith(fragment)]
+        return None if len(found) > MAX_WORDS else found
+    expr = " AND ".join(quote(g) for g in fragment_grams(fragment))
+    cursor = con.execute(
+        "SELECT t.term FROM terms_g CROSS JOIN terms t ON t.id = terms_g.rowid WHERE terms_g MATCH ?", (expr,)
+    )
+    found = []
+    try:
+        for (word,) in cursor:
+            if word.endswith(fragment) if mode == "suffix" else fragment in word:
+                found.append(word)
+                if len(found) > MAX_WORDS:
+                    return None
+    finally:
+        cursor.close()
+    return found
+
+
+def _hit(reader: RowReader, row: tuple, text: str, session_id: str, terms: list[str]) -> Hit:
+    info = reader.describe(row, session_id, text)
+    found = None
+    for term in terms:
+        found = re.search(re.escape(term), text, re.IGNORECASE)
+        if found:
             break
-    a, b = (match.start(), match.end()) if match else (0, 0)
+    a, b = (found.start(), found.end()) if found else (0, 0)
     lo, hi = max(0, a - SNIPPET_CHARS), min(len(text), b + SNIPPET_CHARS)
     snippet = ("…" if lo else "") + " ".join(text[lo:hi].split()) + ("…" if hi < len(text) else "")
-    if line is not None and match:
+    line = info.line
+    if line is not None and found:
         line += text[:a].count("\n")
-    return Hit(session_id, uuid, role, kind, ts or 0.0, snippet, call_id, ref, line)
+    return Hit(
+        info.session_id,
+        info.message_uuid,
+        info.role,
+        info.kind,
+        info.ts or 0.0,
+        snippet,
+        info.call_id,
+        info.ref,
+        line,
+    )
 
 
 def render_hits(hits: list[Hit], query: str, scope: str) -> str:

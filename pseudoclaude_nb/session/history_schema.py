@@ -1,0 +1,125 @@
+"""The history index's tables, and how text becomes the tokens they hold.
+
+The index stores no text. ``docs`` says where each searchable piece is (a log line and the
+part of it, or a byte range of a spilled file); ``words`` is a contentless FTS5 table
+(detail=none) of each piece's *words*, lower-cased; ``terms`` is the vocabulary of those
+words, and ``terms_g`` a contentless FTS5 table of each word's characters, character
+pairs and trigrams, so that a fragment of a word (``Wrapper`` in ``TextWrapper``, ``压缩``
+inside a sentence, ``qz``) finds the words that contain it. A query becomes candidate rows
+through these tables; the query module reads each candidate's text from the log by offset
+and keeps only real matches, so the answer is exactly a case-insensitive substring search.
+
+A word is what FTS5's ``ascii`` tokenizer (with ``_`` as a token character) makes a token:
+a run of ASCII letters, digits, ``_`` and any non-ASCII characters. ``WORD`` is the same
+rule in Python, so the vocabulary holds exactly the tokens of ``words``.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+
+SCHEMA_VERSION = 7
+KIND_NAMES = ("text", "tool_call", "tool_result", "spill")
+KIND = {name: i for i, name in enumerate(KIND_NAMES)}
+
+WORD = re.compile(r"[0-9a-z_\u0080-\U0010ffff]+")
+# Marks the character grams of a word (never in a word, so never confused with one of its trigrams).
+GRAM_MARK = "\x01"
+
+TABLES = ("terms_g", "terms", "words", "skip", "docs", "logs", "meta")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS logs(
+    sid INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    offset INTEGER NOT NULL,
+    head TEXT NOT NULL,
+    stamp TEXT
+);
+CREATE TABLE IF NOT EXISTS docs(
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    sid INTEGER NOT NULL,
+    kind INTEGER NOT NULL,
+    part INTEGER NOT NULL,
+    off INTEGER NOT NULL,
+    len INTEGER NOT NULL,
+    line INTEGER,
+    src INTEGER,
+    slen INTEGER,
+    uh INTEGER
+);
+CREATE INDEX IF NOT EXISTS docs_sid ON docs(sid);
+CREATE TABLE IF NOT EXISTS skip(sid INTEGER NOT NULL, call_id TEXT NOT NULL, PRIMARY KEY(sid, call_id))
+    WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS terms(id INTEGER PRIMARY KEY, term TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS meta(key TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
+CREATE VIRTUAL TABLE IF NOT EXISTS words USING fts5(
+    t, content='', detail=none, columnsize=0, tokenize="ascii tokenchars '_'"
+);
+CREATE VIRTUAL TABLE IF NOT EXISTS terms_g USING fts5(
+    g, content='', detail=none, columnsize=0, tokenize='trigram case_sensitive 1'
+);
+"""
+
+
+def prepare(con: sqlite3.Connection) -> None:
+    """Create (or, from another schema version, recreate) the tables."""
+    version = con.execute("PRAGMA user_version").fetchone()[0]
+    if version not in (0, SCHEMA_VERSION):
+        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
+        for name in ("docs_short", "docs_fts", *TABLES):
+            if name in names:
+                con.execute(f"DROP TABLE IF EXISTS {name}")
+    con.executescript(SCHEMA)
+    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+
+# Han, kana, hangul and their punctuation: written without spaces, so each character is a
+# token of its own and each pair of neighbours one more (``压缩`` is then a token, exactly).
+CJK = "\u2e80-\u2fff\u3000-\u30ff\u3100-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef\U00020000-\U0003ffff"
+CJK_RUN = re.compile(f"[{CJK}]+")
+
+
+def _cjk_tokens(m: re.Match[str]) -> str:
+    run = m.group()
+    pairs = " ".join(run[i : i + 2] for i in range(len(run) - 1))
+    return f" {' '.join(run)} {pairs} "
+
+
+def index_text(text: str) -> str:
+    """What ``words`` is given for a piece of text: lower-cased (the tokenizer splits it), CJK split."""
+    low = text.lower()
+    return low if low.isascii() else CJK_RUN.sub(_cjk_tokens, low)
+
+
+def words_of(low: str) -> set[str]:
+    """The distinct tokens ``words`` makes of lower-cased text."""
+    return set(WORD.findall(low))
+
+
+def gram_text(term: str) -> str:
+    """What ``terms_g`` is given for one word: its trigrams, and its characters and pairs marked.
+
+    ``\\x01a\\x01b\\x01`` has the trigrams ``\\x01a\\x01`` (the character a) and ``a\\x01b``
+    (the pair ab): the trigram tokenizer then finds words by a fragment of any length.
+    """
+    return f"{term}\n{GRAM_MARK}{GRAM_MARK.join(term)}{GRAM_MARK}"
+
+
+def fragment_grams(fragment: str) -> list[str]:
+    """The ``terms_g`` tokens every word containing ``fragment`` has (a superset test)."""
+    if len(fragment) == 1:
+        return [f"{GRAM_MARK}{fragment}{GRAM_MARK}"]
+    if len(fragment) == 2:
+        return [f"{fragment[0]}{GRAM_MARK}{fragment[1]}"]
+    grams = list(dict.fromkeys(fragment[i : i + 3] for i in range(len(fragment) - 2)))
+    if len(grams) > 12:  # enough to be selective; the words found are checked anyway
+        step = len(grams) / 12
+        grams = [grams[int(i * step)] for i in range(12)] + [grams[-1]]
+    return grams
+
+
+def quote(token: str) -> str:
+    """An FTS5 string for one token."""
+    return '"' + token.replace('"', '""') + '"'
