@@ -39,6 +39,8 @@ class Sizes:
     repeat: int  # repetitions of each timing; the median (or best) is kept
     index_variants: bool = True  # also time the reference rows with the history index
     timeline_mb: int = 200  # the log the timeline is built for (issue 18: 200 MB)
+    magic_big: int = 10_000  # messages of the big session for the per-step cost through %agent
+    magic_steps: int = 20  # model steps of each timed %agent run
 
 
 FULL = Sizes(
@@ -62,6 +64,8 @@ QUICK = Sizes(
     name="quick",
     index_variants=False,
     timeline_mb=4,
+    magic_big=1_000,
+    magic_steps=5,
     resume_log_mb=30,
     overhead_big=10_000,
     overhead_small=100,
