@@ -56,6 +56,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         built, seconds = storage.build_resume_log(scratch, sizes)
         rows.extend(storage.resume_and_replay(built, sizes, seconds))
         built.path.unlink()
+        rows.extend(storage.full_load_memory(scratch, sizes))
 
     def do_cost() -> None:
         cost_rows, priced, logs = cost.context_cost(scratch, sizes, count, counter_name)
@@ -104,6 +105,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "replace",
         "resume",
         "replay",
+        "load_memory",
         "list",
         "history_search",
         "largest_line",
