@@ -97,6 +97,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     for i in range(sizes.repeat):  # interleaved, so drift hits both alike
         bare.append(_bare_loop(ws / f"bare-{i}.jsonl", lines))
         product.append(_product_loop(ws, messages, index=shipped))
+        shipped.flush()  # untimed: what the indexer has left must not run into the next loops
         writer_only.append(_product_loop(ws, messages))
         if sizes.index_variants:
             indexed.append(_product_loop(ws, messages, index=index))
