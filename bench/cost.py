@@ -260,12 +260,12 @@ def _pending_note(messages: list[Message]) -> Message | None:
 @contextmanager
 def _provider(make: Callable[..., Any]) -> Iterator[None]:
     """Agent builds its provider per run; the bench hands it one that keeps its place in the script."""
-    real = agent_module.make_provider
-    agent_module.make_provider = make  # type: ignore[assignment]
+    real = agent_module.provider_for
+    agent_module.provider_for = make  # type: ignore[assignment]
     try:
         yield
     finally:
-        agent_module.make_provider = real  # type: ignore[assignment]
+        agent_module.provider_for = real  # type: ignore[assignment]
 
 
 @dataclass

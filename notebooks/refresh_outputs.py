@@ -96,6 +96,24 @@ def _scrub(value: object, folder: str) -> object:
     return value
 
 
+def _join_streams(outputs: list) -> list:
+    """One stream output where a print reached the kernel in two flushes ("torn tail:" and
+    " True …" apart), as JupyterLab stores it: the committed text does not depend on timing."""
+    joined: list = []
+    for output in outputs:
+        last = joined[-1] if joined else None
+        if (
+            output.get("output_type") == "stream"
+            and last is not None
+            and last.get("output_type") == "stream"
+            and last.get("name") == output.get("name")
+        ):
+            last["text"] += output["text"]
+        else:
+            joined.append(output)
+    return joined
+
+
 def clean_outputs(nb: nbformat.NotebookNode, workspace: Path) -> None:
     """No build paths, no widget state: what is stored reads right without a kernel."""
     nb.metadata.pop("widgets", None)
@@ -103,6 +121,7 @@ def clean_outputs(nb: nbformat.NotebookNode, workspace: Path) -> None:
     for cell in nb.cells:
         if cell.cell_type != "code":
             continue
+        cell.outputs = _join_streams(cell.outputs)
         for output in cell.outputs:
             data = output.get("data")
             if data is not None:

@@ -13,55 +13,39 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
+from .agent_memory import MEMORY_WAIT_SECONDS, RunMemory
+from .agent_notebook import NOTEBOOK_IMAGES, NotebookActivity
+from .agent_session import ActiveSession
+from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .context import CompactSettings, ContextManager, Emit
+from .context import CompactSettings, ContextManager
 from .conversation import Conversation, Hooks
-from .errors import ConfigError, SessionNotFoundError, ToolError
-from .events import Compacted, MemoryUpdated, RunEvent
-from .mcp import McpHub, load_config
-from .memory import MemoryManager, user_memory_dir
-from .messages import ImagePart, Message, NotebookMark
-from .notebook import ActivityBlock, NotebookHost, cells_for_run, render_activity
-from .prompt import join_sections, system_sections, with_memory
-from .providers import Provider, make_provider
-from .redact import Redactor
-from .rollover.handoff import GUIDANCE, Intent
+from .errors import ConfigError, SessionNotFoundError
+from .events import Compacted, RunEvent
+from .mcp import McpHub
+from .memory import MemoryManager
+from .messages import Message
+from .notebook import NotebookHost
+from .prompt import join_sections
+from .providers import Provider, provider_for
 from .runner import Listener, Notice, Runner, RunSummary
-from .session import LoadResult, SessionWriter, images, list_sessions, load_session, new_session_dir
+from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
 from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
-from .tools import MemoryReader, Permissions, ToolRegistry, build_tools
-from .tools.memory import withhold_bodies
-from .tools.notebook import notebook_tools
-from .tools.rollover import new_context_tool, search_history_tool
-from .tools.user import user_tools
+from .tools import Permissions
 
-# How long a run waits for the previous run's memory update before going on without it.
-MEMORY_WAIT_SECONDS = 15.0
-# issue-14: images of notebook cells the first message of a run shows the model, newest last.
-NOTEBOOK_IMAGES = 4
+# Re-exported: these lived here before the split, and callers import them from here.
+__all__ = ["MEMORY_WAIT_SECONDS", "NOTEBOOK_IMAGES", "ActiveSession", "Agent"]
 
 
-@dataclass
-class ActiveSession:
-    dir: Path
-    writer: SessionWriter
-    conversation: Conversation
-    context: ContextManager
-    previous_model: str | None = None  # from a resume; said once, by the next run
-    idle_since: float | None = None  # last activity: a resume's log, or the last run
-    notebook_seen: int | None = None  # the last cell reported to this session (None: none yet)
+class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
+    """The composition root: sessions and runs here; what a run offers (``RunSurface``), its
+    memory (``RunMemory``), its notebook activity (``NotebookActivity``) and what ``%context``
+    shows (``ContextViews``) are mixins over the same state."""
 
-    @property
-    def id(self) -> str:
-        return self.dir.name
-
-
-class Agent(ContextViews):
     def __init__(
         self,
         settings: PseudoClaude | None = None,
@@ -100,14 +84,6 @@ class Agent(ContextViews):
             # committed offsets, and every search catches up first (issue 18).
             self._history = HistoryIndex(ws, background=True)
         return self._history
-
-    @property
-    def memory(self) -> MemoryManager:
-        """The project memory of the current workspace and the user memory (``%memory``)."""
-        ws, user = self.workspace, user_memory_dir()
-        if self._memory is None or self._memory.workspace != ws or self._memory.user.root != user:
-            self._memory = MemoryManager(ws, user)
-        return self._memory
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -201,6 +177,7 @@ class Agent(ContextViews):
             safety_margin=s.safety_margin,
             recent_tokens=s.recent_tokens,
             breaker_limit=s.breaker_limit,
+            reminder_threshold=s.reminder_threshold,
         )
 
     def config(self, **options: object) -> RunConfig:
@@ -217,16 +194,7 @@ class Agent(ContextViews):
     ) -> RunSummary:
         config = self.config(**options)
         load_dotenv_file(self.workspace)
-        provider = make_provider(
-            config.provider,
-            model=config.model,
-            context_window=config.context_window,
-            script=config.script,
-            max_output_tokens=config.max_output_tokens,
-            thinking_budget=config.thinking_budget,
-            reasoning_effort=config.reasoning_effort,
-            send_images=config.send_images,
-        )
+        provider = provider_for(config)
         if new:
             self.new_session()
         elif session_id:
@@ -236,7 +204,7 @@ class Agent(ContextViews):
         context = self._use_strategy(active, config.strategy)
         memory_events: list[RunEvent] = []
         memory_index = self._memory_for_run(config.memory, memory_events)
-        relay = _Relay()  # this run's events, for tools that report (new_context)
+        relay = Relay()  # this run's events, for tools that report (new_context)
         mcp_problems = self.prepare_mcp()
         tools = self._tools(config.strategy, memory_index, relay)
         system = join_sections(self._sections(config.strategy, memory_index))
@@ -297,39 +265,6 @@ class Agent(ContextViews):
             self._update_memory(new_messages, provider, active)
         return summary
 
-    # --- the notebook: the activity block that begins a run's user message ----------------------
-
-    def notebook_block(self, active: ActiveSession | None = None) -> ActivityBlock | None:
-        """The cells the next run of ``active`` (default: the current session) would report.
-
-        Redacted here, before anything sends or writes it: a key typed into a cell is not
-        the model's business, and the request is not redacted elsewhere.
-        """
-        if self.notebook is None:
-            return None
-        active = active if active is not None else self.session
-        seen = active.notebook_seen if active is not None else None
-        records = self.notebook.cells.records()
-        cells = cells_for_run(records, seen)
-        block = render_activity(cells, budget_bytes=max(self.settings.notebook_context_bytes, 500))
-        if block.text and self.settings.redact_secrets:
-            block = ActivityBlock(Redactor().text(block.text), block.shown, block.total, block.last_seq)
-        return block
-
-    def _first_message(self, prompt: str, block: ActivityBlock | None, active: ActiveSession) -> Message:
-        if block is None:
-            return Message(role="user", content=prompt)
-        pictures = self._cell_images(block, active)
-        active.notebook_seen = max(block.last_seq, self.notebook.cells.last_seq if self.notebook else 0)
-        if not block.text:
-            return Message(role="user", content=prompt)
-        return Message(
-            role="user",
-            content=f"{block.text}\n\n{prompt}",
-            notebook=NotebookMark(chars=len(block.text), cells=block.shown),
-            parts=tuple(pictures),
-        )
-
     def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
         """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
 
@@ -347,137 +282,6 @@ class Agent(ContextViews):
         if layer1_only:
             return self.session.context.spill_all(emit)
         return self.session.context.compact(self.provider_for_context(), "manual", emit)
-    def _cell_images(self, block: ActivityBlock, active: ActiveSession) -> list[ImagePart]:
-        """The images the block's cells displayed (the newest few), stored in the session (issue-14)."""
-        if self.notebook is None or not block.shown:
-            return []
-        cells = cells_for_run(self.notebook.cells.records(), active.notebook_seen)[-block.shown :]
-        raw = [picture for cell in cells for picture in cell.images][-NOTEBOOK_IMAGES:]
-        parts = []
-        for data, media_type in raw:
-            try:
-                parts.append(images.store(active.writer.dir, data, media_type))
-            except (images.ImageError, OSError):
-                continue  # the block's text already names the image; it just is not sent
-        return parts
-
-    # --- memory: the index for a run, bodies withheld, the update after it ------------------------
-
-    def _memory_index(self, enabled: bool) -> str | None:
-        """The index for the next request (after any pending update), or ``None``."""
-        if not enabled:
-            return None
-        self.memory.wait(self.memory_wait)
-        try:
-            return self.memory.prompt_index()
-        except OSError:
-            return None  # said by _memory_for_run; %context only describes
-
-    def _memory_for_run(self, enabled: bool, events: list[RunEvent]) -> str | None:
-        """The index for this run; what earlier updates did, and any problem, as events."""
-        if not enabled:
-            return None
-        if not self.memory.wait(self.memory_wait):
-            events.append(
-                Notice(
-                    "the memory update of the previous run is still running; this run sees memory "
-                    "as it was before it",
-                    "warning",
-                )
-            )
-        for report in self.memory.take_reports():
-            events.append(
-                MemoryUpdated(tuple(report.changes), tuple(report.ignored), report.error, report.session_id)
-            )
-            events.append(Notice(report.summary(), "warning" if report.error or report.ignored else "info"))
-        try:
-            index = self.memory.prompt_index()
-        except OSError as exc:
-            events.append(Notice(f"memory left out of this run: {exc}; check %memory show", "warning"))
-            index = None
-        events.extend(Notice(text, "warning") for text in self.memory.take_notices())
-        return index
-
-    def _withhold_memory(self, active: ActiveSession, runner: Runner) -> None:
-        """Memory is off: notes read in earlier runs leave the conversation (an ``edit`` replace)."""
-        messages, count = withhold_bodies(active.conversation.messages())
-        if count:
-            active.conversation.replace("edit", messages)
-            active.context.forget_anchor()  # the last usage measured the bodies
-            runner.emit(
-                Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
-            )
-
-    def _update_memory(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
-        if not _plays_memory(provider):
-            return
-        writer = active.writer
-        self.memory.update_async(
-            messages,
-            provider=provider,
-            policy=self.settings.memory_policy,
-            session_id=active.id,
-            note=lambda text, level: writer.note(text, level),
-        )
-
-    # --- what a run offers: tools and system prompt, by strategy ----------------------------------
-
-    def _tools(self, strategy: str, memory_index: str | None = None, emit: Emit | None = None) -> ToolRegistry:
-        # read_memory only when memory is on and holds something: else it is noise.
-        reader = MemoryReader(self.memory) if memory_index else None
-        tools = build_tools(self.workspace, python_executor=self.python_executor, memory=reader)
-        if self.notebook is not None:
-            for tool in notebook_tools(self.notebook):
-                tools.add(tool)
-        for user_tool in user_tools():
-            if user_tool.name not in tools:
-                tools.add(user_tool.as_tool())
-        if strategy == "rollover":
-            tools.add(new_context_tool(self.workspace, lambda intent: self._declare_rollover(intent, emit)))
-            tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
-        for tool in self._mcp.tools() if self._mcp is not None else ():
-            tools.add(tool)
-        return tools
-
-    # --- MCP servers -------------------------------------------------------------------------
-
-    @property
-    def mcp(self) -> McpHub:
-        """The kernel's MCP servers (``%mcp``); nothing runs until a run or ``%mcp`` starts them."""
-        if self._mcp is None:
-            self._mcp = McpHub()
-        return self._mcp
-
-    def prepare_mcp(self, *, start: bool = True) -> list[str]:
-        """Match the servers to the configuration now, starting new ones; problems as lines."""
-        hub = self.mcp
-        hub.start_timeout, hub.call_timeout = self.settings.mcp_start_timeout, self.settings.mcp_timeout
-        config = load_config(self.workspace, self.settings.mcp_servers)
-        return hub.configure(config, self.workspace, start=start)
-    def describe_tools(self) -> str:
-        """``%agent --tools``: every tool the next run offers, the user's own marked."""
-        tools = self._tools(self._strategy(), self._memory_index(self.settings.memory_policy != "off"))
-        mine = {t.name: t for t in user_tools()}
-        lines = [f"{len(tools)} tools (permission mode {self.settings.permission_mode}):"]
-        for tool in tools:
-            kind = "changes things" if tool.side_effect else "read-only"
-            origin = " · yours (@tool)" if tool.name in mine and mine[tool.name].args is tool.args else ""
-            summary = tool.description.split(". ")[0].strip().rstrip(".")
-            lines.append(f"  {tool.name:<18} {kind}{origin} — {summary[:90]}")
-        if not mine:
-            lines.append("  (no @tool functions registered: from pseudoclaude_nb import tool)")
-        return "\n".join(lines)
-
-    def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
-        sections = system_sections(self.workspace)
-        if strategy == "rollover":
-            sections.append(("rollover", GUIDANCE))
-        return with_memory(sections, memory_index)
-
-    def _declare_rollover(self, intent: Intent, emit: Emit | None) -> str:
-        if self.session is None:
-            raise ToolError("new_context needs a session; keep working in this window")
-        return self.session.context.declare(intent, emit or _ignore)
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""
@@ -498,26 +302,3 @@ class Agent(ContextViews):
         active.previous_model = None
         return prefix
 
-
-class _Relay:
-    """The events of one run, for what is built before its runner (the tools)."""
-
-    def __init__(self) -> None:
-        self.target: Emit = _ignore
-
-    def __call__(self, event: RunEvent) -> None:
-        self.target(event)
-
-
-def _ignore(event: RunEvent) -> None:
-    pass
-
-
-def _plays_memory(provider: Provider) -> bool:
-    """Whether to ask ``provider`` for a memory update at all.
-
-    A scripted provider whose script has no ``memory_ops`` (the demo, most test and notebook
-    scripts) scripts no memory updates: asking would only fail with "the script ran out".
-    """
-    script = getattr(provider, "script", None)
-    return script is None or bool(getattr(script, "memory_ops", True))

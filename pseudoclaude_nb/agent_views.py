@@ -16,7 +16,7 @@ from .compact.manifest import manifest
 from .context import CompactSettings, threshold_for
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
-from .providers import Provider, make_provider
+from .providers import Provider, provider_for
 from .tools.memory import withhold_bodies
 from .tools.user import user_tools
 
@@ -57,8 +57,7 @@ class ContextViews:
         """The provider of the last run (a scripted one keeps its place), else a new one."""
         if self.last_provider is not None:
             return self.last_provider
-        c = self.config()
-        return make_provider(c.provider, model=c.model, context_window=c.context_window, script=c.script)
+        return provider_for(self.config(strategy=self._strategy()))
 
     def _context_window(self: AgentParts) -> int:
         if self.settings.context_window:

@@ -9,13 +9,29 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
 from pathlib import Path
 
+from .config import STRATEGIES
 from .providers.demo_script import DEMO_PROMPT
 
 
-def run_demo(workspace: Path, *, quiet: bool = False) -> int:
+def jupyter_command(executable: str | None = None) -> str | None:
+    """How to start ``jupyter`` from this Python's environment: ``jupyter`` when that is the
+    one on PATH, else its full path (a venv run as ``.venv/bin/python`` without activating it
+    has its ``jupyter`` off PATH); None when the environment has none."""
+    bindir = Path(executable or sys.executable).parent
+    here = next((p for p in (bindir / "jupyter", bindir / "jupyter.exe") if p.is_file()), None)
+    if here is None:
+        return None
+    on_path = shutil.which("jupyter")
+    if on_path is not None and Path(on_path).resolve() == here.resolve():
+        return "jupyter"
+    return shlex.quote(str(here))
+
+
+def run_demo(workspace: Path, *, quiet: bool = False, strategy: str = "compact") -> int:
     from IPython.core.interactiveshell import InteractiveShell
 
     workspace.mkdir(parents=True, exist_ok=True)
@@ -23,7 +39,8 @@ def run_demo(workspace: Path, *, quiet: bool = False) -> int:
     shell = InteractiveShell.instance()
     cells = [
         "%load_ext pseudoclaude_nb",
-        f"%agent --provider demo --mode auto --new {'--quiet ' if quiet else ''}{shlex.quote(DEMO_PROMPT)}",
+        f"%agent --provider demo --mode auto --new --strategy {strategy} "
+        f"{'--quiet ' if quiet else ''}{shlex.quote(DEMO_PROMPT)}",
         "%context",
         "%sessions list",
     ]
@@ -41,8 +58,14 @@ def run_demo(workspace: Path, *, quiet: bool = False) -> int:
     if session is not None:
         print(f"\nsession log: {session.writer.path}")
         print(f"files written by the agent are in {workspace}")
-        print("continue it in a notebook: start JupyterLab in that folder (it was installed with the")
-        print(f"'[lab]' extra) with  jupyter lab {shlex.quote(str(workspace))}  then, in a new notebook there:")
+        jupyter = jupyter_command()
+        if jupyter is None:
+            print("continue it in a notebook: JupyterLab is not installed in this Python's environment;")
+            print("install it with the '[lab]' extra (pip install -e '.[lab]' in a checkout), then run")
+            print(f"  jupyter lab {shlex.quote(str(workspace))}  and, in a new notebook there:")
+        else:
+            print("continue it in a notebook: start JupyterLab in that folder (it was installed with the")
+            print(f"'[lab]' extra) with  {jupyter} lab {shlex.quote(str(workspace))}  then, in a new notebook there:")
         print("  %load_ext pseudoclaude_nb")
         print("  %sessions resume --last")
     agent.close()
@@ -60,9 +83,15 @@ def main(argv: list[str] | None = None) -> int:
         help="folder the agent works in (default: ./pseudoclaude-demo)",
     )
     demo.add_argument("--quiet", action="store_true", help="only notices and the end line")
+    demo.add_argument(
+        "--strategy",
+        choices=STRATEGIES,
+        default="compact",
+        help="context strategy: compact (a summary, the default) or rollover (a handoff to a fresh window)",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return run_demo(args.workspace.resolve(), quiet=args.quiet)
+        return run_demo(args.workspace.resolve(), quiet=args.quiet, strategy=args.strategy)
     return 2
 
 

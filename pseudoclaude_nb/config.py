@@ -63,6 +63,12 @@ class PseudoClaude(Configurable):
     safety_margin = Int(13_000, help="Layer 2: extra headroom below the window.").tag(config=True)
     recent_tokens = Int(20_000, help="Layer 2: recent tail kept verbatim.").tag(config=True)
     breaker_limit = Int(3, help="Layer 2: consecutive failures that open the breaker.").tag(config=True)
+    reminder_threshold = Int(
+        15_000,
+        min=0,
+        help="Rollover: remind the model this many tokens before the base limit (at most 60 % of "
+        "the base limit, so a small window is not reminded before any work).",
+    ).tag(config=True)
     stale_hours = Int(6, help="Idle hours after which a resumed session gets a re-check note.").tag(
         config=True
     )

@@ -35,6 +35,21 @@ class ToolStarted:
 
 
 @dataclass(frozen=True)
+class PermissionAsked:
+    """The call waits for the user's answer to the permission prompt (mode ``ask``)."""
+
+    call: ToolCall
+
+
+@dataclass(frozen=True)
+class PermissionAnswered:
+    """The user answered; an allowed call's own time starts now (the wait is not tool time)."""
+
+    call: ToolCall
+    allowed: bool
+
+
+@dataclass(frozen=True)
 class ToolFinished:
     call: ToolCall
     result: ToolResult
@@ -170,6 +185,8 @@ RunEvent = (
     | AssistantDelta
     | ReasoningDelta
     | ToolStarted
+    | PermissionAsked
+    | PermissionAnswered
     | ToolFinished
     | StepFinished
     | Notice

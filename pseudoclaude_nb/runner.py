@@ -21,6 +21,8 @@ from .events import (
     AssistantDelta,
     Listener,
     Notice,
+    PermissionAnswered,
+    PermissionAsked,
     ReasoningDelta,
     RunEvent,
     RunFinished,
@@ -307,10 +309,16 @@ class Runner:
     def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
             self.emit(ToolStarted(call))
-            started, waited = time.monotonic(), getattr(self.permissions, "waited", 0.0)
-            result = self.surface.run(call, self.permissions)
+            started, waited = time.monotonic(), self.permissions.waited
+            self.permissions.on_prompt = lambda allowed, call=call: self.emit(
+                PermissionAsked(call) if allowed is None else PermissionAnswered(call, allowed)
+            )
+            try:
+                result = self.surface.run(call, self.permissions)
+            finally:
+                self.permissions.on_prompt = None
             # The tool's time, without the time the user took to answer a permission prompt.
-            asked = getattr(self.permissions, "waited", 0.0) - waited
+            asked = self.permissions.waited - waited
             self.emit(ToolFinished(call, result, time.monotonic() - started - asked))
             admitted = result
             if self.context is not None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +13,9 @@ from pseudoclaude_nb.session import load_session
 
 def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) -> None:
     env = dict(os.environ, PSEUDOCLAUDE_DEMO_PACE="0", IPYTHONDIR=str(tmp_path / "ipython"))
+    # As the README runs it: .venv/bin/python with the venv not activated (its bin/ off PATH).
+    bindir = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != bindir)
     proc = subprocess.run(
         [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "demo-ws"],
         cwd=tmp_path,
@@ -24,7 +28,13 @@ def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) ->
     out = proc.stdout
     assert "→ edit_file(" in out and "✓ done · 11 steps" in out
     assert "\033[" not in out, "piped output has no terminal escape codes"
-    assert "jupyter lab" in out and "%sessions resume --last" in out  # how to go on in a notebook
+    assert "%sessions resume --last" in out  # how to go on in a notebook
+    # The JupyterLab command it names works as printed, though the venv is not activated.
+    (start,) = [line for line in out.splitlines() if " lab " in line and "then, in a new notebook" in line]
+    command = shlex.split(start.split(" with  ")[1].split("  then")[0])
+    assert command[1:] == ["lab", str(tmp_path / "demo-ws")]
+    version = subprocess.run([command[0], "lab", "--version"], env=env, capture_output=True, text=True, timeout=60)
+    assert version.returncode == 0 and version.stdout.strip()[:1].isdigit(), version.stderr[-2000:]
     log_line = next(line for line in out.splitlines() if line.startswith("session log: "))
     log = Path(log_line.removeprefix("session log: "))
     assert log.is_file() and log.is_relative_to(tmp_path / "demo-ws")

@@ -255,12 +255,53 @@ def test_unknown_part_types_are_ignored_by_the_loader(tmp_path: Path) -> None:
     assert loaded.messages[0].content == "hi" and loaded.messages[0].parts == () and not loaded.bad_lines
 
 
-def test_oversized_image_is_refused_with_a_note_without_pillow(workspace: Path) -> None:
+@pytest.fixture
+def no_pillow(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As on a machine without the ``images`` extra (the test extra installs Pillow)."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "PIL" else real(name, *a))
+
+
+def test_oversized_image_is_refused_with_a_note_without_pillow(workspace: Path, no_pillow: None) -> None:
     part = ImagePart(path="images/x.png", media_type="image/png", bytes=10, sha256="0", width=9000, height=10)
     msg = Message(role="user", tool_result=ToolResult(call_id="c1", content="done"), parts=(part,))
     provider = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
     block = provider._params(_request([msg], lambda p: b"0123456789"))["messages"][0]["content"][0]
     assert "over Anthropic's limit" in block["content"] and "Pillow" in block["content"]
+
+
+def test_oversized_image_is_downscaled_with_pillow_and_the_session_keeps_the_original(
+    workspace: Path,
+) -> None:
+    """With Pillow installed (the ``images`` extra), a figure wider than Anthropic's 8,000 pixels
+    goes out as a JPEG within the limits, through the real SDK; the session's copy is untouched."""
+    pil = pytest.importorskip("PIL.Image")
+    import io
+
+    picture = png(9_000, 30, noise=True)
+    with FakeServer("anthropic") as fake:
+        fake.play(anthropic_wire.answer("", [("toolu_1", "plot", {})]), anthropic_wire.answer("wide"))
+        provider = AnthropicProvider(api_key=KEY, base_url=fake.url, model="claude-sonnet-4-6")
+        summary, conversation, session = run_once(workspace, provider, ToolRegistry([plot_tool(picture)]))
+    assert summary.status == "done"
+    _, image = fake.requests[1].body["messages"][2]["content"][0]["content"]
+    assert image["source"]["media_type"] == "image/jpeg"
+    sent = base64.b64decode(image["source"]["data"])
+    with pil.open(io.BytesIO(sent)) as img:
+        assert img.format == "JPEG" and max(img.size) <= 8_000 and img.size[0] > img.size[1]
+    (part,) = conversation.messages()[2].parts
+    assert (session / part.path).read_bytes() == picture and part.width == 9_000
+
+
+def test_image_pillow_cannot_read_is_refused_like_a_huge_one() -> None:
+    pytest.importorskip("PIL.Image")
+    part = ImagePart(path="images/x.png", media_type="image/png", bytes=10, sha256="0", width=9000, height=10)
+    msg = Message(role="user", tool_result=ToolResult(call_id="c1", content="done"), parts=(part,))
+    provider = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
+    block = provider._params(_request([msg], lambda p: b"not a png at all"))["messages"][0]["content"][0]
+    assert block["content"].count("not sent") == 1 and "over Anthropic's limit" in block["content"]
 
 
 # --- the estimate -----------------------------------------------------------------------------
@@ -370,7 +411,7 @@ def test_export_and_import_carry_the_images(workspace: Path, tmp_path: Path) -> 
     assert loaded.messages[2].parts == (part,) and not loaded.bad_images
 
 
-def test_anthropic_many_images_requests_refuse_sides_over_2000_px(workspace: Path) -> None:
+def test_anthropic_many_images_requests_refuse_sides_over_2000_px(workspace: Path, no_pillow: None) -> None:
     big = images.store(workspace, png(2100, 10, seed=1))
     small = [images.store(workspace, png(8, 8, seed=s)) for s in range(2, 22)]
 
@@ -385,3 +426,18 @@ def test_anthropic_many_images_requests_refuse_sides_over_2000_px(workspace: Pat
     blocks = many[0]["content"]
     assert sum(b["type"] == "image" for b in blocks) == 20  # the 2,100 px one became a note
     assert "2,000 pixels a side" in blocks[0]["text"]
+
+
+def test_anthropic_many_images_requests_downscale_sides_over_2000_px_with_pillow(workspace: Path) -> None:
+    pil = pytest.importorskip("PIL.Image")
+    import io
+
+    big = images.store(workspace, png(2100, 10, seed=1))
+    small = [images.store(workspace, png(8, 8, seed=s)) for s in range(2, 22)]
+    provider = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
+    source = lambda p: images.read(workspace, p)  # noqa: E731
+    many = provider.wire_messages([Message(role="user", content="look", parts=(p,)) for p in (big, *small)], source)
+    first = many[0]["content"][1]
+    assert first["type"] == "image" and first["source"]["media_type"] == "image/jpeg"
+    with pil.open(io.BytesIO(base64.b64decode(first["source"]["data"]))) as img:
+        assert max(img.size) <= 2_000

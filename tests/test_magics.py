@@ -97,7 +97,7 @@ def test_config_settings_apply_to_runs(ip, workspace: Path) -> None:
     ip.run_line_magic("config", "PseudoClaude.provider = 'scripted'")
     ip.run_line_magic("config", "PseudoClaude.max_steps = 1")
     out = run(ip, "agent --mode auto go")
-    assert "stopped after --max-steps 1" in out and "■ stopped at max steps · 1 steps" in out
+    assert "stopped after --max-steps 1" in out and "■ stopped at max steps · 1 step · " in out
 
 
 def test_sessions_list_show_resume_and_new(ip, workspace: Path) -> None:

@@ -100,6 +100,28 @@ def test_notebook_runs_without_any_error(
     assert all(o.output_type == "error" for c in expected for o in c.outputs[-1:])
 
 
+def test_recorded_outputs_join_a_print_that_arrived_in_two_flushes(tmp_path: Path) -> None:
+    from refresh_outputs import clean_outputs
+
+    nb = nbformat.v4.new_notebook()
+    out = nbformat.v4.new_output
+    nb.cells.append(nbformat.v4.new_code_cell("print(...)"))
+    nb.cells[0].outputs = [
+        out("stream", name="stdout", text="torn tail:"),
+        out("stream", name="stdout", text=" True\n"),
+        out("stream", name="stderr", text="warn\n"),
+        out("display_data", data={"text/plain": "x"}),
+        out("stream", name="stdout", text="after\n"),
+    ]
+    clean_outputs(nb, tmp_path)
+    assert [(o.output_type, o.get("text")) for o in nb.cells[0].outputs] == [
+        ("stream", "torn tail: True\n"),
+        ("stream", "warn\n"),
+        ("display_data", None),
+        ("stream", "after\n"),
+    ]
+
+
 def test_streaming_cells_are_tagged_for_nbval() -> None:
     for notebook in NOTEBOOKS:
         for cell in nbformat.read(notebook, as_version=4).cells:

@@ -106,7 +106,7 @@ def test_anthropic_prompt_too_long_compacts_once_and_retries_once(ip, anthropic_
         anthropic_wire.answer("Done after compacting."),
     )
     out = run_magic(ip, 'agent --provider anthropic --mode auto "now do it"')
-    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 steps" in out
+    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 step" in out
 
     refused, summary, retry = anthropic_fake.requests[1:]
     assert LONG_BRIEF.strip() in json.dumps(refused.body)
@@ -209,7 +209,7 @@ def test_openai_context_length_exceeded_compacts_once_and_retries_once(ip, opena
         openai_wire.answer("Done after compacting."),
     )
     out = run_magic(ip, 'agent --provider openai --mode auto "now do it"')
-    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 steps" in out
+    assert "compacted (forced)" in out and "Done after compacting." in out and "✓ done · 1 step" in out
 
     refused, summary, retry = openai_fake.requests[1:]
     assert all("authorization" not in r.headers for r in openai_fake.requests)
@@ -219,3 +219,28 @@ def test_openai_context_length_exceeded_compacts_once_and_retries_once(ip, opena
     sent = json.dumps(retry.body["messages"])
     assert "<summary>" in sent and LONG_BRIEF.strip() not in sent
     assert [(c["trigger"], c["ok"]) for c in log_entries(ip, "compact")] == [("forced", True)]
+
+
+def test_a_manual_compact_before_any_run_uses_the_runs_output_cap(ip, workspace: Path, anthropic_fake) -> None:
+    """``%compact`` right after a resume (no run in this kernel yet) builds its provider from
+    the same settings a run would: a ``max_output_tokens`` override caps the summary request.
+    (It used to build one from provider, model, window and script only, so the summary asked
+    for the whole 20,000-token reserve, over the model's configured cap.)"""
+    from tests.scripts import scripted_agent
+
+    path = workspace / "brief.json"
+    path.write_text(json.dumps({"model": "scripted-test", "turns": [{"text": "Noted."}]}))
+    earlier = scripted_agent(workspace, str(path))
+    assert earlier.run(LONG_BRIEF).status == "done"
+    earlier.close()
+
+    ip.run_line_magic("config", "PseudoClaude.provider = 'anthropic'")
+    ip.run_line_magic("config", "PseudoClaude.max_output_tokens = 4096")
+    run_magic(ip, "sessions resume --last")
+    assert current_agent(ip).last_provider is None  # no run in this kernel: nothing to reuse
+    anthropic_fake.play(anthropic_wire.message("## Confirmed requirements\n- the background brief (user)"))
+    out = run_magic(ip, "compact")
+    assert "compacted: ~" in out
+    (summary,) = anthropic_fake.requests
+    assert summary.body["max_tokens"] == 4096
+    assert summary.body["messages"][-1]["content"][-1]["text"] == SUMMARY_INSTRUCTION

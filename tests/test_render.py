@@ -53,4 +53,4 @@ def test_terminal_renderer_prints_errors_and_the_end_line() -> None:
     summary.error = RuntimeError("the provider said no")  # type: ignore[assignment]
     renderer(RunFinished(summary))
     text = out.getvalue()
-    assert text.startswith("error: the provider said no\n✗ error · 1 steps")
+    assert text.startswith("error: the provider said no\n✗ error · 1 step · ")

@@ -20,10 +20,11 @@ from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import RunFinished, RunSummary, ToolFinished, ToolStarted
 from pseudoclaude_nb.magics import current_agent
-from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, tool_result_bundle
+from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, result_brief, tool_result_bundle
 from pseudoclaude_nb.magics.sessions import _title, _window
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage
 from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.tools import Permissions, build_tools
 from pseudoclaude_nb.tools.registry import describe_call, permission_prompt
 from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, UsageCurves
 from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg, gauge_text
@@ -64,6 +65,28 @@ def test_gauge_colours_come_from_the_theme_and_labels_fit() -> None:
     assert re.search(r'text-anchor="start"[^>]*>remind 2,000<', svg)
 
 
+def test_gauge_mark_labels_close_together_do_not_overlap() -> None:
+    # Rollover on a 200K window: remind 152,000, base 167,000 and hard 180,000 are ~35 px
+    # apart on the bar, their labels ~80 px wide. They were drawn over each other.
+    marks = (("remind", 152_000), ("base", 167_000), ("hard", 180_000))
+    svg = gauge_svg(GaugeState(estimated_tokens=60_000, context_window=200_000, marks=marks))
+    labels = re.findall(r'<text class="pc-gauge-mark" x="([\d.]+)" y="(\d+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<', svg)
+    assert [text for *_, text in labels] == ["remind 152,000", "base 167,000", "hard 180,000"]
+    spans = []
+    for x, y, anchor, text in labels:
+        w = len(text) * 5.6  # a 10px sans-serif label, as chromium draws it
+        start = {"start": float(x), "middle": float(x) - w / 2, "end": float(x) - w}[anchor]
+        spans.append((int(y), start, start + w))
+    for i, (y, a, b) in enumerate(spans):
+        for y2, a2, b2 in spans[i + 1 :]:
+            assert y != y2 or b <= a2 or b2 <= a, (labels, spans)
+    height = int(re.search(r'<svg[^>]* height="(\d+)"', svg).group(1))
+    assert height >= max(y for y, *_ in spans) + 4  # the lowest row is inside the picture
+    # Marks far apart keep one row and the picture its height.
+    alone = gauge_svg(GaugeState(estimated_tokens=1_000, context_window=50_000, marks=(("Layer 2", 17_000),)))
+    assert 'height="64"' in alone
+
+
 def test_status_gauge_with_a_measured_anchor_does_not_say_no_usage_yet() -> None:
     measured = gauge_html(GaugeState(estimated_tokens=11_000, anchor_tokens=11_000, context_window=50_000))
     assert "measured 11,000" in measured and "no usage yet" not in measured
@@ -86,6 +109,9 @@ def test_timeline_opens_at_the_effective_window_with_readable_entries(workspace:
     widget.select(replace)
     assert re.search(r"ts: \d{4}-\d\d-\d\d \d\d:\d\d:\d\d", widget.detail.value)
     assert '"ts"' not in widget.detail.value and "&quot;ts&quot;" not in widget.detail.value
+    # Token counts in the list as everywhere else: "19,942 → 10,462", not "19942 → 10462".
+    (compact,) = [it.label for it in timeline.items if it.kind == "compact"]
+    assert re.fullmatch(r"compact \(auto\) \d{1,2},\d{3} → \d{1,2},\d{3} tokens, ok", compact), compact
 
 
 def test_spill_browser_names_the_file_read_and_folds_the_full_text(workspace: Path) -> None:
@@ -117,6 +143,21 @@ def test_a_failed_command_is_drawn_in_the_error_colour() -> None:
     assert "--jp-error-color1" in bundle["text/html"] and "--jp-success-color1" not in bundle["text/html"]
     ok = tool_result_bundle(ToolFinished(call, ToolResult(call_id="c", content="OK"), 0.3))
     assert "--jp-success-color1" in ok["text/html"]
+
+
+def test_a_silent_failed_command_is_a_failure_too(tmp_path: Path) -> None:
+    # ``exit 1`` prints nothing: the real bash tool's whole result is its "exit code 1" line.
+    registry = build_tools(tmp_path)
+    for command, last in (("exit 1", "exit code 1"), ("kill -9 $$", "exit code -9 (killed by SIGKILL)")):
+        call = ToolCall(id="c", name="bash", arguments={"command": command})
+        result = registry.run(call, Permissions("auto"))
+        assert result.content == last and not result.is_error
+        assert result_brief(result) == f"✗ {last}"
+        bundle = tool_result_bundle(ToolFinished(call, result, 0.1))
+        assert bundle["text/plain"] == f"→ bash({command!r}) ✗ {last}"
+        assert "--jp-error-color1" in bundle["text/html"] and "--jp-success-color1" not in bundle["text/html"]
+    # A file whose one line merely mentions an exit code is not a failure.
+    assert result_brief(ToolResult(call_id="c", content="exit code 1 means failure")).startswith("✓")
 
 
 def _outputs(captured) -> list[dict]:
@@ -187,12 +228,14 @@ def test_permission_prompt_shows_text_not_escapes_and_says_no_is_the_default() -
     body = '"""Stats."""\n\ndef mean(xs):\n    return sum(xs) / len(xs)\n'
     prompt = permission_prompt("write_file", WriteArgs(path="stats.py", content=body))
     lines = prompt.splitlines()
-    assert lines[0] == "allow write_file(path='stats.py', content=<5 lines, 57 chars>)?"
+    # 4 lines, as read_file and the editor count them (the final newline ends the last one).
+    assert lines[0] == "allow write_file(path='stats.py', content=<4 lines, 57 chars>)?"
     assert "  │ def mean(xs):" in lines and "  │     return sum(xs) / len(xs)" in lines
     assert "\\n" not in prompt
     assert lines[-1] == "[y/N, a = always allow write_file]: "
     long = permission_prompt("write_file", WriteArgs(path="a", content="x\n" * 50))
-    assert "  … (38 more lines)" in long
+    assert "  … (38 more lines)" in long and "content=<50 lines, 100 chars>" in long
+    assert "  … (1 more line)" in permission_prompt("write_file", WriteArgs(path="a", content="x\n" * 13))
     # The one-line form (also what the model reads in a refusal) stays one line.
     assert "\n" not in describe_call("write_file", WriteArgs(path="a", content=body))
 
@@ -249,7 +292,7 @@ def test_the_memory_notice_is_in_the_run_that_asked(ip, workspace: Path) -> None
           "body": "pnpm"}
     path = write_script(workspace / "r.json", turn("Noted."), memory_ops=[[op]])
     out = run_magic(ip, f"agent --provider scripted --script {path} Remember: this project uses pnpm.")
-    assert "memory: memory updated: created project/pm" in out
+    assert "memory updated: created project/pm" in out and "memory: memory" not in out
     again = write_script(workspace / "a.json", turn("Hello."))
     assert "memory updated" not in run_magic(ip, f"agent --provider scripted --script {again} hi")
 

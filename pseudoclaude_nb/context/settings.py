@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..compact.summarize import layer2_threshold
-from ..rollover.budget import REMINDER_THRESHOLD, BudgetState, limits
+from ..rollover.budget import REMINDER_THRESHOLD, BudgetState, limits, reminder_threshold_for
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,9 @@ class CompactSettings:
     safety_margin: int = 13_000
     recent_tokens: int = 20_000
     breaker_limit: int = 3
-    reminder_threshold: int = REMINDER_THRESHOLD  # rollover: remind this many tokens before the base limit
+    # Rollover: remind this many tokens before the base limit (capped per window, see
+    # ``effective_reminder_threshold``).
+    reminder_threshold: int = REMINDER_THRESHOLD
 
     @property
     def threshold(self) -> int:
@@ -35,6 +37,12 @@ class CompactSettings:
         # a small window, 20,000 recent tokens would leave nothing old to summarize.
         return max(1, min(self.recent_tokens, self.threshold // 2))
 
+    @property
+    def effective_reminder_threshold(self) -> int:
+        """The reminder threshold this window uses: the setting, at most 60 % of the base limit."""
+        base = self.context_window - self.summary_reserve - self.safety_margin
+        return reminder_threshold_for(base, self.reminder_threshold)
+
     def budget(self, current: int, **flags: bool) -> BudgetState:
         """Rollover's budget at ``current`` tokens (output reserve = summary reserve,
         fallback reserve = safety margin)."""
@@ -42,7 +50,7 @@ class CompactSettings:
             self.context_window,
             self.summary_reserve,
             self.safety_margin,
-            self.reminder_threshold,
+            self.effective_reminder_threshold,
             current,
             **flags,
         )
@@ -50,4 +58,6 @@ class CompactSettings:
     @property
     def rollover_limits(self) -> dict[str, int]:
         """Rollover's three marks: remind, base (fallback) and hard."""
-        return limits(self.context_window, self.summary_reserve, self.safety_margin, self.reminder_threshold)
+        return limits(
+            self.context_window, self.summary_reserve, self.safety_margin, self.effective_reminder_threshold
+        )

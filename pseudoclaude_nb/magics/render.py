@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 import sys
 import threading
 import time
@@ -20,6 +21,8 @@ from ..events import (
     CompactStarted,
     ContextState,
     Notice,
+    PermissionAnswered,
+    PermissionAsked,
     ReasoningDelta,
     RolloverCommitted,
     RolloverDeclared,
@@ -38,6 +41,7 @@ from ..widgets.thumbs import thumbnail
 
 UPDATE_EVERY = 0.15  # seconds between Markdown re-renders: smooth without flooding the frontend
 TICK_EVERY = 1.0  # seconds between updates of a running tool's elapsed time
+WAITING = "⏸ waiting for permission"  # the call's line while the user answers the prompt
 
 
 def call_brief(call: ToolCall, width: int = 70) -> str:
@@ -52,18 +56,21 @@ def call_brief(call: ToolCall, width: int = 70) -> str:
     return f"{call.name}({inner})"
 
 
+_EXIT_LINE = re.compile(r"exit code -?\d+( \(killed by \w+\))?")  # the last line bash adds on a failure
+
+
 def result_brief(result: ToolResult) -> str:
     """One line: a short result itself, else its first error line or its size."""
-    mark = "✗" if result.is_error else "✓"
     text = result.content.strip()
     lines = text.splitlines() or [""]
+    # A command that exited non-zero is a normal result for the model, but it failed.
+    tail = lines[-1] if _EXIT_LINE.fullmatch(lines[-1]) else ""
+    mark = "✗" if result.is_error or tail else "✓"
     if len(lines) == 1 and len(lines[0]) <= 80:
         return f"{mark} {lines[0]}"
     if result.is_error:
         return f"{mark} {lines[0][:80]}"
-    tail = lines[-1] if lines[-1].startswith("exit code") else ""
     size = f"{len(lines):,} lines, {len(result.content.encode('utf-8')):,} bytes"
-    # A command that exited non-zero is a normal result for the model, but it failed.
     return f"✗ {tail} · {size}" if tail else f"{mark} {size}"
 
 
@@ -81,7 +88,7 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     if context is not None:
         window = f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
     return (
-        f"{head} · {summary.steps} steps · {u.prompt_total:,} in / {u.output_tokens:,} out"
+        f"{head} · {summary.steps} step{'' if summary.steps == 1 else 's'} · {u.prompt_total:,} in / {u.output_tokens:,} out"
         f" · cache read {u.cache_read_input_tokens:,}{window} · {summary.seconds:.1f} s"
         f" · session {summary.session_id}"
     )
@@ -132,6 +139,7 @@ class TerminalRenderer:
         self._context: ContextState | None = None
         self._thinking = False
         self._running: float | None = None  # when the tool on the current line started
+        self._asking = False  # a permission prompt is out, unanswered
 
     def __call__(self, event: RunEvent) -> None:
         if isinstance(event, ContextState):
@@ -141,6 +149,8 @@ class TerminalRenderer:
             if self._running is not None:  # a tool was cut off: its line says so
                 self._write(f"■ {event.summary.status} after {time.monotonic() - self._running:.1f} s\n")
                 self._running, self._mid_line = None, False
+            elif self._asking:  # cut off at the permission prompt: the call never ran
+                self._write(f"■ {event.summary.status} while waiting for permission\n")
             self._newline()
             if event.summary.error is not None:
                 self._write(f"error: {event.summary.error}\n")
@@ -168,7 +178,17 @@ class TerminalRenderer:
             self._newline()
             self._write(f"→ {call_brief(event.call)} … ")
             self._mid_line, self._running = True, time.monotonic()
+        elif isinstance(event, PermissionAsked):
+            # The prompt goes on lines of its own; the call has not started.
+            self._write(WAITING + "\n")
+            self._mid_line, self._running, self._asking = False, None, True
+        elif isinstance(event, PermissionAnswered):
+            # The call's line again, from where its own time starts (a refusal ends it at once).
+            self._write(f"→ {call_brief(event.call)} … ")
+            self._mid_line, self._running, self._asking = True, time.monotonic(), False
         elif isinstance(event, ToolFinished):
+            if not self._mid_line:  # a line of its own came in between (new_context's hand-off)
+                self._write(f"→ {call_brief(event.call)} … ")
             self._write(f"{result_brief(event.result)} ({event.seconds:.1f} s)\n")
             self._mid_line, self._running = False, None
         elif isinstance(event, StepFinished):
@@ -278,6 +298,10 @@ class NotebookRenderer:
             self._end_reasoning()
             self._flush()
             self._tool = ToolLine(event.call)
+        elif isinstance(event, PermissionAsked) and self._tool is not None:
+            self._tool.waiting()
+        elif isinstance(event, PermissionAnswered) and self._tool is not None:
+            self._tool.resumed()
         elif isinstance(event, ToolFinished):
             self._end_reasoning()
             line, self._tool = self._tool or ToolLine(event.call), None
@@ -302,6 +326,7 @@ class ToolLine:
         self.call = call
         self.brief = call_brief(call)
         self.started = time.monotonic()
+        self.asking = False  # the permission prompt is out: the line waits, the clock does not run
         self._lock = threading.Lock()
         self._done = threading.Event()
         self._handle = display(self._running(0.0), raw=True, display_id=True)
@@ -314,8 +339,20 @@ class ToolLine:
     def _tick(self, every: float) -> None:
         while not self._done.wait(every):
             with self._lock:
-                if not self._done.is_set():
+                if not self._done.is_set() and not self.asking:
                     self._handle.update(self._running(time.monotonic() - self.started), raw=True)
+
+    def waiting(self) -> None:
+        """The user is asked for permission: the line says so and no tool time ticks."""
+        with self._lock:
+            self.asking = True
+            self._handle.update(tool_line_bundle(self.call, WAITING, WARN, running=True), raw=True)
+
+    def resumed(self) -> None:
+        """The user answered: the tool's own time starts now."""
+        with self._lock:
+            self.asking, self.started = False, time.monotonic()
+            self._handle.update(self._running(0.0), raw=True)
 
     def _final(self, data: dict[str, str]) -> None:
         with self._lock:
@@ -326,6 +363,9 @@ class ToolLine:
         self._final(tool_result_bundle(event))
 
     def stopped(self, status: str) -> None:
+        if self.asking:  # cut off at the prompt: the call never ran
+            self._final(tool_line_bundle(self.call, f"■ {status} while waiting for permission", ERROR))
+            return
         seconds = time.monotonic() - self.started
         self._final(tool_line_bundle(self.call, f"■ {status} after {seconds:.1f} s", ERROR))
 
@@ -391,7 +431,7 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
         reports = []
     else:
         reports = memory.take_reports()
-        text = "\n".join(f"memory: {r.summary()}" for r in reports) or "memory: nothing to save"
+        text = "\n".join(r.summary() for r in reports) or "memory: nothing to save"  # "memory updated: …"
     if handle is not None:
         handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
     else:

@@ -7,11 +7,14 @@ the offline providers (demo, scripted) do not need.
 from __future__ import annotations
 
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import Provider, Request, Response, StreamEvent
 from .scripted import ScriptedProvider
+
+if TYPE_CHECKING:
+    from ..config import RunConfig
 
 # Seconds between streamed text chunks of the demo: enough to watch it stream.
 DEMO_PACE = 0.004
@@ -41,9 +44,14 @@ def make_provider(
     thinking_budget: int = 0,
     reasoning_effort: str = "",
     send_images: str = "auto",
+    strategy: str = "compact",
     **_: Any,
 ) -> Provider:
-    """Build the provider a run asked for; errors say which option or variable to set."""
+    """Build the provider a run asked for; errors say which option or variable to set.
+
+    ``strategy`` matters to the demo only: its fixed script plays the strategy's story
+    (a summary under compact, a handoff to a fresh window under rollover).
+    """
     if name == "auto":
         name = auto_provider()
     if name == "demo":
@@ -51,7 +59,7 @@ def make_provider(
 
         pace = float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE", DEMO_PACE))
         return ScriptedProvider(
-            build_demo_script(),
+            build_demo_script(strategy),
             name="demo",
             model=model or None,
             context_window=context_window or None,
@@ -87,6 +95,26 @@ def make_provider(
     raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, demo, scripted")
 
 
+def provider_for(config: RunConfig) -> Provider:
+    """The provider a run's settings ask for.
+
+    The one place settings become a provider: a run and ``%context``/``%compact`` before any
+    run get the same model, output cap and options (before, the views built theirs from
+    three of the settings and a manual summary ignored ``max_output_tokens``).
+    """
+    return make_provider(
+        config.provider,
+        model=config.model,
+        context_window=config.context_window,
+        script=config.script,
+        max_output_tokens=config.max_output_tokens,
+        thinking_budget=config.thinking_budget,
+        reasoning_effort=config.reasoning_effort,
+        send_images=config.send_images,
+        strategy=config.strategy,
+    )
+
+
 __all__ = [
     "DEMO_PACE",
     "Provider",
@@ -96,4 +124,5 @@ __all__ = [
     "StreamEvent",
     "auto_provider",
     "make_provider",
+    "provider_for",
 ]

@@ -5,7 +5,7 @@ four-section handoff and the new window's first message. The runtime side is
 ``context.rollover.RolloverStrategy``.
 """
 
-from .budget import BudgetAction, BudgetState, evaluate_budget, limits
+from .budget import BudgetAction, BudgetState, evaluate_budget, limits, reminder_threshold_for
 from .handoff import CheckedFile, Handoff, Intent, RelatedFile, Requirement
 
 __all__ = [
@@ -18,4 +18,5 @@ __all__ = [
     "Requirement",
     "evaluate_budget",
     "limits",
+    "reminder_threshold_for",
 ]

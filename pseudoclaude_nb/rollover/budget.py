@@ -23,6 +23,11 @@ RolloverReason = Literal["model", "hard-limit"]
 OUTPUT_RESERVE = 20_000
 FALLBACK_RESERVE = 13_000
 REMINDER_THRESHOLD = 15_000
+# The reminder may claim at most this share of the base limit. The 15,000 of the table is
+# sized for 200K windows; in a small one (the demo's 50K has a base limit of 17,000) it
+# would put the reminder ~2,000 tokens in, before the first answer: "finish and hand
+# off" before any work is a reminder no model can act on.
+REMINDER_SHARE = 0.6
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,16 @@ def evaluate_budget(state: BudgetState) -> BudgetAction:
     if state.remaining <= state.reminder_threshold and not state.reminder_claimed:
         return BudgetAction("remind")
     return CONTINUE
+
+
+def reminder_threshold_for(base_limit: int, configured: int = REMINDER_THRESHOLD) -> int:
+    """The reminder threshold a window uses: the configured one, at most 60 % of its base limit.
+
+    ``evaluate_budget`` stays exactly the table; this decides the threshold it is given.
+    Windows whose base limit is 25,000 or more (60K and up with the default reserves) keep
+    the configured 15,000.
+    """
+    return max(0, min(configured, int(base_limit * REMINDER_SHARE)))
 
 
 def limits(

@@ -423,7 +423,8 @@ def _item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool = Tru
         return Item(lineno, "spill", f"spill {entry.tool} {entry.bytes:,} bytes", detail, effective)
     if isinstance(entry, CompactEntry):
         ok = "ok" if entry.ok else f"failed: {entry.error}"
-        label = f"compact ({entry.trigger}) {entry.before_tokens} → {entry.after_tokens} {ok}"
+        before, after = (f"{n:,}" if isinstance(n, int) else "?" for n in (entry.before_tokens, entry.after_tokens))
+        label = f"compact ({entry.trigger}) {before} → {after} tokens, {ok}"  # as %context writes it
         return Item(lineno, "compact", label, detail, effective)
     match entry:
         case RolloverEntry(phase=phase, reason=reason):

@@ -123,7 +123,8 @@ def _clean_node(node: Any) -> Any:
 def _value_brief(value: Any) -> str:
     if isinstance(value, str) and "\n" in value.rstrip("\n"):
         # File content or code: its size here, its text in the prompt's preview, never \n-escaped.
-        return f"<{value.count(chr(10)) + 1} lines, {len(value):,} chars>"
+        n = len(value.splitlines())  # as read_file counts them: a final newline ends a line, adds none
+        return f"<{n:,} line{'s' if n != 1 else ''}, {len(value):,} chars>"
     text = repr(value)
     if len(text) > _PROMPT_VALUE_CHARS:
         text = text[:_PROMPT_VALUE_CHARS] + f"… ({len(text)} chars)"
@@ -146,7 +147,8 @@ def permission_prompt(name: str, args: BaseModel, lines: int = 12, width: int = 
             out.append(f"  {key}:")
             out += [f"  │ {line[:width]}" for line in body[:lines]]
             if len(body) > lines:
-                out.append(f"  … ({len(body) - lines:,} more lines)")
+                more = len(body) - lines
+                out.append(f"  … ({more:,} more line{'s' if more != 1 else ''})")
     out.append(f"[y/N, a = always allow {name}]: ")
     return "\n".join(out)
 
@@ -166,6 +168,9 @@ class Permissions:
         self._ask = ask
         self.always_allowed: set[str] = set()
         self.waited = 0.0  # seconds spent waiting for answers: the user's time, not the tool's
+        # Told when a prompt goes out (``None``) and when it is answered (allowed or not): the
+        # runner points it at the current call, so the tool line can say it waits for the user.
+        self.on_prompt: Callable[[bool | None], None] | None = None
 
     def refusal(self, tool: Tool, args: BaseModel) -> str | None:
         """Return ``None`` when the call may run, else the refusal message for the model."""
@@ -180,21 +185,26 @@ class Permissions:
         if tool.name in self.always_allowed:
             return None
         ask = self._ask if self._ask is not None else builtins.input
+        self._tell(None)
         asked = time.monotonic()
         try:
             answer = ask(permission_prompt(tool.name, args))
         except (EOFError, NotImplementedError, OSError, RuntimeError):
             # NotImplementedError covers IPython's StdinNotImplementedError (no stdin frontend).
+            self._tell(False)
             return NO_STDIN_REFUSAL
         finally:
             self.waited += time.monotonic() - asked
         answer = (answer or "").strip().lower()
         if answer in ("a", "always"):
             self.always_allowed.add(tool.name)
-            return None
-        if answer in ("y", "yes"):
-            return None
-        return f"refused: the user did not allow {call}; ask the user how to proceed"
+        allowed = answer in ("a", "always", "y", "yes")
+        self._tell(allowed)
+        return None if allowed else f"refused: the user did not allow {call}; ask the user how to proceed"
+
+    def _tell(self, allowed: bool | None) -> None:
+        if self.on_prompt is not None:
+            self.on_prompt(allowed)
 
 
 class ToolRegistry:

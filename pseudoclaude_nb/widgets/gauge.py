@@ -80,8 +80,10 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
 
     hot = s.marks and s.estimated_tokens >= min(v for _, v in s.marks)
     color = ERROR if hot else BRAND
+    rows = _label_rows([(f"{label} {value:,}", x(value)) for label, value in s.marks], width)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="64" role="img" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{64 + LABEL_ROW * max(rows, default=0)}" '
+        'role="img" '
         f'aria-label="{html.escape(gauge_text(s))}">',
         f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" {fill(TRACK)}/>',
         f'<rect class="pc-gauge-suffix" x="10" y="{top}" width="{x(s.estimated_tokens) - 10:.1f}" '
@@ -89,14 +91,14 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
         f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
-    for label, value in s.marks:
+    for (label, value), row in zip(s.marks, rows, strict=True):
         px = x(value)
         parts.append(
             f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" '
             f'{stroke(FG1, "stroke-dasharray:3,2")}><title>{html.escape(label)}: {value:,} tokens</title></line>'
         )
         parts.append(
-            f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16}" font-size="10" '
+            f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
             f'text-anchor="{_anchor(px, width)}" {fill(FG2)}>{html.escape(label)} {value:,}</text>'
         )
     head = f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
@@ -105,6 +107,31 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
     )
     parts.append("</svg>")
     return "".join(parts)
+
+
+LABEL_ROW = 12  # px between rows of mark labels
+_CHAR = 6.0  # px per character of a 10px label, a little over the average, digits included
+
+
+def _label_rows(labels: list[tuple[str, float]], width: int) -> list[int]:
+    """The row of each mark's label: 0 under the bar, or a lower one when it would overlap a
+    label already in that row (marks close together: a 200K window's remind, base and hard
+    limits are ~35 px apart, their labels ~80 px wide)."""
+    taken: list[list[tuple[float, float]]] = []
+    rows = []
+    for text, px in labels:
+        w = len(text) * _CHAR
+        start = {"start": px, "middle": px - w / 2, "end": px - w}[_anchor(px, width)]
+        span = (start - 4, start + w + 4)
+        row = next(
+            (i for i, spans in enumerate(taken) if all(span[1] <= a or span[0] >= b for a, b in spans)),
+            len(taken),
+        )
+        if row == len(taken):
+            taken.append([])
+        taken[row].append(span)
+        rows.append(row)
+    return rows
 
 
 def _anchor(px: float, width: int, room: float = 60) -> str:

@@ -1,0 +1,106 @@
+"""Memory in a run: the index a run's requests carry, note bodies withheld when memory is off,
+and the update queued after a run that ended normally.
+
+A mixin of ``Agent``. The update runs in the background; what it did is said at the next
+run (or by ``%memory``), and a run waits for a pending one only ``memory_wait`` seconds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from .agent_session import ActiveSession
+from .config import PseudoClaude
+from .events import MemoryUpdated, Notice, RunEvent
+from .memory import MemoryManager, user_memory_dir
+from .messages import Message
+from .providers import Provider
+from .runner import Runner
+from .tools.memory import withhold_bodies
+
+# How long a run waits for the previous run's memory update before going on without it.
+MEMORY_WAIT_SECONDS = 15.0
+
+
+class RunMemory:
+    """The agent's project and user memory, as runs use it."""
+
+    settings: PseudoClaude
+    memory_wait: float
+    _memory: MemoryManager | None
+    workspace: Path  # the agent's (annotations only: nothing here shadows the agent's own)
+
+    @property
+    def memory(self) -> MemoryManager:
+        """The project memory of the current workspace and the user memory (``%memory``)."""
+        ws, user = self.workspace, user_memory_dir()
+        if self._memory is None or self._memory.workspace != ws or self._memory.user.root != user:
+            self._memory = MemoryManager(ws, user)
+        return self._memory
+
+    def _memory_index(self, enabled: bool) -> str | None:
+        """The index for the next request (after any pending update), or ``None``."""
+        if not enabled:
+            return None
+        self.memory.wait(self.memory_wait)
+        try:
+            return self.memory.prompt_index()
+        except OSError:
+            return None  # said by _memory_for_run; %context only describes
+
+    def _memory_for_run(self, enabled: bool, events: list[RunEvent]) -> str | None:
+        """The index for this run; what earlier updates did, and any problem, as events."""
+        if not enabled:
+            return None
+        if not self.memory.wait(self.memory_wait):
+            events.append(
+                Notice(
+                    "the memory update of the previous run is still running; this run sees memory "
+                    "as it was before it",
+                    "warning",
+                )
+            )
+        for report in self.memory.take_reports():
+            events.append(
+                MemoryUpdated(tuple(report.changes), tuple(report.ignored), report.error, report.session_id)
+            )
+            events.append(Notice(report.summary(), "warning" if report.error or report.ignored else "info"))
+        try:
+            index = self.memory.prompt_index()
+        except OSError as exc:
+            events.append(Notice(f"memory left out of this run: {exc}; check %memory show", "warning"))
+            index = None
+        events.extend(Notice(text, "warning") for text in self.memory.take_notices())
+        return index
+
+    def _withhold_memory(self, active: ActiveSession, runner: Runner) -> None:
+        """Memory is off: notes read in earlier runs leave the conversation (an ``edit`` replace)."""
+        messages, count = withhold_bodies(active.conversation.messages())
+        if count:
+            active.conversation.replace("edit", messages)
+            active.context.forget_anchor()  # the last usage measured the bodies
+            runner.emit(
+                Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
+            )
+
+    def _update_memory(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
+        if not _plays_memory(provider):
+            return
+        writer = active.writer
+        self.memory.update_async(
+            messages,
+            provider=provider,
+            policy=self.settings.memory_policy,
+            session_id=active.id,
+            note=lambda text, level: writer.note(text, level),
+        )
+
+
+def _plays_memory(provider: Provider) -> bool:
+    """Whether to ask ``provider`` for a memory update at all.
+
+    A scripted provider whose script has no ``memory_ops`` (the demo, most test and notebook
+    scripts) scripts no memory updates: asking would only fail with "the script ran out".
+    """
+    script = getattr(provider, "script", None)
+    return script is None or bool(getattr(script, "memory_ops", True))

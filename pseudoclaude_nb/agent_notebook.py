@@ -1,0 +1,70 @@
+"""The notebook side of a run: the cells run since the previous run, as the block that begins
+the run's user message, with the newest images those cells displayed (issue 13, issue 14).
+
+A mixin of ``Agent``: it reads the agent's notebook host, settings and current session.
+"""
+
+from __future__ import annotations
+
+from .agent_session import ActiveSession
+from .config import PseudoClaude
+from .messages import ImagePart, Message, NotebookMark
+from .notebook import ActivityBlock, NotebookHost, cells_for_run, render_activity
+from .redact import Redactor
+from .session import images
+
+# issue-14: images of notebook cells the first message of a run shows the model, newest last.
+NOTEBOOK_IMAGES = 4
+
+
+class NotebookActivity:
+    """What the agent reports of the notebook: ``notebook_block`` and a run's first message."""
+
+    settings: PseudoClaude
+    notebook: NotebookHost | None
+    session: ActiveSession | None
+
+    def notebook_block(self, active: ActiveSession | None = None) -> ActivityBlock | None:
+        """The cells the next run of ``active`` (default: the current session) would report.
+
+        Redacted here, before anything sends or writes it: a key typed into a cell is not
+        the model's business, and the request is not redacted elsewhere.
+        """
+        if self.notebook is None:
+            return None
+        active = active if active is not None else self.session
+        seen = active.notebook_seen if active is not None else None
+        records = self.notebook.cells.records()
+        cells = cells_for_run(records, seen)
+        block = render_activity(cells, budget_bytes=max(self.settings.notebook_context_bytes, 500))
+        if block.text and self.settings.redact_secrets:
+            block = ActivityBlock(Redactor().text(block.text), block.shown, block.total, block.last_seq)
+        return block
+
+    def _first_message(self, prompt: str, block: ActivityBlock | None, active: ActiveSession) -> Message:
+        if block is None:
+            return Message(role="user", content=prompt)
+        pictures = self._cell_images(block, active)
+        active.notebook_seen = max(block.last_seq, self.notebook.cells.last_seq if self.notebook else 0)
+        if not block.text:
+            return Message(role="user", content=prompt)
+        return Message(
+            role="user",
+            content=f"{block.text}\n\n{prompt}",
+            notebook=NotebookMark(chars=len(block.text), cells=block.shown),
+            parts=tuple(pictures),
+        )
+
+    def _cell_images(self, block: ActivityBlock, active: ActiveSession) -> list[ImagePart]:
+        """The images the block's cells displayed (the newest few), stored in the session (issue-14)."""
+        if self.notebook is None or not block.shown:
+            return []
+        cells = cells_for_run(self.notebook.cells.records(), active.notebook_seen)[-block.shown :]
+        raw = [picture for cell in cells for picture in cell.images][-NOTEBOOK_IMAGES:]
+        parts = []
+        for data, media_type in raw:
+            try:
+                parts.append(images.store(active.writer.dir, data, media_type))
+            except (images.ImageError, OSError):
+                continue  # the block's text already names the image; it just is not sent
+        return parts

@@ -1,0 +1,95 @@
+"""What goes out to an OpenAI-compatible server: neutral messages as chat-completions messages.
+
+System first, each tool result as a ``role: "tool"`` message, the running tool loop's
+reasoning passed back under the field it came in (DeepSeek's thinking mode refuses step 2
+without it), and images as ``image_url`` data-URL parts after the tool messages.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+from ..messages import Message
+from . import wire
+
+# Where OpenAI-compatible servers put a model's reasoning: DeepSeek and older vLLM use
+# reasoning_content, OpenRouter, Ollama and newer vLLM reasoning. Passed back under its own name.
+REASONING_FIELDS = ("reasoning_content", "reasoning")
+
+# issue-14: OpenAI takes images of up to 20 MB each (50 MB a request); other servers follow it.
+IMAGE_LIMIT = 20 << 20
+ImageParts = Callable[[Message], tuple[list[dict[str, Any]], list[str]]]
+
+
+def wire_messages(
+    system: str, messages: list[Message], images: ImageParts | None = None
+) -> list[dict[str, Any]]:
+    """Neutral messages as chat-completions messages: system first, results as ``tool``.
+
+    A ``tool`` message holds text only, so the images of a step's results follow its tool
+    messages in one user message of ``image_url`` parts (issue-14); a model that takes no
+    images gets each image's text note in the tool message instead.
+    """
+    out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    loop_start = _current_turn(messages)
+    for group in wire.turns(messages):
+        if group[0].role == "assistant":
+            text = "\n\n".join(m.content for m in group if m.content.strip())
+            calls = [c for m in group for c in m.tool_calls]
+            entry: dict[str, Any] = {"role": "assistant", "content": text or None}
+            # The reasoning of the running tool loop goes back (DeepSeek's thinking mode
+            # refuses step 2 without it); that of earlier turns is not needed again.
+            for m in group:
+                if m.id in loop_start:
+                    for r in m.reasoning:
+                        if r.kind in REASONING_FIELDS and r.text:
+                            entry[r.kind] = entry.get(r.kind, "") + r.text
+            if calls:
+                entry["tool_calls"] = [
+                    {
+                        "id": c.id,
+                        "type": "function",
+                        "function": {"name": c.name, "arguments": json.dumps(c.arguments)},
+                    }
+                    for c in calls
+                ]
+            out.append(entry)
+            continue
+        texts: list[str] = []
+        pictures: list[dict[str, Any]] = []
+        for m in group:
+            parts, notes = images(m) if images is not None and m.parts else ([], [])
+            if m.tool_result is not None:
+                r = m.tool_result
+                content = f"Error: {r.content}" if r.is_error else r.content
+                content = "\n".join([content, *notes])
+                out.append({"role": "tool", "tool_call_id": r.call_id, "content": content})
+                if parts:
+                    pictures.append({"type": "text", "text": f"Images shown by tool call {r.call_id}:"})
+                    pictures += parts
+            else:
+                text = "\n".join([m.content, *notes]) if notes else m.content
+                if text.strip():
+                    texts.append(text)
+                pictures += parts
+        if pictures:
+            # One user message after the tool messages (none may come between them and the
+            # assistant's calls): the text first, then the images.
+            lead = [{"type": "text", "text": "\n\n".join(texts)}] if texts else []
+            out.append({"role": "user", "content": lead + pictures})
+        elif texts:
+            out.append({"role": "user", "content": "\n\n".join(texts)})
+    return out
+
+
+def _current_turn(messages: list[Message]) -> set[str]:
+    """Ids of the assistant messages after the last user text: the running turn's tool loop."""
+    ids: set[str] = set()
+    for m in reversed(messages):
+        if m.role == "user" and m.tool_result is None and m.content.strip():
+            break
+        if m.role == "assistant":
+            ids.add(m.id)
+    return ids
