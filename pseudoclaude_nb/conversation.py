@@ -107,6 +107,16 @@ class Conversation:
                     self._call(hooks.on_replace, f"replace ({reason})", reason, list(new))
         return new
 
+    def revert(self, messages: Iterable[Message]) -> None:
+        """Put back the messages a replace whose hook failed replaced, without telling the hooks.
+
+        Only for that case: the failed hook is the session writer, whose next write resyncs
+        the log to the conversation as it then is, so memory and log meet again at the old
+        state (and the hooks after it never saw the replace).
+        """
+        with self._dispatch, self._lock:
+            self._messages = list(messages)
+
     def _append(self, message: Message) -> Message:
         with self._dispatch:
             with self._lock:

@@ -10,6 +10,7 @@ Every message says what happened *and* what to do next, because the magics show
     │   ├── SessionLockedError   another process holds writer.lock
     │   ├── UnsafePathError      a link or special file in the package's own folders (also an OSError)
     │   ├── SessionWriteError    the log could not be written (writer is now "failed")
+    │   │   └── SpillWriteError  a huge tool result's spill file could not be written
     │   └── ArchiveError         an import archive was rejected; nothing was written
     ├── ProviderError            the model could not be asked
     │   ├── ContextTooLong       the provider says the prompt exceeds the window
@@ -17,6 +18,7 @@ Every message says what happened *and* what to do next, because the magics show
     │   └── StreamError          a response stream ended without a stop reason
     ├── ProtocolError            a request would break tool call <-> result pairing
     ├── HookError                a conversation hook raised; the run stops
+    ├── ServerGone               an MCP server exited or closed its connection (the hub makes it a ToolError)
     ├── InvalidOperation         a memory operation (model or %memory) that cannot be applied
     └── ToolError                raised inside tools; becomes an error *result*
         └── BoundaryError        a path leaves the workspace
@@ -77,6 +79,19 @@ class SessionWriteError(SessionError):
     """
 
 
+class SpillWriteError(SessionWriteError):
+    """A tool result over the spill limit could not be written to its file (Layer 1).
+
+    ``kept`` (a ``ToolResult``) is what the conversation and the log get instead: the
+    result's head and a note, never the raw body. The full text waits in memory and is
+    written (and the note replaced by the usual preview) once the disk has room again.
+    """
+
+    def __init__(self, message: str, kept: object) -> None:
+        super().__init__(message)
+        self.kept = kept
+
+
 class ArchiveError(SessionError):
     """An import archive was rejected; nothing was written."""
 
@@ -107,6 +122,13 @@ class ProtocolError(PseudoClaudeError):
 
 class HookError(PseudoClaudeError):
     """A conversation hook raised: the conversation and the log may now differ, so the run stops."""
+
+
+class ServerGone(PseudoClaudeError):
+    """An MCP server went away (exited, or closed the connection); its message quotes why.
+
+    The MCP hub turns it into a ``ToolError`` for the model and marks the server crashed.
+    """
 
 
 class InvalidOperation(PseudoClaudeError):

@@ -16,7 +16,7 @@ from functools import partial
 
 from .context import ContextManager
 from .conversation import Conversation
-from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SessionWriteError
+from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SpillWriteError
 from .events import (
     AssistantDelta,
     Listener,
@@ -324,10 +324,14 @@ class Runner:
             if self.context is not None:
                 try:
                     admitted = self.context.admit(call, result, self.emit)
-                except SessionWriteError:
-                    # The spill file could not be written: keep the result in full (the
-                    # conversation stays valid) and stop rather than grow unchecked.
-                    self.conversation.add_tool_result(call.id, result.content, result.is_error)
+                except SpillWriteError as exc:
+                    # The spill file could not be written (a full disk): the conversation
+                    # and the log get the bounded stand-in, never the raw body, and the run
+                    # stops; Layer 1 writes the file before a later request.
+                    try:
+                        self.conversation.add_result(exc.kept)  # type: ignore[arg-type]
+                    except HookError:
+                        pass  # the log failed too: its next write resyncs, stand-in included
                     raise
             parts, notes = self._store_images(result.images)
             if notes:

@@ -24,12 +24,12 @@ from pseudoclaude_nb.session import (
     ArchiveError,
     ImportLimits,
     export_session,
+    import_check,
     import_session,
     list_sessions,
     load_session,
     trash_session,
 )
-from pseudoclaude_nb.session import archive as archive_mod
 from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 from tests.scripts import run_magic as run
@@ -469,5 +469,5 @@ def test_reading_a_member_stops_just_past_its_declared_size(tmp_path) -> None:
     fake_zip = SimpleNamespace(open=lambda info: stream)
     info = SimpleNamespace(filename="tool-results/x.txt")
     with pytest.raises(ArchiveError, match="inflates past its declared size"):
-        archive_mod._hash_member(fake_zip, info, tmp_path / "x.zip", 1_000, None)
+        import_check.hash_member(fake_zip, info, tmp_path / "x.zip", 1_000, None)
     assert stream.served == 1_001

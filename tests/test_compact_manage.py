@@ -441,6 +441,9 @@ def test_a_failed_single_spill_raises_a_write_error_and_freezes_nothing(
         m.context.admit(ToolCall(id="c", name="bash"), result(ToolCall(id="c", name="bash"), "x" * 60_000))
     assert "No space left on device" in str(info.value)
     assert "%compact --layer1" in str(info.value)
+    # What the conversation gets instead: a bounded stand-in, not the raw body.
+    kept = info.value.kept
+    assert kept.call_id == "c" and kept.spilled is None and len(kept.content) < 3_000
     assert m.context.ledger.decision("c") is None
     assert m.of_type("spill") == []
 

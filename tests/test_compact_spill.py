@@ -520,7 +520,7 @@ def test_the_batch_cap_holds_after_a_run_stopped_at_max_steps(workspace: Path, a
 # --- spill failure -------------------------------------------------------------------------------------------
 
 
-def test_a_failed_spill_keeps_the_result_and_stops_the_run(
+def test_a_failed_spill_keeps_a_bounded_stand_in_and_stops_the_run(
     workspace: Path, agents, monkeypatch: pytest.MonkeyPatch
 ):
     text_file(workspace, "big.txt", 1_000)
@@ -546,11 +546,15 @@ def test_a_failed_spill_keeps_the_result_and_stops_the_run(
     summary = agent.run("read big.txt")
     assert summary.status == "error"
     message = str(summary.error)
-    assert "spill" in message and "No space left on device" in message
-    assert len(agent.last_provider.requests) == 1  # stopped: no request with the unchecked result
+    assert "spill" in message and "No space left on device" in message and "held in memory" in message
+    assert len(agent.last_provider.requests) == 1  # stopped: no request after the failure
 
+    # Memory and log hold the same bounded stand-in: the head and a note, never the raw body.
     messages = agent.session.conversation.messages()
-    assert result_message(messages, "call_big").tool_result.content == expected
+    kept = result_message(messages, "call_big").tool_result.content
+    assert kept.startswith("[Tool result too large for the context: ") and "could not be saved" in kept
+    assert len(kept.encode("utf-8")) < 3_000 and expected[:1_000] in kept
+    assert expected[-200:] not in (agent.session.dir / "conversation.jsonl").read_text(encoding="utf-8")
     small = result_message(messages, "call_small").tool_result  # closed, not run
     assert small.is_error
     assert pairing_problems(messages) == []
@@ -560,14 +564,16 @@ def test_a_failed_spill_keeps_the_result_and_stops_the_run(
     assert not any(e["type"] == "spill" for e in log_entries(agent.session.dir))
 
     context = agent.session.context
-    assert context.ledger.decision("call_big") is None  # not frozen: can still be spilled
+    assert context.ledger.decision("call_big") is None  # not frozen: still to be spilled
 
-    # Once the disk has room, %compact --layer1 spills it.
+    # Once the disk has room, %compact --layer1 writes the full text held in memory.
     monkeypatch.undo()
     assert context.spill_all() == 1
     after = agent.session.conversation.messages()
     assert result_message(after, "call_big").tool_result.content.startswith("[Tool result too large")
+    assert result_message(after, "call_big").tool_result.spilled
     assert context.ledger.decision("call_big") == "spilled"
     [spill] = [e for e in log_entries(agent.session.dir) if e["type"] == "spill"]
     assert (agent.session.dir / spill["path"]).read_text(encoding="utf-8") == expected
     assert same_messages(load_session(agent.session.dir).messages, after)
+    assert context.spill_all() == 0  # nothing waits any more

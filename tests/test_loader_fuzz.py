@@ -24,7 +24,9 @@ from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 
 
-def _real_log(root: Path, name: str, *, exchanges: int, replace_at: int | None) -> bytes:
+def _real_log(
+    root: Path, name: str, *, exchanges: int, replace_at: int | None, seeded: bool = True
+) -> bytes:
     ws = root / name
     ws.mkdir()
     sdir = new_session_dir(ws)
@@ -48,7 +50,27 @@ def _real_log(root: Path, name: str, *, exchanges: int, replace_at: int | None) 
             if replace_at == i:
                 conv.replace("edit", [Message(role="user", content="(edited)")] + conv.messages()[-3:])
                 w.note("an edit happened")
-    return (sdir / "conversation.jsonl").read_bytes()
+    data = (sdir / "conversation.jsonl").read_bytes()
+    return _deterministic(data) if seeded else data
+
+
+def _deterministic(data: bytes) -> bytes:
+    """The log with its random parts seeded: entry and replace ids (uuid4) become a counter,
+    timestamps a fixed clock, each mapped consistently. Everything else is as the writer
+    wrote it (orjson writes a parsed line back byte for byte), so the logs hypothesis damages
+    are the same bytes on every run, and a failure under CI's ``derandomize`` profile
+    reproduces with the same example."""
+    ids: dict[str, str] = {}
+    out = []
+    for n, line in enumerate(data.splitlines(keepends=True)):
+        entry = orjson.loads(line)
+        for key in ("id", "replace_id"):
+            if isinstance(entry.get(key), str):
+                entry[key] = ids.setdefault(entry[key], f"{len(ids) + 1:032x}")
+        if "ts" in entry:
+            entry["ts"] = 1_764_000_000.0 + n * 0.125
+        out.append(orjson.dumps(entry) + b"\n")
+    return b"".join(out)
 
 
 @pytest.fixture(scope="module")
@@ -233,6 +255,26 @@ def test_damaged_logs_load_without_raising_and_report_bad_lines(logs, probe, dat
 @given(st.binary(max_size=4_000))
 def test_arbitrary_bytes_load_without_raising(probe, blob: bytes) -> None:
     check(blob, probe)
+
+
+def test_the_real_logs_are_the_same_bytes_every_run(tmp_path) -> None:
+    one = _real_log(tmp_path, "one", exchanges=5, replace_at=2)
+    assert one == _real_log(tmp_path, "two", exchanges=5, replace_at=2)
+    raw = _real_log(tmp_path, "raw", exchanges=5, replace_at=2, seeded=False)
+    assert raw != one and len(raw.splitlines()) == len(one.splitlines())
+    # Seeding changes ids and clocks only: the same log, as the loader reads it.
+    seeded, real = _load_bytes(tmp_path / "a", one), _load_bytes(tmp_path / "b", raw)
+    assert seeded.bad_lines == real.bad_lines == [] and seeded.replaces == real.replaces == 1
+    strip = [m.model_dump(exclude={"id", "ts"}) for m in real.messages]
+    assert [m.model_dump(exclude={"id", "ts"}) for m in seeded.messages] == strip
+    assert [(e.call_id, e.path) for e in seeded.spills] == [(e.call_id, e.path) for e in real.spills]
+    assert seeded.usage_anchor == real.usage_anchor
+
+
+def _load_bytes(folder: Path, data: bytes):
+    folder.mkdir()
+    (folder / "conversation.jsonl").write_bytes(data)
+    return load_session(folder, full=True)
 
 
 def test_undamaged_logs_load_cleanly(logs, tmp_path) -> None:

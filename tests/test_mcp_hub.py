@@ -289,3 +289,12 @@ def test_a_new_workspace_restarts_stdio_servers_there(hub: McpHub, workspace: Pa
     import psutil
 
     assert psutil.Process(new_pid).cwd() == str(other)
+
+
+def test_server_gone_is_part_of_the_one_error_hierarchy() -> None:
+    from pseudoclaude_nb import errors
+    from pseudoclaude_nb.mcp import connection
+
+    assert connection.ServerGone is errors.ServerGone
+    assert issubclass(errors.ServerGone, errors.PseudoClaudeError)
+    assert "ServerGone" in errors.__doc__

@@ -13,11 +13,11 @@ the evidence is strong, the floor for safety: weak evidence may only *raise* the
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from typing import Any
 
 from ..messages import Message
+from ..nesting import encoded_size
 
 BYTES_PER_TOKEN = 3.5
 
@@ -44,9 +44,9 @@ def image_part_bytes(width: int, height: int) -> int:
 def message_bytes(msg: Message) -> int:
     n = len(msg.role) + len(msg.content.encode("utf-8"))
     for call in msg.tool_calls:
-        n += len(call.name.encode("utf-8")) + len(
-            json.dumps(call.arguments, ensure_ascii=False).encode("utf-8")
-        )
+        # At any depth: arguments a provider sent are at most MAX_ARGUMENT_DEPTH deep, but a
+        # message built by hand or read from an older log may nest past json's recursion limit.
+        n += len(call.name.encode("utf-8")) + encoded_size(call.arguments)
     if msg.tool_result is not None:
         n += len(msg.tool_result.content.encode("utf-8"))
     for r in msg.reasoning:  # sent back with the message, so it fills the window too
@@ -80,7 +80,7 @@ def estimate_request(
     system: str, messages: Iterable[Message], tools: list[dict[str, Any]], ratio: float = BYTES_PER_TOKEN
 ) -> int:
     """The full request: system prompt and tool schemas count against the window too."""
-    schema_bytes = len(json.dumps(tools, ensure_ascii=False).encode("utf-8")) if tools else 0
+    schema_bytes = encoded_size(tools) if tools else 0
     return (
         estimate_tokens(messages, ratio)
         + estimate_text(system, ratio)

@@ -137,6 +137,18 @@ def preview(text: str, shown_path: str, *, redact: bool = True) -> str:
     )
 
 
+def unsaved_preview(text: str, reason: str, *, redact: bool = True) -> str:
+    """What the conversation (and the log) get for a huge result whose spill file could not
+    be written: its head and a note, never the raw body (the log must stay bounded)."""
+    size = len(text.encode("utf-8"))
+    head = head_at_boundary(Redactor().text(text) if redact else text)
+    return (
+        f"[Tool result too large for the context: {size:,} bytes. It could not be saved to a file "
+        f"({reason}), so only its first {len(head.encode('utf-8')):,} bytes are kept here.]\n\n"
+        f"{head}" + ("" if head.endswith("\n") else "\n") + "[… the rest is not in the context …]"
+    )
+
+
 def batch_to_spill(batch: list[Message], ledger: Ledger, limit: int) -> list[Message]:
     """The results of one tool batch to spill, largest first, until the rest fits ``limit``.
 

@@ -12,10 +12,11 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..compact import spill as _spill
-from ..compact.spill import Ledger, Spill, batch_to_spill, preview
-from ..errors import SessionWriteError
-from ..events import RunEvent, Spilled
+from ..compact.spill import Ledger, Spill, batch_to_spill, head_at_boundary, preview, unsaved_preview
+from ..errors import SessionWriteError, SpillWriteError
+from ..events import Notice, RunEvent, Spilled
 from ..messages import Message, ToolCall, ToolResult
+from ..session.paths import SPILL_DIR
 
 if TYPE_CHECKING:
     from .state import SharedState
@@ -54,9 +55,65 @@ class Spiller:
             return result  # fast path: even 4-byte characters would fit
         if len(content.encode("utf-8")) <= limit:
             return result
-        spill = self._write(call.id, call.name, content)
+        try:
+            spill = self._write(call.id, call.name, content)
+        except SessionWriteError as exc:
+            raise self._unsaved(call, result, exc) from exc.__cause__
         shown = self._record(spill, "single", emit)
         return _previewed(result, spill, shown)
+
+    def _unsaved(self, call: ToolCall, result: ToolResult, exc: SessionWriteError) -> SpillWriteError:
+        """The spill file of ``result`` could not be written (a full disk).
+
+        The conversation, and so the log, get a bounded stand-in (the head and a note): the
+        log never holds a raw body over ``spill_bytes``, and memory equals the log. The full
+        result waits in memory (``unsaved``) until ``flush_unsaved`` can write it.
+        """
+        s = self.state
+        cause = exc.__cause__
+        reason = (cause.strerror if isinstance(cause, OSError) else None) or str(cause or exc)
+        kept = ToolResult(
+            call_id=result.call_id,
+            content=unsaved_preview(result.content, reason, redact=self._redact()),
+            is_error=result.is_error,
+        )
+        s.unsaved[call.id] = (call.name, result)  # no decision frozen: it is still to be spilled
+        head = len(head_at_boundary(result.content).encode("utf-8"))
+        return SpillWriteError(
+            f"could not spill the {len(result.content):,}-character result of {call.name} to "
+            f"{s.session_dir / SPILL_DIR if s.session_dir else SPILL_DIR}: {reason}. "
+            f"The conversation and the log keep only its first {head:,} bytes and a note; the full "
+            "text is held in memory and saved when the disk has room. Free disk space, then run "
+            "%agent again (or %compact --layer1); if the kernel stops first, only that head remains.",
+            kept,
+        )
+
+    def flush_unsaved(self, emit: Emit = ignore) -> int:
+        """Write the spill files that a full disk refused, and put their previews in place.
+
+        Called before every request and by ``%compact --layer1``. A result that is gone
+        from the conversation (compacted away) is dropped. While the disk is still full
+        nothing changes: the run goes on with the stand-ins, and says so once.
+        """
+        s = self.state
+        if not s.unsaved or s.session_dir is None:
+            return 0
+        present = {m.tool_result.call_id: m for m in s.conversation.messages() if m.tool_result is not None}
+        for cid in [c for c in s.unsaved if c not in present or present[c].is_spill_preview]:
+            del s.unsaved[cid]
+        if not s.unsaved:
+            return 0
+        full = {present[cid].id: result for cid, (_, result) in s.unsaved.items()}
+        try:
+            written = self._write_all(set(full), full)
+        except SessionWriteError as exc:
+            if not s.unsaved_noted:
+                s.unsaved_noted = True
+                emit(Notice(f"{len(full)} huge tool result(s) still wait in memory for disk space: {exc}", "warning"))
+            return 0
+        self._apply(written, "single", emit)
+        s.unsaved.clear()
+        return len(written)
 
     def after_tools(self, count: int) -> None:
         """The runner appended a batch of ``count`` results: check them together before the next request."""
@@ -69,6 +126,7 @@ class Spiller:
     def check_batch(self, emit: Emit = ignore) -> None:
         """Before a request: the pending batch must fit ``spill_batch_bytes``."""
         s = self.state
+        self.flush_unsaved(emit)
         pending, s.pending_batch = s.pending_batch, []
         if not pending or s.session_dir is None:
             return
@@ -89,11 +147,15 @@ class Spiller:
         s = self.state
         if s.session_dir is None:
             return 0
+        flushed = self.flush_unsaved(emit)
+        waiting = set(s.unsaved)  # stand-ins of results still unsaved are not the results
         singles: set[str] = set()
         batches: list[list[Message]] = []
         for msg in s.conversation.messages():
             if msg.tool_result is None:
                 batches.append([])
+                continue
+            if msg.tool_result.call_id in waiting:
                 continue
             if batches:
                 batches[-1].append(msg)
@@ -113,7 +175,7 @@ class Spiller:
             chosen.update(m.id for m in batch_to_spill(sized, scratch, s.settings.spill_batch_bytes))
         if chosen:
             self._replace_results(chosen, "manual", emit)
-        return len(chosen)
+        return flushed + len(chosen)
 
     # --- the parts --------------------------------------------------------------------------
 
@@ -129,18 +191,21 @@ class Spiller:
                 return tail
             size *= 2
 
+    def _redact(self) -> bool:
+        """Spill files (and stand-ins) follow the log's redaction setting."""
+        writer = self.state.writer
+        return writer is None or writer.redactor is not None
+
     def _write(self, call_id: str, tool: str, content: str) -> Spill:
         s = self.state
         assert s.session_dir is not None
         try:
-            # Spill files follow the log's redaction setting.
-            redact = s.writer is None or s.writer.redactor is not None
-            return _spill.write_spill(s.session_dir, call_id, tool, content, redact=redact)
+            return _spill.write_spill(s.session_dir, call_id, tool, content, redact=self._redact())
         except OSError as exc:
             raise SessionWriteError(
                 f"could not spill the {len(content):,}-character result of {tool} to "
-                f"{s.session_dir / 'tool-results'}: {exc.strerror or exc}. The result was kept "
-                "in full; free disk space, then run %agent again (or %compact --layer1)."
+                f"{s.session_dir / 'tool-results'}: {exc.strerror or exc}. Nothing was changed; "
+                "free disk space, then run %agent again (or %compact --layer1)."
             ) from exc
 
     def _record(self, spill: Spill, reason: str, emit: Emit, *, logged: bool = False) -> str:
@@ -170,30 +235,40 @@ class Spiller:
         Every file is written before anything is decided: if one fails, no decision is
         frozen, nothing is logged, and the conversation is unchanged.
         """
-        s = self.state
-        messages = s.conversation.messages()
+        self._apply(self._write_all(ids), why, emit)
+
+    def _write_all(
+        self, ids: set[str], full: dict[str, ToolResult] | None = None
+    ) -> dict[str, tuple[Spill, ToolResult]]:
+        """The spill files of the messages ``ids`` (the result in ``full``, when given, else the
+        message's own): message id -> (the spill, the full result). Raises ``SessionWriteError``."""
+        messages = self.state.conversation.messages()
         names = {c.id: c.name for m in messages for c in m.tool_calls}
-        written: dict[str, Spill] = {}
+        written: dict[str, tuple[Spill, ToolResult]] = {}
         for msg in messages:
             if msg.tool_result is not None and msg.id in ids:
-                call_id = msg.tool_result.call_id
-                written[msg.id] = self._write(call_id, names.get(call_id, "tool"), msg.tool_result.content)
+                result = (full or {}).get(msg.id, msg.tool_result)
+                call_id = result.call_id
+                written[msg.id] = (self._write(call_id, names.get(call_id, "tool"), result.content), result)
+        return written
+
+    def _apply(self, written: dict[str, tuple[Spill, ToolResult]], why: str, emit: Emit) -> None:
+        """Log the written spills, then replace the conversation with their previews (``snapshot``)."""
+        s = self.state
         new = []
-        shown = {mid: self._shown_path(spill.path) for mid, spill in written.items()}
-        for msg in messages:
-            result = msg.tool_result
-            if result is not None and msg.id in written:
-                msg = msg.model_copy(
-                    update={"tool_result": _previewed(result, written[msg.id], shown[msg.id])}
-                )
+        for msg in s.conversation.messages():
+            if msg.tool_result is not None and msg.id in written:
+                spill, result = written[msg.id]
+                shown = self._shown_path(spill.path)
+                msg = msg.model_copy(update={"tool_result": _previewed(result, spill, shown)})
             new.append(msg)
         # The log explains the snapshot before it comes: spill entries first.
         if s.writer is not None:
-            for spill in written.values():
+            for spill, _ in written.values():
                 s.writer.spill(**spill.entry_fields())
         s.conversation.replace("snapshot", new)
         s.reset_anchor(new)
-        for spill in written.values():
+        for spill, _ in written.values():
             self._record(spill, why, emit, logged=True)
 
 

@@ -8,7 +8,7 @@ too long), keeps the breaker, replaces the conversation (``compact``) and logs t
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NoReturn
 
 from ..compact.breaker import MIN_FREED
 from ..compact.summarize import (
@@ -19,7 +19,7 @@ from ..compact.summarize import (
     summary_messages,
     tail_start,
 )
-from ..errors import ContextTooLong, ProviderError
+from ..errors import ContextTooLong, ProviderError, SessionWriteError
 from ..events import Compacted, CompactStarted
 from ..messages import Message
 from ..providers.base import Provider, Request
@@ -49,7 +49,9 @@ def compact(
             error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
             after = before
     if new is not None:
-        state.conversation.replace("compact", new)
+        failed = state.replace_or_keep("compact", messages, new)
+        if failed is not None:
+            _unwritten(state, failed, Compacted(trigger, before, before, False, failed), emit)
         state.reset_anchor(new)
         state.compactions += 1
     result = Compacted(trigger, before, after, new is not None, error)
@@ -61,6 +63,23 @@ def compact(
     state.last_compact = result
     emit(result)
     return result
+
+
+def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) -> NoReturn:
+    """The log could not take the compaction (a full disk): nothing of it happened.
+
+    Memory is back at the old messages (``replace_or_keep``), which the anchor and the
+    calibration still describe. A disk failure is not a failed summary: the breaker does
+    not count it and no ``compact`` entry is logged (a restore would count one). Raises
+    ``SessionWriteError``, which stops a run.
+    """
+    state.last_compact = attempt
+    emit(attempt)
+    raise SessionWriteError(
+        f"the compaction was not applied: {reason}. The conversation is as it was (not compacted) "
+        "and the log is resynced to it on its next write; free disk space, then run %agent again "
+        "(or %compact) to compact."
+    )
 
 
 def _summarize(

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..errors import BoundaryError
+from ..errors import BoundaryError, SessionWriteError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
@@ -249,7 +249,12 @@ class RolloverStrategy:
             images=_window_images(messages, s.session_dir),
         )
         new = [Message(role="user", content=text)]
-        s.conversation.replace("rollover", new)
+        failed = s.replace_or_keep("rollover", messages, new)
+        if failed is not None:  # a full disk: the window and the declared intent stay as they were
+            raise SessionWriteError(
+                f"the rollover was not applied: {failed}. The window is as it was and the handoff is "
+                "kept; free disk space, then run %agent again: the rollover happens then."
+            )
         s.reset_anchor(new)
         after = s.anchor[0] if s.anchor else 0
         if s.writer is not None:

@@ -24,8 +24,9 @@ from ..compact.breaker import Breaker
 from ..compact.estimate import Calibration, estimate_request, message_bytes
 from ..compact.spill import Ledger
 from ..conversation import Conversation
+from ..errors import HookError, SessionWriteError
 from ..events import Compacted
-from ..messages import Message, Usage
+from ..messages import Message, ToolResult, Usage
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from .settings import CompactSettings
@@ -60,6 +61,10 @@ class SharedState:
         self.system = ""
         self.tools: list[dict[str, Any]] = []
         self.breaker_noted = False  # said once per run that the breaker skips Layer 2
+        # Huge results a full disk kept from their spill files: call id -> (tool, the full
+        # result). The conversation holds a bounded stand-in until Layer 1 writes them.
+        self.unsaved: dict[str, tuple[str, ToolResult]] = {}
+        self.unsaved_noted = False  # said once per run that they still wait
 
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.settings = settings
@@ -67,7 +72,7 @@ class SharedState:
         if (system, tools) != (self.system, self.tools):
             self.observed = None  # the next request differs by more than its messages
         self.system, self.tools = system, tools
-        self.breaker_noted = False
+        self.breaker_noted = self.unsaved_noted = False
 
     def restore(self, loaded: LoadResult) -> None:
         """Rebuild anchor, ledger, breaker and counters from a log."""
@@ -138,6 +143,23 @@ class SharedState:
         """After a replace: the anchor is the estimate of the new messages."""
         self.observed = None  # estimated, not reported: no sample against it
         self.anchor = (self.calibrated(self.estimate_of(messages)), len(messages))
+
+    def replace_or_keep(self, reason: str, old: list[Message], new: list[Message]) -> str | None:
+        """``conversation.replace(reason, new)``, all or nothing: when the log cannot take it (a
+        full disk), memory goes back to ``old`` (the failed writer resyncs the log to it on its
+        next write) and the reason is returned; the anchor and calibration still describe ``old``."""
+        try:
+            self.conversation.replace(reason, new)
+        except HookError as exc:
+            cause = exc.__cause__
+            if not isinstance(cause, SessionWriteError):
+                raise
+            self.conversation.revert(old)
+            os_error = cause.__cause__
+            why = (os_error.strerror if isinstance(os_error, OSError) else None) or str(cause)
+            where = f" {self.writer.path}" if self.writer is not None else ""
+            return f"the session log{where} could not take it: {why}"
+        return None
 
     def forget_anchor(self) -> None:
         """The last usage measured messages that are gone (an edit, a repair): estimate afresh."""

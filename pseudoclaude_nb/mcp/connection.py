@@ -26,14 +26,11 @@ from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CONNECTION_CLOSED
 
 from .. import __version__
+from ..errors import ServerGone
 from .config import ServerConfig
 from .tools import RemoteTool
 
 STDERR_TAIL = 600  # bytes of the server's stderr quoted in a failure
-
-
-class ServerGone(Exception):
-    """The server went away (exited, or closed the connection)."""
 
 
 class Connection:

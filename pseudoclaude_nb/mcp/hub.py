@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from ..errors import ToolError
+from ..errors import ServerGone, ToolError
 from ..tools.registry import ToolOutput
 from .config import McpConfig, ServerConfig, Trust
 from .tools import McpTool, RemoteTool, make_tools, result_output
@@ -163,8 +163,6 @@ class McpHub:
     def call(self, tool: RemoteTool, arguments: dict[str, Any]) -> str | ToolOutput:
         """One tool call, synchronously; every failure is a ``ToolError`` for the model."""
         from mcp.shared.exceptions import MCPError
-
-        from .connection import ServerGone
 
         state = self._usable(tool.server)
         loop = self._ensure_loop()

@@ -9,8 +9,7 @@ not a readable notebook returns ``None`` and is read as plain text.
 from __future__ import annotations
 
 import json
-from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 from .record import cap, clean
 
@@ -63,13 +62,20 @@ def render_notebook(nb: dict[str, Any]) -> list[str]:
     return lines
 
 
-def read_notebook(path: Path, offset: int, limit: int, shown_path: str) -> str | None:
-    """``read_file``'s answer for a notebook, or ``None`` to read it as plain text."""
+def read_notebook(source: BinaryIO, offset: int, limit: int, shown_path: str) -> str | None:
+    """``read_file``'s answer for a notebook, or ``None`` to read it as plain text.
+
+    ``source`` is the file ``read_file`` already opened (relative to a directory fd, no link
+    followed, a regular file with one link): the notebook is read from it, never opened again
+    by path, so a name swapped for a link after the checks is not followed.
+    """
     try:
-        if path.stat().st_size > MAX_NOTEBOOK_BYTES:
+        source.seek(0)
+        data = source.read(MAX_NOTEBOOK_BYTES + 1)
+        if len(data) > MAX_NOTEBOOK_BYTES:
             return None
-        lines = render_notebook(json.loads(path.read_text(encoding="utf-8", errors="replace")))
-    except (ValueError, OSError, AttributeError, TypeError):
+        lines = render_notebook(json.loads(data.decode("utf-8", errors="replace")))
+    except (ValueError, OSError, AttributeError, TypeError, RecursionError):
         return None
     total = len(lines)
     if offset > total:

@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from ..errors import StreamError
 from ..messages import ImagePart, Message, Reasoning, ToolCall, Usage
+from ..nesting import MAX_ARGUMENT_DEPTH, text_nesting, value_depth
 
 Purpose = Literal["agent", "summary", "memory"]
 # issue-14: reads an image part's bytes from the session's own copy at request time; raises
@@ -149,16 +150,7 @@ class StreamAssembler:
             )
         calls = []
         for call_id, (name, parts) in self._calls.items():
-            raw = "".join(parts).strip() or "{}"
-            try:
-                arguments = json.loads(raw)
-            except ValueError as exc:
-                raise StreamError(
-                    f"tool call {name} ({call_id}) arrived with broken arguments JSON: {exc}; "
-                    "nothing from this response was kept — run %agent again to retry"
-                ) from exc
-            if not isinstance(arguments, dict):
-                arguments = {"value": arguments}
+            arguments = parse_arguments("".join(parts), f"{name} ({call_id})")
             calls.append(ToolCall(id=call_id, name=name, arguments=arguments))
         return Response(
             text=self.text,
@@ -167,6 +159,35 @@ class StreamAssembler:
             stop_reason=self._stop,
             reasoning=self._reasoning,
         )
+
+
+def parse_arguments(raw: str, call: str) -> dict[str, Any]:
+    """A tool call's arguments JSON as a dict (a non-object becomes ``{"value": …}``).
+
+    Broken JSON, or JSON nested deeper than ``MAX_ARGUMENT_DEPTH``, is a ``StreamError``:
+    nothing from the response is kept. ``json`` stops past the interpreter's recursion limit
+    with a ``RecursionError`` (caught); what it parses is measured in a loop.
+    """
+    raw = raw.strip() or "{}"
+    try:
+        arguments = json.loads(raw)
+    except RecursionError:
+        arguments, depth = None, text_nesting(raw)
+    except ValueError as exc:
+        raise StreamError(
+            f"tool call {call} arrived with broken arguments JSON: {exc}; "
+            "nothing from this response was kept — run %agent again to retry"
+        ) from exc
+    else:
+        depth = value_depth(arguments, MAX_ARGUMENT_DEPTH)
+        if depth > MAX_ARGUMENT_DEPTH:
+            depth = value_depth(arguments)  # the whole walk only for the message
+    if depth > MAX_ARGUMENT_DEPTH:
+        raise StreamError(
+            f"tool call {call} arrived with arguments nested {depth:,} levels deep (the limit is "
+            f"{MAX_ARGUMENT_DEPTH}); nothing from this response was kept — run %agent again to retry"
+        )
+    return arguments if isinstance(arguments, dict) else {"value": arguments}
 
 
 def collect(events: Iterator[StreamEvent]) -> Response:

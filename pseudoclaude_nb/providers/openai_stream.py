@@ -26,6 +26,7 @@ from .base import (
     ToolCallEnd,
     ToolCallStart,
     UsageEvent,
+    parse_arguments,
 )
 from .openai_messages import REASONING_FIELDS
 
@@ -164,11 +165,7 @@ def call_arguments(fn: dict[str, Any]) -> dict[str, Any]:
     raw = fn.get("arguments")
     if isinstance(raw, dict):
         return raw
-    try:
-        value = json.loads(raw or "{}")
-    except ValueError as exc:
-        raise StreamError(f"tool call {fn.get('name')} arrived with broken arguments JSON: {exc}") from exc
-    return value if isinstance(value, dict) else {"value": value}
+    return parse_arguments(raw or "{}", str(fn.get("name")))  # broken or too deep: StreamError
 
 
 def new_call_id() -> str:

@@ -27,6 +27,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from ..errors import UnsafePathError
@@ -147,12 +148,28 @@ def open_at(dfd: int, name: str, flags: int, mode: int = 0o600, *, shown: Path |
         if exc.errno in (errno.ELOOP, errno.ENXIO, errno.EISDIR, errno.EOPNOTSUPP):
             raise _refuse(shown, _what_is_at(dfd, name, shown)) from None
         raise _os_error(shown, exc) from exc
+
+    def refuse(st: os.stat_result) -> UnsafePathError:
+        if not stat.S_ISREG(st.st_mode):
+            return _refuse(shown, _kind(st.st_mode))
+        return _refuse(shown, f"it has {st.st_nlink} hard links (another name for it may be anywhere)")
+
+    return accept_regular(fd, single_link=bool(flags & _WRITE_FLAGS), refuse=refuse)
+
+
+def accept_regular(fd: int, *, single_link: bool, refuse: Callable[[os.stat_result], BaseException]) -> int:
+    """The fd just opened (``O_NOFOLLOW | O_NONBLOCK``), if ``fstat`` says it is a regular file
+    (with one link, when ``single_link``), made blocking again; else it is closed and the
+    error ``refuse(stat)`` makes is raised.
+
+    The shared tail of every open of this package: this module's (``UnsafePathError``, for
+    its own folders) and the tools' (``tools.workspace``: ``ToolError``/``BoundaryError``,
+    which the model reads).
+    """
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _refuse(shown, _kind(st.st_mode))
-        if flags & _WRITE_FLAGS and st.st_nlink > 1:
-            raise _refuse(shown, f"it has {st.st_nlink} hard links (another name for it may be anywhere)")
+        if not stat.S_ISREG(st.st_mode) or (single_link and st.st_nlink > 1):
+            raise refuse(st)
         if _NONBLOCK:
             import fcntl
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import json
 import os
 import threading
 from pathlib import Path
@@ -36,34 +35,12 @@ from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
-from . import entries, safeio, sidecar
-from .paths import LOCK_NAME, LOG_NAME, SPILL_DIR
+from . import entries, locks, mend, safeio, sidecar
+from .encode import EncodeError, encode_entry
+from .locks import is_locked
+from .paths import LOG_NAME, SPILL_DIR
 
-
-class EncodeError(ValueError):
-    """An entry cannot be written as one JSON line (nested deeper than the encoders go)."""
-
-
-def encode_entry(entry: dict[str, Any]) -> bytes:
-    """``entries.encode``, falling back to the standard library for what orjson refuses.
-
-    orjson stops at 255 levels of nesting; ``json`` goes as deep as the interpreter's
-    recursion limit allows (the loader reads up to 1,024). Deeper raises ``EncodeError``.
-    """
-    try:
-        return entries.encode(entry)
-    except TypeError as exc:
-        if "ecursion" not in str(exc):
-            raise EncodeError(f"an entry cannot be encoded as JSON: {exc}") from exc
-    try:
-        return json.dumps(entry, ensure_ascii=False, separators=(",", ":")).encode("utf-8") + b"\n"
-    except (RecursionError, ValueError, TypeError) as exc:
-        raise EncodeError(
-            "an entry is nested too deeply to be written as JSON (tool-call arguments hundreds of levels deep)"
-        ) from exc
-
-
-_MEND_LOOK = 1 << 16  # how far back the writer looks for its last line when it opens
+__all__ = ["META_EVERY", "EncodeError", "SessionWriter", "encode_entry", "is_locked"]
 
 
 META_EVERY = 32  # the sidecar is brought up to date after this many writes (and on replace, close)
@@ -117,7 +94,7 @@ class SessionWriter:
             try:
                 fcntl.flock(self._fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                pid = _read_pid(self._lock_fd)
+                pid = locks.read_pid(self._lock_fd)
                 raise SessionLockedError(self.id, pid) from None
             self._mend_torn_tail()
             # Holding the lock, this writer is the only one that spills here: crash leftovers go.
@@ -387,101 +364,14 @@ class SessionWriter:
                 os.fsync(self._fd)
 
     def _mending(self) -> bytes:
-        """What ends a torn last line: ``\n`` plus a note saying the line was torn.
-
-        The note lets the loader count the line as a crash's torn tail, not corruption. A
-        last line that ends with ``\n`` but is a cut entry (a crash during an earlier mend
-        wrote only its first bytes) gets the note too. The note's ``kind`` comes right after
-        its type, so what a crash leaves of it is recognisable as part of a note.
-        """
         assert self._fd is not None
-        size = os.fstat(self._fd).st_size
-        if size == 0:
-            return b""
-        if self._pread(1, size - 1) == b"\n":
-            if not self._last_line_torn(size):
-                return b""
-            lead = b""
-        else:
-            lead = b"\n"
-        note = entries.note_entry("a line torn by a crash or failed write precedes this note", "warning")
-        note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
-        return lead + entries.encode(note)
-
-    def _pread(self, count: int, offset: int) -> bytes:
-        """Bytes of the log, through the writer's fd (or a read-only one if it cannot read)."""
-        assert self._fd is not None
-        try:
-            return os.pread(self._fd, count, offset)
-        except OSError as exc:
-            if exc.errno != errno.EBADF:
-                raise
-        fd = safeio.open_file(self.path)
-        try:
-            return os.pread(fd, count, offset)
-        finally:
-            os.close(fd)
-
-    def _last_line_torn(self, size: int) -> bool:
-        """True when the log's last line (it ends with ``\n``) does not parse: a mend cut short."""
-        assert self._fd is not None
-        start = max(0, size - _MEND_LOOK)
-        tail = self._pread(size - start, start)
-        cut = tail.rfind(b"\n", 0, len(tail) - 1)
-        if cut < 0 and start > 0:
-            return False  # a last line longer than we look at: a real entry, not a cut note
-        line = tail[cut + 1 : -1]
-        # Only what a cut write leaves: the start of an entry (every entry starts so), not
-        # a line someone edited by hand (that stays "incomplete").
-        if not line.startswith(b'{"v":'):
-            return False
-        try:
-            return type(orjson.loads(line)) is not dict
-        except orjson.JSONDecodeError:
-            return True
+        return mend.mending(self._fd, self.path)
 
     def _acquire_lock(self) -> int:
-        fd = safeio.open_file(self.dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            pid = _read_pid(fd)
-            os.close(fd)
-            raise SessionLockedError(self.id, pid) from None
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
-        return fd
+        return locks.acquire(self.dir, self.id)
 
     def _release_lock(self) -> None:
         fd = getattr(self, "_lock_fd", None)
         if fd is not None:
-            # Unlocking before close; the file stays (removing it would race a new locker).
-            fcntl.flock(fd, fcntl.LOCK_UN)
-            os.close(fd)
+            locks.release(fd)
             self._lock_fd = None
-
-
-def _read_pid(fd: int) -> int | None:
-    try:
-        raw = os.pread(fd, 32, 0).decode().strip()
-        return int(raw) if raw else None
-    except (OSError, ValueError):
-        return None
-
-
-def is_locked(session_dir: Path) -> bool:
-    """True when some process holds the session's writer lock (used by the catalog)."""
-    for name in (LOCK_NAME, LOG_NAME):
-        try:
-            fd = safeio.open_file(Path(session_dir) / name, os.O_RDONLY)
-        except OSError:
-            continue  # missing, or refused (an unsafe session is listed as such)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
-    return False

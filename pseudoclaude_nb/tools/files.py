@@ -60,7 +60,7 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
             f"{args.path} looks binary (NUL byte in its first 8 KB); inspect it with bash (file, xxd)"
         )
     if resolved.suffix.lower() == ".ipynb":
-        view = read_notebook(resolved, args.offset, args.limit, args.path)  # issue-13
+        view = read_notebook(raw, args.offset, args.limit, args.path)  # issue-13; from the fd
         if view is not None:
             raw.close()
             return view

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import IO
 
 from ..errors import BoundaryError, ToolError
+from ..session import safeio
 
 # The session logs live here; tools may read them (spilled results are there) but not write.
 STATE_DIR = ".pseudoclaude"
@@ -110,26 +111,19 @@ def open_resolved(
             raise
     finally:
         os.close(dfd)
-    try:
-        st = os.fstat(fd)
+
+    def refuse(st: os.stat_result) -> ToolError:
         shown = display_path(root, resolved)
         if stat.S_ISDIR(st.st_mode):
-            raise ToolError(f"{shown} is a directory, not a file")
+            return ToolError(f"{shown} is a directory, not a file")
         if not stat.S_ISREG(st.st_mode):
-            raise ToolError(f"{shown} is not a regular file")  # a FIFO or device would block or never end
-        if st.st_nlink > 1:
-            raise BoundaryError(
-                f"refused: {shown} has {st.st_nlink} hard links, and another name for it may be "
-                "outside the workspace; copy it (cp) to a file of its own to work on it"
-            )
-        if _NONBLOCK:
-            import fcntl
+            return ToolError(f"{shown} is not a regular file")  # a FIFO or device would block or never end
+        return BoundaryError(
+            f"refused: {shown} has {st.st_nlink} hard links, and another name for it may be "
+            "outside the workspace; copy it (cp) to a file of its own to work on it"
+        )
 
-            fcntl.fcntl(fd, fcntl.F_SETFL, fcntl.fcntl(fd, fcntl.F_GETFL) & ~_NONBLOCK)
-    except BaseException:
-        os.close(fd)
-        raise
-    return fd
+    return safeio.accept_regular(fd, single_link=True, refuse=refuse)
 
 
 def _swapped(root: Path, resolved: Path) -> BoundaryError:

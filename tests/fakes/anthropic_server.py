@@ -14,7 +14,7 @@ from typing import Any
 
 from . import Reply, Stream
 
-Call = tuple[str, str, dict[str, Any]]  # (id, name, input)
+Call = tuple[str, str, dict[str, Any] | str]  # (id, name, input, or its JSON text)
 
 
 def sse(event: str, data: dict[str, Any]) -> bytes:
@@ -97,7 +97,11 @@ def frames(
     for call_id, name, arguments in calls:
         block(
             {"type": "tool_use", "id": call_id, "name": name, "input": {}},
-            [{"type": "input_json_delta", "partial_json": p} for p in _pieces(json.dumps(arguments), 3)],
+            # Arguments given as text are sent as they are (JSON json.dumps cannot make, e.g. too deep).
+            [
+                {"type": "input_json_delta", "partial_json": p}
+                for p in _pieces(arguments if isinstance(arguments, str) else json.dumps(arguments), 3)
+            ],
         )
     out.append(
         sse(

@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from . import Reply, Stream
 
-Call = tuple[str, str, dict[str, Any]]  # (id, name, arguments)
+Call = tuple[str, str, dict[str, Any] | str]  # (id, name, arguments, or their JSON text)
 Dialect = Literal["openai", "ollama", "llamacpp"]
 DONE = b"data: [DONE]\n\n"
 
@@ -56,7 +56,7 @@ def frames(
     out += [data(chunk({"content": p})) for p in _pieces(text, 3)] if text else []
     out.append(b": keep-alive comment\n\n")
     for index, (call_id, name, arguments) in enumerate(calls):
-        args = json.dumps(arguments)
+        args = arguments if isinstance(arguments, str) else json.dumps(arguments)
         if dialect == "ollama":
             whole = {
                 "id": call_id,
@@ -108,7 +108,7 @@ def completion(
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": json.dumps(a)}}
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
             for i, n, a in calls
         ]
     return Reply(
