@@ -39,6 +39,9 @@ class Sizes:
     repeat: int  # repetitions of each timing; the median (or best) is kept
     index_variants: bool = True  # also time the reference rows with the history index
     timeline_mb: int = 200  # the log the timeline is built for (issue 18: 200 MB)
+    magic_big: int = 10_000  # messages of the big session for the per-step cost through %agent
+    magic_steps: int = 20  # model steps of each timed %agent run
+    memory_messages: int = 20_000  # the log whose full load's memory is measured (~40 MB)
 
 
 FULL = Sizes(
@@ -62,6 +65,9 @@ QUICK = Sizes(
     name="quick",
     index_variants=False,
     timeline_mb=4,
+    magic_big=1_000,
+    magic_steps=5,
+    memory_messages=2_000,
     resume_log_mb=30,
     overhead_big=10_000,
     overhead_small=100,
@@ -110,6 +116,14 @@ def median_time(fn: Callable[[], Any], repeat: int, *, setup: Callable[[], Any] 
         with no_gc():
             times.append(timed(fn))
     return statistics.median(times)
+
+
+def cpu_time(fn: Callable[[], Any]) -> float:
+    """CPU seconds of this process spent in ``fn`` (GC off)."""
+    with no_gc():
+        started = time.process_time()
+        fn()
+        return time.process_time() - started
 
 
 def best_time(fn: Callable[[], Any], repeat: int) -> float:

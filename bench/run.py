@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import catalog, cost, history, overhead, report, storage, svg, timeline, tokens
+from . import agent_steps, catalog, cost, history, overhead, report, storage, svg, timeline, tokens
 from .common import FULL, QUICK, Row, Sizes
 
-SECTIONS = ("storage", "overhead", "catalog", "history", "timeline", "tokens", "cost")
+SECTIONS = ("storage", "overhead", "agent", "catalog", "history", "timeline", "tokens", "cost")
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
 
@@ -56,6 +56,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         built, seconds = storage.build_resume_log(scratch, sizes)
         rows.extend(storage.resume_and_replay(built, sizes, seconds))
         built.path.unlink()
+        rows.extend(storage.full_load_memory(scratch, sizes))
 
     def do_cost() -> None:
         cost_rows, priced, logs = cost.context_cost(scratch, sizes, count, counter_name)
@@ -85,6 +86,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
     try:
         section("storage", do_storage)
         section("overhead", lambda: rows.extend(overhead.harness_overhead(scratch, sizes)))
+        section("agent", lambda: rows.extend(agent_steps.per_step_through_magic(scratch, sizes)))
         section("catalog", lambda: rows.extend(catalog.list_many(scratch, sizes)))
         section("history", do_history)
         section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
@@ -102,6 +104,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "replace",
         "resume",
         "replay",
+        "load_memory",
         "list",
         "history_search",
         "largest_line",

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, field_validator
 
@@ -319,8 +319,13 @@ class PairingCheck:
     and ``pairing_problems`` of the whole equals that of the new messages alone (a result
     for a call of the prefix is "already answered" either way). The prefix is recognised
     by identity (messages are frozen) of its first and last message; anything else (a
-    replace) is walked in full.
+    replace) is walked in full. A new check (each run has its own runner) starts from the
+    prefixes the latest checks found valid, so a run's first request does not walk the
+    whole history either.
     """
+
+    _recent: ClassVar[list[tuple[int, Message, Message]]] = []  # (count, first, last), newest first
+    _KEEP: ClassVar[int] = 4
 
     def __init__(self) -> None:
         self._count = 0
@@ -328,14 +333,20 @@ class PairingCheck:
         self._last: Message | None = None
 
     def __call__(self, messages: list[Message], *, strict: bool) -> tuple[list[Message], list[str]]:
-        n = self._count
-        if not (0 < n <= len(messages) and messages[0] is self._first and messages[n - 1] is self._last):
-            n = 0
+        n = 0
+        mine = (self._count, self._first, self._last)
+        for count, first, last in (mine, *PairingCheck._recent):
+            if n < count <= len(messages) and messages[0] is first and messages[count - 1] is last:
+                n = count
         if pairing_problems(messages[n:]):
             self._count = 0
             return validate_request(messages, strict=strict)
         self._count = len(messages)
         self._first, self._last = (messages[0], messages[-1]) if messages else (None, None)
+        if messages:
+            recent = PairingCheck._recent
+            recent.insert(0, (len(messages), messages[0], messages[-1]))
+            del recent[PairingCheck._KEEP :]
         return messages, []
 
 

@@ -144,5 +144,13 @@ def test_issue_18_rows_time_the_shipped_path(quick):
     rows = {r["key"]: r for r in json.loads((quick / "results.json").read_text())["rows"]}
     assert "HistoryIndex(background=True)" in rows["append"]["detail"]["method"]
     assert isinstance(rows["list_magic"]["value"], float) and rows["list_magic"]["ok"] in (True, False)
-    assert rows["timeline"]["detail"]["bins"] <= 200 and rows["timeline"]["detail"]["svg_and_state_bytes"] > 0
+    timeline = rows["timeline"]["detail"]
+    assert timeline["bins"] <= 200 and timeline["widget_state_bytes"] > 0 and timeline["text_html_bytes"] > 0
+    assert timeline["output_bytes"] == sum(timeline[f"{k}_bytes"] for k in ("widget_state", "text_html", "text_plain"))
     assert "largest_written_message_bytes" in rows["largest_line"]["detail"]
+    # Per-step cost through %agent, in a real shell: both ends timed, steps run for real.
+    magic = rows["overhead_magic"]["detail"]
+    assert magic["ms_per_step_at_100"] > 0 and magic["steps_per_run"] >= 2
+    # The full load's memory against what it returns, by tracemalloc.
+    memory = rows["load_memory"]["detail"]
+    assert rows["load_memory"]["ok"] in (True, False) and memory["result_traced_mb"] > 0

@@ -223,3 +223,33 @@ def test_a_stale_sidecar_reads_only_the_bytes_after_its_offset(workspace, monkey
     assert fed == [len(line)]
     assert info.effective_messages == 4 and info.last_activity == 2000000.0
     assert json.loads((d / "meta.json").read_text())["offset"] == before + len(line)
+
+
+def test_the_listing_by_fd_says_what_the_path_checks_say(workspace):
+    """``list_sessions`` reads plainly safe, current sessions through one open folder; whatever
+    it cannot vouch for goes the checked way. Either way each session's info is the same."""
+    import os
+
+    folders = []
+    for i in range(6):
+        d = new_session_dir(workspace, now=1_790_000_000 + i)
+        with SessionWriter(d, model="m", fsync=False) as w:
+            conv = Conversation()
+            w.attach(conv)
+            conv.add_user(f"task {i}")
+            conv.add_assistant("done")
+        folders.append(d)
+    with open(folders[1] / "conversation.jsonl", "ab") as f:  # stale sidecar
+        f.write(b'{"v":1,"type":"message","id":"x1","ts":5.0,"role":"user","content":"more"}\n')
+    os.link(folders[2] / "meta.json", workspace / "elsewhere.json")  # a hard link: unsafe
+    (folders[3] / "tool-results").mkdir()
+    (folders[3] / "tool-results" / "a.txt").symlink_to("/etc/hostname")  # a link inside: unsafe
+    (folders[4] / "meta.json").unlink()  # no sidecar
+    locked = SessionWriter(folders[5], fsync=False)  # open: a writer holds it
+    try:
+        listed = {s.id: s for s in list_sessions(workspace)}
+        assert {d.name: session_info(d) for d in folders} == listed
+        assert listed[folders[2].name].status == listed[folders[3].name].status == "unsafe"
+        assert listed[folders[5].name].status == "open" and listed[folders[1].name].physical_messages == 3
+    finally:
+        locked.close()

@@ -200,6 +200,7 @@ def test_writer_keeps_the_sidecar_current_every_few_writes(workspace):
         assert meta["physical_messages"] == 8  # written at 4 and 8; the 9th is behind
         assert meta["offset"] < (d / "conversation.jsonl").stat().st_size
         conv.replace("compact", [Message(role="user", content="summary", ts=20.0)])
+        w.wait_meta()  # a replace brings it up to date off the caller's thread
         meta = json.loads((d / "meta.json").read_text())
         assert meta["bytes"] == (d / "conversation.jsonl").stat().st_size  # a replace syncs
         conv.append(Message(role="assistant", content="after", ts=21.0))

@@ -108,3 +108,39 @@ def test_tool_schemas_are_built_once_per_model_and_copied():
     assert _schema_bytes.cache_info().hits == hits + 1
     first["properties"].clear()
     assert tool.input_schema() == second  # each caller's own copy
+
+
+def test_a_new_scripted_provider_counts_only_what_the_last_run_did_not(monkeypatch):
+    """A run makes its own provider: the next run's first request must not walk the whole history."""
+    import pseudoclaude_nb.providers.scripted as scripted_mod
+
+    msgs = [_msg("user" if i % 2 == 0 else "text", i, "") for i in range(5_000)]
+    first = ScriptedProvider({"turns": []})
+    assert first._input_tokens(Request(system="s", messages=msgs)) == estimate_request("s", msgs, [])
+    walked = []
+    real = scripted_mod.message_bytes
+    monkeypatch.setattr(scripted_mod, "message_bytes", lambda m: walked.append(m) or real(m))
+    msgs = msgs + [Message(role="user", content="the next run")]
+    second = ScriptedProvider({"turns": []})
+    assert second._input_tokens(Request(system="s", messages=msgs)) == estimate_request("s", msgs, [])
+    assert len(walked) == 1
+    # Another conversation (no shared prefix) is counted in full, and correctly.
+    other = [Message(role="user", content="elsewhere")] + msgs[1:]
+    assert second._input_tokens(Request(system="s", messages=other)) == estimate_request("s", other, [])
+
+
+def test_a_new_pairing_check_walks_only_what_the_last_run_did_not(monkeypatch):
+    import pseudoclaude_nb.messages as messages_mod
+
+    msgs = [_msg("user" if i % 2 == 0 else "text", i, "") for i in range(10_000)]
+    PairingCheck()(msgs, strict=True)  # the last run's runner
+    walked = []
+    real = messages_mod.pairing_problems
+    monkeypatch.setattr(messages_mod, "pairing_problems", lambda m: walked.append(len(m)) or real(m))
+    msgs = msgs + [Message(role="user", content="next run")]
+    assert PairingCheck()(msgs, strict=True) == (msgs, [])  # this run's
+    assert walked == [1]
+    # A broken conversation that shares nothing with it is still walked, and repaired.
+    broken = [Message(role="user", tool_result=ToolResult(call_id="nope", content="r")), *msgs[:3]]
+    got, problems = PairingCheck()(broken, strict=False)
+    assert problems and got == validate_request(broken, strict=False)[0]

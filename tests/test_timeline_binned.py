@@ -153,3 +153,32 @@ def test_picture_and_widget_state_stay_bounded(tmp_path: Path) -> None:
     widget.select(65_999)
     assert "message 59999" in widget.detail.value
     assert widget.page.value == 65_999 // 200 and len(widget.entries.options) <= 200
+
+
+def _states(widget) -> list:
+    return [widget, *(w for child in getattr(widget, "children", ()) for w in _states(child))]
+
+
+def test_the_whole_output_stays_bounded_with_replaces_in_every_column(tmp_path: Path) -> None:
+    """Every widget's state plus the display bundle's text forms (what a saved notebook keeps)."""
+    d = tmp_path / "many"
+    d.mkdir()
+    out = []
+    for i in range(30_000):
+        if i % 100 == 0:  # a compaction in every column of the picture
+            rid = f"r{i}"
+            out.append(entries.encode(entries.replace_entry("compact", rid, 1)))
+            m = Message(role="user", content=f"summary {i}", ts=1.0 + i)
+            out.append(entries.encode(entries.message_entry(m, replace_id=rid)))
+            continue
+        m = Message(role="user" if i % 2 == 0 else "assistant", content=f"message {i} " + "z" * 300, ts=1.0 + i)
+        out.append(entries.encode(entries.message_entry(m)))
+        out.append(entries.encode({"v": 1, "type": "usage", "id": f"u{i}", "ts": 1.0, "input_tokens": i, "messages": 2}))
+    (d / "conversation.jsonl").write_bytes(b"".join(out))
+    t = build_timeline(d)
+    widget = SessionTimeline(t)
+    bundle = widget._repr_mimebundle_()
+    state = sum(len(json.dumps(w.get_state(), default=str).encode()) for w in _states(widget))
+    total = state + len(bundle["text/html"].encode()) + len(bundle["text/plain"].encode())
+    assert total <= 300_000, total
+    assert timeline_svg(t).count('class="pc-replace"') == len(t.bins)  # every marker is still drawn

@@ -103,6 +103,11 @@ def load_script(source: dict[str, Any] | str | Path) -> tuple[Script, str]:
         raise ScriptError(f"script {name} is malformed: {problems}") from None
 
 
+# The prefixes counted by the latest requests of any scripted provider: (messages, first, last, bytes).
+_RECENT: list[tuple[int, Message | None, Message | None, int]] = []
+_KEEP = 4
+
+
 class ScriptedProvider:
     def __init__(
         self,
@@ -162,12 +167,17 @@ class ScriptedProvider:
         are kept with the first and last of them, which identify the prefix (messages are
         frozen); a replace changes them and the request is counted in full.
         """
-        n, first, last, total = self._counted
         msgs = request.messages
-        if not (0 < n <= len(msgs) and msgs[0] is first and msgs[n - 1] is last):
-            n, total = 0, 0
+        n, total = 0, 0
+        # This provider's last request, or one of an earlier run's provider (a run makes its own
+        # provider; the conversation's messages are the same objects from run to run).
+        for count, first, last, counted in (self._counted, *_RECENT):
+            if n < count <= len(msgs) and msgs[0] is first and msgs[count - 1] is last:
+                n, total = count, counted
         total += sum(message_bytes(m) for m in msgs[n:])
         self._counted = (len(msgs), msgs[0] if msgs else None, msgs[-1] if msgs else None, total)
+        _RECENT.insert(0, self._counted)
+        del _RECENT[_KEEP:]
         schema_bytes = (
             len(json.dumps(request.tools, ensure_ascii=False).encode("utf-8")) if request.tools else 0
         )

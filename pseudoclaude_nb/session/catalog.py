@@ -10,15 +10,19 @@ of its log (the counts still cover every logged message and every unreadable lin
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
+
+import orjson
 
 from ..errors import SessionError
 from . import loader, safeio, sidecar
 from .loader import LoadResult
-from .paths import LOG_NAME, META_NAME, sessions_dir
+from .paths import LOCK_NAME, LOG_NAME, META_NAME, sessions_dir
 from .writer import is_locked
 
 META_VERSION = sidecar.META_VERSION
@@ -157,19 +161,128 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
     if not root.is_dir():
         return []
     infos = []
-    for d in root.iterdir():
-        if d.name.startswith(".") or not os.path.lexists(d / LOG_NAME):
-            if d.is_symlink():
-                infos.append(unsafe_info(d, f"{d} is a symbolic link"))
-            else:
-                _remove_if_abandoned(d)
-            continue
-        try:
-            infos.append(session_info(d))
-        except FileNotFoundError:
-            continue  # trashed by another kernel while we listed
+    try:
+        # The folder of sessions, opened once with every component checked: each session
+        # below is read through it, by names opened without following links (``_clean_info``).
+        root_fd: int | None = safeio.open_dir(root)
+    except OSError:
+        root_fd = None
+    try:
+        for d in root.iterdir():
+            if d.name.startswith(".") or not os.path.lexists(d / LOG_NAME):
+                if d.is_symlink():
+                    infos.append(unsafe_info(d, f"{d} is a symbolic link"))
+                else:
+                    _remove_if_abandoned(d)
+                continue
+            try:
+                info = _clean_info(root_fd, d) if root_fd is not None else None
+                infos.append(info if info is not None else session_info(d))
+            except FileNotFoundError:
+                continue  # trashed by another kernel while we listed
+    finally:
+        if root_fd is not None:
+            os.close(root_fd)
     infos.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
     return infos
+
+
+_DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC | os.O_NONBLOCK
+
+
+def _clean_info(root_fd: int, session_dir: Path) -> SessionInfo | None:
+    """The info of a session whose folder is plainly safe and whose sidecar is current, read by fd.
+
+    The checks of ``safeio.tree_problem`` (no link, special file or hard-linked file anywhere in
+    the folder), done relative to the open folder: a few syscalls, no path walked again. None
+    for anything else (a doubt, a stale or missing sidecar): ``session_info`` says exactly what.
+    """
+    try:
+        dfd = os.open(session_dir.name, _DIR_FLAGS, dir_fd=root_fd)
+    except OSError:
+        return None
+    try:
+        if not _plain_tree(dfd):
+            return None
+        size = os.stat(LOG_NAME, dir_fd=dfd, follow_symlinks=False).st_size
+        meta = _read_meta_at(dfd)
+        if not sidecar.is_current(meta, size):
+            return None
+        assert meta is not None
+        status = "open" if _locked_at(dfd) else _str(meta.get("status")) or "ok"
+    except OSError:
+        return None
+    finally:
+        os.close(dfd)
+    return SessionInfo(
+        id=session_dir.name,
+        title=_str(meta.get("title")),
+        first_model=_str(meta.get("first_model")) or None,
+        last_model=_str(meta.get("last_model")) or None,
+        physical_messages=_count(meta.get("physical_messages")),
+        effective_messages=_count(meta.get("effective_messages")),
+        bytes=size,
+        created=_time(meta.get("created")),
+        last_activity=_time(meta.get("last_activity")),
+        status=status,
+        path=session_dir,
+    )
+
+
+def _plain_tree(dfd: int, depth: int = 0) -> bool:
+    """True when everything in the open folder (and its folders) is a regular file with one link."""
+    with os.scandir(dfd) as it:
+        found = list(it)
+    for entry in found:
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            if depth > 8:
+                return False
+            sub = os.open(entry.name, _DIR_FLAGS, dir_fd=dfd)
+            try:
+                if not _plain_tree(sub, depth + 1):
+                    return False
+            finally:
+                os.close(sub)
+        elif not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            return False
+    return True
+
+
+def _read_meta_at(dfd: int) -> dict | None:
+    try:
+        fd = os.open(META_NAME, _FILE_FLAGS, dir_fd=dfd)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > META_LIMIT:
+            return None
+        meta = orjson.loads(os.read(fd, st.st_size + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+    finally:
+        os.close(fd)
+    return meta if isinstance(meta, dict) else None
+
+
+def _locked_at(dfd: int) -> bool:
+    """``writer.is_locked``, through the open folder."""
+    for name in (LOCK_NAME, LOG_NAME):
+        try:
+            fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
+        except OSError:
+            continue
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return True
+        else:
+            fcntl.flock(fd, fcntl.LOCK_UN)
+        finally:
+            os.close(fd)
+    return False
 
 
 ABANDONED_SECONDS = 600.0  # a folder without a log this old is what a killed import left

@@ -63,7 +63,7 @@ def load_fast(fd: int, file: Path, size: int, min_skip: int) -> LoadResult | Non
             if offset < min_skip:
                 return None  # too little to skip: the full replay is as cheap
             result = LoadResult(path=file, bytes=size)
-            commits = replay(buf[at:], result, base=offset)
+            commits = replay(buf, result, base=offset, start=at)
             if commits and commits[0] == offset:
                 if result.bad_lines:
                     return None

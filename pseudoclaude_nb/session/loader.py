@@ -32,6 +32,10 @@ What lies between head and look-back is not read (``LoadResult.skipped``), so:
   so every line it reports carries its true line number;
 * ``effective_from_line`` stays exact: it is counted when first asked for.
 
+A full replay streams (issue 18): the log is read ``replay.CHUNK`` bytes at a time and only
+the effective state is kept (a pending replace holds the state it would replace by offset),
+so its peak memory is about the size of what it returns, not twice the log.
+
 Only I/O errors raise, with the path in the message.
 """
 
@@ -44,7 +48,7 @@ from ..errors import SessionError
 from . import safeio
 from .fast_load import load_fast
 from .paths import LOG_NAME
-from .replay import LoadResult, replay, settle
+from .replay import LoadResult, replay_file, settle
 
 __all__ = ["FAST_MIN_SKIP", "LoadResult", "load_session", "log_path"]
 
@@ -75,11 +79,10 @@ def load_session(path: str | Path, *, full: bool = False) -> LoadResult:
                 if fast is not None:
                     settle(fast)
                     return fast
-            f.seek(0)
-            data = f.read()
+            # Streamed: the log is read a chunk at a time and only the effective state is kept.
+            result = LoadResult(path=file)
+            replay_file(f.fileno(), result)
     except OSError as exc:
         raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
-    result = LoadResult(path=file, bytes=len(data), bytes_read=len(data))
-    replay(data, result)
     settle(result)
     return result

@@ -1,13 +1,16 @@
 """The replay core: a log's bytes into the effective conversation (rules in ``session.loader``).
 
-``replay`` reads entries through ``entries.parse_entry`` (the one parser) and applies the
-replace protocol; ``settle`` makes the result protocol-valid without inventing results.
-No file is opened here except to count ``effective_from_line`` on demand.
+``replay_stream`` reads entries through ``entries.parse_entry`` (the one parser) and applies
+the replace protocol, a chunk at a time (``replay_file`` from a file, ``replay`` from bytes
+in memory); ``settle`` makes the result protocol-valid without inventing results. No file
+is opened here except to count ``effective_from_line`` on demand.
 """
 
 from __future__ import annotations
 
 import os
+from array import array
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -110,135 +113,213 @@ class LoadResult:
         return out
 
 
+CHUNK = 1 << 20  # what a streamed replay reads at a time
+
+
 @dataclass
 class _Pending:
     replace_id: str
     count: int
     line: int
+    offset: int
     messages: list[Any] = field(default_factory=list)
+    spots: array = field(default_factory=lambda: array("q"))
 
 
-def replay(data: bytes, r: LoadResult, *, base: int = 0) -> list[int]:
-    """Replay ``data`` (the log from byte ``base`` on) into ``r``; the offsets of committed replaces.
+Reread = Callable[[int, int], bytes]
 
-    Line numbers in ``r`` count from the start of ``data``; offsets are absolute. The loop
-    keeps its figures in local variables (this is the full replay's hot path).
+
+def replay(data: bytes, r: LoadResult, *, base: int = 0, start: int = 0) -> list[int]:
+    """Replay ``data[start:]`` (the log from byte ``base`` on) into ``r``; see ``replay_stream``."""
+    view = memoryview(data)
+
+    def chunks() -> Iterator[bytes]:
+        if start == 0 and len(data) <= CHUNK:
+            yield data
+            return
+        for at in range(start, len(data), CHUNK):
+            yield bytes(view[at : at + CHUNK])
+
+    def reread(offset: int, size: int) -> bytes:
+        at = start + offset - base
+        return data[at : at + size]
+
+    return replay_stream(chunks(), r, reread, base=base)
+
+
+def replay_file(fd: int, r: LoadResult) -> list[int]:
+    """Replay the whole file ``fd`` (read from its start, ``CHUNK`` bytes at a time) into ``r``; sets its sizes."""
+
+    def chunks() -> Iterator[bytes]:
+        while piece := os.pread(fd, CHUNK, r.bytes):
+            r.bytes += len(piece)
+            yield piece
+
+    r.bytes = 0
+    commits = replay_stream(chunks(), r, lambda offset, size: os.pread(fd, size, offset))
+    r.bytes_read = r.bytes
+    return commits
+
+
+def _batches(chunks: Iterable[bytes]) -> Iterator[tuple[list[bytes], bool]]:
+    """The lines of the stream, a chunk's worth at a time; ``True`` with the unterminated tail."""
+    carry: list[bytes] = []  # the pieces of a line not ended yet
+    for chunk in chunks:
+        lines = chunk.split(b"\n")
+        if len(lines) == 1:
+            carry.append(chunk)
+            continue
+        if carry:
+            carry.append(lines[0])
+            lines[0] = b"".join(carry)
+        tail = lines.pop()
+        carry = [tail] if tail else []
+        yield lines, False
+    if carry:
+        yield [b"".join(carry)], True
+
+
+def replay_stream(chunks: Iterable[bytes], r: LoadResult, reread: Reread, *, base: int = 0) -> list[int]:
+    """Replay a log read as ``chunks`` (from byte ``base`` on) into ``r``; the offsets of committed replaces.
+
+    Streamed: only the effective state is kept, never the log. A line is held as its decoded
+    entry while it is part of the state; a replace drops what it replaces once it commits,
+    and while it is pending the state it would replace is held as the offsets of its lines
+    (``reread`` reads one back, should the replace not complete). Line numbers in ``r``
+    count from ``base``; offsets are absolute. The loop keeps its figures in local
+    variables (this is the full replay's hot path).
     """
-    lines = data.split(b"\n")
-    ends_clean = data.endswith(b"\n") or not data
-    state: list[MessageEntry] = []
+    state: list[MessageEntry | None] = []  # None: held as its line's offset and size in ``spots``
+    spots = array("q")  # offset, size of each line of ``state``
     pending: _Pending | None = None
     anchor: tuple[int, int] | None = None
     last_bad: int | None = None
-    last = len(lines) - 1
-    commits: list[int] = []  # line indexes of committed replace markers
+    heads: dict[int, bytes] = {}  # the start of each unreadable line (a torn-note fragment?)
+    commits: list[int] = []  # offsets of committed replace markers
     bad = r.bad_lines
     first_ts = last_ts = first_model = last_model = None
     title = ""
     physical = replaces = 0
+    index = -1
+    pos = base
     loads, JSONDecodeError = orjson.loads, orjson.JSONDecodeError  # noqa: N806 - a local alias
     parse, plainly, message_entry = parse_entry, plainly_valid, MessageEntry  # local aliases: the hot path
+    head_size = len(_TORN_NOTE_HEAD) + 1
 
-    for index, raw in enumerate(lines):
-        if not raw or raw.isspace():  # isspace: no copy, unlike strip
-            continue
-        try:
-            obj = loads(raw)
-        except JSONDecodeError:
-            obj = None
-        if type(obj) is not dict:
-            if index == last and not ends_clean:
-                r.torn_tail = True
-            else:
-                bad.append(index + 1)
-                last_bad = index + 1
-            continue
+    for lines, unterminated in _batches(chunks):
+        for raw in lines:
+            index += 1
+            at = pos
+            pos += len(raw) + 1
+            if not raw or raw.isspace():  # isspace: no copy, unlike strip
+                continue
+            try:
+                obj = loads(raw)
+            except JSONDecodeError:
+                obj = None
+            if type(obj) is not dict:
+                if unterminated:
+                    r.torn_tail = True
+                else:
+                    bad.append(index + 1)
+                    heads[index] = raw[:head_size]
+                    last_bad = index + 1
+                continue
 
-        kind = obj.get("type")
-        if last_bad is not None:
-            if kind == "note" and obj.get("kind") == TORN_NOTE and last_bad == index:
-                # The writer marked the line before as a crash's torn tail, now mended.
-                bad.pop()
-                r.torn_tail = True
-                # A crash during an earlier mend left part of its note: that torn line mended
-                # the one before it too (recovered, not incomplete).
-                frag = index - 1  # the line just mended (0-based)
-                while _torn_note_part(lines[frag]) and bad and bad[-1] == frag:
-                    bad.pop()  # the line before the fragment (1-based frag)
-                    frag -= 1
-            last_bad = None
+            kind = obj.get("type")
+            if last_bad is not None:
+                if kind == "note" and obj.get("kind") == TORN_NOTE and last_bad == index:
+                    # The writer marked the line before as a crash's torn tail, now mended.
+                    bad.pop()
+                    r.torn_tail = True
+                    # A crash during an earlier mend left part of its note: that torn line mended
+                    # the one before it too (recovered, not incomplete).
+                    frag = index - 1  # the line just mended (0-based)
+                    while _torn_note_part(heads.get(frag, b"")) and bad and bad[-1] == frag:
+                        bad.pop()  # the line before the fragment (1-based frag)
+                        frag -= 1
+                last_bad = None
 
-        if pending is not None and (kind != "message" or obj.get("replace_id") != pending.replace_id):
-            r.torn_replace, pending = True, None
+            if pending is not None and (kind != "message" or obj.get("replace_id") != pending.replace_id):
+                r.torn_replace, pending = True, None
 
-        ts = obj.get("ts")
-        if isinstance(ts, (int, float)):
-            if first_ts is None:
-                first_ts = ts
-            last_ts = ts
+            ts = obj.get("ts")
+            if isinstance(ts, (int, float)):
+                if first_ts is None:
+                    first_ts = ts
+                last_ts = ts
 
-        # parse_entry's own first step for a message, inlined: most lines are plainly valid ones.
-        entry = message_entry(obj) if kind == "message" and plainly(obj) else parse(obj)
-        if entry is None:
-            bad.append(index + 1)  # a message or replace marker that is not a valid one
-            continue
-        cls = type(entry)
-        if cls is MessageEntry:
-            # A plainly valid entry becomes a Message only if it is in the final state.
-            physical += 1
-            model = obj.get("model")
-            if model and isinstance(model, str):
-                first_model = first_model or model
-                last_model = model
-            if not title:
-                title = entry.title()
-            rid = obj.get("replace_id")
-            if rid is None:
-                state.append(entry)
-            elif pending is not None and rid == pending.replace_id:
-                pending.messages.append(entry)
-                if len(pending.messages) == pending.count:
-                    r._effective_line = pending.line
-                    commits.append(pending.line - 1)
-                    state, pending, anchor = pending.messages, None, None
+            # parse_entry's own first step for a message, inlined: most lines are plainly valid ones.
+            entry = message_entry(obj) if kind == "message" and plainly(obj) else parse(obj)
+            if entry is None:
+                bad.append(index + 1)  # a message or replace marker that is not a valid one
+                heads[index] = raw[:head_size]
+                continue
+            cls = type(entry)
+            if cls is MessageEntry:
+                # A plainly valid entry becomes a Message only if it is in the final state.
+                physical += 1
+                model = obj.get("model")
+                if model and isinstance(model, str):
+                    first_model = first_model or model
+                    last_model = model
+                if not title:
+                    title = entry.title()
+                rid = obj.get("replace_id")
+                if rid is None:
+                    state.append(entry)
+                    spots.append(at)
+                    spots.append(len(raw))
+                elif pending is not None and rid == pending.replace_id:
+                    pending.messages.append(entry)
+                    pending.spots.append(at)
+                    pending.spots.append(len(raw))
+                    if len(pending.messages) == pending.count:
+                        r._effective_line = pending.line
+                        commits.append(pending.offset)
+                        state, spots, pending, anchor = pending.messages, pending.spots, None, None
+                        replaces += 1
+                # else: a snapshot entry of a replace already discarded; ignore it.
+            elif cls is UsageEntry:
+                anchor = entry.anchor or anchor  # type: ignore[union-attr]
+                model = entry.model  # type: ignore[union-attr]
+                if model:
+                    first_model = first_model or model
+                    last_model = model
+            elif cls is ReplaceEntry:
+                if entry.count == 0:  # type: ignore[union-attr]
+                    state, spots, anchor = [], array("q"), None
+                    r._effective_line = index + 1
+                    commits.append(at)
                     replaces += 1
-            # else: a snapshot entry of a replace already discarded; ignore it.
-        elif cls is UsageEntry:
-            anchor = entry.anchor or anchor  # type: ignore[union-attr]
-            model = entry.model  # type: ignore[union-attr]
-            if model:
-                first_model = first_model or model
-                last_model = model
-        elif cls is ReplaceEntry:
-            if entry.count == 0:  # type: ignore[union-attr]
-                state, anchor = [], None
-                r._effective_line = index + 1
-                commits.append(index)
-                replaces += 1
+                else:
+                    pending = _Pending(entry.replace_id, entry.count, index + 1, at)  # type: ignore[union-attr]
+                    # Until it commits, the state it would replace is held by offset only.
+                    state = [None] * len(state)
             else:
-                pending = _Pending(entry.replace_id, entry.count, index + 1)  # type: ignore[union-attr]
-        else:
-            _collect(r, entry)
+                _collect(r, entry)
 
     if pending is not None:
         r.torn_replace = True
-    r.messages = [e.message for e in state]
+    r.messages = _messages(state, spots, reread)
     r.usage_anchor = anchor
     r.first_ts, r.last_ts, r.first_model, r.last_model = first_ts, last_ts, first_model, last_model
     r.title, r.physical_messages, r.replaces = title, physical, replaces
-    offsets = _offsets(lines, commits, base)
-    if offsets:
-        r.effective_from_byte = offsets[-1]
-    return offsets
+    if commits:
+        r.effective_from_byte = commits[-1]
+    return commits
 
 
-def _offsets(lines: list[bytes], indexes: list[int], base: int) -> list[int]:
-    """The byte offsets of the lines at ``indexes`` (ascending), counted in one pass."""
-    out, pos, at = [], base, 0
-    for index in indexes:
-        pos += sum(map(len, lines[at:index])) + (index - at)
-        at = index
-        out.append(pos)
+def _messages(state: list[MessageEntry | None], spots: array, reread: Reread) -> list[Message]:
+    """The state's messages, each entry dropped as its message is made (a line held by offset is read back)."""
+    out = []
+    for i, entry in enumerate(state):
+        if entry is None:
+            obj = orjson.loads(reread(spots[2 * i], spots[2 * i + 1]))
+            entry = parse_entry(obj)  # type: ignore[assignment] - it was a valid message when first read
+            assert isinstance(entry, MessageEntry)
+        state[i] = None
+        out.append(entry.message)
     return out
 
 

@@ -33,6 +33,7 @@ from .entries import (
     RolloverEntry,
     SpillEntry,
     UsageEntry,
+    decode,
     parse_line,
 )
 from .loader import log_path
@@ -155,8 +156,11 @@ class Timeline:
     def kind(self, index: int) -> str:
         return KINDS[self.kinds[index]]
 
-    def read(self, indexes: Sequence[int]) -> list[Item]:
-        """The entries at ``indexes``, read from the log by offset (one open, one read per entry)."""
+    def read(self, indexes: Sequence[int], *, detail: bool = True) -> list[Item]:
+        """The entries at ``indexes``, read from the log by offset (one open, one read per entry).
+
+        ``detail=False``: for labels only (a list), without the log entries' JSON in ``detail``.
+        """
         out = []
         try:
             with os.fdopen(safeio.open_file(self.path), "rb") as f:
@@ -165,7 +169,7 @@ class Timeline:
                     start = self.offsets[i]
                     end = self.offsets[i + 1] if i + 1 < len(self.offsets) else size
                     raw = os.pread(f.fileno(), end - start, start).split(b"\n", 1)[0]
-                    out.append(_parse_item(self.lines[i], raw, start >= self.effective_from))
+                    out.append(_parse_item(self.lines[i], raw, start >= self.effective_from, detail))
         except OSError as exc:
             raise SessionError(f"cannot read session log {self.path}: {exc.strerror or exc}") from exc
         return out
@@ -191,6 +195,10 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
         problems=list(meta.get("problems") or []),
         effective_from=int(meta.get("effective_from") or 0),
     )
+    # The lines the replay found unreadable (the sidecar keeps them): the rest are classified
+    # by their keys where the writer's layout allows, without parsing.
+    state = meta.get("replay")
+    bad = {b[0] for b in state.get("bad", ()) if isinstance(b, list) and b} if isinstance(state, dict) else set()
     with os.fdopen(fd, "rb"):
         size = os.fstat(fd).st_size
         at, line, rest = 0, 1, b""
@@ -202,43 +210,114 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
             base = at - len(rest)
             at += len(piece)
             end = data.rfind(b"\n") + 1 if at < size else len(data)
-            line = _scan(t, data[:end], base, line)
+            line = _scan(t, data, end, base, line, bad)
             rest = data[end:]
     t.bins = _bins(t, bins)
     return t
 
 
-def _scan(t: Timeline, data: bytes, base: int, line: int) -> int:
-    """Record every entry of ``data`` (whole lines, starting at byte ``base``, line ``line``)."""
-    offsets, lines, kinds = t.offsets, t.lines, t.kinds
-    pos = base
-    for raw in data.split(b"\n"):
-        if raw and not raw.isspace():
-            kind, tokens, reason = _classify(raw)
-            if kind in ("user", "tool_result") and b'"parts":[{' in raw:
-                pictures = _images_in(raw)
-                if pictures:
-                    t.images[len(offsets)] = pictures
+def _scan(t: Timeline, data: bytes, stop: int, base: int, line: int, bad: set[int]) -> int:
+    """Record every entry of ``data[:stop]`` (whole lines, starting at byte ``base``, line ``line``).
+
+    Lines are found in place (no copy of a message line is made): most are classified by
+    their keys (``_message_kind``); the rest are parsed.
+    """
+    offsets, lines, kinds, code = t.offsets, t.lines, t.kinds, _CODE
+    find, pos = data.find, 0
+    torn = not data.endswith(b"\n", 0, stop)  # the last line is cut (a crash mid-write)
+    while pos < stop:
+        nl = find(b"\n", pos, stop)
+        if nl < 0:
+            nl = stop
+        if nl > pos and (data[pos] == 0x7B or not data[pos:nl].isspace()):
+            kind = None
+            tokens, reason = 0, ""
+            if line in bad:
+                kind = "bad"
+            elif not (torn and nl == stop):
+                if data.startswith(_USAGE, pos, nl):
+                    entry = decode(data[pos:nl])
+                    if entry is not None:
+                        kind, tokens = "usage", _usage_tokens(entry)
+                else:
+                    kind = _message_kind(data, pos, nl)
+            if kind is None:
+                kind, tokens, reason = _classify(data[pos:nl])
             index = len(offsets)
-            offsets.append(pos)
+            # Image parts are written last: a line ending in an object or a number has none.
+            if (kind == "tool_result" or kind == "user") and data[nl - 2] in _MAY_END_PARTS:
+                pictures = _images_at(data, pos, nl)
+                if pictures:
+                    t.images[index] = pictures
+            offsets.append(base + pos)
             lines.append(line)
-            kinds.append(_CODE[kind])
+            kinds.append(code[kind])
             if kind == "usage":
                 t.usage.append((index, tokens))
             elif kind == "replace":
                 t.reasons[index] = reason
-        pos += len(raw) + 1
+        pos = nl + 1
         line += 1
-    return line - 1 if data.endswith(b"\n") else line
+    return line
+
+
+_USAGE = b'{"v":1,"type":"usage",'
+_MAY_END_PARTS = frozenset(b'"]')
+_TOKEN_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
+_ROLE = b'role":"'  # found without its opening quote (a needle starting with one is slow)
+_RESULT_HEAD = b'user","content":"","tool_calls":[],"tool_result":{'
+_NO_RESULT = b'tool_result":null'  # its opening quote is checked apart, as with _ROLE
+_NO_CALLS = b'"tool_calls":[],'
+TAIL = 320  # how far from its end a message line's closing keys are looked for
+
+
+def _message_kind(data: bytes, start: int, end: int) -> str | None:
+    """The kind of the message line ``data[start:end]`` from the writer's key layout, or None.
+
+    The writer writes ``role`` near the start and ``tool_calls`` then ``tool_result`` after
+    the content, so a result reads ``"content":"","tool_calls":[],"tool_result":{`` right
+    after its role, and any other message ends with ``"tool_result":null`` (a few keys may
+    follow). A JSON string holds a quote only escaped, so those bytes are keys. A line in
+    another layout (None) is parsed instead.
+    """
+    if not data.startswith(_MESSAGE, start, end) or data[end - 1] != 0x7D:
+        return None
+    r = data.find(_ROLE, start, min(end, start + 300))
+    if r < 0 or data[r - 1] != 0x22:  # "
+        return None
+    r += len(_ROLE)
+    if data.startswith(_RESULT_HEAD, r, end):
+        return "tool_result"
+    if data.startswith(b'user"', r, end):
+        role = "user"
+    elif data.startswith(b'assistant"', r, end):
+        role = "assistant"
+    else:
+        return None
+    k = data.rfind(_NO_RESULT, max(r, end - TAIL), end) - 1  # at its opening quote
+    if k < 0 or data[k] != 0x22 or data[k - 1] != 0x2C:  # ",
+        return None
+    if data.startswith(_NO_CALLS, k - len(_NO_CALLS), k):
+        return role
+    return "tool_call" if data[k - 2] == 0x5D and data[k - 3] == 0x7D else None  # ...}],"tool_result"
+
+
+def _usage_tokens(e: dict) -> int:
+    """A usage entry's prompt total plus output, each count read within sense (``_count``)."""
+    total = 0
+    for key in _TOKEN_KEYS:
+        value = e.get(key)
+        total += value if type(value) is int and 0 <= value < 2**53 else _count(value)
+    return total
+
+
+def _images_at(data: bytes, start: int, end: int) -> int:
+    """The image parts of the message line ``data[start:end]`` (issue-14): ``parts`` is written last."""
+    at = data.rfind(b'"parts":[{', max(start, end - (64 << 10)), end)
+    return data.count(b'"type":"image"', at, end) if at > 0 else 0
 
 
 _MESSAGE = b'{"v":1,"type":"message",'
-
-
-def _images_in(raw: bytes) -> int:
-    """The image parts of a message line (issue-14), by its keys: ``parts`` is written last."""
-    at = raw.rfind(b'"parts":[{')
-    return raw.count(b'"type":"image"', at) if at > 0 else 0
 
 
 def _classify(raw: bytes) -> tuple[str, int, str]:
@@ -285,11 +364,11 @@ def _bins(t: Timeline, count: int) -> list[Bin]:
     return out
 
 
-def _parse_item(lineno: int, raw: bytes, effective: bool) -> Item:
+def _parse_item(lineno: int, raw: bytes, effective: bool, detail: bool = True) -> Item:
     entry = parse_line(raw)
     if entry is None:
         return Item(lineno, "bad", "unreadable line", raw[:2000].decode("utf-8", "replace"), False)
-    return _item(lineno, entry, effective)
+    return _item(lineno, entry, effective, with_detail=detail)
 
 
 def _count(value: object) -> int:
@@ -329,15 +408,7 @@ def _item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool = Tru
             label = f"[{cells} notebook cell{'' if cells == 1 else 's'}] " + _short(m.prompt_text)
         return Item(lineno, m.role, label + shown, m.content, effective, images=pictures)
     if isinstance(entry, UsageEntry):
-        tokens = sum(
-            _count(e.get(k))
-            for k in (
-                "input_tokens",
-                "cache_creation_input_tokens",
-                "cache_read_input_tokens",
-                "output_tokens",
-            )
-        )
+        tokens = _usage_tokens(e)
         return Item(lineno, "usage", f"usage {tokens:,} tokens", detail, effective, tokens=tokens)
     if isinstance(entry, ReplaceEntry):
         return Item(

@@ -44,6 +44,7 @@ __all__ = ["META_EVERY", "EncodeError", "SessionWriter", "encode_entry", "is_loc
 
 
 META_EVERY = 32  # the sidecar is brought up to date after this many writes (and on replace, close)
+# (after a replace in the background: ``wait_meta`` waits for it)
 
 
 class SessionWriter:
@@ -74,6 +75,8 @@ class SessionWriter:
         self._fd: int | None = None
         self.meta_every = meta_every
         self._unsynced = 0  # writes since meta.json was last brought up to date
+        self._meta_lock = threading.Lock()  # one sidecar update at a time
+        self._meta_thread: threading.Thread | None = None
         # A session folder with a link, a special file or a hard-linked file anywhere in it
         # is never written: its writes could land outside the workspace (safeio).
         problem = safeio.tree_problem(self.dir)
@@ -125,6 +128,7 @@ class SessionWriter:
 
     def close(self) -> None:
         self.detach()
+        self.wait_meta()
         if getattr(self, "_fd", None) is not None:
             if self._unsynced:
                 self.sync_meta()
@@ -152,7 +156,17 @@ class SessionWriter:
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
             self._write(self._encoded(lambda: self._replace_bytes(reason, messages)), resync=False)
-        self.sync_meta()
+        # The sidecar catches up off the caller's thread: that parses the snapshot just written,
+        # which would cost a replace several times its write and fsync (SPEC §15).
+        self._unsynced = 0
+        self._meta_thread = threading.Thread(target=self.sync_meta, name="pseudoclaude-meta", daemon=True)
+        self._meta_thread.start()
+
+    def wait_meta(self) -> None:
+        """Wait for a sidecar update running in the background (after a replace)."""
+        thread = getattr(self, "_meta_thread", None)
+        if thread is not None:
+            thread.join()
 
     def _encoded(self, make: Any) -> bytes:
         """The bytes ``make()`` encodes; an entry that cannot be encoded fails the writer (closed).
@@ -177,10 +191,11 @@ class SessionWriter:
         Derived data: never raises (a reader rebuilds a sidecar it finds stale or broken).
         """
         self._unsynced = 0
-        try:
-            sidecar.refresh(self.dir, fsync=False)
-        except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
-            pass
+        with self._meta_lock:
+            try:
+                sidecar.refresh(self.dir, fsync=False)
+            except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
+                pass
 
     # --- other entries ---------------------------------------------------------------------
 

@@ -74,11 +74,14 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
         out.append(
             f'<polyline class="pc-curve" points="{pts}" fill="none" {stroke(FG2, "stroke-width:1.5")}/>'
         )
+        # One group carries what every point shares: the picture stays small at 200 bins.
+        out.append(f'<g class="pc-usage-points" {fill(FG2)}>')
         for b, tok in curve:
             out.append(
-                f'<circle cx="{x(b):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5" '
-                f"{fill(FG2)}><title>step usage: {tok:,} tokens</title></circle>"
+                f'<circle cx="{x(b):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5">'
+                f"<title>step usage: {tok:,} tokens</title></circle>"
             )
+        out.append("</g>")
         out.append(
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end" '
             f"{fill(FG1)}>{peak:,}</text>"
@@ -87,29 +90,39 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + curve_h}" font-size="10" '
             f'text-anchor="end" {fill(FG1)}>tokens/step</text>'
         )
+    marks: dict[tuple[str, bool], list[str]] = {}  # (kind, effective): the path of its marks
+    strips: list[str] = []
+    w, column = f"{bar:.1f}", f"{span / n:.1f}"
+    replace_lines: list[str] = []
+    replace_labels: list[str] = []
+    label_free = 0.0  # where the next replace label may start
     for b, bn in enumerate(bins):
         where = f"#{bn.first_line}" if bn.first_line == bn.last_line else f"#{bn.first_line}–{bn.last_line}"
         if bn.replaces:
             reasons = ", ".join(bn.replaces)
-            out.append(
+            replace_lines.append(
                 f'<line class="pc-replace" x1="{x(b):.1f}" y1="{curve_top}" x2="{x(b):.1f}" '
-                f'y2="{rows_top + row_h * len(ROWS)}" {stroke(ERROR, "stroke-width:2")}>'
-                f"<title>{where} replace ({html.escape(reasons)})</title></line>"
+                f'y2="{rows_top + row_h * len(ROWS)}"><title>{where} replace ({html.escape(reasons)})</title></line>'
             )
-            out.append(
-                f'<text class="pc-replace-label" x="{x(b) + 3:.1f}" y="{height - 4}" font-size="10" {fill(ERROR)}>'
-                f"{html.escape(bn.replaces[0])}</text>"
-            )
-        opacity = "1" if bn.effective else "0.35"
-        for r, kind in enumerate(ROWS):
-            count = bn.counts.get(kind, 0)
-            if not count:
-                continue
-            y = rows_top + r * row_h
-            out.append(
-                f'<rect class="pc-item pc-{kind}" x="{x(b) - bar / 2:.1f}" y="{y}" width="{bar:.1f}" height="10" '
-                f'fill="{COLORS[kind]}" fill-opacity="{opacity}"><title>{where}: {count:,} '
-                f"{kind.replace('_', ' ')}</title></rect>"
+            if x(b) >= label_free:  # labels that would overlap the one before are left out
+                replace_labels.append(
+                    f'<text class="pc-replace-label" x="{x(b) + 3:.1f}" y="{height - 4}">'
+                    f"{html.escape(bn.replaces[0])}</text>"
+                )
+                label_free = x(b) + 8 + 6 * len(bn.replaces[0])
+        # The marks of one kind are one path (a few bytes a mark); a bin's tooltip is on a
+        # transparent strip over its column, drawn last: the picture stays small at any size.
+        shown = [(r, kind, bn.counts[kind]) for r, kind in enumerate(ROWS) if bn.counts.get(kind, 0)]
+        if shown:
+            left_x = f"{x(b) - bar / 2:.1f}"
+            for r, kind, _count in shown:
+                marks.setdefault((kind, bool(bn.effective)), []).append(f"M{left_x} {rows_top + r * row_h}h{w}v10h-{w}z")
+            counts = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for _r, kind, count in shown)
+            state = " (effective)" if bn.effective else ""
+            strips.append(
+                f'<rect x="{left + span * b / n:.1f}" y="{rows_top}" width="{column}" height="{row_h * len(ROWS)}" '
+                'fill="transparent">'
+                f"<title>{where}{state}: {counts}</title></rect>"
             )
         if bn.images:  # issue-14: a bin whose messages carry image parts gets a dot above its marks
             noun = "image" if bn.images == 1 else "images"
@@ -117,17 +130,29 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
                 f'<circle class="pc-image-mark" cx="{x(b):.1f}" cy="{rows_top - 2}" r="2" {fill(WARN)}>'
                 f"<title>{where}: {bn.images:,} {noun}</title></circle>"
             )
+    for (kind, effective), paths in marks.items():
+        dim = "" if effective else ' fill-opacity="0.35"'
+        out.append(f'<path class="pc-item pc-{kind}" fill="{COLORS[kind]}"{dim} d="{"".join(paths)}"/>')
+    if replace_lines:  # one group carries the style every marker shares
+        out.append(f'<g class="pc-replaces" {stroke(ERROR, "stroke-width:2")}>{"".join(replace_lines)}</g>')
+        out.append(f'<g font-size="10" {fill(ERROR)}>{"".join(replace_labels)}</g>')
+    out.extend(strips)
     out.append("</svg>")
     return "".join(out)
 
 
-TEXT_LIMIT = 400  # entries listed in the text forms; the rest is summed up
+TEXT_LIMIT = 200  # entries listed in the text forms (a page); the rest is summed up
 
 
-def timeline_text(t: Timeline) -> str:
+def _listed(t: Timeline, limit: int = TEXT_LIMIT) -> list[Item]:
+    """The first entries, for the text forms (labels only)."""
+    return t.read(range(min(limit, t.count)), detail=False)
+
+
+def timeline_text(t: Timeline, items: list[Item] | None = None) -> str:
     lines = [f"session {t.session_id}: {t.count} log entries, {t.effective_messages} effective messages"]
     lines += [f"! {p}" for p in t.problems]
-    for it in t.items[:TEXT_LIMIT]:
+    for it in _listed(t) if items is None else items:
         mark = "▶" if it.effective else " "
         lines.append(f"{mark} {it.line:>5}  {it.kind:<11} {it.label}")
     if t.count > TEXT_LIMIT:
@@ -220,7 +245,7 @@ class SessionTimeline(ipywidgets.VBox):
     def _load_page(self, page: int) -> None:
         t = self.timeline
         self._first = first = page * PAGE
-        self._items = t.items[first : first + PAGE]
+        self._items = t.read(range(first, min(first + PAGE, t.count)), detail=False)
         self.entries.value = None
         self.entries.options = [(_option(it), first + i) for i, it in enumerate(self._items)]
         self.entries.rows = min(12, max(len(self._items), 1))
@@ -237,18 +262,19 @@ class SessionTimeline(ipywidgets.VBox):
     def _show(self, change: dict[str, Any]) -> None:
         index = change["new"]
         if index is not None:
-            self.detail.value = _detail_html(self._items[index - self._first])
+            self.detail.value = _detail_html(self.timeline.read([index])[0])  # in full
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = timeline_text(self.timeline)
-        bundle["text/html"] = timeline_html(self.timeline)
+        listed = _listed(self.timeline)  # read once for both text forms
+        bundle["text/plain"] = timeline_text(self.timeline, listed)
+        bundle["text/html"] = timeline_html(self.timeline, items=listed)
         return bundle
 
 
-def timeline_html(t: Timeline, limit: int = TEXT_LIMIT) -> str:
+def timeline_html(t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None) -> str:
     """The saved-notebook form: the overview picture and the entry list as text."""
-    rows = [_option(it) for it in t.items[:limit]]
+    rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
     if t.count > limit:
         rows.append(f"… {t.count - limit:,} more entries")
     return (
