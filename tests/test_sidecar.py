@@ -179,7 +179,10 @@ def test_incremental_sidecar_equals_full_rebuild(tmp_path_factory, ops):
             size = log.stat().st_size
             os.truncate(log, max(0, size - int(op[1:])))
         elif op.startswith(b"!"):
+            before = log.stat().st_mtime_ns
             log.write_bytes(op[1:])  # another log under the same name (an import, a hand repair)
+            # ... written later: a clock coarser than this loop must not make it look unchanged.
+            os.utime(log, ns=(before + 10**7, before + 10**7))
         else:
             with open(log, "ab") as f:
                 f.write(op)
@@ -187,6 +190,23 @@ def test_incremental_sidecar_equals_full_rebuild(tmp_path_factory, ops):
     _same(got, d)
     # And the stored state reloads: a second refresh of an unchanged log reads nothing.
     assert sidecar.refresh(d) == got
+
+
+def test_a_log_rewritten_to_the_same_size_is_not_taken_for_the_old_one(tmp_path):
+    """Found by the property above: the size matched, so the old sidecar was returned as is."""
+    d = tmp_path / "s"
+    d.mkdir()
+    log = d / "conversation.jsonl"
+    log.write_bytes(b"{broken\n" + _line(Message(role="user", content="first", ts=1.0)))
+    assert sidecar.refresh(d)["problems"] == ["recovery incomplete: line 1 unreadable"]
+    size, before = log.stat().st_size, log.stat().st_mtime_ns
+    new = _line(Message(role="user", content="second", ts=2.0))
+    log.write_bytes(new + b"{" + b"x" * (size - len(new) - 2) + b"\n")
+    os.utime(log, ns=(before + 10**7, before + 10**7))
+    assert log.stat().st_size == size
+    meta = sidecar.refresh(d)
+    assert meta["problems"] == ["recovery incomplete: line 2 unreadable"]
+    _same(meta, d)
 
 
 def test_writer_keeps_the_sidecar_current_every_few_writes(workspace):

@@ -83,9 +83,10 @@ def session_info(session_dir: Path) -> SessionInfo:
     problem = safeio.tree_problem(session_dir)
     if problem is not None:
         return unsafe_info(session_dir, problem)
-    size = log.stat().st_size
+    st = log.stat()
+    size = st.st_size
     meta = _read_meta(session_dir / META_NAME)
-    if not sidecar.is_current(meta, size):
+    if not sidecar.is_current(meta, st):
         try:
             meta = sidecar.refresh(session_dir, meta)  # the bytes after its offset only
         except FileNotFoundError:
@@ -205,9 +206,10 @@ def _clean_info(root_fd: int, session_dir: Path) -> SessionInfo | None:
     try:
         if not _plain_tree(dfd):
             return None
-        size = os.stat(LOG_NAME, dir_fd=dfd, follow_symlinks=False).st_size
+        st = os.stat(LOG_NAME, dir_fd=dfd, follow_symlinks=False)
+        size = st.st_size
         meta = _read_meta_at(dfd)
-        if not sidecar.is_current(meta, size):
+        if not sidecar.is_current(meta, st):
             return None
         assert meta is not None
         status = "open" if _locked_at(dfd) else _str(meta.get("status")) or "ok"

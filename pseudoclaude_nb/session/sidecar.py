@@ -310,8 +310,19 @@ def read_meta(session_dir: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def is_current(meta: dict[str, Any] | None, size: int) -> bool:
-    return meta is not None and meta.get("version") == META_VERSION and meta.get("bytes") == size
+def is_current(meta: dict[str, Any] | None, st: os.stat_result) -> bool:
+    """Whether ``meta`` describes the log whose ``stat`` is ``st``, without reading the log.
+
+    The size alone is not enough: a log rewritten under the same name (an import, a hand
+    repair) can have the size the sidecar recorded. Its modification time tells them apart;
+    a sidecar without one is caught up from its offset, which checks the log's first bytes.
+    """
+    return (
+        meta is not None
+        and meta.get("version") == META_VERSION
+        and meta.get("bytes") == st.st_size
+        and meta.get("mtime_ns") == st.st_mtime_ns
+    )
 
 
 def refresh(session_dir: Path, meta: dict[str, Any] | None = None, *, fsync: bool = True) -> dict[str, Any]:
@@ -328,7 +339,7 @@ def refresh(session_dir: Path, meta: dict[str, Any] | None = None, *, fsync: boo
         fd = f.fileno()
         st = os.fstat(fd)
         size = st.st_size
-        if is_current(meta, size):
+        if is_current(meta, st):
             return meta  # type: ignore[return-value]
         replay = _resumed(fd, meta, size)
         try:
@@ -342,6 +353,7 @@ def refresh(session_dir: Path, meta: dict[str, Any] | None = None, *, fsync: boo
             rest = catch_up(fd, replay, size)
             out = replay.meta(rest, size=size, mtime=st.st_mtime, session_id=session_dir.name)
         out = {"version": META_VERSION, **out}
+        out["mtime_ns"] = st.st_mtime_ns
         out["offset"] = replay.offset
         out["head"] = head_digest(fd, replay.offset)
         out["replay"] = replay.state
