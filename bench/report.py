@@ -165,8 +165,8 @@ def markdown(
         lines += [
             "",
             f"Measured directly at {p['history_mb']:,} MB of logs on {history_1gb['date']} "
-            f"(`python -m bench --only history --history-mb 1000`, {history_1gb['machine']['cores']} cores; "
-            "`history-1gb.json`): "
+            f"({history_1gb['machine']['cores']} cores; `history-1gb.json`, written by every full run "
+            "and by `python -m bench --only history --history-mb 1000`): "
             f"{p['sessions']} sessions, a {p['index_mb']:,} MB index of {p['rows']:,} rows; median query "
             f"{p['median_ms']} ms, slowest {p['max_ms']} ms (`{p['slowest']}`); indexing ran at "
             f"{p['indexed_mb_per_s']} MB/s.",
