@@ -10,20 +10,20 @@ of its log (the counts still cover every logged message and every unreadable lin
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
 import stat
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 import orjson
 
 from ..errors import SessionError
 from . import loader, safeio, sidecar
 from .loader import LoadResult
+from .locks import held, is_locked
 from .paths import LOCK_NAME, LOG_NAME, META_NAME, sessions_dir
-from .writer import is_locked
 
 META_VERSION = sidecar.META_VERSION
 META_LIMIT = sidecar.META_LIMIT
@@ -77,6 +77,23 @@ def write_meta(session_dir: Path, result: LoadResult | None = None) -> dict:
     return sidecar.refresh(session_dir, {})
 
 
+def _info(session_dir: Path, meta: dict[str, Any], size: int, status: str) -> SessionInfo:
+    """A listing row from a current sidecar, every field type-checked (it is read from disk)."""
+    return SessionInfo(
+        id=session_dir.name,
+        title=_str(meta.get("title")),
+        first_model=_str(meta.get("first_model")) or None,
+        last_model=_str(meta.get("last_model")) or None,
+        physical_messages=_count(meta.get("physical_messages")),
+        effective_messages=_count(meta.get("effective_messages")),
+        bytes=size,
+        created=_time(meta.get("created")),
+        last_activity=_time(meta.get("last_activity")),
+        status=status,
+        path=session_dir,
+    )
+
+
 def session_info(session_dir: Path) -> SessionInfo:
     session_dir = Path(session_dir)
     log = session_dir / LOG_NAME
@@ -95,19 +112,7 @@ def session_info(session_dir: Path) -> SessionInfo:
             raise SessionError(f"cannot read session log {log}: {exc.strerror or exc}") from exc
         size = _count(meta.get("bytes"))
     status = "open" if is_locked(session_dir) else _str(meta.get("status")) or "ok"
-    return SessionInfo(
-        id=session_dir.name,
-        title=_str(meta.get("title")),
-        first_model=_str(meta.get("first_model")) or None,
-        last_model=_str(meta.get("last_model")) or None,
-        physical_messages=_count(meta.get("physical_messages")),
-        effective_messages=_count(meta.get("effective_messages")),
-        bytes=size,
-        created=_time(meta.get("created")),
-        last_activity=_time(meta.get("last_activity")),
-        status=status,
-        path=session_dir,
-    )
+    return _info(session_dir, meta, size, status)
 
 
 def unsafe_info(session_dir: Path, problem: str) -> SessionInfo:
@@ -217,19 +222,7 @@ def _clean_info(root_fd: int, session_dir: Path) -> SessionInfo | None:
         return None
     finally:
         os.close(dfd)
-    return SessionInfo(
-        id=session_dir.name,
-        title=_str(meta.get("title")),
-        first_model=_str(meta.get("first_model")) or None,
-        last_model=_str(meta.get("last_model")) or None,
-        physical_messages=_count(meta.get("physical_messages")),
-        effective_messages=_count(meta.get("effective_messages")),
-        bytes=size,
-        created=_time(meta.get("created")),
-        last_activity=_time(meta.get("last_activity")),
-        status=status,
-        path=session_dir,
-    )
+    return _info(session_dir, meta, size, status)
 
 
 def _plain_tree(dfd: int, depth: int = 0) -> bool:
@@ -270,20 +263,14 @@ def _read_meta_at(dfd: int) -> dict | None:
 
 
 def _locked_at(dfd: int) -> bool:
-    """``writer.is_locked``, through the open folder."""
+    """``locks.is_locked``, through the open folder."""
     for name in (LOCK_NAME, LOG_NAME):
         try:
             fd = os.open(name, _FILE_FLAGS, dir_fd=dfd)
         except OSError:
             continue
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if held(fd):
             return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
     return False
 
 

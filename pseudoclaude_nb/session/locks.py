@@ -46,12 +46,19 @@ def is_locked(session_dir: Path) -> bool:
             fd = safeio.open_file(Path(session_dir) / name, os.O_RDONLY)
         except OSError:
             continue  # missing, or refused (an unsafe session is listed as such)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-        except BlockingIOError:
+        if held(fd):
             return True
-        else:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-        finally:
-            os.close(fd)
+    return False
+
+
+def held(fd: int) -> bool:
+    """Whether another open file description holds an exclusive lock on ``fd``'s file; closes ``fd``."""
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
     return False
