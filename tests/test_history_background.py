@@ -27,7 +27,7 @@ def test_appends_do_not_index_in_the_hook_and_a_search_catches_up(workspace, mon
     d = new_session_dir(workspace)
     calls = []
     monkeypatch.setattr(
-        "pseudoclaude_nb.session.history.BATCH_SECONDS", 3600.0
+        "pseudoclaude_nb.session.history_backlog.BATCH_SECONDS", 3600.0
     )  # the indexer never gets there
     real = index.catch_up
     index.catch_up = lambda folder: calls.append(folder) or real(folder)  # type: ignore[method-assign]

@@ -7,7 +7,8 @@ rebuilt from them. It holds no text: one row per message part (text, each tool c
 tool result) and per chunk of a spilled file says where that text is, a contentless FTS5
 table holds each row's words, and a vocabulary of the words (with their characters, pairs
 and trigrams) finds words by a fragment; matches are read from the logs by offset and
-checked (``history_query``). Tables: ``history_schema``; tailing: ``history_indexer``.
+checked (``history_query``). Tables: ``history_schema``; tailing: ``history_indexer``;
+the background indexer's backlog and the lag report: ``history_backlog``.
 
 Registered as a conversation hook right after the session writer. With ``background``
 (what the agent uses) the hook only marks the session: a background thread indexes what
@@ -35,6 +36,7 @@ from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
 from . import safeio
+from .history_backlog import Backlog, Lag, lag
 from .history_indexer import Indexer, build, fill_terms, orphans, transaction
 from .history_query import Hit, match
 from .history_schema import prepare
@@ -42,8 +44,6 @@ from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
-BATCH_SECONDS = 0.05  # the background indexer waits this long for more appends to join one transaction
-LAG_COUNT_BYTES = 16 << 20
 BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
 TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
 SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -61,13 +61,6 @@ class IndexStats:
     index_bytes: int = 0
 
 
-@dataclass(frozen=True)
-class Lag:
-    entries: int  # log lines not in the index yet (counted up to LAG_COUNT_BYTES)
-    bytes: int
-    counted: bool  # False: too many bytes behind to count their lines here
-
-
 class HistoryIndex:
     def __init__(
         self, workspace: Path, *, on_notice: Callable[[str], None] | None = None, background: bool = False
@@ -82,12 +75,7 @@ class HistoryIndex:
         self._lock = threading.RLock()
         self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
         self.background = background
-        self._pending: set[Path] = set()
-        self._pending_lock = threading.Lock()
-        self._wake = threading.Event()
-        self._thread: threading.Thread | None = None
-        self._flush_lock = threading.Lock()  # one catch-up of the pending sessions at a time
-        self._local = threading.local()
+        self._backlog = Backlog(lambda folder: self.catch_up(folder))  # late bound: catch_up may be wrapped
         self._deferred: list[str] = []  # notices of the background indexer, said by the next flush
 
     @property
@@ -112,12 +100,7 @@ class HistoryIndex:
 
     def schedule(self, session_dir: Path) -> None:
         """Have the background indexer catch ``session_dir`` up (soon, off the caller's thread)."""
-        with self._pending_lock:
-            self._pending.add(Path(session_dir))
-            if self._thread is None or not self._thread.is_alive():
-                self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)
-                self._thread.start()
-        self._wake.set()
+        self._backlog.add(session_dir)
 
     def flush(self) -> None:
         """Catch up, in this thread, every session the background indexer has still to do.
@@ -125,29 +108,10 @@ class HistoryIndex:
         Waits for a catch-up the indexer has under way; then says what it met (its notices
         wait for a caller's thread: ``on_notice`` may draw in a notebook).
         """
-        with self._flush_lock:
-            self._drain()
+        self._backlog.drain()
         deferred, self._deferred = self._deferred, []
         for text in deferred:
             self._notice(text)
-
-    def _drain(self) -> None:
-        with self._pending_lock:
-            pending, self._pending = self._pending, set()
-        for folder in sorted(pending):
-            self.catch_up(folder)
-
-    def _loop(self) -> None:
-        while True:
-            self._wake.wait()
-            time.sleep(BATCH_SECONDS)  # a burst of appends becomes one transaction
-            self._wake.clear()
-            with self._flush_lock:
-                self._local.background = True
-                try:
-                    self._drain()
-                finally:
-                    self._local.background = False
 
     def lag(self) -> dict[str, Lag]:
         """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
@@ -163,35 +127,10 @@ class HistoryIndex:
             return {}
         finally:
             self._lock.release()
-        out: dict[str, Lag] = {}
-        root = sessions_dir(self.workspace)
-        if not root.is_dir():
-            return out
-        for d in root.iterdir():
-            log = d / LOG_NAME
-            try:
-                size = os.stat(log).st_size
-            except OSError:
-                continue
-            offset = rows.get(d.name, 0)
-            if size <= offset:
-                continue
-            behind = size - offset
-            if behind > LAG_COUNT_BYTES:
-                out[d.name] = Lag(0, behind, False)
-                continue
-            try:
-                with os.fdopen(safeio.open_file(log), "rb") as f:
-                    f.seek(offset)
-                    entries = f.read(behind).count(b"\n")
-            except OSError:
-                continue
-            if entries:
-                out[d.name] = Lag(entries, behind, True)
-        return out
+        return lag(self.workspace, rows)
 
     def close(self) -> None:
-        if self._pending:
+        if self._backlog:
             self.flush()  # what the background indexer had still to do is done now
         self._close_connection()
 
@@ -470,7 +409,7 @@ class HistoryIndex:
 
     def _notice(self, text: str) -> None:
         """Said through ``on_notice`` during a run; kept in ``notices`` for the next magic otherwise."""
-        if getattr(self._local, "background", False):
+        if self._backlog.on_background_thread:
             self._deferred.append(text)
             return
         if self.on_notice is not None:

@@ -1,0 +1,111 @@
+"""What the background indexer has still to do, and how far the index is behind the logs.
+
+The agent's history hook only *marks* a session here; one daemon thread catches the marked
+sessions up (after ``BATCH_SECONDS``, so a burst of appends becomes one transaction), and
+every search drains the backlog first in its own thread. Notices met on the background
+thread wait for a caller's thread (``on_notice`` may draw in a notebook).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import safeio
+from .paths import LOG_NAME, sessions_dir
+
+BATCH_SECONDS = 0.05  # the background indexer waits this long for more appends to join one transaction
+LAG_COUNT_BYTES = 16 << 20
+
+
+class Backlog:
+    """Sessions marked for a catch-up, and the daemon thread that catches them up."""
+
+    def __init__(self, catch_up: Callable[[Path], object]) -> None:
+        self._catch_up = catch_up
+        self._pending: set[Path] = set()
+        self._pending_lock = threading.Lock()
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._drain_lock = threading.Lock()  # one catch-up of the pending sessions at a time
+        self._local = threading.local()
+
+    def __bool__(self) -> bool:
+        return bool(self._pending)
+
+    @property
+    def on_background_thread(self) -> bool:
+        return getattr(self._local, "background", False)
+
+    def add(self, session_dir: Path) -> None:
+        """Mark ``session_dir``; the background thread catches it up soon."""
+        with self._pending_lock:
+            self._pending.add(Path(session_dir))
+            if self._thread is None or not self._thread.is_alive():
+                self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)
+                self._thread.start()
+        self._wake.set()
+
+    def drain(self) -> None:
+        """Catch up every marked session in this thread, after a catch-up under way ends."""
+        with self._drain_lock:
+            self._drain()
+
+    def _drain(self) -> None:
+        with self._pending_lock:
+            pending, self._pending = self._pending, set()
+        for folder in sorted(pending):
+            self._catch_up(folder)
+
+    def _loop(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(BATCH_SECONDS)
+            self._wake.clear()
+            with self._drain_lock:
+                self._local.background = True
+                try:
+                    self._drain()
+                finally:
+                    self._local.background = False
+
+
+@dataclass(frozen=True)
+class Lag:
+    entries: int  # log lines not in the index yet (counted up to LAG_COUNT_BYTES)
+    bytes: int
+    counted: bool  # False: too many bytes behind to count their lines here
+
+
+def lag(workspace: Path, offsets: dict[str, int]) -> dict[str, Lag]:
+    """Sessions whose log has grown past the offset the index committed for it."""
+    out: dict[str, Lag] = {}
+    root = sessions_dir(workspace)
+    if not root.is_dir():
+        return out
+    for d in root.iterdir():
+        log = d / LOG_NAME
+        try:
+            size = os.stat(log).st_size
+        except OSError:
+            continue
+        offset = offsets.get(d.name, 0)
+        if size <= offset:
+            continue
+        behind = size - offset
+        if behind > LAG_COUNT_BYTES:
+            out[d.name] = Lag(0, behind, False)
+            continue
+        try:
+            with os.fdopen(safeio.open_file(log), "rb") as f:
+                f.seek(offset)
+                entries = f.read(behind).count(b"\n")
+        except OSError:
+            continue
+        if entries:
+            out[d.name] = Lag(entries, behind, True)
+    return out
