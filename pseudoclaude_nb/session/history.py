@@ -8,6 +8,7 @@ tool result) and per chunk of a spilled file says where that text is, a contentl
 table holds each row's words, and a vocabulary of the words (with their characters, pairs
 and trigrams) finds words by a fragment; matches are read from the logs by offset and
 checked (``history_query``). Tables: ``history_schema``; tailing: ``history_indexer``;
+a rebuild: ``history_build``;
 the background indexer's backlog and the lag report: ``history_backlog``.
 
 Registered as a conversation hook right after the session writer. With ``background``
@@ -37,7 +38,8 @@ from ..errors import SessionError
 from ..messages import Message
 from . import safeio
 from .history_backlog import Backlog, Lag, lag
-from .history_indexer import Indexer, build, fill_terms, orphans, transaction
+from .history_build import build
+from .history_indexer import Indexer, fill_terms, orphans, transaction
 from .history_query import Hit, match
 from .history_schema import prepare
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir

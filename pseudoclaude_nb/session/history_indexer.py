@@ -14,9 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import queue
 import sqlite3
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -149,7 +147,7 @@ class Indexer:
         offset, head = row
         try:
             with os.fdopen(safeio.open_file(folder / LOG_NAME), "rb") as f:
-                return os.fstat(f.fileno()).st_size >= offset and (offset == 0 or _head(f, offset) == head)
+                return os.fstat(f.fileno()).st_size >= offset and (offset == 0 or head_of(f, offset) == head)
         except OSError:
             return False
 
@@ -181,7 +179,7 @@ class Indexer:
             "SELECT offset, head, stamp FROM logs WHERE session_id = ?", (session_id,)
         ).fetchone()
         offset, head = (row[0], row[1]) if row else (0, "")
-        if row is not None and row[2] == _stamp_text(stamp):
+        if row is not None and row[2] == stamp_text(stamp):
             # Consumed to its end, and the same file since (a new process's first search
             # opens no log for this).
             self.seen[session_id] = stamp
@@ -194,14 +192,14 @@ class Indexer:
         rows = 0
         with f:
             size = os.fstat(f.fileno()).st_size
-            restart = offset > 0 and (size < offset or _head(f, offset) != head)
+            restart = offset > 0 and (size < offset or head_of(f, offset) != head)
             if restart:
                 offset = 0
             if size == offset:
                 if not restart:
                     self.seen[session_id] = stamp
                     con.execute(
-                        "UPDATE logs SET stamp = ? WHERE session_id = ?", (_stamp_text(stamp), session_id)
+                        "UPDATE logs SET stamp = ? WHERE session_id = ?", (stamp_text(stamp), session_id)
                     )
                 return 0
             with transaction(con):
@@ -209,11 +207,11 @@ class Indexer:
                 if restart:
                     self.drop(con, session_id, None, keep_log=True)
                     sid = self.sid(con, session_id)
-                batch = _Batch(
+                batch = Batch(
                     sid, session_dir, vocabulary, _next_id(con), self.uuids(con, sid), self.skips(con, sid)
                 )
                 end = offset
-                for line_offset, data in _lines(f, offset, size):
+                for line_offset, data in log_lines(f, offset, size):
                     batch.line(line_offset, data)
                     end = line_offset + len(data) + 1
                     if len(batch.docs) >= 2000 or batch.bytes >= BLOCK_BYTES:
@@ -226,11 +224,11 @@ class Indexer:
                     progress(batch.bytes + (size - end))
                 if end == offset and not restart:
                     return 0
-                new_head = head if offset >= HEAD_BYTES and not restart else _head(f, end)
+                new_head = head if offset >= HEAD_BYTES and not restart else head_of(f, end)
                 done = end == st.st_size
                 con.execute(
                     "UPDATE logs SET offset = ?, head = ?, stamp = ? WHERE sid = ?",
-                    (end, new_head, _stamp_text(stamp) if done else None, sid),
+                    (end, new_head, stamp_text(stamp) if done else None, sid),
                 )
                 rows = batch.rows
         if end == st.st_size:
@@ -262,7 +260,7 @@ _SKIP_PREFIXES = tuple(
 )
 
 
-class _Batch:
+class Batch:
     """Rows read from one log, gathered for bulk inserts (no database access while reading)."""
 
     def __init__(
@@ -339,7 +337,7 @@ class _Batch:
 
 
 def write(con: sqlite3.Connection, taken: tuple) -> None:
-    """Insert what ``_Batch.take`` gave."""
+    """Insert what ``Batch.take`` gave."""
     docs, texts, skip_rows, words = taken
     if docs:
         con.executemany(
@@ -351,76 +349,6 @@ def write(con: sqlite3.Connection, taken: tuple) -> None:
         con.executemany("INSERT OR IGNORE INTO skip(sid, call_id) VALUES (?, ?)", skip_rows)
     if words:
         add_terms(con, words)
-
-
-def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: Progress | None = None) -> int:
-    """Index every log into an empty index (a rebuild); the rows added.
-
-    A reader thread decodes the logs into rows while this thread inserts them: SQLite
-    tokenizes with the GIL released, so the two overlap on two cores.
-    """
-    batches: queue.Queue = queue.Queue(maxsize=4)
-    stop = threading.Event()
-
-    def read() -> None:
-        try:
-            next_id = 1
-            for sid, (session_id, folder) in enumerate(sessions, 1):
-                try:
-                    f = _open_log(folder / LOG_NAME)
-                except OSError:
-                    continue
-                with f:
-                    size = os.fstat(f.fileno()).st_size
-                    batch = _Batch(sid, folder, False, next_id, set(), set())
-                    end = 0
-                    for line_offset, data in _lines(f, 0, size):
-                        if stop.is_set():
-                            return
-                        batch.line(line_offset, data)
-                        end = line_offset + len(data) + 1
-                        if batch.bytes >= BLOCK_BYTES:
-                            batches.put(("rows", batch.take(), batch.bytes))
-                            batch.bytes = 0
-                    batches.put(("rows", batch.take(), batch.bytes + (size - end)))
-                    next_id = batch.next_id
-                    st = os.fstat(f.fileno())
-                    stamp = (
-                        _stamp_text((st.st_ino, st.st_size, st.st_mtime_ns)) if end == st.st_size else None
-                    )
-                    batches.put(("log", (sid, session_id, end, _head(f, end), stamp), batch.rows))
-        except BaseException as exc:  # noqa: BLE001 - handed to the writer, which raises it
-            batches.put(("error", exc, 0))
-        finally:
-            batches.put(None)
-
-    reader = threading.Thread(target=read, name="pseudoclaude-reindex", daemon=True)
-    reader.start()
-    rows = 0
-    try:
-        with transaction(con):
-            while (item := batches.get()) is not None:
-                what, value, n = item
-                if what == "error":
-                    raise value
-                if what == "log":
-                    con.execute(
-                        "INSERT INTO logs(sid, session_id, offset, head, stamp) VALUES (?, ?, ?, ?, ?)", value
-                    )
-                    rows += n
-                    continue
-                write(con, value)
-                if progress is not None:
-                    progress(n)
-    finally:
-        stop.set()
-        while reader.is_alive():  # let a reader blocked on a full queue finish
-            try:
-                batches.get(timeout=0.1)
-            except queue.Empty:
-                pass
-        reader.join()
-    return rows
 
 
 def add_terms(con: sqlite3.Connection, words: set[str]) -> None:
@@ -460,7 +388,7 @@ def _next_id(con: sqlite3.Connection) -> int:
     return max(row[0] if row else 0, top or 0) + 1
 
 
-def _lines(f, offset: int, size: int) -> Iterator[tuple[int, bytes]]:
+def log_lines(f, offset: int, size: int) -> Iterator[tuple[int, bytes]]:
     """(offset, line without its newline) of every whole line in [offset, size), read in blocks."""
     pos = offset
     carry = b""
@@ -483,7 +411,7 @@ def _lines(f, offset: int, size: int) -> Iterator[tuple[int, bytes]]:
     # A last line without its newline is the writer's, mid-write: left for next time.
 
 
-def _stamp_text(stamp: tuple[int, int, int]) -> str:
+def stamp_text(stamp: tuple[int, int, int]) -> str:
     return f"{stamp[0]}:{stamp[1]}:{stamp[2]}"
 
 
@@ -491,5 +419,5 @@ def _open_log(path: Path):
     return os.fdopen(safeio.open_file(path), "rb")
 
 
-def _head(f, offset: int) -> str:
+def head_of(f, offset: int) -> str:
     return hashlib.sha1(os.pread(f.fileno(), min(offset, HEAD_BYTES), 0)).hexdigest()
