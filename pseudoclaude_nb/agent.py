@@ -261,6 +261,8 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             # append), and any problem the background indexer met said during the run.
             self.history.flush()
             self.history.on_notice = None
+            # The listing and resume --last then read a current sidecar (no catch-up).
+            active.writer.settle_meta()
         if summary.status == "done" and config.memory:
             self._update_memory(new_messages, provider, active)
         return summary

@@ -58,6 +58,23 @@ def test_runs_continue_the_same_session(workspace: Path, agents):
     assert len(list_sessions(workspace)) == 1
 
 
+def test_a_run_leaves_the_sidecar_current_while_the_session_stays_open(workspace: Path, agents, monkeypatch):
+    """The listing right after a run reads meta.json as it is: the run's end brought it up to date."""
+    from pseudoclaude_nb.session import sidecar
+
+    path = write_script(workspace, "s", turn("answer"))
+    agent = make_agent(workspace, path)
+    agents.append(agent)
+    agent.run("first question")
+    log = agent.session.dir / "conversation.jsonl"
+    meta = json.loads((agent.session.dir / "meta.json").read_text())
+    assert meta["bytes"] == log.stat().st_size and meta["offset"] == log.stat().st_size
+    catch_ups = []
+    monkeypatch.setattr(sidecar, "catch_up", lambda *a: catch_ups.append(a) or [])
+    (listed,) = list_sessions(workspace)
+    assert listed.effective_messages == 2 and catch_ups == []
+
+
 def test_new_starts_another_session(workspace: Path, agents):
     path = write_script(workspace, "s", turn("answer"))
     agent = make_agent(workspace, path)

@@ -27,7 +27,7 @@ def test_appends_do_not_index_in_the_hook_and_a_search_catches_up(workspace, mon
     d = new_session_dir(workspace)
     calls = []
     monkeypatch.setattr(
-        "pseudoclaude_nb.session.history_backlog.BATCH_SECONDS", 3600.0
+        "pseudoclaude_nb.session.history_backlog.QUIET_SECONDS", 3600.0
     )  # the indexer never gets there
     real = index.catch_up
     index.catch_up = lambda folder: calls.append(folder) or real(folder)  # type: ignore[method-assign]
@@ -59,6 +59,34 @@ def test_the_background_thread_catches_up_by_itself(workspace):
                 time.sleep(0.05)
             assert d.name in index._seen  # consumed to its end without a search
             assert index.lag() == {}
+    finally:
+        index.close()
+
+
+def test_the_background_thread_waits_for_the_appends_to_pause(workspace, monkeypatch):
+    """A steady stream of appends is not indexed under its feet; the pause after it is."""
+    monkeypatch.setattr("pseudoclaude_nb.session.history_backlog.QUIET_SECONDS", 1.0)
+    monkeypatch.setattr("pseudoclaude_nb.session.history_backlog.MAX_WAIT_SECONDS", 3600.0)
+    index = HistoryIndex(workspace, background=True)
+    d = new_session_dir(workspace)
+    calls = []
+    real = index.catch_up
+    index.catch_up = lambda folder: calls.append(time.monotonic()) or real(folder)  # type: ignore[method-assign]
+    try:
+        with SessionWriter(d, fsync=False) as w:
+            conv = Conversation()
+            w.attach(conv)
+            conv.add_hooks(index.hooks(d))
+            started = time.monotonic()
+            while time.monotonic() - started < 2.0:  # two seconds of appends, 20 ms apart
+                conv.append(Message(role="user", content="note FIG", ts=1.0))
+                time.sleep(0.02)
+            assert calls == []
+            stopped = time.monotonic()
+            deadline = stopped + 20
+            while time.monotonic() < deadline and not calls:
+                time.sleep(0.05)
+            assert calls and calls[0] >= stopped + 0.9  # after the pause, not before it
     finally:
         index.close()
 

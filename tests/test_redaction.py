@@ -6,12 +6,15 @@ import hashlib
 import json
 import random
 import string
+from collections import Counter
 from pathlib import Path
 
+import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pseudoclaude_nb import redact as redact_module
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.compact.spill import write_spill
 from pseudoclaude_nb.config import PseudoClaude
@@ -216,6 +219,82 @@ def test_redaction_is_idempotent(text: str) -> None:
 def test_text_without_any_trigger_letter_is_untouched(text: str) -> None:
     # Every trigger contains one of these letters, so none can be present.
     assert redact_text(text) is text
+
+
+def _every_pattern_where_its_trigger_is(text: str) -> str:
+    """The reference: each regex over the whole text whenever one of its triggers is in it."""
+    counts: Counter[str] = Counter()
+    for pattern in PATTERNS:
+        if any(t in text for t in pattern.triggers):
+            text = pattern.sub(text, counts)
+    return text
+
+
+_near_keywords = st.lists(
+    st.one_of(
+        st.sampled_from(
+            ["password", "PASSWORD", "Password", "passwd", "PASSWD", "secret", "SECRET", "Secret", "token",
+             "TOKEN", "Token", "api_key", "apikey", "API_KEY", "APIKEY", "private_key", "_key", "_KEY",
+             "aws_secret_access_key", "SecretAccessKey", "AWS_SECRET_ACCESS_KEY", "secret_key", "sEcReT"]
+        ),
+        st.sampled_from(['"', "'", " ", "\t", "\t\t", "=", ":", " = ", '": "', "\\", "\n", "ord", "d"]),
+        st.text(alphabet=string.ascii_letters + string.digits + "/+_-$<{[", min_size=1, max_size=44),
+    ),
+    max_size=12,
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_near_keywords)
+def test_the_after_gates_skip_only_texts_the_regex_cannot_match(pieces: list[str]) -> None:
+    """A pattern's ``after`` gate (what must follow its trigger) must never hide a match of its regex."""
+    text = "".join(pieces)
+    assert Redactor({}).text(text) == _every_pattern_where_its_trigger_is(text)
+
+
+_control = st.sampled_from(["\x01", "\x08", "\x1f", "\u2028", "\u00a0", "é", "://", "://u", "://u:p@h", "@x"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.one_of(_near_keywords.map("".join), _control), max_size=6), st.booleans())
+def test_the_line_gates_never_skip_a_line_the_walk_would_change(pieces: list[str], as_key: bool) -> None:
+    """``after_line`` (the gate on an encoded line) must let through every line the walk redacts."""
+    text = "".join(pieces)
+    entry = {"type": "message", "content": text, **({text: "x"} if as_key else {})}
+    line = orjson.dumps(entry) + b"\n"
+    walked_always = Redactor({})
+    real = redact_module._line_gated
+    try:
+        redact_module._line_gated = lambda data: True  # every line with a trigger is walked
+        expected = walked_always.line(entry, line)
+    finally:
+        redact_module._line_gated = real
+    assert Redactor({}).line(entry, line) == expected
+
+
+def test_a_common_trigger_word_without_an_assignment_skips_the_regex(monkeypatch) -> None:
+    text = "the tokenizer counts tokens; a secret plan; " * 50
+    ran: list[str] = []
+
+    class Spy:
+        def __init__(self, pattern):
+            self.pattern = pattern
+
+        def __getattr__(self, name):
+            return getattr(self.pattern, name)
+
+        def sub(self, text, counts):
+            ran.append(self.pattern.kind)
+            return self.pattern.sub(text, counts)
+
+    monkeypatch.setattr(redact_module, "PATTERNS", tuple(Spy(p) for p in PATTERNS))
+    assert Redactor({}).text(text) is text and ran == []
+    assert Redactor({}).text(text + " token=abcd1234efgh") != text and ran == ["assigned-secret"]
+
+
+def test_a_lone_surrogate_is_still_checked_for_triggers() -> None:
+    text = "\ud800 password=hunter2hunter2"
+    assert "hunter2" not in Redactor({}).text(text)
 
 
 # --- on disk: the writer, spill files, a real run -------------------------------------------------------

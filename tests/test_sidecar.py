@@ -209,24 +209,32 @@ def test_a_log_rewritten_to_the_same_size_is_not_taken_for_the_old_one(tmp_path)
     _same(meta, d)
 
 
-def test_writer_keeps_the_sidecar_current_every_few_writes(workspace):
+def test_writer_keeps_the_sidecar_current_by_bytes_replace_and_close(workspace):
     d = new_session_dir(workspace)
-    with SessionWriter(d, model="m", meta_every=4) as w:
+    log = d / "conversation.jsonl"
+    with SessionWriter(d, model="m", meta_bytes=400) as w:
         conv = Conversation()
         w.attach(conv)
-        for i in range(9):
-            conv.append(Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i}", ts=1.0 + i))
+        conv.append(Message(role="user", content="m0", ts=1.0))
+        assert not (d / "meta.json").exists()  # an append alone does not touch the sidecar
+        for i in range(1, 9):
+            conv.append(Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i}" * 40, ts=1.0 + i))
+        assert (d / "meta.json").exists()  # synced once 400 bytes were behind
+        conv.append(Message(role="user", content="short", ts=10.0))
         meta = json.loads((d / "meta.json").read_text())
-        assert meta["physical_messages"] == 8  # written at 4 and 8; the 9th is behind
-        assert meta["offset"] < (d / "conversation.jsonl").stat().st_size
+        assert 0 < meta["offset"] < log.stat().st_size  # ... and not for the short append since
         conv.replace("compact", [Message(role="user", content="summary", ts=20.0)])
         w.wait_meta()  # a replace brings it up to date off the caller's thread
         meta = json.loads((d / "meta.json").read_text())
-        assert meta["bytes"] == (d / "conversation.jsonl").stat().st_size  # a replace syncs
+        assert meta["bytes"] == log.stat().st_size
         conv.append(Message(role="assistant", content="after", ts=21.0))
+        assert json.loads((d / "meta.json").read_text())["bytes"] < log.stat().st_size
+        w.settle_meta()  # what the agent calls when a run ends
+        assert json.loads((d / "meta.json").read_text())["bytes"] == log.stat().st_size
+        conv.append(Message(role="user", content="last", ts=22.0))
     meta = json.loads((d / "meta.json").read_text())  # close syncs
     _same(meta, d)
-    assert meta["effective_messages"] == 2 and meta["physical_messages"] == 11
+    assert meta["effective_messages"] == 3 and meta["physical_messages"] == 13
 
 
 def test_a_corrupt_stored_state_is_rebuilt(workspace):

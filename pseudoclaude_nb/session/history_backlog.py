@@ -1,8 +1,10 @@
 """What the background indexer has still to do, and how far the index is behind the logs.
 
 The agent's history hook only *marks* a session here; one daemon thread catches the marked
-sessions up (after ``BATCH_SECONDS``, so a burst of appends becomes one transaction), and
-every search drains the backlog first in its own thread. Notices met on the background
+sessions up once the appends pause for ``QUIET_SECONDS`` (a burst becomes one transaction,
+and the indexer's Python work does not take the interpreter from the appends it follows;
+an agent pauses at every model call), or after ``MAX_WAIT_SECONDS`` of a steady stream.
+Every search drains the backlog first in its own thread. Notices met on the background
 thread wait for a caller's thread (``on_notice`` may draw in a notebook).
 """
 
@@ -18,7 +20,8 @@ from pathlib import Path
 from . import safeio
 from .paths import LOG_NAME, sessions_dir
 
-BATCH_SECONDS = 0.05  # the background indexer waits this long for more appends to join one transaction
+QUIET_SECONDS = 0.2  # the background indexer starts once no session was marked for this long
+MAX_WAIT_SECONDS = 2.0  # ... or once the first mark waited this long
 LAG_COUNT_BYTES = 16 << 20
 
 
@@ -44,7 +47,7 @@ class Backlog:
     def add(self, session_dir: Path) -> None:
         """Mark ``session_dir``; the background thread catches it up soon."""
         with self._pending_lock:
-            self._pending.add(Path(session_dir))
+            self._pending.add(session_dir if isinstance(session_dir, Path) else Path(session_dir))
             if self._thread is None or not self._thread.is_alive():
                 self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)
                 self._thread.start()
@@ -64,8 +67,12 @@ class Backlog:
     def _loop(self) -> None:
         while True:
             self._wake.wait()
-            time.sleep(BATCH_SECONDS)
-            self._wake.clear()
+            first = time.monotonic()
+            while True:
+                self._wake.clear()
+                time.sleep(QUIET_SECONDS)
+                if not self._wake.is_set() or time.monotonic() - first >= MAX_WAIT_SECONDS:
+                    break
             with self._drain_lock:
                 self._local.background = True
                 try:

@@ -40,11 +40,15 @@ from .encode import EncodeError, encode_entry
 from .locks import is_locked
 from .paths import LOG_NAME, SPILL_DIR
 
-__all__ = ["META_EVERY", "EncodeError", "SessionWriter", "encode_entry", "is_locked"]
+__all__ = ["META_BYTES", "EncodeError", "SessionWriter", "encode_entry", "is_locked"]
 
 
-META_EVERY = 32  # the sidecar is brought up to date after this many writes (and on replace, close)
-# (after a replace in the background: ``wait_meta`` waits for it)
+# meta.json is brought up to date on close, after a replace (in the background: ``wait_meta``
+# waits for it), when the agent's run ends (``sync_meta``), and after this many bytes written
+# since. Not every few appends: its atomic rename made the next fsync dearer, and refreshing
+# every 32 appends cost a third of the durable append's budget (SPEC §15). A reader finding
+# it behind reads only the bytes after its offset (sidecar.refresh).
+META_BYTES = 8 << 20
 
 
 class SessionWriter:
@@ -55,7 +59,7 @@ class SessionWriter:
         model: str | None = None,
         fsync: bool = True,
         redact: bool = True,
-        meta_every: int = META_EVERY,
+        meta_bytes: int = META_BYTES,
     ) -> None:
         self.dir = Path(session_dir)
         self.id = self.dir.name
@@ -73,8 +77,8 @@ class SessionWriter:
         self._lock = threading.Lock()
         self._hooks = Hooks(on_append=self.append_message, on_replace=self.replace)
         self._fd: int | None = None
-        self.meta_every = meta_every
-        self._unsynced = 0  # writes since meta.json was last brought up to date
+        self.meta_bytes = meta_bytes
+        self._unsynced = 0  # bytes written since meta.json was last brought up to date
         self._meta_lock = threading.Lock()  # one sidecar update at a time
         self._meta_thread: threading.Thread | None = None
         # A session folder with a link, a special file or a hard-linked file anywhere in it
@@ -128,10 +132,8 @@ class SessionWriter:
 
     def close(self) -> None:
         self.detach()
-        self.wait_meta()
         if getattr(self, "_fd", None) is not None:
-            if self._unsynced:
-                self.sync_meta()
+            self.settle_meta()
             os.close(self._fd)
             self._fd = None
         self._release_lock()
@@ -184,6 +186,12 @@ class SessionWriter:
                 "session; start a new one with %sessions new"
             )
             raise self.failed from exc
+
+    def settle_meta(self) -> None:
+        """Bring ``meta.json`` up to date if anything was written since it last was (a run's end, close)."""
+        self.wait_meta()
+        if self._unsynced:
+            self.sync_meta()
 
     def sync_meta(self) -> None:
         """Bring ``meta.json`` up to date: it reads only what was written since it was last current.
@@ -341,7 +349,7 @@ class SessionWriter:
                 view = view[written:]
             if self.fsync:
                 os.fsync(self._fd)
-            self._unsynced += 1
+            self._unsynced += len(data)
         except EncodeError as exc:  # the resync cannot be encoded: stay failed (see _encoded)
             assert self.failed is not None
             raise self.failed from exc
@@ -353,7 +361,7 @@ class SessionWriter:
             )
             raise self.failed from exc
         self.failed = None
-        if self.meta_every and self._unsynced >= self.meta_every:
+        if self.meta_bytes and self._unsynced >= self.meta_bytes:
             self.sync_meta()
 
     def _mend_torn_tail(self) -> None:
