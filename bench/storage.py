@@ -110,7 +110,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     rows = [
         Row(
             key="append",
-            what="durable append as shipped (writer, meta.json, history hook) vs a bare write+fsync loop",
+            what="durable append as shipped (writer with redaction, history hook) vs a bare write+fsync loop",
             target="≥ 0.8×",
             value=round(ratio, 3),
             unit="×",

@@ -293,8 +293,9 @@ class SessionWriter:
             lines = [encode_entry(e) for e in found]
             # One pre-check over all new lines; lines are redacted one by one only if it finds something.
             redactor = self.redactor
-            if redactor is not None and redactor.may_contain(b"".join(lines)):
-                lines = [redactor.line(e, line) for e, line in zip(found, lines, strict=True)]
+            if redactor is not None and redactor.may_contain(lines[0] if len(lines) == 1 else b"".join(lines)):
+                one = len(lines) == 1  # the pre-check was of this very line
+                lines = [redactor.line(e, line, checked=one) for e, line in zip(found, lines, strict=True)]
             for i, line in zip(fresh, lines, strict=True):
                 out[i] = body = line[:-2]  # an entry is a JSON object and a newline: drop "}\n"
                 self._lines[messages[i].id] = (messages[i], body)
