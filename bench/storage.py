@@ -90,7 +90,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     lines = _lines(messages)
     ws = Path(tempfile.mkdtemp(dir=root, prefix="append-"))
     bare, product, writer_only, indexed = [], [], [], []
-    # As shipped: the writer (meta.json kept current every few writes) plus the agent's
+    # As shipped: the writer (redaction; meta.json is brought up to date at run end) plus the agent's
     # history hook, which hands the indexing to the background indexer (issue 18).
     shipped = HistoryIndex(ws, background=True)
     index = HistoryIndex(ws)
@@ -373,10 +373,13 @@ def full_load_memory(root: Path, sizes: Sizes) -> list[Row]:
     del loaded
     peak, kept = peak - base, kept - base
     ratio = peak / kept
+    # The peak RSS (VmHWM) is reset to the current RSS first (Linux: clear_refs "5"): after the
+    # imports, ru_maxrss alone already sat above what the load needs and read 0.
     probe = (
-        "import resource,sys;from pseudoclaude_nb.session import load_session;"
-        "a=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss;r=load_session(sys.argv[1],full=True);"
-        "print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss-a)"
+        "import sys\nfrom pseudoclaude_nb.session import load_session\n"
+        "def kb(f):\n return int(next(x for x in open('/proc/self/status') if x.startswith(f)).split()[1])\n"
+        "open('/proc/self/clear_refs','w').write('5')\n"
+        "a=kb('VmRSS:')\nr=load_session(sys.argv[1],full=True)\nprint(kb('VmHWM:')-a)"
     )
     grown_kb = int(
         subprocess.run(
