@@ -61,7 +61,8 @@ def conversations(draw) -> list[Message]:
                 msgs.append(
                     Message(role="user", tool_result=ToolResult(call_id=calls[j].id, content=content))
                 )
-    return msgs
+    # Ids and clocks from the position (not uuid4 and time.time): every example repeats exactly.
+    return [m.model_copy(update={"id": f"m{i:031d}", "ts": 1.0 + i}) for i, m in enumerate(msgs)]
 
 
 def cost(msg: Message) -> int:

@@ -24,7 +24,9 @@ def write_session(workspace: Path, sid: str, texts: list[str]) -> list[str]:
     ids = []
     with open(d / "conversation.jsonl", "ab") as f:
         for i, text in enumerate(texts):
-            msg = Message(role="user" if i % 2 == 0 else "assistant", content=text, ts=1000.0 + i)
+            # Ids from the session and position, not uuid4: a CI (derandomize) failure reproduces.
+            role = "user" if i % 2 == 0 else "assistant"
+            msg = Message(id=f"{sid[-4:]}{i:028d}", role=role, content=text, ts=1000.0 + i)
             ids.append(msg.id)
             f.write(entries.encode(entries.message_entry(msg)))
     return ids
