@@ -54,15 +54,30 @@ class Pattern:
     # The same gate on an encoded log line, where a string's ``"`` is ``\"``, a tab ``\t``
     # and other control characters ``\u00XX``: a line no gate lets through is not walked.
     after_line: re.Pattern[bytes] | None = None
+    # With ``after``: a match starts at most this many characters before the trigger it
+    # holds ("private_key" holds "_key" 7 in), so the regex is tried only at those starts.
+    lead: int = 0
 
-    def sub(self, text: str, counts: Counter[str]) -> str:
-        """``text`` with this pattern's matches replaced (callers run it only on a trigger)."""
+    def sub(self, text: str, counts: Counter[str], starts: list[int] | None = None) -> str:
+        """``text`` with this pattern's matches replaced (callers run it only on a trigger).
+
+        ``starts``: every position where a match can begin, ascending. The regex is then
+        matched there only, left to right and not overlapping, which is what ``re.sub``
+        finds when no match can begin anywhere else.
+        """
 
         def replace(m: re.Match[str]) -> str:
             counts[self.kind] += 1
             return (m.group(self.keep) if self.keep else "") + marker(self.kind)
 
-        return self.regex.sub(replace, text)
+        if starts is None:
+            return self.regex.sub(replace, text)
+        parts, done = [], 0
+        for start in starts:
+            if start >= done and (m := self.regex.match(text, start)) is not None:
+                parts += (text[done : m.start()], replace(m))
+                done = m.end()
+        return "".join((*parts, text[done:])) if parts else text
 
 
 # A token may not continue a longer word ("task-ant…", "xsk-…"). The check is a lookbehind
@@ -132,6 +147,7 @@ PATTERNS: tuple[Pattern, ...] = (
         keep=1,
         after=re.compile(r"_?(?i:(?:access_?)?key)"),
         after_line=re.compile(rb"_?(?i:(?:access_?)?key)"),
+        lead=1,
     ),
     # Authorization: Bearer <token>, in headers, curl -H, JSON or Python dicts. A shell
     # variable ($TOKEN) or a placeholder (<token>) has characters outside the token set.
@@ -189,6 +205,7 @@ PATTERNS: tuple[Pattern, ...] = (
         # Each keyword ends at its trigger, or 1-3 letters later (passw|ord, PASSW|D).
         after=re.compile(r"(?:ord|ORD|d|D)?[\"']?[ \t]{0,4}[:=]"),
         after_line=re.compile(rb"(?:ord|ORD|d|D)?(?:\\?[\"'])?(?: |\\t){0,4}[:=]"),
+        lead=7,
     ),
 )
 
@@ -225,14 +242,20 @@ def _has_trigger(data: str | bytes) -> bool:
     return bool(_found(data)) or (bool(_EXTRA) and any(x.regex.search(data) for x in _EXTRA))
 
 
-def _gated(text: str) -> set[int]:
-    """Indices of the patterns whose regex can match ``text``: a trigger is there, and what follows it fits."""
-    gated: set[int] = set()
-    for trigger, _, end in _found(text):
+def _gated(text: str) -> dict[int, list[int] | None]:
+    """The patterns whose regex can match ``text`` (a trigger is there, and what follows it
+    fits), each with the positions where a match can begin (``None``: anywhere)."""
+    gated: dict[int, list[int] | None] = {}
+    for trigger, start, end in _found(text):
         for i in _GATES[trigger]:
-            if i not in gated and ((after := PATTERNS[i].after) is None or after.match(text, end)):
-                gated.add(i)
-    return gated
+            pattern = PATTERNS[i]
+            if pattern.after is None:
+                gated[i] = None
+            elif pattern.after.match(text, end):
+                starts = gated.setdefault(i, [])
+                if starts is not None:
+                    starts += range(max(0, start - pattern.lead), start + 1)
+    return {i: None if starts is None else sorted(set(starts)) for i, starts in gated.items()}
 
 
 # --- patterns a user adds: %config PseudoClaude.redact_patterns = [r"…", …] -------------------------
@@ -352,7 +375,7 @@ class Redactor:
         # replacement can remove (or, in principle, bring) one.
         for i, pattern in enumerate(PATTERNS):
             if i in gated:
-                replaced = pattern.sub(text, self.counts)
+                replaced = pattern.sub(text, self.counts, gated[i])
                 if replaced is not text:
                     text, gated = replaced, _gated(replaced)
         for extra in _EXTRA:
