@@ -14,17 +14,23 @@ which is brought up to date by reading only the bytes it has not seen.
 
 from __future__ import annotations
 
+import bisect
 import json
 import os
+import re
+import time
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
+from itertools import chain, compress, repeat
+from operator import add, and_, attrgetter, le
 from pathlib import Path
 from typing import overload
 
 from ..errors import SessionError
 from . import safeio, sidecar
 from .entries import (
+    TORN_NOTE,
     CompactEntry,
     Entry,
     MessageEntry,
@@ -34,13 +40,13 @@ from .entries import (
     SpillEntry,
     UsageEntry,
     decode,
+    parse_entry,
     parse_line,
 )
 from .loader import log_path
 
 BINS = 200  # the picture's columns, whatever the log's length
-READ_CHUNK = 8 << 20
-PARSE_BELOW = 4096  # shorter lines are parsed; longer ones (message bodies) are classified by their keys
+READ_CHUNK = 4 << 20  # one buffer, read into again and again
 
 KINDS = (
     "user",
@@ -127,6 +133,7 @@ class Timeline:
     reasons: dict[int, str] = field(default_factory=dict)  # entry index -> replace reason
     images: dict[int, int] = field(default_factory=dict)  # issue-14: entry index -> image parts
     bins: list[Bin] = field(default_factory=list)
+    seconds: dict[str, float] = field(default_factory=dict)  # the build's stages (sidecar, read, scan, bins)
 
     @property
     def items(self) -> Entries:
@@ -183,6 +190,8 @@ def _short(text: str, width: int = 70) -> str:
 def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
     """The timeline of a session's log: one streamed pass, memory a few bytes per entry."""
     file = log_path(path)
+    clock = time.perf_counter
+    started = clock()
     try:
         meta = sidecar.refresh(file.parent)
         fd = safeio.open_file(file)
@@ -195,111 +204,330 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
         problems=list(meta.get("problems") or []),
         effective_from=int(meta.get("effective_from") or 0),
     )
-    # The lines the replay found unreadable (the sidecar keeps them): the rest are classified
-    # by their keys where the writer's layout allows, without parsing.
+    # How far the sidecar's replay read (every line before it is known readable but those it
+    # lists as unreadable) and the lines it found unreadable.
     state = meta.get("replay")
     bad = {b[0] for b in state.get("bad", ()) if isinstance(b, list) and b} if isinstance(state, dict) else set()
+    replayed = meta.get("offset")
+    scan = _Scanner(t, replayed if type(replayed) is int and replayed > 0 else 0)
+    read_s = 0.0
+    scanned = clock()
     with os.fdopen(fd, "rb"):
         size = os.fstat(fd).st_size
-        at, line, rest = 0, 1, b""
+        buf = bytearray(READ_CHUNK)  # one buffer, read into again and again
+        at, keep = 0, 0  # keep: the bytes of an unfinished line at the start of buf
         while at < size:
-            piece = os.pread(fd, min(READ_CHUNK, size - at), at)
-            if not piece:
+            if keep == len(buf):  # a line longer than the buffer
+                buf.extend(bytes(len(buf)))
+            began = clock()
+            with memoryview(buf) as view:
+                got = os.preadv(fd, [view[keep : keep + min(len(buf) - keep, size - at)]], at)
+            read_s += clock() - began
+            if not got:
                 break
-            data = rest + piece if rest else piece
-            base = at - len(rest)
-            at += len(piece)
-            end = data.rfind(b"\n") + 1 if at < size else len(data)
-            line = _scan(t, data, end, base, line, bad)
-            rest = data[end:]
+            filled, at = keep + got, at + got
+            end = buf.rfind(b"\n", 0, filled) + 1 if at < size else filled
+            if end:
+                scan.chunk(buf, end, at - filled)
+            keep = filled - end
+            if keep and end:
+                buf[:keep] = buf[end:filled]
+    scan.finish(bad)
+    binned = clock()
     t.bins = _bins(t, bins)
+    done = clock()
+    t.seconds = {
+        "sidecar": round(scanned - started, 4),
+        "read": round(read_s, 4),
+        "scan": round(binned - scanned - read_s, 4),
+        "bins": round(done - binned, 4),
+    }
     return t
 
 
-def _scan(t: Timeline, data: bytes, stop: int, base: int, line: int, bad: set[int]) -> int:
-    """Record every entry of ``data[:stop]`` (whole lines, starting at byte ``base``, line ``line``).
+# The writer's layout (``entries.encode`` of the entries it builds): ``v`` and ``type`` first,
+# then ``id`` and ``ts``; a message goes on with ``role``, ``content``, ``tool_calls``,
+# ``tool_result`` and its optional keys in a fixed order, a usage entry with its four counts.
+# A JSON string holds a quote only escaped, so in a line that is valid JSON (the sidecar's
+# replay read it) these bytes are the keys and values they look like.
+_HEAD = re.compile(
+    rb'\{"v":1,"type":"(?:message","id":"[^"]*","ts":[0-9-][^,]*,"role":"(?:'
+    rb'user","content":"","tool_calls":\[\],"tool_result":\{()|user"()|assistant"())'
+    rb'|spill"()|compact"()'
+    rb'|usage","id":"[^"]*","ts":[0-9-][^,]*,"input_tokens":[0-9]{1,15},"output_tokens":[0-9]{1,15},'
+    rb'"cache_creation_input_tokens":[0-9]{1,15},"cache_read_input_tokens":[0-9]{1,15},()'
+    rb")|()"
+)  # last group: 1 result, 2 user, 3 assistant, 4 spill, 5 compact, 6 usage, 7 another line
+_COUNTS = re.compile(
+    rb',"input_tokens":([0-9]+),"output_tokens":([0-9]+),"cache_creation_input_tokens":([0-9]+),'
+    rb'"cache_read_input_tokens":([0-9]+),'
+)  # a usage line's counts, where _HEAD found them
+_STR = rb'"[^"\\\n]*"'  # a string without escapes
+# How a message line in that layout ends: its top-level ``"tool_result":null`` after the calls,
+# then the optional keys with plain values, then the closing brace at the line's end (reasoning,
+# image parts, CRLF, spaces: the line is parsed instead). Group 1: no calls; 2: a list of calls.
+_ENDS = (  # the optional keys after a message's tool_result, with plain values, then its closing brace
+    rb'(?:,"stop_reason":' + _STR + rb')?(?:,"notebook":\{"chars":[0-9]+,"cells":[0-9]+\})?'
+    rb'(?:,"host":' + _STR + rb')?(?:,"model":' + _STR + rb')?(?:,"replace_id":' + _STR + rb")?\}"
+)
+_ENDING = re.compile(
+    rb',"tool_result":null(?:(?<=,"tool_calls":\[\],"tool_result":null)()|(?<=\}\],"tool_result":null)())'
+    + _ENDS
+    + rb"\Z"
+)
+_AFTER_RESULT = re.compile(
+    rb'"is_error":(?:true|false)(,"spilled":' + _STR + rb")?\}" + _ENDS + rb"\Z"
+)  # how a tool result line in that layout ends (no image parts)
+_CALLS = b',"tool_calls":[{'
+TAIL = 320  # how far from its end a line's ending is looked for
+ENDINGS = 16  # endings remembered per kind (the model's name makes them differ between sessions)
+RECENT = 2  # and of those that name a replace (the messages it starts with), the latest
+_REPLACE_ID = b',"replace_id":'
+_BAD, _NOTE, _UNKNOWN = _CODE["bad"], _CODE["note"], _CODE["unknown"]
+_TORN = TORN_NOTE.encode()  # in a note that may be the writer's torn-line note (``finish`` checks)
+_LOOK, _BLANK = 255, 254  # a line to look at more closely; a blank line (no entry)
+# _HEAD's last group -> kind code where the first bytes tell it (spills, compacts, usage).
+_BY_HEAD = bytes([_LOOK] * 4 + [4, 7, 5] + [_LOOK] * 249)
+# (user or assistant line, its ending known after a list of calls, after no calls) -> kind code
+_BY_ENDING = bytes([_LOOK] * 8 + [_LOOK, 0, 2, 2, _LOOK, 1, 2, 2] + [_LOOK] * 240)
+_LASTINDEX = attrgetter("lastindex")
+_IS = [(g).__eq__ for g in range(8)]
+_TIMES4 = bytes(min(255, 4 * i) for i in range(256))
+_MINUS1 = (-1).__add__
 
-    Lines are found in place (no copy of a message line is made): most are classified by
-    their keys (``_message_kind``); the rest are parsed.
+
+class _Scanner:
+    """Records the entries of a log's lines, chunk by chunk (``build_timeline``).
+
+    A line the sidecar's replay read (before ``replayed``) is valid JSON: in the writer's
+    layout its kind is read in place, without a copy or a parse, from its first bytes
+    (``_HEAD``) and its ending (a tool result's, or a message's after its calls): the
+    endings a chunk's lines share are found once (``_AFTER_RESULT``, ``_ENDING``) and then
+    recognised for the lines after them. Each step runs over all the chunk's lines in C
+    (``map``, ``compress``, ``translate``); Python runs once per line only to find where it
+    ends. Every other line is parsed (``_slow``): another writer's layout, lines written
+    after the replay, a torn tail.
     """
-    offsets, lines, kinds, code = t.offsets, t.lines, t.kinds, _CODE
-    find, pos = data.find, 0
-    torn = not data.endswith(b"\n", 0, stop)  # the last line is cut (a crash mid-write)
-    while pos < stop:
-        nl = find(b"\n", pos, stop)
-        if nl < 0:
-            nl = stop
-        if nl > pos and (data[pos] == 0x7B or not data[pos:nl].isspace()):
-            kind = None
-            tokens, reason = 0, ""
-            if line in bad:
-                kind = "bad"
-            elif not (torn and nl == stop):
-                if data.startswith(_USAGE, pos, nl):
-                    entry = decode(data[pos:nl])
-                    if entry is not None:
-                        kind, tokens = "usage", _usage_tokens(entry)
-                else:
-                    kind = _message_kind(data, pos, nl)
-            if kind is None:
-                kind, tokens, reason = _classify(data[pos:nl])
-            index = len(offsets)
-            # Image parts are written last: a line ending in an object or a number has none.
-            if (kind == "tool_result" or kind == "user") and data[nl - 2] in _MAY_END_PARTS:
-                pictures = _images_at(data, pos, nl)
+
+    def __init__(self, t: Timeline, replayed: int) -> None:
+        self.t = t
+        self.replayed = replayed
+        self.line = 1
+        self.results: tuple[bytes, ...] = ()  # endings seen after a tool result
+        self.plain: tuple[bytes, ...] = ()  # endings seen after "tool_calls":[]
+        self.calls: tuple[bytes, ...] = ()  # endings seen after a list of calls
+        self.lasting: dict[str, tuple[bytes, ...]] = {"results": (), "plain": (), "calls": ()}
+        self.recent: dict[str, tuple[bytes, ...]] = {"results": (), "plain": (), "calls": ()}  # naming a replace
+        self.torn_notes: list[int] = []
+
+    def chunk(self, data: bytearray, stop: int, base: int) -> None:
+        """The whole lines of ``data[:stop]``, the first at byte ``base`` of the log."""
+        fast = min(stop, self.replayed - base)
+        pos = self._fast(data, fast, base) if fast > 0 else 0
+        if pos < stop:
+            self._careful(data, pos, stop, base)
+
+    def _fast(self, data: bytearray, stop: int, base: int) -> int:
+        """The lines of ``data[:stop]`` the replay read; where the first line it did not read starts."""
+        starts = array("Q")
+        push, find, pos = starts.append, data.find, 0
+        while True:  # where each line starts (memchr)
+            nl = find(b"\n", pos, stop)
+            if nl < 0:
+                break
+            push(pos)
+            pos = nl + 1
+        n = len(starts)
+        if not n:
+            return pos
+        after = starts[1:]
+        after.append(pos)
+        ends = array("Q", map(_MINUS1, after))  # each line's newline
+        groups = bytes(map(_LASTINDEX, map(_HEAD.match, repeat(data), starts, after)))
+        codes = bytearray(groups.translate(_BY_HEAD))
+        endswith = data.endswith
+        if 1 in groups:  # tool results: a known ending tells there are no image parts
+            pick = bytes(map(_IS[1], groups))
+            known = bytes(map(endswith, repeat(self.results), compress(starts, pick), compress(ends, pick)))
+            for i, ok in zip(compress(range(n), pick), known, strict=True):
+                if ok:
+                    codes[i] = 3
+        if 2 in groups or 3 in groups:  # user or assistant: a known ending after no calls or a list of calls
+            pick = bytes(map(_IS[2], groups)) if 3 not in groups else bytes(map((2, 3).__contains__, groups))
+            first, last = list(compress(starts, pick)), list(compress(ends, pick))
+            calls = map(and_, map(endswith, repeat(self.calls), first, last), map(le, first, map(
+                data.rfind, repeat(_CALLS), first, last
+            )))
+            plain = map(endswith, repeat(self.plain), first, last)
+            key = map(add, map(add, compress(groups.translate(_TIMES4), pick), map((2).__mul__, calls)), plain)
+            for i, code in zip(compress(range(n), pick), bytes(key).translate(_BY_ENDING), strict=True):
+                codes[i] = code
+        t = self.t
+        extra: dict[int, tuple[int, int, str, int]] = {}  # line -> what a parse found
+        at = codes.find(_LOOK)
+        while at >= 0:
+            codes[at] = self._look(data, starts[at], ends[at], groups[at], at, extra)
+            at = codes.find(_LOOK, at + 1)
+        index = len(t.offsets)
+        lines = range(self.line, self.line + n)
+        self.line += n
+        if _BLANK in codes:  # rare: blank lines are no entries
+            keep = bytes(c != _BLANK for c in codes)
+            entry = list(compress(range(n), keep))
+            at_entry = {line: k for k, line in enumerate(entry)}
+            extra = {at_entry[i]: f for i, f in extra.items()}
+            starts, after = array("Q", compress(starts, keep)), array("Q", compress(after, keep))
+            lines = list(compress(lines, keep))
+            groups = bytes(compress(groups, keep))
+            codes = bytearray(compress(codes, keep))
+        t.offsets.extend(map(base.__add__, starts))
+        t.lines.extend(lines)
+        t.kinds += codes
+        usage: list[tuple[int, int]] | zip = []
+        if 6 in groups:
+            pick = bytes(map(_IS[6], groups))
+            usage = zip(compress(range(index, index + len(codes)), pick), self._tokens(data, starts, after, pick), strict=True)
+        if any(f[0] == 5 for f in extra.values()):
+            usage = sorted([*usage, *((index + i, f[1]) for i, f in extra.items() if f[0] == 5)])
+        t.usage.extend(usage)
+        for i, (code, _tokens, reason, pictures) in extra.items():
+            if code == 6:
+                t.reasons[index + i] = reason
+            elif code == _NOTE:
+                self.torn_notes.append(index + i)
+            if pictures:
+                t.images[index + i] = pictures
+        return pos
+
+    @staticmethod
+    def _tokens(data: bytearray, starts: array, after: array, pick: bytes) -> Iterator[int]:
+        """The prompt total plus output of each usage line ``pick`` marks (their counts parsed in C)."""
+        first, last = list(compress(starts, pick)), list(compress(after, pick))
+        counts = _COUNTS.findall(b"".join(map(data.__getitem__, map(slice, first, last))))
+        if len(counts) != len(first):  # a line that holds the keys twice: each read where _HEAD found them
+            counts = [_COUNTS.search(data, s, e).groups() for s, e in zip(first, last, strict=True)]  # type: ignore[union-attr]
+        n = array("Q", map(int, b" ".join(chain.from_iterable(counts)).split()))
+        return map(add, map(add, n[0::4], n[1::4]), map(add, n[2::4], n[3::4]))
+
+    def _look(
+        self, data: bytearray, start: int, end: int, group: int, at: int, extra: dict[int, tuple[int, int, str, int]]
+    ) -> int:
+        """The kind of the line ``data[start:end]`` the chunk's known endings did not tell: from
+        an ending learned since or found now (and remembered), else from its parse."""
+        if group == 1:
+            if data.endswith(self.results, start, end):
+                return 3
+            m = _AFTER_RESULT.search(data, max(start, end - TAIL), end)
+            if m is not None:
+                if m.lastindex is None:  # not a spilled result's (its own)
+                    self._learn("results", bytes(data[m.start() : end]))
+                return 3
+        elif group < 4:
+            code = self._ending(data, start, end, group)
+            if code >= 0:
+                return code
+        raw = bytes(data[start:end])
+        if not raw.strip():
+            return _BLANK
+        found = _slow(raw, trusted=True)
+        code = found[0]
+        if found[1] or found[2] or found[3] or code == 5 or (code == _NOTE and _TORN in raw):
+            extra[at] = found
+        return code
+
+    def _ending(self, data: bytearray, start: int, end: int, group: int) -> int:
+        """The kind of a user or assistant line ``data[start:end]`` from its ending, or -1.
+
+        The ending found is remembered for the lines after it (``_learn``)."""
+        if data.endswith(self.calls, start, end) and data.rfind(_CALLS, start, end) >= start:
+            return 2
+        if data.endswith(self.plain, start, end):
+            return group - 2
+        m = _ENDING.search(data, max(start, end - TAIL), end)
+        if m is None:
+            return -1
+        at = m.start()
+        plain = m.lastindex == 1
+        if not plain and data.rfind(_CALLS, start, at) < 0:
+            return -1
+        self._learn("plain" if plain else "calls", bytes(data[at - 16 if plain else at - 2 : end]))
+        return group - 2 if plain else 2
+
+    def _learn(self, name: str, ending: bytes) -> None:
+        """Remember an ending: one that names a replace as one of the latest few, others for good."""
+        if _REPLACE_ID in ending:
+            self.recent[name] = (ending, *self.recent[name][: RECENT - 1])
+        elif len(self.lasting[name]) < ENDINGS:
+            self.lasting[name] += (ending,)
+        setattr(self, name, self.lasting[name] + self.recent[name])
+
+    def _careful(self, data: bytearray, pos: int, stop: int, base: int) -> None:
+        """Lines the replay has not read (written since, or a torn tail): each parsed in full."""
+        t, line = self.t, self.line
+        while pos < stop:
+            nl = data.find(b"\n", pos, stop)
+            if nl < 0:
+                nl = stop
+            raw = bytes(data[pos:nl])
+            if raw.strip():
+                code, tokens, reason, pictures = _slow(raw, trusted=False)
+                index = len(t.offsets)
+                if code == 5:
+                    t.usage.append((index, tokens))
+                elif code == 6:
+                    t.reasons[index] = reason
+                elif code == _NOTE and _TORN in raw:
+                    self.torn_notes.append(index)
                 if pictures:
                     t.images[index] = pictures
-            offsets.append(base + pos)
-            lines.append(line)
-            kinds.append(code[kind])
-            if kind == "usage":
-                t.usage.append((index, tokens))
-            elif kind == "replace":
-                t.reasons[index] = reason
-        pos = nl + 1
-        line += 1
-    return line
+                t.offsets.append(base + pos)
+                t.lines.append(line)
+                t.kinds.append(code)
+            pos, line = nl + 1, line + 1
+        self.line = line
+
+    def finish(self, bad: set[int]) -> None:
+        """The lines the sidecar lists as unreadable, and the line a torn-line note mended."""
+        t = self.t
+        lines = t.lines
+        marked = []
+        for number in sorted(bad):
+            i = bisect.bisect_left(lines, number)
+            if i < len(lines) and lines[i] == number:
+                marked.append(i)
+        for index in self.torn_notes:
+            prev = index - 1
+            mended = prev >= 0 and lines[prev] == lines[index] - 1 and t.kinds[prev] != _BAD
+            if mended and t.read([prev], detail=False)[0].kind == "bad":
+                marked.append(prev)
+        if marked:
+            for i in marked:
+                t.kinds[i] = _BAD
+                t.reasons.pop(i, None)
+                t.images.pop(i, None)
+            gone = set(marked)
+            t.usage = [u for u in t.usage if u[0] not in gone]
 
 
-_USAGE = b'{"v":1,"type":"usage",'
-_MAY_END_PARTS = frozenset(b'"]')
-_TOKEN_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
-_ROLE = b'role":"'  # found without its opening quote (a needle starting with one is slow)
-_RESULT_HEAD = b'user","content":"","tool_calls":[],"tool_result":{'
-_NO_RESULT = b'tool_result":null'  # its opening quote is checked apart, as with _ROLE
-_NO_CALLS = b'"tool_calls":[],'
-TAIL = 320  # how far from its end a message line's closing keys are looked for
+def _slow(raw: bytes, *, trusted: bool) -> tuple[int, int, str, int]:
+    """(kind code, usage tokens, replace reason, image parts) of one line, from its parse.
 
-
-def _message_kind(data: bytes, start: int, end: int) -> str | None:
-    """The kind of the message line ``data[start:end]`` from the writer's key layout, or None.
-
-    The writer writes ``role`` near the start and ``tool_calls`` then ``tool_result`` after
-    the content, so a result reads ``"content":"","tool_calls":[],"tool_result":{`` right
-    after its role, and any other message ends with ``"tool_result":null`` (a few keys may
-    follow). A JSON string holds a quote only escaped, so those bytes are keys. A line in
-    another layout (None) is parsed instead.
+    ``trusted``: the sidecar's replay read the line and did not find it unreadable, so a
+    message is a valid one and its kind is read from its keys without validating it again
+    (unless it has image parts: they are counted as the loader reads them).
     """
-    if not data.startswith(_MESSAGE, start, end) or data[end - 1] != 0x7D:
-        return None
-    r = data.find(_ROLE, start, min(end, start + 300))
-    if r < 0 or data[r - 1] != 0x22:  # "
-        return None
-    r += len(_ROLE)
-    if data.startswith(_RESULT_HEAD, r, end):
-        return "tool_result"
-    if data.startswith(b'user"', r, end):
-        role = "user"
-    elif data.startswith(b'assistant"', r, end):
-        role = "assistant"
-    else:
-        return None
-    k = data.rfind(_NO_RESULT, max(r, end - TAIL), end) - 1  # at its opening quote
-    if k < 0 or data[k] != 0x22 or data[k - 1] != 0x2C:  # ",
-        return None
-    if data.startswith(_NO_CALLS, k - len(_NO_CALLS), k):
-        return role
-    return "tool_call" if data[k - 2] == 0x5D and data[k - 3] == 0x7D else None  # ...}],"tool_result"
+    e = decode(raw)
+    if e is None:
+        return _BAD, 0, "", 0
+    if trusted and e.get("type") == "message" and "parts" not in e:
+        if type(e.get("tool_result")) is dict:
+            return 3, 0, "", 0
+        return (2 if e.get("tool_calls") else 0 if e.get("role") == "user" else 1), 0, "", 0
+    entry = parse_entry(e)
+    if entry is None:
+        return _BAD, 0, "", 0
+    item = _item(0, entry, False, with_detail=False)
+    return _CODE.get(item.kind, _UNKNOWN), item.tokens, item.reason, item.images
 
 
 def _usage_tokens(e: dict) -> int:
@@ -311,56 +539,39 @@ def _usage_tokens(e: dict) -> int:
     return total
 
 
-def _images_at(data: bytes, start: int, end: int) -> int:
-    """The image parts of the message line ``data[start:end]`` (issue-14): ``parts`` is written last."""
-    at = data.rfind(b'"parts":[{', max(start, end - (64 << 10)), end)
-    return data.count(b'"type":"image"', at, end) if at > 0 else 0
-
-
-_MESSAGE = b'{"v":1,"type":"message",'
-
-
-def _classify(raw: bytes) -> tuple[str, int, str]:
-    """(kind, usage tokens, replace reason) of one line; long message lines by their keys only.
-
-    A JSON string holds a quote only escaped, so ``"tool_result":`` found in the line is a
-    key (the writer writes ``tool_calls`` and ``tool_result`` after the content).
-    """
-    if len(raw) >= PARSE_BELOW and raw.startswith(_MESSAGE) and raw.endswith(b"}"):
-        r = raw.rfind(b'tool_result":')
-        if r > 0 and raw[r - 1 : r] == b'"' and raw.startswith(b"{", r + 13):
-            return "tool_result", 0, ""
-        c = raw.rfind(b'tool_calls":', 0, r if r > 0 else len(raw))
-        if c > 0 and raw[c - 1 : c] == b'"' and raw.startswith(b"[{", c + 12):
-            return "tool_call", 0, ""
-        role = raw.find(b'"role":"user"', 0, 300)
-        return ("user" if role >= 0 else "assistant"), 0, ""
-    entry = parse_line(raw)
-    if entry is None:
-        return "bad", 0, ""
-    item = _item(0, entry, False, with_detail=False)
-    return (item.kind if item.kind in _CODE else "unknown"), item.tokens, item.reason
+_TOKEN_KEYS = ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens", "output_tokens")
 
 
 def _bins(t: Timeline, count: int) -> list[Bin]:
+    """``count`` runs of consecutive entries: counted per kind in C (``bytearray.count``)."""
     n = len(t.offsets)
     if n == 0:
         return []
     count = max(1, min(count, n))
     first_eff = t.first_effective
-    usage = dict(t.usage)
+    kinds, present = t.kinds, [c for c in range(len(KINDS)) if c in t.kinds]
+    usage, u = t.usage, 0
+    reasons, images = sorted(t.reasons.items()), sorted(t.images.items())
+    r = p = 0
     out = []
     for b in range(count):
         lo, hi = n * b // count, n * (b + 1) // count
-        counts: dict[str, int] = {}
-        for code in t.kinds[lo:hi]:
-            name = KINDS[code]
-            counts[name] = counts.get(name, 0) + 1
+        counts = {KINDS[c]: k for c in present if (k := kinds.count(c, lo, hi))}
         eff = 0 if first_eff is None else max(0, hi - max(lo, first_eff))
-        peak = max((usage[i] for i in range(lo, hi) if i in usage), default=0) if usage else 0
-        reasons = [t.reasons[i] for i in range(lo, hi) if i in t.reasons][:5] if t.reasons else []
-        pictures = sum(t.images.get(i, 0) for i in range(lo, hi)) if t.images else 0
-        out.append(Bin(lo, hi, counts, eff, peak, reasons, t.lines[lo], t.lines[hi - 1], pictures))
+        peak = 0
+        while u < len(usage) and usage[u][0] < hi:
+            peak = max(peak, usage[u][1])
+            u += 1
+        shown: list[str] = []
+        while r < len(reasons) and reasons[r][0] < hi:
+            if len(shown) < 5:
+                shown.append(reasons[r][1])
+            r += 1
+        pictures = 0
+        while p < len(images) and images[p][0] < hi:
+            pictures += images[p][1]
+            p += 1
+        out.append(Bin(lo, hi, counts, eff, peak, shown, t.lines[lo], t.lines[hi - 1], pictures))
     return out
 
 
