@@ -249,7 +249,7 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
             )
             out.append(_writer(entries.usage_entry(u, messages=i, model=model)))
         elif r < 0.64:
-            rid = f"r{i:031d}"[-32:]
+            rid = rng.choice([f"{rng.getrandbits(128):032x}", f"r{i:031d}"[-32:]])  # the writer's, or not
             out.append(_writer(entries.replace_entry(rng.choice(["compact", "rollover"]), rid, 2)))
         elif r < 0.67:
             out.append(_writer(entries.spill_entry(call_id="c", tool="t", path="tool-results/c.txt", bytes=9, sha256="0")))
@@ -381,3 +381,18 @@ def test_lines_written_after_the_sidecar_are_parsed(tmp_path: Path, monkeypatch)
     t = build_timeline(d)
     assert [t.kind(i) for i in range(t.count - 3, t.count)] == ["user", "bad", "bad"]
     assert [t.kind(i) for i in range(t.count)] == _expected(t)[0]
+
+
+def test_labels_of_plainly_valid_messages_equal_the_validated_ones() -> None:
+    """A page is labelled from plainly valid entries without validating them: the same items."""
+    from pseudoclaude_nb.session.timeline import _item
+
+    seen = 0
+    for raw in _varied_lines(random.Random(11), 400):
+        entry = entries.parse_line(raw)
+        if isinstance(entry, entries.MessageEntry) and entry.parsed is None:
+            validated = entries.MessageEntry(entry.raw, Message.model_validate(entry.raw))
+            for detail in (False, True):
+                assert _item(7, entry, True, with_detail=detail) == _item(7, validated, True, with_detail=detail)
+            seen += 1
+    assert seen > 100

@@ -22,9 +22,10 @@ import time
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import chain, compress, repeat
-from operator import add, and_, attrgetter, le
+from itertools import compress, repeat
+from operator import add, attrgetter, le
 from pathlib import Path
+from types import SimpleNamespace
 from typing import overload
 
 from ..errors import SessionError
@@ -250,14 +251,15 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
 # ``tool_result`` and its optional keys in a fixed order, a usage entry with its four counts.
 # A JSON string holds a quote only escaped, so in a line that is valid JSON (the sidecar's
 # replay read it) these bytes are the keys and values they look like.
-_HEAD = re.compile(
-    rb'\{"v":1,"type":"(?:message","id":"[^"]*","ts":[0-9-][^,]*,"role":"(?:'
+_HEADS = (  # seven kinds of first bytes, each closing its own (empty) group
+    rb'(?:\{"v":1,"type":"(?:message","id":"[^"]*","ts":[0-9-][^,]*,"role":"(?:'
     rb'user","content":"","tool_calls":\[\],"tool_result":\{()|user"()|assistant"())'
     rb'|spill"()|compact"()'
     rb'|usage","id":"[^"]*","ts":[0-9-][^,]*,"input_tokens":[0-9]{1,15},"output_tokens":[0-9]{1,15},'
     rb'"cache_creation_input_tokens":[0-9]{1,15},"cache_read_input_tokens":[0-9]{1,15},()'
-    rb")|()"
-)  # last group: 1 result, 2 user, 3 assistant, 4 spill, 5 compact, 6 usage, 7 another line
+    rb")|())"
+)  # 0 a tool result, 1 user, 2 assistant, 3 spill, 4 compact, 5 usage, 6 another line
+_HEAD = re.compile(_HEADS)
 _COUNTS = re.compile(
     rb',"input_tokens":([0-9]+),"output_tokens":([0-9]+),"cache_creation_input_tokens":([0-9]+),'
     rb'"cache_read_input_tokens":([0-9]+),'
@@ -286,13 +288,22 @@ _REPLACE_ID = b',"replace_id":'
 _BAD, _NOTE, _UNKNOWN = _CODE["bad"], _CODE["note"], _CODE["unknown"]
 _TORN = TORN_NOTE.encode()  # in a note that may be the writer's torn-line note (``finish`` checks)
 _LOOK, _BLANK = 255, 254  # a line to look at more closely; a blank line (no entry)
-# _HEAD's last group -> kind code where the first bytes tell it (spills, compacts, usage).
-_BY_HEAD = bytes([_LOOK] * 4 + [4, 7, 5] + [_LOOK] * 249)
-# (user or assistant line, its ending known after a list of calls, after no calls) -> kind code
-_BY_ENDING = bytes([_LOOK] * 8 + [_LOOK, 0, 2, 2, _LOOK, 1, 2, 2] + [_LOOK] * 240)
+_CALL = 253  # a list of calls ends the line: checked for the key before the kind is given
+# (first bytes, ending) -> kind code; endings: 0 not known, 1 a tool result's, 2 after no calls, 3 after calls
+_KIND = bytes(
+    [_LOOK, 3, _LOOK, _LOOK, _LOOK, _LOOK, 0, _CALL, _LOOK, _LOOK, 1, _CALL]
+    + [4] * 4 + [7] * 4 + [5] * 4 + [_LOOK] * 232
+)
 _LASTINDEX = attrgetter("lastindex")
-_IS = [(g).__eq__ for g in range(8)]
 _TIMES4 = bytes(min(255, 4 * i) for i in range(256))
+_ANY_HEX_ID = rb',"replace_id":"[0-9a-f]{32}"\}'  # the writer's replace ids are 32 hex digits
+_HEX_ID = re.compile(_ANY_HEX_ID + rb"\Z")
+# An ending worth remembering: the writer's own, with the model's name at most (a notebook mark
+# or a host note makes each line's differ; a replace id is matched as any 32 hex digits).
+_LASTING = re.compile(
+    rb'(?:"is_error":(?:true|false)\}|,"tool_calls":\[\],"tool_result":null|\}\],"tool_result":null)'
+    rb'(?:,"model":"[^"\\\n]*")?\}'
+)
 _MINUS1 = (-1).__add__
 
 
@@ -300,25 +311,48 @@ class _Scanner:
     """Records the entries of a log's lines, chunk by chunk (``build_timeline``).
 
     A line the sidecar's replay read (before ``replayed``) is valid JSON: in the writer's
-    layout its kind is read in place, without a copy or a parse, from its first bytes
-    (``_HEAD``) and its ending (a tool result's, or a message's after its calls): the
-    endings a chunk's lines share are found once (``_AFTER_RESULT``, ``_ENDING``) and then
-    recognised for the lines after them. Each step runs over all the chunk's lines in C
-    (``map``, ``compress``, ``translate``); Python runs once per line only to find where it
-    ends. Every other line is parsed (``_slow``): another writer's layout, lines written
-    after the replay, a torn tail.
+    layout its kind is read in place, without a copy or a parse, from its first bytes and its
+    ending. One regex match at each newline reads both, the ending of the line it ends (the
+    endings seen so far, as fixed strings looked behind) and the first bytes of the next
+    (``_boundary``); it runs over a chunk's lines in C (``map``), as do the steps after it
+    (``translate``, ``compress``). An ending not seen before is found (``_AFTER_RESULT``,
+    ``_ENDING``) and remembered. Every other line is parsed (``_slow``): another writer's
+    layout, lines written after the replay, a torn tail.
     """
 
     def __init__(self, t: Timeline, replayed: int) -> None:
         self.t = t
         self.replayed = replayed
         self.line = 1
-        self.results: tuple[bytes, ...] = ()  # endings seen after a tool result
-        self.plain: tuple[bytes, ...] = ()  # endings seen after "tool_calls":[]
-        self.calls: tuple[bytes, ...] = ()  # endings seen after a list of calls
+        # Endings remembered, by kind: "results" (after a tool result), "plain" (after
+        # "tool_calls":[]), "calls" (after a list of calls); lasting ones go into the regex,
+        # the latest few others (a replace id that is not the writer's) are checked apart.
         self.lasting: dict[str, tuple[bytes, ...]] = {"results": (), "plain": (), "calls": ()}
-        self.recent: dict[str, tuple[bytes, ...]] = {"results": (), "plain": (), "calls": ()}  # naming a replace
+        self.recent: dict[str, tuple[bytes, ...]] = {"results": (), "plain": (), "calls": ()}
+        self._compiled: tuple[re.Pattern[bytes], bytes, bytes] | None = None
         self.torn_notes: list[int] = []
+
+    def _boundary(self) -> tuple[re.Pattern[bytes], bytes, bytes]:
+        """The regex matched at a newline, and its last group -> (ending class, next line's first bytes)."""
+        if self._compiled is None:
+            branches, classes = [], []
+            for c, name in ((1, "results"), (2, "plain"), (3, "calls")):
+                known = self.lasting[name]
+                if known:
+                    behind = [b"(?<=" + re.escape(e) + b"\n)" for e in known]
+                    behind += [b"(?<=" + re.escape(e[:-1]) + _ANY_HEX_ID + b"\n)" for e in known]
+                    branches.append(b"(?:" + b"|".join(behind) + b")" + _HEADS)
+                    classes.append(c)
+            branches.append(_HEADS)
+            classes.append(0)
+            ending, head = [0], [6]
+            for c in classes:
+                ending += [c] * 7
+                head += range(7)
+            pattern = re.compile(b"\n(?:" + b"|".join(branches) + b")")
+            pad = [0] * (256 - len(ending))
+            self._compiled = pattern, bytes(ending + pad), bytes(head + pad)
+        return self._compiled
 
     def chunk(self, data: bytearray, stop: int, base: int) -> None:
         """The whole lines of ``data[:stop]``, the first at byte ``base`` of the log."""
@@ -343,49 +377,44 @@ class _Scanner:
         after = starts[1:]
         after.append(pos)
         ends = array("Q", map(_MINUS1, after))  # each line's newline
-        groups = bytes(map(_LASTINDEX, map(_HEAD.match, repeat(data), starts, after)))
-        codes = bytearray(groups.translate(_BY_HEAD))
-        endswith = data.endswith
-        if 1 in groups:  # tool results: a known ending tells there are no image parts
-            pick = bytes(map(_IS[1], groups))
-            known = bytes(map(endswith, repeat(self.results), compress(starts, pick), compress(ends, pick)))
-            for i, ok in zip(compress(range(n), pick), known, strict=True):
-                if ok:
-                    codes[i] = 3
-        if 2 in groups or 3 in groups:  # user or assistant: a known ending after no calls or a list of calls
-            pick = bytes(map(_IS[2], groups)) if 3 not in groups else bytes(map((2, 3).__contains__, groups))
-            first, last = list(compress(starts, pick)), list(compress(ends, pick))
-            calls = map(and_, map(endswith, repeat(self.calls), first, last), map(le, first, map(
-                data.rfind, repeat(_CALLS), first, last
-            )))
-            plain = map(endswith, repeat(self.plain), first, last)
-            key = map(add, map(add, compress(groups.translate(_TIMES4), pick), map((2).__mul__, calls)), plain)
-            for i, code in zip(compress(range(n), pick), bytes(key).translate(_BY_ENDING), strict=True):
-                codes[i] = code
+        boundary, ending_of, head_of = self._boundary()
+        combos = bytes(map(_LASTINDEX, map(boundary.match, repeat(data), ends, repeat(stop))))
+        heads = bytes([_HEAD.match(data, 0, after[0]).lastindex - 1]) + combos[:-1].translate(head_of)
+        key = map(add, heads.translate(_TIMES4), combos.translate(ending_of))
+        codes = bytearray(bytes(key).translate(_KIND))
+        if _CALL in codes:  # the list of calls is the calls' key: found before the ending
+            pick = bytes(map(_CALL.__eq__, codes))
+            first = list(compress(starts, pick))
+            found = bytes(map(le, first, map(data.rfind, repeat(_CALLS), first, compress(ends, pick))))
+            codes = codes.replace(b"\xfd", b"\x02")
+            miss = found.find(0)
+            if miss >= 0:
+                where = list(compress(range(n), pick))
+                while miss >= 0:
+                    codes[where[miss]] = _LOOK
+                    miss = found.find(0, miss + 1)
         t = self.t
         extra: dict[int, tuple[int, int, str, int]] = {}  # line -> what a parse found
         at = codes.find(_LOOK)
         while at >= 0:
-            codes[at] = self._look(data, starts[at], ends[at], groups[at], at, extra)
+            codes[at] = self._look(data, starts[at], ends[at], heads[at], at, extra)
             at = codes.find(_LOOK, at + 1)
         index = len(t.offsets)
         lines = range(self.line, self.line + n)
         self.line += n
         if _BLANK in codes:  # rare: blank lines are no entries
             keep = bytes(c != _BLANK for c in codes)
-            entry = list(compress(range(n), keep))
-            at_entry = {line: k for k, line in enumerate(entry)}
+            at_entry = {line: k for k, line in enumerate(compress(range(n), keep))}
             extra = {at_entry[i]: f for i, f in extra.items()}
             starts, after = array("Q", compress(starts, keep)), array("Q", compress(after, keep))
             lines = list(compress(lines, keep))
-            groups = bytes(compress(groups, keep))
-            codes = bytearray(compress(codes, keep))
+            heads, codes = bytes(compress(heads, keep)), bytearray(compress(codes, keep))
         t.offsets.extend(map(base.__add__, starts))
         t.lines.extend(lines)
         t.kinds += codes
         usage: list[tuple[int, int]] | zip = []
-        if 6 in groups:
-            pick = bytes(map(_IS[6], groups))
+        if 5 in heads:
+            pick = bytes(map((5).__eq__, heads))
             usage = zip(compress(range(index, index + len(codes)), pick), self._tokens(data, starts, after, pick), strict=True)
         if any(f[0] == 5 for f in extra.values()):
             usage = sorted([*usage, *((index + i, f[1]) for i, f in extra.items() if f[0] == 5)])
@@ -400,30 +429,29 @@ class _Scanner:
         return pos
 
     @staticmethod
-    def _tokens(data: bytearray, starts: array, after: array, pick: bytes) -> Iterator[int]:
-        """The prompt total plus output of each usage line ``pick`` marks (their counts parsed in C)."""
+    def _tokens(data: bytearray, starts: array, after: array, pick: bytes) -> list[int]:
+        """The prompt total plus output of each usage line ``pick`` marks."""
         first, last = list(compress(starts, pick)), list(compress(after, pick))
         counts = _COUNTS.findall(b"".join(map(data.__getitem__, map(slice, first, last))))
-        if len(counts) != len(first):  # a line that holds the keys twice: each read where _HEAD found them
+        if len(counts) != len(first):  # a line that holds the keys twice: each read where the head has them
             counts = [_COUNTS.search(data, s, e).groups() for s, e in zip(first, last, strict=True)]  # type: ignore[union-attr]
-        n = array("Q", map(int, b" ".join(chain.from_iterable(counts)).split()))
-        return map(add, map(add, n[0::4], n[1::4]), map(add, n[2::4], n[3::4]))
+        return [int(a) + int(b) + int(c) + int(d) for a, b, c, d in counts]
 
     def _look(
-        self, data: bytearray, start: int, end: int, group: int, at: int, extra: dict[int, tuple[int, int, str, int]]
+        self, data: bytearray, start: int, end: int, head: int, at: int, extra: dict[int, tuple[int, int, str, int]]
     ) -> int:
-        """The kind of the line ``data[start:end]`` the chunk's known endings did not tell: from
-        an ending learned since or found now (and remembered), else from its parse."""
-        if group == 1:
-            if data.endswith(self.results, start, end):
+        """The kind of the line ``data[start:end]`` its known ending did not tell: from an ending
+        found now (and remembered), else from its parse."""
+        if head == 0:
+            if data.endswith(self.recent["results"], start, end):
                 return 3
             m = _AFTER_RESULT.search(data, max(start, end - TAIL), end)
             if m is not None:
                 if m.lastindex is None:  # not a spilled result's (its own)
                     self._learn("results", bytes(data[m.start() : end]))
                 return 3
-        elif group < 4:
-            code = self._ending(data, start, end, group)
+        elif head < 3:
+            code = self._ending(data, start, end, head + 1)
             if code >= 0:
                 return code
         raw = bytes(data[start:end])
@@ -436,12 +464,11 @@ class _Scanner:
         return code
 
     def _ending(self, data: bytearray, start: int, end: int, group: int) -> int:
-        """The kind of a user or assistant line ``data[start:end]`` from its ending, or -1.
-
-        The ending found is remembered for the lines after it (``_learn``)."""
-        if data.endswith(self.calls, start, end) and data.rfind(_CALLS, start, end) >= start:
+        """The kind of a user (``group`` 2) or assistant (3) line ``data[start:end]`` from its
+        ending, or -1. The ending found is remembered for the lines after it (``_learn``)."""
+        if data.endswith(self.recent["calls"], start, end) and data.rfind(_CALLS, start, end) >= start:
             return 2
-        if data.endswith(self.plain, start, end):
+        if data.endswith(self.recent["plain"], start, end):
             return group - 2
         m = _ENDING.search(data, max(start, end - TAIL), end)
         if m is None:
@@ -454,12 +481,15 @@ class _Scanner:
         return group - 2 if plain else 2
 
     def _learn(self, name: str, ending: bytes) -> None:
-        """Remember an ending: one that names a replace as one of the latest few, others for good."""
-        if _REPLACE_ID in ending:
+        """Remember an ending: the writer's own ones for good (in the regex), others as the latest few."""
+        hex_id = _HEX_ID.search(ending)
+        plain = ending[: hex_id.start()] + b"}" if hex_id else ending
+        if _LASTING.fullmatch(plain):
+            if plain not in self.lasting[name] and len(self.lasting[name]) < ENDINGS:
+                self.lasting[name] += (plain,)
+                self._compiled = None
+        else:
             self.recent[name] = (ending, *self.recent[name][: RECENT - 1])
-        elif len(self.lasting[name]) < ENDINGS:
-            self.lasting[name] += (ending,)
-        setattr(self, name, self.lasting[name] + self.recent[name])
 
     def _careful(self, data: bytearray, pos: int, stop: int, base: int) -> None:
         """Lines the replay has not read (written since, or a torn tail): each parsed in full."""
@@ -598,11 +628,27 @@ def _detail(e: dict) -> str:
         return "(an entry nested too deeply to show)"
 
 
+class _Plain:
+    """A plainly valid message entry (``entries.plainly_valid``: no notebook mark, no image
+    parts, each field of exactly its type) read as ``_item`` reads a ``Message``, without
+    validating it: a page of entries is labelled without building a model per line."""
+
+    parts = ()
+    notebook = None
+
+    def __init__(self, raw: dict) -> None:
+        self.role = raw["role"]
+        self.content = self.prompt_text = raw.get("content", "")
+        result = raw.get("tool_result")
+        self.tool_result = SimpleNamespace(content=result["content"]) if result is not None else None
+        self.tool_calls = [SimpleNamespace(name=c["name"]) for c in raw.get("tool_calls", ())]
+
+
 def _item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool = True) -> Item:
     e = entry.raw
     detail = _detail(e) if with_detail else ""
     if isinstance(entry, MessageEntry):
-        m = entry.message
+        m = entry.parsed if entry.parsed is not None else _Plain(e)
         pictures = len(m.parts)
         shown = f" · {pictures} image{'s' if pictures > 1 else ''}" if pictures else ""
         if m.tool_result is not None:
