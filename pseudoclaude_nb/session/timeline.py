@@ -22,7 +22,7 @@ import time
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from itertools import compress, repeat
+from itertools import chain, compress, repeat
 from operator import add, attrgetter, le
 from pathlib import Path
 from types import SimpleNamespace
@@ -304,7 +304,6 @@ _LASTING = re.compile(
     rb'(?:"is_error":(?:true|false)\}|,"tool_calls":\[\],"tool_result":null|\}\],"tool_result":null)'
     rb'(?:,"model":"[^"\\\n]*")?\}'
 )
-_MINUS1 = (-1).__add__
 
 
 class _Scanner:
@@ -333,10 +332,11 @@ class _Scanner:
         self.torn_notes: list[int] = []
 
     def _boundary(self) -> tuple[re.Pattern[bytes], bytes, bytes]:
-        """The regex matched at a newline, and its last group -> (ending class, next line's first bytes)."""
+        """The regex matched where a line starts, and its last group -> (the ending class of the
+        line before, this line's first bytes)."""
         if self._compiled is None:
             branches, classes = [], []
-            for c, name in ((1, "results"), (2, "plain"), (3, "calls")):
+            for c, name in ((1, "results"), (3, "calls"), (2, "plain")):
                 known = self.lasting[name]
                 if known:
                     behind = [b"(?<=" + re.escape(e) + b"\n)" for e in known]
@@ -349,7 +349,7 @@ class _Scanner:
             for c in classes:
                 ending += [c] * 7
                 head += range(7)
-            pattern = re.compile(b"\n(?:" + b"|".join(branches) + b")")
+            pattern = re.compile(b"|".join(branches))
             pad = [0] * (256 - len(ending))
             self._compiled = pattern, bytes(ending + pad), bytes(head + pad)
         return self._compiled
@@ -375,17 +375,16 @@ class _Scanner:
         if not n:
             return pos
         after = starts[1:]
-        after.append(pos)
-        ends = array("Q", map(_MINUS1, after))  # each line's newline
+        after.append(pos)  # each line's end (after its newline)
         boundary, ending_of, head_of = self._boundary()
-        combos = bytes(map(_LASTINDEX, map(boundary.match, repeat(data), ends, repeat(stop))))
-        heads = bytes([_HEAD.match(data, 0, after[0]).lastindex - 1]) + combos[:-1].translate(head_of)
-        key = map(add, heads.translate(_TIMES4), combos.translate(ending_of))
+        combos = bytes(map(_LASTINDEX, map(boundary.match, repeat(data), chain(starts, (pos,)), repeat(stop))))
+        heads = combos[:-1].translate(head_of)
+        key = map(add, heads.translate(_TIMES4), combos[1:].translate(ending_of))
         codes = bytearray(bytes(key).translate(_KIND))
         if _CALL in codes:  # the list of calls is the calls' key: found before the ending
             pick = bytes(map(_CALL.__eq__, codes))
             first = list(compress(starts, pick))
-            found = bytes(map(le, first, map(data.rfind, repeat(_CALLS), first, compress(ends, pick))))
+            found = bytes(map(le, first, map(data.rfind, repeat(_CALLS), first, compress(after, pick))))
             codes = codes.replace(b"\xfd", b"\x02")
             miss = found.find(0)
             if miss >= 0:
@@ -397,7 +396,7 @@ class _Scanner:
         extra: dict[int, tuple[int, int, str, int]] = {}  # line -> what a parse found
         at = codes.find(_LOOK)
         while at >= 0:
-            codes[at] = self._look(data, starts[at], ends[at], heads[at], at, extra)
+            codes[at] = self._look(data, starts[at], after[at] - 1, heads[at], at, extra)
             at = codes.find(_LOOK, at + 1)
         index = len(t.offsets)
         lines = range(self.line, self.line + n)
