@@ -18,12 +18,13 @@ import bisect
 import json
 import os
 import re
+import sys
 import time
 from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from itertools import chain, compress, repeat
-from operator import add, attrgetter, le
+from operator import attrgetter, le
 from pathlib import Path
 from types import SimpleNamespace
 from typing import overload
@@ -295,6 +296,7 @@ _KIND = bytes(
     + [4] * 4 + [7] * 4 + [5] * 4 + [_LOOK] * 232
 )
 _LASTINDEX = attrgetter("lastindex")
+_ONLY = {v: bytes(int(i == v) for i in range(256)) for v in (5, _CALL)}  # translate: 1 where a byte is v
 _TIMES4 = bytes(min(255, 4 * i) for i in range(256))
 _ANY_HEX_ID = rb',"replace_id":"[0-9a-f]{32}"\}'  # the writer's replace ids are 32 hex digits
 _HEX_ID = re.compile(_ANY_HEX_ID + rb"\Z")
@@ -304,6 +306,16 @@ _LASTING = re.compile(
     rb'(?:"is_error":(?:true|false)\}|,"tool_calls":\[\],"tool_result":null|\}\],"tool_result":null)'
     rb'(?:,"model":"[^"\\\n]*")?\}'
 )
+
+
+def _plus(values: array, base: int) -> bytes:
+    """The machine bytes of ``values`` (an array of "Q") each plus ``base``, added at once (no carry
+    crosses an item: offsets stay far below 2**64)."""
+    if not base:
+        return values.tobytes()
+    n = len(values)
+    total = int.from_bytes(values.tobytes(), sys.byteorder) + int.from_bytes(base.to_bytes(8, sys.byteorder) * n, sys.byteorder)
+    return total.to_bytes(8 * n, sys.byteorder)
 
 
 class _Scanner:
@@ -379,10 +391,11 @@ class _Scanner:
         boundary, ending_of, head_of = self._boundary()
         combos = bytes(map(_LASTINDEX, map(boundary.match, repeat(data), chain(starts, (pos,)), repeat(stop))))
         heads = combos[:-1].translate(head_of)
-        key = map(add, heads.translate(_TIMES4), combos[1:].translate(ending_of))
-        codes = bytearray(bytes(key).translate(_KIND))
+        # (first bytes * 4 + ending) of every line at once: bytes below 64 add without a carry.
+        key = int.from_bytes(heads.translate(_TIMES4), "big") + int.from_bytes(combos[1:].translate(ending_of), "big")
+        codes = bytearray(key.to_bytes(n, "big").translate(_KIND))
         if _CALL in codes:  # the list of calls is the calls' key: found before the ending
-            pick = bytes(map(_CALL.__eq__, codes))
+            pick = codes.translate(_ONLY[_CALL])
             first = list(compress(starts, pick))
             found = bytes(map(le, first, map(data.rfind, repeat(_CALLS), first, compress(after, pick))))
             codes = codes.replace(b"\xfd", b"\x02")
@@ -408,12 +421,12 @@ class _Scanner:
             starts, after = array("Q", compress(starts, keep)), array("Q", compress(after, keep))
             lines = list(compress(lines, keep))
             heads, codes = bytes(compress(heads, keep)), bytearray(compress(codes, keep))
-        t.offsets.extend(map(base.__add__, starts))
+        t.offsets.frombytes(_plus(starts, base))
         t.lines.extend(lines)
         t.kinds += codes
         usage: list[tuple[int, int]] | zip = []
         if 5 in heads:
-            pick = bytes(map((5).__eq__, heads))
+            pick = heads.translate(_ONLY[5])
             usage = zip(compress(range(index, index + len(codes)), pick), self._tokens(data, starts, after, pick), strict=True)
         if any(f[0] == 5 for f in extra.values()):
             usage = sorted([*usage, *((index + i, f[1]) for i, f in extra.items() if f[0] == 5)])
