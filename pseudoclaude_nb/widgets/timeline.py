@@ -214,12 +214,13 @@ class SessionTimeline(ipywidgets.VBox):
 
     def __init__(self, timeline: Timeline, **kwargs: Any) -> None:
         self.timeline = timeline
-        self.overview = ipywidgets.HTML(
-            value=f"{LIST_CSS}<div class='pc-timeline'>{timeline_svg(timeline)}</div>"
-        )
+        self._svg = timeline_svg(timeline)  # drawn once, for the widget and its saved form
+        self.overview = ipywidgets.HTML(value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>")
         pages = max(1, -(-timeline.count // PAGE))
+        # Open where the effective window starts (what the model sees next), not at entry 1.
+        start = timeline.first_effective
         self.page = ipywidgets.IntSlider(
-            value=0,
+            value=0 if start is None else start // PAGE,
             min=0,
             max=pages - 1,
             description="page",
@@ -233,12 +234,10 @@ class SessionTimeline(ipywidgets.VBox):
         self._first = 0
         self.entries.observe(self._show, names="value")
         self.page.observe(lambda change: self._load_page(change["new"]), names="value")
-        self._load_page(0)
+        self._load_page(self.page.value)
         super().__init__(
             children=[self.overview, self.page, self.page_label, self.entries, self.detail], **kwargs
         )
-        # Open where the effective window starts (what the model sees next), not at entry 1.
-        start = timeline.first_effective
         if start is not None:
             self.select(start)
 
@@ -268,16 +267,16 @@ class SessionTimeline(ipywidgets.VBox):
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         listed = _listed(self.timeline)  # read once for both text forms
         bundle["text/plain"] = timeline_text(self.timeline, listed)
-        bundle["text/html"] = timeline_html(self.timeline, items=listed)
+        bundle["text/html"] = timeline_html(self.timeline, items=listed, svg=self._svg)
         return bundle
 
 
-def timeline_html(t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None) -> str:
-    """The saved-notebook form: the overview picture and the entry list as text."""
+def timeline_html(t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None) -> str:
+    """The saved-notebook form: the overview picture (``svg``, drawn if not given) and the entry list as text."""
     rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
     if t.count > limit:
         rows.append(f"… {t.count - limit:,} more entries")
     return (
-        f"<div class='pc-timeline-static'>{timeline_svg(t)}"
+        f"<div class='pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
     )
