@@ -385,7 +385,7 @@ def test_lines_written_after_the_sidecar_are_parsed(tmp_path: Path, monkeypatch)
 
 def test_labels_of_plainly_valid_messages_equal_the_validated_ones() -> None:
     """A page is labelled from plainly valid entries without validating them: the same items."""
-    from pseudoclaude_nb.session.timeline import _item
+    from pseudoclaude_nb.session.timeline_items import entry_item
 
     seen = 0
     for raw in _varied_lines(random.Random(11), 400):
@@ -393,6 +393,6 @@ def test_labels_of_plainly_valid_messages_equal_the_validated_ones() -> None:
         if isinstance(entry, entries.MessageEntry) and entry.parsed is None:
             validated = entries.MessageEntry(entry.raw, Message.model_validate(entry.raw))
             for detail in (False, True):
-                assert _item(7, entry, True, with_detail=detail) == _item(7, validated, True, with_detail=detail)
+                assert entry_item(7, entry, True, with_detail=detail) == entry_item(7, validated, True, with_detail=detail)
             seen += 1
     assert seen > 100
