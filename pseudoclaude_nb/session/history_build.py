@@ -6,10 +6,11 @@ decodes the logs while the caller's thread inserts, into an index that starts em
 The two threads overlap only if the inserting one seldom needs the GIL: a row-by-row
 ``executemany`` takes it back after every row, and then waits for the reader to let it go
 (the switch interval, 5 ms), so the two ran one after the other. The reader therefore hands
-over a *chunk* of rows (``CHUNK_BYTES`` of log) as JSON text, and each table takes a chunk in
-one statement (``json_each``), which SQLite runs with the GIL released. FTS5 writes a
-segment at every multi-row statement, so chunks are large and the in-memory hash is made
-large enough for one (``HASH_BYTES``); the segments are merged once at the end.
+over a *chunk* of rows (``CHUNK_BYTES`` of log) packed as JSON and one UTF-8 blob of texts,
+and each table takes a chunk in one statement (``json_each``), which SQLite runs with the
+GIL released. FTS5 writes its pending terms out as a segment at every statement that writes
+many rows (the statement's savepoint), so chunks are large and the in-memory hash is made
+large enough for one (``HASH_BYTES``); the segments are merged once, in ``finish``.
 """
 
 from __future__ import annotations
@@ -62,7 +63,14 @@ def defer_merges(con: sqlite3.Connection) -> None:
     for table in FTS_TABLES:
         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 256)")
-        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', {HASH_BYTES})")
+        _hash_size(con, table, HASH_BYTES)
+
+
+def _hash_size(con: sqlite3.Connection, table: str, size: int) -> None:
+    try:
+        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', {size})")
+    except sqlite3.OperationalError:
+        pass  # an FTS5 without the option: only slower
 
 
 def finish(con: sqlite3.Connection) -> None:
@@ -78,7 +86,7 @@ def finish(con: sqlite3.Connection) -> None:
     for table in FTS_TABLES:
         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 4)")
         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 16)")
-        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('hashsize', {1 << 20})")
+        _hash_size(con, table, 1 << 20)  # FTS5's default: a live index commits small writes
 
 
 def json_available(con: sqlite3.Connection) -> bool:
