@@ -28,7 +28,8 @@ from .history_indexer import Progress
 from .history_schema import KIND
 from .paths import LOG_NAME
 
-CHUNK_BYTES = 16 << 20  # log bytes whose rows go in as one statement per table
+CHUNK_BYTES = 16 << 20  # log bytes whose rows go in as one statement per table (at most)
+MIN_CHUNK_BYTES = 1 << 20  # a small history is still cut in a dozen chunks, so the threads overlap
 HASH_BYTES = 64 << 20  # FTS5's pending-terms hash while building (its default is 1 MB)
 FTS_TABLES = ("words", "terms_g")
 
@@ -159,6 +160,13 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
     A reader thread decodes the logs into chunks of rows while this thread inserts them.
     """
     json = json_available(con)
+    total = 0
+    for _, folder in sessions:
+        try:
+            total += os.stat(folder / LOG_NAME).st_size
+        except OSError:
+            pass
+    chunk_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, total // 12))
     batches: queue.Queue = queue.Queue(maxsize=2)
     stop = threading.Event()
 
@@ -180,7 +188,7 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
                             return
                         batch.line(line_offset, data)
                         end = line_offset + len(data) + 1
-                        if chunk.bytes + batch.bytes >= CHUNK_BYTES:
+                        if chunk.bytes + batch.bytes >= chunk_bytes:
                             chunk.add(batch.take(), batch.bytes)
                             batch.bytes = 0
                             batches.put(chunk.pack(json) + (chunk.logs, chunk.rows, chunk.bytes))
