@@ -38,8 +38,8 @@ from ..errors import SessionError
 from ..messages import Message
 from . import safeio
 from .history_backlog import Backlog, Lag, lag
-from .history_build import build
-from .history_indexer import Indexer, fill_terms, orphans, transaction
+from .history_build import build, defer_merges, finish, start
+from .history_indexer import Indexer, orphans, transaction
 from .history_query import Hit, match
 from .history_schema import prepare
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
@@ -197,13 +197,7 @@ class HistoryIndex:
                 try:
                     con.execute("DROP INDEX IF EXISTS docs_sid")  # made once at the end: one sort
                     rows = build(con, [(sid, Path(present[sid][0])) for sid in sorted(present)], advance)
-                    with transaction(con):
-                        fill_terms(con)
-                        con.execute("CREATE INDEX docs_sid ON docs(sid)")  # the index dropped above
-                    for table in ("words", "terms_g"):
-                        con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
-                        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 4)")
-                        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 16)")
+                    finish(con)  # merges, the vocabulary, the index dropped above
                     sessions = con.execute("SELECT count(*) FROM logs").fetchone()[0]
                 finally:
                     con.close()
@@ -328,11 +322,7 @@ class HistoryIndex:
         con = sqlite3.connect(path, timeout=2.0, check_same_thread=False, isolation_level=None)
         try:
             if bulk:
-                # A file nobody else sees until it is complete: no journal, no syncs, merges later.
-                con.execute("PRAGMA journal_mode=OFF")
-                con.execute("PRAGMA synchronous=OFF")
-                con.execute("PRAGMA cache_size=-65536")
-                con.execute("PRAGMA temp_store=MEMORY")
+                start(con)
             else:
                 con.execute("PRAGMA journal_mode=WAL")
                 # Derived data: a lost last transaction is re-read from the log next time (the
@@ -342,9 +332,7 @@ class HistoryIndex:
             con.execute("PRAGMA secure_delete=ON")
             prepare(con)
             if bulk:
-                for table in ("words", "terms_g"):
-                    con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 0)")
-                    con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 256)")
+                defer_merges(con)
         except sqlite3.OperationalError as exc:
             con.close()
             if "fts5" in str(exc) or "trigram" in str(exc) or "tokenizer" in str(exc):
