@@ -215,6 +215,11 @@ _TRIGGERS = tuple(dict.fromkeys(t for p in PATTERNS for t in p.triggers))
 _GATES = tuple(frozenset(i for i, p in enumerate(PATTERNS) if t in p.triggers) for t in _TRIGGERS)
 _FIND_STR = ahocorasick_rs.AhoCorasick(list(_TRIGGERS))
 _FIND_BYTES = ahocorasick_rs.BytesAhoCorasick([t.encode() for t in _TRIGGERS])
+# Whether a line holds any trigger at all: leftmost-first matching runs the automaton's
+# SIMD prefilter (~0.6 µs on 2 KB, against ~5 µs for the overlapping search the gates need).
+_ANY_BYTES = ahocorasick_rs.BytesAhoCorasick(
+    [t.encode() for t in _TRIGGERS], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+)
 
 
 def _found(text: str) -> list[tuple[int, int, int]]:
@@ -227,6 +232,8 @@ def _found(text: str) -> list[tuple[int, int, int]]:
 
 def _line_gated(data: bytes) -> bool:
     """Could a pattern match the strings of this encoded line: a trigger whose gate lets it through?"""
+    if not _ANY_BYTES.find_matches_as_indexes(data):
+        return False
     for trigger, _, end in _FIND_BYTES.find_matches_as_indexes(data, overlapping=True):
         for i in _GATES[trigger]:
             if (after := PATTERNS[i].after_line) is None or after.match(data, end):
