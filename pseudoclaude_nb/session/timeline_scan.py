@@ -15,16 +15,10 @@ import sys
 from array import array
 from itertools import chain, compress, repeat
 from operator import attrgetter, le
-from typing import TYPE_CHECKING
+from typing import Any
 
 from .entries import TORN_NOTE, decode, parse_entry
 from .timeline_items import KIND_CODE, entry_item
-
-if TYPE_CHECKING:
-    from .timeline import Timeline
-
-
-
 
 # The writer's layout (``entries.encode`` of the entries it builds): ``v`` and ``type`` first,
 # then ``id`` and ``ts``; a message goes on with ``role``, ``content``, ``tool_calls``,
@@ -110,7 +104,7 @@ class Scanner:
     layout, lines written after the replay, a torn tail.
     """
 
-    def __init__(self, t: Timeline, replayed: int) -> None:
+    def __init__(self, t: Any, replayed: int) -> None:  # t: the timeline.Timeline it fills (no import: no cycle)
         self.t = t
         self.replayed = replayed
         self.line = 1
