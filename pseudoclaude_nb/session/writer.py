@@ -44,7 +44,7 @@ __all__ = ["META_BYTES", "EncodeError", "SessionWriter", "encode_entry", "is_loc
 
 
 # meta.json is brought up to date on close, after a replace (in the background: ``wait_meta``
-# waits for it), when the agent's run ends (``sync_meta``), and after this many bytes written
+# waits for it), when the agent's run ends (``settle_meta``), and after this many bytes written
 # since. Not every few appends: its atomic rename made the next fsync dearer, and refreshing
 # every 32 appends cost a third of the durable append's budget (SPEC §15). A reader finding
 # it behind reads only the bytes after its offset (sidecar.refresh).
