@@ -123,7 +123,10 @@ class Conversation:
                 self._messages.append(message)
             for hooks in list(self._hooks):
                 if hooks.on_append is not None:
-                    self._call(hooks.on_append, f"append of message {message.id}", message)
+                    try:
+                        hooks.on_append(message)
+                    except Exception as exc:  # the text is built only then: appends are the hot path
+                        raise _failed(f"append of message {message.id}", exc) from exc
         return message
 
     @staticmethod
@@ -131,4 +134,8 @@ class Conversation:
         try:
             fn(*args)
         except Exception as exc:
-            raise HookError(f"a conversation hook failed during {what}: {exc}") from exc
+            raise _failed(what, exc) from exc
+
+
+def _failed(what: str, exc: Exception) -> HookError:
+    return HookError(f"a conversation hook failed during {what}: {exc}")

@@ -213,28 +213,62 @@ PATTERNS: tuple[Pattern, ...] = (
 # text type (log lines are checked as encoded bytes, strings while walking an entry).
 _TRIGGERS = tuple(dict.fromkeys(t for p in PATTERNS for t in p.triggers))
 _GATES = tuple(frozenset(i for i, p in enumerate(PATTERNS) if t in p.triggers) for t in _TRIGGERS)
-_FIND_STR = ahocorasick_rs.AhoCorasick(list(_TRIGGERS))
-_FIND_BYTES = ahocorasick_rs.BytesAhoCorasick([t.encode() for t in _TRIGGERS])
-# Whether a line holds any trigger at all: leftmost-first matching runs the automaton's
-# SIMD prefilter (~0.6 µs on 2 KB, against ~5 µs for the overlapping search the gates need).
+# Leftmost-first matching runs the automaton's SIMD prefilter (~0.6 µs on 2 KB, against
+# ~5 µs for an overlapping search of the same text), but it skips past each match, so an
+# occurrence that starts inside a reported one ("sk-" inside "sk-ant-") is not reported.
+_ANY_STR = ahocorasick_rs.AhoCorasick(list(_TRIGGERS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
 _ANY_BYTES = ahocorasick_rs.BytesAhoCorasick(
     [t.encode() for t in _TRIGGERS], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
 )
+_FIND_STR = ahocorasick_rs.AhoCorasick(list(_TRIGGERS))
+_FIND_BYTES = ahocorasick_rs.BytesAhoCorasick([t.encode() for t in _TRIGGERS])
 
 
-def _found(text: str) -> list[tuple[int, int, int]]:
-    """(trigger, start, end) of every trigger in ``text``, overlapping (``sk-ant-`` is inside ``sk-``)."""
-    try:
-        return _FIND_STR.find_matches_as_indexes(text, overlapping=True)
-    except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8 only
-        return [(i, m.start(), m.end()) for i, t in enumerate(_TRIGGERS) for m in re.finditer(re.escape(t), text)]
+def _overlappers(triggers: tuple[str, ...]) -> frozenset[int]:
+    """The triggers another one (or the same one again) can start inside: only a reported
+    match of one of these can hide an occurrence from leftmost-first matching."""
+    return frozenset(
+        i
+        for i, a in enumerate(triggers)
+        for b in triggers
+        if (b != a and (a.startswith(b) or b.startswith(a)))
+        or any(b.startswith(a[k:]) or a[k:].startswith(b) for k in range(1, len(a)))
+    )
+
+
+_OVERLAPPERS = _overlappers(_TRIGGERS)
+_LONGEST = max(map(len, _TRIGGERS))
+
+
+def _occurrences(data: str | bytes) -> list[tuple[int, int, int]]:
+    """(trigger, start, end) of every trigger in ``data``, overlapping ones too (in no set order).
+
+    The leftmost-first matches, plus what an overlapping search finds starting inside one
+    of an overlapper's matches: a few bytes each, and rare (``sk-ant-``, ``_key``+``eyJ``).
+    """
+    if isinstance(data, bytes):
+        found = _ANY_BYTES.find_matches_as_indexes(data)
+        overlapping = _FIND_BYTES.find_matches_as_indexes
+    else:
+        try:
+            found = _ANY_STR.find_matches_as_indexes(data)
+        except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8 only
+            return [(i, m.start(), m.end()) for i, t in enumerate(_TRIGGERS) for m in re.finditer(re.escape(t), data)]
+        overlapping = _FIND_STR.find_matches_as_indexes
+    hiding = [(t, start, end) for t, start, end in found if t in _OVERLAPPERS]
+    for t, start, end in hiding:
+        window = data[start : end + _LONGEST - 1]
+        found += [
+            (u, start + a, start + b)
+            for u, a, b in overlapping(window, overlapping=True)
+            if a < end - start and (u, a) != (t, 0)
+        ]
+    return found
 
 
 def _line_gated(data: bytes) -> bool:
     """Could a pattern match the strings of this encoded line: a trigger whose gate lets it through?"""
-    if not _ANY_BYTES.find_matches_as_indexes(data):
-        return False
-    for trigger, _, end in _FIND_BYTES.find_matches_as_indexes(data, overlapping=True):
+    for trigger, _, end in _occurrences(data):
         for i in _GATES[trigger]:
             if (after := PATTERNS[i].after_line) is None or after.match(data, end):
                 return True
@@ -246,14 +280,14 @@ def _has_trigger(data: str | bytes) -> bool:
         return _line_gated(data) or (
             bool(_EXTRA) and any(x.bytes_regex is None or x.bytes_regex.search(data) for x in _EXTRA)
         )
-    return bool(_found(data)) or (bool(_EXTRA) and any(x.regex.search(data) for x in _EXTRA))
+    return bool(_occurrences(data)) or (bool(_EXTRA) and any(x.regex.search(data) for x in _EXTRA))
 
 
 def _gated(text: str) -> dict[int, list[int] | None]:
     """The patterns whose regex can match ``text`` (a trigger is there, and what follows it
     fits), each with the positions where a match can begin (``None``: anywhere)."""
     gated: dict[int, list[int] | None] = {}
-    for trigger, start, end in _found(text):
+    for trigger, start, end in _occurrences(text):
         for i in _GATES[trigger]:
             pattern = PATTERNS[i]
             if pattern.after is None:
@@ -327,7 +361,7 @@ class Redactor:
         return sum(self.counts.values())
 
     def env_secrets(self) -> list[tuple[str, str]]:
-        """(name, value) of the API keys set now, longest value first (recomputed on change)."""
+        """(name, value) of the API keys set now, longest value first: a new list only when they change."""
         env = os.environ if self._environ is None else self._environ
         seen = tuple(map(_RAW_ENV.get, _RAW_KEYS)) if env is os.environ and _RAW_ENV is not None else None
         if seen is None:
@@ -340,14 +374,16 @@ class Redactor:
             self._env_seen = seen
         return self._env
 
-    def may_contain(self, data: bytes) -> bool:
+    def may_contain(self, data: bytes, *, env_read: bool = False) -> bool:
         """The cheap pre-check on an encoded line (or many): could it hold a secret?
 
         Every trigger is ASCII and JSON leaves ASCII letters, digits, ``-`` and ``_``
         unescaped, so a secret inside a JSON string shows up in the encoded bytes too.
+        ``env_read``: the caller has just called ``env_secrets`` (the writer, once per append).
         """
-        self.env_secrets()
-        return _has_trigger(data) or any(v in data for v in self._env_bytes)
+        if not env_read:
+            self.env_secrets()
+        return _has_trigger(data) or bool(self._env_bytes) and any(v in data for v in self._env_bytes)
 
     def text(self, text: str) -> str:
         """``text`` with secrets replaced; the very same object when there was none."""

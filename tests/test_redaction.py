@@ -272,6 +272,27 @@ def test_the_line_gates_never_skip_a_line_the_walk_would_change(pieces: list[str
     assert Redactor({}).line(entry, line) == expected
 
 
+# Pieces of triggers that overlap each other or themselves: "sk-ant-" holds "sk-", "_keyJ"
+# holds "_key" and "eyJ", "xoxox" holds "xox" twice, "AKIAIza" ends one where another begins.
+_overlapping_pieces = st.lists(
+    st.one_of(
+        st.sampled_from(list(redact_module._TRIGGERS)),
+        st.sampled_from(["s", "k", "-", "ant", "_", "e", "y", "J", "x", "o", "A", "I", "za", "ghp", "ithub_pat", "猫"]),
+    ),
+    max_size=16,
+)
+
+
+@settings(max_examples=500, deadline=None)
+@given(_overlapping_pieces)
+def test_leftmost_first_matches_plus_overlap_windows_find_every_trigger(pieces: list[str]) -> None:
+    """``_occurrences`` (fast leftmost-first matching) finds what an overlapping search finds."""
+    text = "".join(pieces)
+    for data, automaton in ((text, redact_module._FIND_STR), (text.encode(), redact_module._FIND_BYTES)):
+        expected = sorted(automaton.find_matches_as_indexes(data, overlapping=True))
+        assert sorted(redact_module._occurrences(data)) == expected
+
+
 def test_a_common_trigger_word_without_an_assignment_skips_the_regex(monkeypatch) -> None:
     text = "the tokenizer counts tokens; a secret plan; " * 50
     ran: list[str] = []

@@ -38,13 +38,14 @@ def _entry(type_: str, **fields: Any) -> dict[str, Any]:
 
 
 def message_entry(msg: Message, *, replace_id: str | None = None, model: str | None = None) -> dict[str, Any]:
-    data = msg.to_dict()
-    entry = _entry(
-        "message",
-        id=data.pop("id"),
-        ts=data.pop("ts"),
-        **data,
-    )
+    # The keys every entry starts with, then the message's own: ``update`` keeps a key's
+    # place, so ``id`` and ``ts`` stay third and fourth (one dict built, on every append).
+    entry: dict[str, Any] = {"v": SCHEMA_VERSION, "type": "message", "id": None, "ts": None}
+    entry.update(msg.to_dict())
+    if not entry["id"]:
+        entry["id"] = new_id()
+    if not entry["ts"]:
+        entry["ts"] = time.time()
     if model:
         entry["model"] = model
     if replace_id:
@@ -99,7 +100,7 @@ def rollover_entry(
 
 def encode(entry: dict[str, Any]) -> bytes:
     """One line, newline included. orjson keeps non-ASCII as UTF-8 and is ~4x faster."""
-    return orjson.dumps(entry) + b"\n"
+    return orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)
 
 
 def message_from_entry(entry: dict[str, Any]) -> Message:

@@ -73,7 +73,7 @@ class SessionWriter:
         # Message id -> (the message, its encoded and redacted entry without model or
         # replace_id), for the messages of the current conversation; see the docstring.
         self._lines: dict[str, tuple[Message, bytes]] = {}
-        self._lines_env: tuple[Any, ...] = ()
+        self._lines_env: list[tuple[str, str]] | None = None  # the env keys they were redacted for
         self._lock = threading.Lock()
         self._hooks = Hooks(on_append=self.append_message, on_replace=self.replace)
         self._fd: int | None = None
@@ -270,7 +270,14 @@ class SessionWriter:
         return line
 
     def _message_line(self, message: Message) -> bytes:
-        return self._bodies([message])[0] + self._model_stamp() + b"}\n"
+        """One message's line: the path of every append, so it skips the list machinery of ``_bodies``."""
+        kept = self._lines.get(message.id)
+        if kept is not None and kept[0] is message:
+            return kept[1] + self._model_stamp() + b"}\n"
+        line = self._fresh_line(message)
+        self._lines[message.id] = (message, line[:-2])
+        stamp = self._model_stamp()
+        return line[:-2] + stamp + b"}\n" if stamp else line
 
     def _model_stamp(self) -> bytes:
         """``,"model":…`` for the first message entry this writer writes with a model, else empty."""
@@ -293,19 +300,29 @@ class SessionWriter:
             lines = [encode_entry(e) for e in found]
             # One pre-check over all new lines; lines are redacted one by one only if it finds something.
             redactor = self.redactor
-            if redactor is not None and redactor.may_contain(lines[0] if len(lines) == 1 else b"".join(lines)):
-                one = len(lines) == 1  # the pre-check was of this very line
-                lines = [redactor.line(e, line, checked=one) for e, line in zip(found, lines, strict=True)]
+            if redactor is not None and redactor.may_contain(b"".join(lines)):
+                lines = [redactor.line(e, line) for e, line in zip(found, lines, strict=True)]
             for i, line in zip(fresh, lines, strict=True):
                 out[i] = body = line[:-2]  # an entry is a JSON object and a newline: drop "}\n"
                 self._lines[messages[i].id] = (messages[i], body)
         return out  # type: ignore[return-value]
 
+    def _fresh_line(self, message: Message) -> bytes:
+        """A message's entry, encoded and redacted (the pre-check is of this very line)."""
+        entry = entries.message_entry(message)
+        line = encode_entry(entry)
+        redactor = self.redactor
+        if redactor is not None and redactor.may_contain(line, env_read=True):  # after _check_env
+            line = redactor.line(entry, line, checked=True)
+        return line
+
     def _check_env(self) -> None:
         """A key set in the environment since a line was kept must be redacted from it too."""
         if self.redactor is not None:
-            env = tuple(self.redactor.env_secrets())
-            if env != self._lines_env:
+            # The redactor makes a new list only when the keys change; the old one is held
+            # here, so a new one cannot have its identity.
+            env = self.redactor.env_secrets()
+            if env is not self._lines_env:
                 self._lines, self._lines_env = {}, env
 
     def _replace_bytes(self, reason: str, messages: list[Message]) -> bytes:
