@@ -255,6 +255,8 @@ def _occurrences(data: str | bytes) -> list[tuple[int, int, int]]:
         except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8 only
             return [(i, m.start(), m.end()) for i, t in enumerate(_TRIGGERS) for m in re.finditer(re.escape(t), data)]
         overlapping = _FIND_STR.find_matches_as_indexes
+    if not found:
+        return found
     hiding = [(t, start, end) for t, start, end in found if t in _OVERLAPPERS]
     for t, start, end in hiding:
         window = data[start : end + _LONGEST - 1]
@@ -286,8 +288,11 @@ def _has_trigger(data: str | bytes) -> bool:
 def _gated(text: str) -> dict[int, list[int] | None]:
     """The patterns whose regex can match ``text`` (a trigger is there, and what follows it
     fits), each with the positions where a match can begin (``None``: anywhere)."""
+    found = _occurrences(text)
+    if not found:  # most strings of an entry: keys, ids, short values
+        return {}
     gated: dict[int, list[int] | None] = {}
-    for trigger, start, end in _occurrences(text):
+    for trigger, start, end in found:
         for i in _GATES[trigger]:
             pattern = PATTERNS[i]
             if pattern.after is None:
@@ -404,7 +409,7 @@ class Redactor:
 
     def _text(self, text: str, secrets: list[tuple[str, str]]) -> str:
         gated = _gated(text)
-        env = [(name, value) for name, value in secrets if value in text]
+        env = [(name, value) for name, value in secrets if value in text] if secrets else ()
         if not (gated or env or (_EXTRA and any(x.regex.search(text) for x in _EXTRA))):
             return text
         for name, value in env:  # longest first: a key inside a longer one is gone with it

@@ -96,6 +96,30 @@ def test_append_is_one_write_and_one_fsync(opened, monkeypatch):
         assert counter.fsyncs == 1
 
 
+def test_a_short_write_goes_on_with_the_rest_before_the_fsync(opened, monkeypatch):
+    """``os.write`` may write less than it was given (a signal, a nearly full disk)."""
+    w, conv = opened
+    real_write, real_fsync = os.write, os.fsync
+    calls: list[str] = []
+
+    def short(fd, data):
+        if fd != w._fd:
+            return real_write(fd, data)
+        calls.append("write")
+        return real_write(fd, bytes(data[:700]))
+
+    def fsync(fd):
+        calls.append("fsync")
+        return real_fsync(fd)
+
+    monkeypatch.setattr(writer_mod.os, "write", short)
+    monkeypatch.setattr(writer_mod.os, "fsync", fsync)
+    big = conv.add_user("long " + "y" * 5000)
+    small = conv.add_user("short")
+    assert calls.count("fsync") == 2 and calls.count("write") > 8 and calls[-1] == "fsync"
+    assert [e["content"] for e in entries_of(w.path)] == [big.content, small.content]
+
+
 def test_replace_of_1000_messages_is_one_write_and_one_fsync(opened, monkeypatch):
     w, conv = opened
     conv.add_user("before")

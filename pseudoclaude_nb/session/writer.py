@@ -361,10 +361,11 @@ class SessionWriter:
                 # Part of the failed write may have landed as a torn line: end it, then
                 # bring the log back to the whole conversation.
                 data = self._mending() + (self._resync_bytes() if resync else b"") + data
-            view = memoryview(data)
-            while view:
-                written = os.write(self._fd, view)
-                view = view[written:]
+            written = os.write(self._fd, data)
+            if written < len(data):  # a short write (a signal, a full disk): the rest, in order
+                view = memoryview(data)[written:]
+                while view:
+                    view = view[os.write(self._fd, view) :]
             if self.fsync:
                 os.fsync(self._fd)
             self._unsynced += len(data)
