@@ -9,7 +9,8 @@ table holds each row's words, and a vocabulary of the words (with their characte
 and trigrams) finds words by a fragment; matches are read from the logs by offset and
 checked (``history_query``). Tables: ``history_schema``; tailing: ``history_indexer``;
 a rebuild: ``history_build``;
-the background indexer's backlog and the lag report: ``history_backlog``.
+the background indexer's backlog and the lag report: ``history_backlog``; the file's connection
+and recovery from a broken file: ``history_file``.
 
 Registered as a conversation hook right after the session writer. With ``background``
 (what the agent uses) the hook only marks the session: a background thread indexes what
@@ -38,17 +39,16 @@ from ..errors import SessionError
 from ..messages import Message
 from . import safeio
 from .history_backlog import Backlog, Lag, lag
-from .history_build import build, defer_merges, finish, start
+from .history_build import build, finish
+from .history_file import SUFFIXES, Unsupported, connect, delete_files, is_corrupt, unlink
 from .history_indexer import Indexer, orphans, transaction
 from .history_query import Hit, match
-from .history_schema import prepare
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 
 INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
 BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
 TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
-SUFFIXES = ("", "-wal", "-shm", "-journal")
 
 # Called during a rebuild with (log bytes done, log bytes in all); the magic draws it.
 ProgressCallback = Callable[[int, int], None]
@@ -177,7 +177,7 @@ class HistoryIndex:
             self.disabled = None
             ensure_state_dir(self.workspace)
             tmp = self.path.with_name(f"{INDEX_NAME}.rebuild-{os.getpid()}")
-            _delete_files(tmp)
+            delete_files(tmp)
             present = self._present()
             total = sum(st.st_size for _, st in present.values())
             done = [0]
@@ -207,10 +207,10 @@ class HistoryIndex:
                 finally:
                     os.close(fd)
                 for suffix in SUFFIXES[1:]:  # never let the old file's WAL meet the new file
-                    _unlink(f"{self.path}{suffix}")
+                    unlink(f"{self.path}{suffix}")
                 os.replace(tmp, self.path)
             except BaseException:
-                _delete_files(tmp)
+                delete_files(tmp)
                 raise
             index_bytes = os.path.getsize(self.path)
         return IndexStats(sessions, rows, time.monotonic() - started, total, index_bytes)
@@ -271,7 +271,7 @@ class HistoryIndex:
                 try:
                     return fn(self._open())
                 except sqlite3.Error as exc:
-                    if attempt == 2 or not _is_corrupt(exc):
+                    if attempt == 2 or not is_corrupt(exc):
                         raise SessionError(
                             f"history index {self.path} failed: {exc}; run %sessions reindex to rebuild it"
                         ) from exc
@@ -280,7 +280,7 @@ class HistoryIndex:
                         "it was deleted and is rebuilt from the session logs"
                     )
                     self._close_connection()
-                    _delete_files(self.path)
+                    delete_files(self.path)
             raise AssertionError("unreachable")
 
     def _open(self) -> sqlite3.Connection:
@@ -313,39 +313,11 @@ class HistoryIndex:
         return con
 
     def _connect(self, path: Path, *, bulk: bool = False) -> sqlite3.Connection:
-        # SQLite opens these by name: none may be a link or special file (safeio's limits).
-        for suffix in SUFFIXES:
-            safeio.check_no_links(f"{path}{suffix}")
-        # The index holds what the logs hold: private like them (SQLite gives its -wal and
-        # -shm files the database's mode).
-        os.close(safeio.open_file(path, os.O_RDWR | os.O_CREAT, 0o600))
-        con = sqlite3.connect(path, timeout=2.0, check_same_thread=False, isolation_level=None)
         try:
-            if bulk:
-                start(con)
-            else:
-                con.execute("PRAGMA journal_mode=WAL")
-                # Derived data: a lost last transaction is re-read from the log next time (the
-                # offset is in the same transaction), so an append need not wait for an fsync.
-                con.execute("PRAGMA synchronous=NORMAL")
-            # Deleted rows are overwritten with zeros, not left in free pages (purge forgets).
-            con.execute("PRAGMA secure_delete=ON")
-            prepare(con)
-            if bulk:
-                defer_merges(con)
-        except sqlite3.OperationalError as exc:
-            con.close()
-            if "fts5" in str(exc) or "trigram" in str(exc) or "tokenizer" in str(exc):
-                self.disabled = (
-                    f"this Python's SQLite {sqlite3.sqlite_version} lacks FTS5 with the trigram "
-                    "tokenizer (needs SQLite 3.34 or newer)"
-                )
-                raise SessionError(f"history search is unavailable: {self.disabled}") from exc
-            raise
-        except BaseException:
-            con.close()
-            raise
-        return con
+            return connect(path, bulk=bulk)
+        except Unsupported as exc:
+            self.disabled = str(exc)
+            raise SessionError(f"history search is unavailable: {self.disabled}") from exc
 
     # --- forgetting ------------------------------------------------------------------------
 
@@ -453,22 +425,3 @@ def reindex_session(workspace: Path, session_dir: Path) -> int:
         return index.catch_up(session_dir)
     finally:
         index.close()
-
-
-def _is_corrupt(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in (11, 26)  # SQLITE_CORRUPT, SQLITE_NOTADB
-    return type(exc) is sqlite3.DatabaseError  # Python < 3.11: corruption has no subclass
-
-
-def _unlink(path: str | Path) -> None:
-    try:
-        os.unlink(path)
-    except FileNotFoundError:
-        pass
-
-
-def _delete_files(base: Path) -> None:
-    for suffix in SUFFIXES:
-        _unlink(f"{base}{suffix}")
