@@ -246,6 +246,10 @@ def _occurrences(data: str | bytes) -> list[tuple[int, int, int]]:
     The leftmost-first matches, plus what an overlapping search finds starting inside one
     of an overlapper's matches: a few bytes each, and rare (``sk-ant-``, ``_key``+``eyJ``).
     """
+    if isinstance(data, str) and data.isascii():
+        # Its bytes have its offsets, and the bytes automaton is ~6x faster than the str one
+        # (which maps every offset back to characters).
+        data = data.encode("ascii")
     if isinstance(data, bytes):
         found = _ANY_BYTES.find_matches_as_indexes(data)
         overlapping = _FIND_BYTES.find_matches_as_indexes
