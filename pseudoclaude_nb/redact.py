@@ -54,9 +54,14 @@ class Pattern:
     # The same gate on an encoded log line, where a string's ``"`` is ``\"``, a tab ``\t``
     # and other control characters ``\u00XX``: a line no gate lets through is not walked.
     after_line: re.Pattern[bytes] | None = None
-    # With ``after``: a match starts at most this many characters before the trigger it
-    # holds ("private_key" holds "_key" 7 in), so the regex is tried only at those starts.
-    lead: int = 0
+    # With ``after``: the words a match begins with (its regex's literal alternatives). A
+    # match can begin only where one of them holds the trigger found ("private_key" holds
+    # "_key" 7 in, "token" holds "oken" 1 in), so the regex is tried only at those starts.
+    words: tuple[str, ...] = ()
+
+    def backs(self, trigger: str) -> tuple[int, ...]:
+        """How far before an occurrence of ``trigger`` a match of this pattern can begin."""
+        return tuple(sorted({w.index(trigger, k) for w in self.words for k in range(len(w)) if w.startswith(trigger, k)}))
 
     def sub(self, text: str, counts: Counter[str], starts: list[int] | None = None) -> str:
         """``text`` with this pattern's matches replaced (callers run it only on a trigger).
@@ -92,6 +97,12 @@ def _after(prefix: str) -> str:
 
 
 _GITHUB_CLASSIC = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
+# The names an assigned secret is recognised by, in the order its regex tries them.
+_SECRET_NAMES = (
+    "password", "passwd", "secret", "token", "api_key", "apikey", "private_key", "_key",
+    "PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "APIKEY", "PRIVATE_KEY", "_KEY",
+    "Password", "Secret", "Token",
+)  # fmt: skip
 
 PATTERNS: tuple[Pattern, ...] = (
     # Private keys first: a PEM body can contain anything the token patterns look for.
@@ -147,7 +158,7 @@ PATTERNS: tuple[Pattern, ...] = (
         keep=1,
         after=re.compile(r"_?(?i:(?:access_?)?key)"),
         after_line=re.compile(rb"_?(?i:(?:access_?)?key)"),
-        lead=1,
+        words=("secret", "sECRET", "Secret", "SECRET"),
     ),
     # Authorization: Bearer <token>, in headers, curl -H, JSON or Python dicts. A shell
     # variable ($TOKEN) or a placeholder (<token>) has characters outside the token set.
@@ -184,8 +195,11 @@ PATTERNS: tuple[Pattern, ...] = (
         ("://",),
         re.compile(r"(://[^\s:/@\"'<>\\]{1,256}:)[^\s@/\"'<>\\]{1,512}(?=@[A-Za-z0-9\[])"),
         keep=1,
-        # A link without a user and a colon (https://docs.python.org/…) is not walked.
+        # A link without a user and a colon (https://docs.python.org/…) is not walked, and
+        # in a string the regex is tried only where a user and a colon follow a "://".
+        after=re.compile(r"[^\s:/@\"'<>\\]{1,256}:"),
         after_line=re.compile(rb"(?:[^\s:/@\"'<>\\]|\\u00[01][0-9a-fA-F]|\\b){1,256}:"),
+        words=("://",),
     ),
     # Assignments and .env lines whose name says what the value is: DB_PASSWORD=…,
     # "client_secret": "…", GITHUB_TOKEN: …, STRIPE_API_KEY=… (an AWS secret key is the
@@ -197,15 +211,14 @@ PATTERNS: tuple[Pattern, ...] = (
         re.compile(
             # Literal alternatives (not (?i:…)): re then skips ahead by their first letters,
             # ~10x faster on long text. The name before the keyword stays as it is.
-            r"((?:password|passwd|secret|token|api_?key|apikey|private_key|_key"
-            r"|PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|APIKEY|PRIVATE_KEY|_KEY|Password|Secret|Token)"
+            r"((?:" + "|".join(_SECRET_NAMES) + r")"
             r"[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?)(?![\[$<{(])[^\s\"'`,;\\]{4,}"
         ),
         keep=1,
         # Each keyword ends at its trigger, or 1-3 letters later (passw|ord, PASSW|D).
         after=re.compile(r"(?:ord|ORD|d|D)?[\"']?[ \t]{0,4}[:=]"),
         after_line=re.compile(rb"(?:ord|ORD|d|D)?(?:\\?[\"'])?(?: |\\t){0,4}[:=]"),
-        lead=7,
+        words=_SECRET_NAMES,
     ),
 )
 
@@ -213,6 +226,7 @@ PATTERNS: tuple[Pattern, ...] = (
 # text type (log lines are checked as encoded bytes, strings while walking an entry).
 _TRIGGERS = tuple(dict.fromkeys(t for p in PATTERNS for t in p.triggers))
 _GATES = tuple(frozenset(i for i, p in enumerate(PATTERNS) if t in p.triggers) for t in _TRIGGERS)
+_BACKS = tuple({t: p.backs(_TRIGGERS[t]) for t in range(len(_TRIGGERS))} if p.after else {} for p in PATTERNS)
 # Leftmost-first matching runs the automaton's SIMD prefilter (~0.6 µs on 2 KB, against
 # ~5 µs for an overlapping search of the same text), but it skips past each match, so an
 # occurrence that starts inside a reported one ("sk-" inside "sk-ant-") is not reported.
@@ -304,7 +318,7 @@ def _gated(text: str) -> dict[int, list[int] | None]:
             elif pattern.after.match(text, end):
                 starts = gated.setdefault(i, [])
                 if starts is not None:
-                    starts += range(max(0, start - pattern.lead), start + 1)
+                    starts += [start - back for back in _BACKS[i][trigger] if back <= start]
     return {i: None if starts is None else sorted(set(starts)) for i, starts in gated.items()}
 
 
@@ -425,11 +439,14 @@ class Redactor:
             gated = _gated(text)
         # A pattern runs only if its triggers are in the text as it stands at its turn: a
         # replacement can remove (or, in principle, bring) one.
+        stale = False  # a replacement moved the text: gated again before the next pattern's turn
         for i, pattern in enumerate(PATTERNS):
+            if stale:
+                gated, stale = _gated(text), False
             if i in gated:
                 replaced = pattern.sub(text, self.counts, gated[i])
                 if replaced is not text:
-                    text, gated = replaced, _gated(replaced)
+                    text, stale = replaced, True
         for extra in _EXTRA:
             text = extra.sub(text, self.counts)
         return text

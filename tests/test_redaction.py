@@ -238,6 +238,7 @@ _near_keywords = st.lists(
              "_KEY", "aws_secret_access_key", "SecretAccessKey", "AWS_SECRET_ACCESS_KEY", "secret_key", "sEcReT"]
         ),
         st.sampled_from(['"', "'", " ", "é", "猫", "\t", "\t\t", "=", ":", " = ", '": "', "\\", "\n", "ord", "d"]),
+        st.sampled_from(["://", "https://", "://u:", "u:p@h", "@", "/", "<", "Authorization: Bearer "]),
         st.text(alphabet=string.ascii_letters + string.digits + "/+_-$<{[", min_size=1, max_size=44),
     ),
     max_size=12,
