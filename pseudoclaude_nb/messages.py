@@ -33,7 +33,8 @@ class ToolCall(BaseModel):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"id": self.id, "name": self.name, "arguments": self.arguments}
+        f = self.__dict__  # the fields, where pydantic keeps them: dict reads, on every append
+        return {"id": f["id"], "name": f["name"], "arguments": f["arguments"]}
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ToolCall:
@@ -61,9 +62,10 @@ class ToolResult(BaseModel):
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        data: dict[str, Any] = {"call_id": self.call_id, "content": self.content, "is_error": self.is_error}
-        if self.spilled is not None:
-            data["spilled"] = self.spilled
+        f = self.__dict__
+        data: dict[str, Any] = {"call_id": f["call_id"], "content": f["content"], "is_error": f["is_error"]}
+        if f["spilled"] is not None:
+            data["spilled"] = f["spilled"]
         return data
 
     @classmethod
@@ -193,24 +195,28 @@ class Message(BaseModel):
         return value if value in ("max_tokens", "refusal") else None
 
     def to_dict(self) -> dict[str, Any]:
+        # The fields read from the instance dict (pydantic keeps them there): a model's
+        # attribute read costs twice a dict read, and every append encodes a message.
+        f = self.__dict__
+        calls, result = f["tool_calls"], f["tool_result"]
         data: dict[str, Any] = {
-            "id": self.id,
-            "role": self.role,
-            "content": self.content,
-            "tool_calls": [c.to_dict() for c in self.tool_calls],
-            "tool_result": self.tool_result.to_dict() if self.tool_result else None,
-            "ts": self.ts,
+            "id": f["id"],
+            "role": f["role"],
+            "content": f["content"],
+            "tool_calls": [c.to_dict() for c in calls] if calls else [],
+            "tool_result": result.to_dict() if result is not None else None,
+            "ts": f["ts"],
         }
-        if self.reasoning:
-            data["reasoning"] = [r.to_dict() for r in self.reasoning]
-        if self.stop_reason:
-            data["stop_reason"] = self.stop_reason
-        if self.notebook is not None:
-            data["notebook"] = self.notebook.model_dump()
-        if self.parts:
-            data["parts"] = [p.model_dump() for p in self.parts]
-        if self.host is not None:
-            data["host"] = self.host
+        if f["reasoning"]:
+            data["reasoning"] = [r.to_dict() for r in f["reasoning"]]
+        if f["stop_reason"]:
+            data["stop_reason"] = f["stop_reason"]
+        if f["notebook"] is not None:
+            data["notebook"] = f["notebook"].model_dump()
+        if f["parts"]:
+            data["parts"] = [p.model_dump() for p in f["parts"]]
+        if f["host"] is not None:
+            data["host"] = f["host"]
         return data
 
     @classmethod

@@ -295,14 +295,6 @@ def _line_gated(data: bytes) -> bool:
     return False
 
 
-def _has_trigger(data: str | bytes) -> bool:
-    if isinstance(data, bytes):
-        return _line_gated(data) or (
-            bool(_EXTRA) and any(x.bytes_regex is None or x.bytes_regex.search(data) for x in _EXTRA)
-        )
-    return bool(_occurrences(data)) or (bool(_EXTRA) and any(x.regex.search(data) for x in _EXTRA))
-
-
 def _gated(text: str) -> dict[int, list[int] | None]:
     """The patterns whose regex can match ``text`` (a trigger is there, and what follows it
     fits), each with the positions where a match can begin (``None``: anywhere)."""
@@ -406,7 +398,13 @@ class Redactor:
         """
         if not env_read:
             self.env_secrets()
-        return _has_trigger(data) or bool(self._env_bytes) and any(v in data for v in self._env_bytes)
+        return (
+            _line_gated(data)
+            or bool(_EXTRA)
+            and any(x.bytes_regex is None or x.bytes_regex.search(data) for x in _EXTRA)
+            or bool(self._env_bytes)
+            and any(v in data for v in self._env_bytes)
+        )
 
     def text(self, text: str) -> str:
         """``text`` with secrets replaced; the very same object when there was none."""

@@ -151,13 +151,21 @@ class SessionWriter:
             # When failed, _write sends the resync snapshot, which already holds this message.
             if self.failed:
                 self._write(b"")
-            else:
-                self._check_env()
-                self._write(self._encoded(lambda: self._message_line(message)))
+                return
+            self._check_env()
+            try:
+                line = self._message_line(message)
+            except EncodeError as exc:
+                raise self._unencodable(exc) from exc
+            self._write(line)
 
     def replace(self, reason: str, messages: list[Message]) -> None:
         with self._lock:
-            self._write(self._encoded(lambda: self._replace_bytes(reason, messages)), resync=False)
+            try:
+                data = self._replace_bytes(reason, messages)
+            except EncodeError as exc:
+                raise self._unencodable(exc) from exc
+            self._write(data, resync=False)
         # The sidecar catches up off the caller's thread: that parses the snapshot just written,
         # which would cost a replace several times its write and fsync (SPEC §15).
         self._unsynced = 0
@@ -170,22 +178,19 @@ class SessionWriter:
         if thread is not None:
             thread.join()
 
-    def _encoded(self, make: Any) -> bytes:
-        """The bytes ``make()`` encodes; an entry that cannot be encoded fails the writer (closed).
+    def _unencodable(self, exc: EncodeError) -> SessionWriteError:
+        """An entry that cannot be encoded fails the writer (closed): the error to raise.
 
         The conversation already holds the message, so the log must not go on without it:
         the writer is *failed* and every later write tries the resync again, which fails
         the same way until the session is left (``%sessions new``). Nothing is written
         out of order meanwhile.
         """
-        try:
-            return make()
-        except EncodeError as exc:
-            self.failed = SessionWriteError(
-                f"could not write session log {self.path}: {exc}. Nothing more is written to this "
-                "session; start a new one with %sessions new"
-            )
-            raise self.failed from exc
+        self.failed = SessionWriteError(
+            f"could not write session log {self.path}: {exc}. Nothing more is written to this "
+            "session; start a new one with %sessions new"
+        )
+        return self.failed
 
     def settle_meta(self) -> None:
         """Bring ``meta.json`` up to date if anything was written since it last was (a run's end, close)."""
@@ -271,11 +276,12 @@ class SessionWriter:
 
     def _message_line(self, message: Message) -> bytes:
         """One message's line: the path of every append, so it skips the list machinery of ``_bodies``."""
-        kept = self._lines.get(message.id)
+        mid = message.id
+        kept = self._lines.get(mid)
         if kept is not None and kept[0] is message:
             return kept[1] + self._model_stamp() + b"}\n"
         line = self._fresh_line(message)
-        self._lines[message.id] = (message, line[:-2])
+        self._lines[mid] = (message, line[:-2])
         stamp = self._model_stamp()
         return line[:-2] + stamp + b"}\n" if stamp else line
 
@@ -369,7 +375,7 @@ class SessionWriter:
             if self.fsync:
                 os.fsync(self._fd)
             self._unsynced += len(data)
-        except EncodeError as exc:  # the resync cannot be encoded: stay failed (see _encoded)
+        except EncodeError as exc:  # the resync cannot be encoded: stay failed (see _unencodable)
             assert self.failed is not None
             raise self.failed from exc
         except OSError as exc:
