@@ -8,7 +8,7 @@ whatever their shape, so a key pasted into a prompt or printed by a tool never l
 Speed matters because every log line passes through here (the durable append's budget is
 a few tens of microseconds, SPEC §15). Each pattern has literal *triggers* (``sk-``,
 ``AKIA``, ``PRIVATE KEY``…). One Aho-Corasick automaton finds all of them in a single pass
-(24 separate substring scans of a 2 KB line took ~40 µs; the automaton ~5 µs): a line
+(``redact_triggers``; 24 separate substring scans of a 2 KB line took ~40 µs): a line
 without any is written as it is, and a pattern's regex runs only on text holding one of its
 own triggers. The regexes begin with a literal, so ``re`` scans for it instead of trying
 every position. Clean text comes back as the very same object.
@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import ahocorasick_rs
+from .redact_triggers import finder
 
 # Environment variables whose values are never written, whatever they look like.
 ENV_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
@@ -227,63 +227,7 @@ PATTERNS: tuple[Pattern, ...] = (
 _TRIGGERS = tuple(dict.fromkeys(t for p in PATTERNS for t in p.triggers))
 _GATES = tuple(frozenset(i for i, p in enumerate(PATTERNS) if t in p.triggers) for t in _TRIGGERS)
 _BACKS = tuple({t: p.backs(_TRIGGERS[t]) for t in range(len(_TRIGGERS))} if p.after else {} for p in PATTERNS)
-# Leftmost-first matching runs the automaton's SIMD prefilter (~1-2 µs on a 2 KB log line, against
-# ~5 µs for an overlapping search of the same text), but it skips past each match, so an
-# occurrence that starts inside a reported one ("sk-" inside "sk-ant-") is not reported.
-_ANY_STR = ahocorasick_rs.AhoCorasick(list(_TRIGGERS), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST)
-_ANY_BYTES = ahocorasick_rs.BytesAhoCorasick(
-    [t.encode() for t in _TRIGGERS], matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
-)
-_FIND_STR = ahocorasick_rs.AhoCorasick(list(_TRIGGERS))
-_FIND_BYTES = ahocorasick_rs.BytesAhoCorasick([t.encode() for t in _TRIGGERS])
-
-
-def _overlappers(triggers: tuple[str, ...]) -> frozenset[int]:
-    """The triggers another one (or the same one again) can start inside: only a reported
-    match of one of these can hide an occurrence from leftmost-first matching."""
-    return frozenset(
-        i
-        for i, a in enumerate(triggers)
-        for b in triggers
-        if (b != a and (a.startswith(b) or b.startswith(a)))
-        or any(b.startswith(a[k:]) or a[k:].startswith(b) for k in range(1, len(a)))
-    )
-
-
-_OVERLAPPERS = _overlappers(_TRIGGERS)
-_LONGEST = max(map(len, _TRIGGERS))
-
-
-def _occurrences(data: str | bytes) -> list[tuple[int, int, int]]:
-    """(trigger, start, end) of every trigger in ``data``, overlapping ones too (in no set order).
-
-    The leftmost-first matches, plus what an overlapping search finds starting inside one
-    of an overlapper's matches: a few bytes each, and rare (``sk-ant-``, ``_key``+``eyJ``).
-    """
-    if isinstance(data, str) and data.isascii():
-        # Its bytes have its offsets, and the bytes automaton is ~6x faster than the str one
-        # (which maps every offset back to characters).
-        data = data.encode("ascii")
-    if isinstance(data, bytes):
-        found = _ANY_BYTES.find_matches_as_indexes(data)
-        overlapping = _FIND_BYTES.find_matches_as_indexes
-    else:
-        try:
-            found = _ANY_STR.find_matches_as_indexes(data)
-        except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8 only
-            return [(i, m.start(), m.end()) for i, t in enumerate(_TRIGGERS) for m in re.finditer(re.escape(t), data)]
-        overlapping = _FIND_STR.find_matches_as_indexes
-    if not found:
-        return found
-    hiding = [(t, start, end) for t, start, end in found if t in _OVERLAPPERS]
-    for t, start, end in hiding:
-        window = data[start : end + _LONGEST - 1]
-        found += [
-            (u, start + a, start + b)
-            for u, a, b in overlapping(window, overlapping=True)
-            if a < end - start and (u, a) != (t, 0)
-        ]
-    return found
+_occurrences = finder(_TRIGGERS)
 
 
 def _line_gated(data: bytes) -> bool:

@@ -9,6 +9,7 @@ import string
 from collections import Counter
 from pathlib import Path
 
+import ahocorasick_rs
 import orjson
 import pytest
 from hypothesis import given, settings
@@ -289,7 +290,11 @@ _overlapping_pieces = st.lists(
 def test_leftmost_first_matches_plus_overlap_windows_find_every_trigger(pieces: list[str]) -> None:
     """``_occurrences`` (fast leftmost-first matching) finds what an overlapping search finds."""
     text = "".join(pieces)
-    for data, automaton in ((text, redact_module._FIND_STR), (text.encode(), redact_module._FIND_BYTES)):
+    words = redact_module._TRIGGERS
+    for data, automaton in (
+        (text, ahocorasick_rs.AhoCorasick(list(words))),
+        (text.encode(), ahocorasick_rs.BytesAhoCorasick([w.encode() for w in words])),
+    ):
         expected = sorted(automaton.find_matches_as_indexes(data, overlapping=True))
         assert sorted(redact_module._occurrences(data)) == expected
 

@@ -1,0 +1,68 @@
+"""Every occurrence of a set of literal words in a text, overlapping ones too: redaction's pre-check.
+
+``finder(words)`` returns ``find(data)`` for ``str`` or ``bytes``. It is built for speed,
+because every log line passes through it on the durable append:
+- Leftmost-first matching runs the Aho-Corasick automaton's SIMD prefilter (~1-2 µs on a
+  2 KB log line, against ~5 µs for an overlapping search of the same text).
+- But it skips past each match, so an occurrence that starts inside a reported one
+  (``sk-`` inside ``sk-ant-``) is not reported. Those are found by an overlapping search of
+  a few bytes after each match of an *overlapper*: a word another one can start inside.
+- An ASCII string is searched as its bytes (the same offsets). The str automaton maps every
+  offset back to characters, which is ~6x slower.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import ahocorasick_rs
+
+Occurrences = list[tuple[int, int, int]]  # (word index, start, end)
+
+
+def overlappers(words: tuple[str, ...]) -> frozenset[int]:
+    """The words another one (or the same one again) can start inside: only a reported
+    match of one of these can hide an occurrence from leftmost-first matching."""
+    return frozenset(
+        i
+        for i, a in enumerate(words)
+        for b in words
+        if (b != a and (a.startswith(b) or b.startswith(a)))
+        or any(b.startswith(a[k:]) or a[k:].startswith(b) for k in range(1, len(a)))
+    )
+
+
+def finder(words: tuple[str, ...]) -> Callable[[str | bytes], Occurrences]:
+    """``find(data)``: (word, start, end) of every occurrence of ``words`` in ``data``, in no set order."""
+    first = ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST
+    any_str = ahocorasick_rs.AhoCorasick(list(words), matchkind=first)
+    any_bytes = ahocorasick_rs.BytesAhoCorasick([w.encode() for w in words], matchkind=first)
+    all_str = ahocorasick_rs.AhoCorasick(list(words)).find_matches_as_indexes
+    all_bytes = ahocorasick_rs.BytesAhoCorasick([w.encode() for w in words]).find_matches_as_indexes
+    hiders, reach = overlappers(words), max(map(len, words)) - 1
+
+    def find(data: str | bytes) -> Occurrences:
+        if isinstance(data, str) and data.isascii():
+            data = data.encode("ascii")
+        if isinstance(data, bytes):
+            found = any_bytes.find_matches_as_indexes(data)
+            overlapping = all_bytes
+        else:
+            try:
+                found = any_str.find_matches_as_indexes(data)
+            except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8 only
+                return [(i, m.start(), m.end()) for i, w in enumerate(words) for m in re.finditer(re.escape(w), data)]
+            overlapping = all_str
+        if not found:
+            return found
+        for t, start, end in [m for m in found if m[0] in hiders]:
+            window = data[start : end + reach]
+            found += [
+                (u, start + a, start + b)
+                for u, a, b in overlapping(window, overlapping=True)
+                if a < end - start and (u, a) != (t, 0)
+            ]
+        return found
+
+    return find
