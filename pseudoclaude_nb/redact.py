@@ -61,7 +61,7 @@ class Pattern:
 
     def backs(self, trigger: str) -> tuple[int, ...]:
         """How far before an occurrence of ``trigger`` a match of this pattern can begin."""
-        return tuple(sorted({w.index(trigger, k) for w in self.words for k in range(len(w)) if w.startswith(trigger, k)}))
+        return tuple(sorted({k for w in self.words for k in range(len(w)) if w.startswith(trigger, k)}))
 
     def sub(self, text: str, counts: Counter[str], starts: list[int] | None = None) -> str:
         """``text`` with this pattern's matches replaced (callers run it only on a trigger).

@@ -281,9 +281,10 @@ class SessionWriter:
         if kept is not None and kept[0] is message:
             return kept[1] + self._model_stamp() + b"}\n"
         line = self._fresh_line(message)
-        self._lines[mid] = (message, line[:-2])
+        body = line[:-2]  # an entry is a JSON object and a newline: drop "}\n"
+        self._lines[mid] = (message, body)
         stamp = self._model_stamp()
-        return line[:-2] + stamp + b"}\n" if stamp else line
+        return body + stamp + b"}\n" if stamp else line
 
     def _model_stamp(self) -> bytes:
         """``,"model":…`` for the first message entry this writer writes with a model, else empty."""
