@@ -46,12 +46,20 @@ class Conversation:
             self._hooks = [hooks]
         else:
             self._hooks = list(hooks)
+        self._appenders = self._on_appends()
 
     def add_hooks(self, hooks: Hooks) -> None:
         self._hooks.append(hooks)
+        self._appenders = self._on_appends()
 
     def remove_hooks(self, hooks: Hooks) -> None:
         self._hooks = [h for h in self._hooks if h is not hooks]
+        self._appenders = self._on_appends()
+
+    def _on_appends(self) -> tuple[Callable[[Message], None], ...]:
+        # Gathered when the hooks change, not on every append: a new tuple, so a dispatch
+        # under way goes on over the hooks it started with.
+        return tuple(h.on_append for h in self._hooks if h.on_append is not None)
 
     # --- reading -----------------------------------------------------------------------
 
@@ -121,12 +129,11 @@ class Conversation:
         with self._dispatch:
             with self._lock:
                 self._messages.append(message)
-            for hooks in list(self._hooks):
-                if hooks.on_append is not None:
-                    try:
-                        hooks.on_append(message)
-                    except Exception as exc:  # the text is built only then: appends are the hot path
-                        raise _failed(f"append of message {message.id}", exc) from exc
+            for on_append in self._appenders:
+                try:
+                    on_append(message)
+                except Exception as exc:  # the text is built only then: appends are the hot path
+                    raise _failed(f"append of message {message.id}", exc) from exc
         return message
 
     @staticmethod

@@ -89,12 +89,15 @@ class HistoryIndex:
     def hooks(self, session_dir: Path) -> Hooks:
         """Conversation hooks that bring ``session_dir``'s log into the index; never raise."""
         folder = Path(session_dir)
+        if self.background:  # the hook only marks the session: one call, on every append
+            mark = self._backlog.marker(folder)
+            return Hooks(on_append=mark, on_replace=mark)
 
         def on_append(_message: Message) -> None:
-            self.schedule(folder) if self.background else self.catch_up(folder)
+            self.catch_up(folder)
 
         def on_replace(_reason: str, _messages: list[Message]) -> None:
-            self.schedule(folder) if self.background else self.catch_up(folder)
+            self.catch_up(folder)
 
         return Hooks(on_append=on_append, on_replace=on_replace)
 

@@ -14,6 +14,7 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from time import monotonic
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,11 +31,12 @@ class Backlog:
 
     def __init__(self, catch_up: Callable[[Path], object]) -> None:
         self._catch_up = catch_up
-        self._pending: set[Path] = set()
+        self._pending: dict[str, Path] = {}  # by the folder's text: a str keeps its hash
         self._pending_lock = threading.Lock()
         self._wake = threading.Event()  # set when a session is newly marked
         self._last_mark = 0.0
         self._thread: threading.Thread | None = None
+        self._running = False  # the thread's loop is on (it clears this if it ever ends)
         self._drain_lock = threading.Lock()  # one catch-up of the pending sessions at a time
         self._local = threading.local()
 
@@ -45,18 +47,34 @@ class Backlog:
     def on_background_thread(self) -> bool:
         return getattr(self._local, "background", False)
 
+    def marker(self, session_dir: Path) -> Callable[..., None]:
+        """``mark(*_)``: marks ``session_dir``, taking any hook's arguments (one call per append)."""
+        folder = Path(session_dir)
+        key = str(folder)
+        pending = self._pending
+
+        def mark(*_: object) -> None:
+            # After a fsync the caches are cold and every line run here costs several
+            # times its hot cost; an append's whole budget is a few tens of microseconds
+            # (SPEC §15). So: marked already (the appends of one run) and the thread on,
+            # the stamp is all: the thread reads the log when it takes the session.
+            self._last_mark = monotonic()
+            if key not in pending or not self._running:
+                self._mark(key, folder)
+
+        return mark
+
     def add(self, session_dir: Path) -> None:
         """Mark ``session_dir``; the background thread catches it up soon."""
-        self._last_mark = time.monotonic()  # what the thread's pause is measured from
-        thread = self._thread
-        if session_dir in self._pending and thread is not None and thread.is_alive():
-            # Marked already (the appends of one run): the thread will take it, and reads
-            # the log when it does, so this append is in. No lock, no wake-up: an append's
-            # whole budget is a few tens of microseconds (SPEC §15).
-            return
+        self._last_mark = monotonic()  # what the thread's pause is measured from
+        folder = Path(session_dir)
+        self._mark(str(folder), folder)
+
+    def _mark(self, key: str, folder: Path) -> None:
         with self._pending_lock:
-            self._pending.add(session_dir if isinstance(session_dir, Path) else Path(session_dir))
+            self._pending[key] = folder
             if self._thread is None or not self._thread.is_alive():
+                self._running = True
                 self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)
                 self._thread.start()
         self._wake.set()
@@ -68,11 +86,18 @@ class Backlog:
 
     def _drain(self) -> None:
         with self._pending_lock:
-            pending, self._pending = self._pending, set()
-        for folder in sorted(pending):
+            pending = sorted(self._pending.values())
+            self._pending.clear()  # in place: the markers hold this dict
+        for folder in pending:
             self._catch_up(folder)
 
     def _loop(self) -> None:
+        try:
+            self._catch_ups()
+        finally:
+            self._running = False
+
+    def _catch_ups(self) -> None:
         while True:
             self._wake.wait()
             first = time.monotonic()
