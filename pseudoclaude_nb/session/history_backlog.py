@@ -14,9 +14,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from time import monotonic
 from dataclasses import dataclass
 from pathlib import Path
+from time import monotonic
 
 from . import safeio
 from .paths import LOG_NAME, sessions_dir
@@ -100,9 +100,9 @@ class Backlog:
     def _catch_ups(self) -> None:
         while True:
             self._wake.wait()
-            first = time.monotonic()
+            first = monotonic()
             while True:
-                now = time.monotonic()
+                now = monotonic()
                 quiet = now - self._last_mark
                 if quiet >= QUIET_SECONDS or now - first >= MAX_WAIT_SECONDS:
                     break
