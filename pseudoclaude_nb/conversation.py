@@ -35,7 +35,7 @@ class Conversation:
         messages: Iterable[Message] | None = None,
         hooks: Hooks | Sequence[Hooks] | None = None,
     ) -> None:
-        self._lock = threading.Lock()  # guards the list; readers take only this one
+        self._lock = threading.Lock()  # guards swapping the list (replace); readers take only this one
         # Orders whole changes (state + hooks), so the log sees them in memory's order.
         # Re-entrant: a hook may itself change the conversation.
         self._dispatch = threading.RLock()
@@ -127,8 +127,10 @@ class Conversation:
 
     def _append(self, message: Message) -> Message:
         with self._dispatch:
-            with self._lock:
-                self._messages.append(message)
+            # No state lock: list.append is atomic, an append only grows the list, and a
+            # replace (which swaps the list under the lock) cannot run meanwhile: _dispatch.
+            # A lock taken on every append costs ~2 µs right after a fsync (SPEC §15).
+            self._messages.append(message)
             for on_append in self._appenders:
                 try:
                     on_append(message)
