@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import re
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,6 +60,8 @@ class Pattern:
     # match can begin only where one of them holds the trigger found ("private_key" holds
     # "_key" 7 in, "token" holds "oken" 1 in), so the regex is tried only at those starts.
     words: tuple[str, ...] = ()
+    # A match to leave as it stands (code that names a secret without holding one).
+    spare: Callable[[re.Match[str]], bool] | None = None
 
     def backs(self, trigger: str) -> tuple[int, ...]:
         """How far before an occurrence of ``trigger`` a match of this pattern can begin."""
@@ -73,18 +75,26 @@ class Pattern:
         finds when no match can begin anywhere else.
         """
 
+        replaced = 0
+        spare = self.spare
+
         def replace(m: re.Match[str]) -> str:
+            nonlocal replaced
+            if spare is not None and spare(m):
+                return m.group()
+            replaced += 1
             counts[self.kind] += 1
             return (m.group(self.keep) if self.keep else "") + marker(self.kind)
 
         if starts is None:
-            return self.regex.sub(replace, text)
+            out = self.regex.sub(replace, text)
+            return out if replaced else text  # the very same object when nothing was replaced
         parts, done = [], 0
         for start in starts:
             if start >= done and (m := self.regex.match(text, start)) is not None:
                 parts += (text[done : m.start()], replace(m))
                 done = m.end()
-        return "".join((*parts, text[done:])) if parts else text
+        return "".join((*parts, text[done:])) if replaced else text
 
 
 # A token may not continue a longer word ("task-ant…", "xsk-…"). The check is a lookbehind
@@ -96,6 +106,30 @@ _END = rf"(?!{_WORD})"
 
 def _after(prefix: str) -> str:
     return rf"{re.escape(prefix)}(?<!{_WORD}{re.escape(prefix)})"
+
+
+# Code that names a secret without holding one, left as it is when the value is not quoted:
+# ``token = get_token()``, ``password = os.environ["PW"]``, ``key = settings.SECRET_KEY``,
+# ``self.token = token``, ``token: Optional[str] = None``. Only values without a digit (a
+# generated secret almost always has some: ``f(Hunter2…)`` is redacted), and a variable is
+# a secret word itself or a snake_case name holding one (``PASSWORD=supersecret`` is redacted).
+_CODE_VALUE = re.compile(
+    r"(?!.*[0-9])(?:"  # no digit anywhere in the value
+    # A call or a subscript that closes (or is cut by a quote): get_token(), os.environ["…"]
+    r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(.*\)|\[.*\]|[(\[]$)"
+    r"|(?:[A-Za-z_]+(?:\.[A-Za-z_]+)+"  # an attribute: settings.SECRET_KEY, self.token
+    r"|password|passwd|secret|token|key|api_key|apikey"  # a variable named for what it holds …
+    r"|(?=[a-z_]*_)[a-z_]*(?:pass|secret|token|key)[a-z_]*"  # … or a snake_case name: auth_token
+    r"|None|True|False|null|true|false|nil|undefined"
+    r")[)\]}]*$)"
+)
+
+
+def _names_code(m: re.Match[str]) -> bool:
+    """An assigned secret's match whose value is code (see ``_CODE_VALUE``), not a secret."""
+    if m.group(1).endswith(('"', "'")):  # a quoted value is a value
+        return False
+    return _CODE_VALUE.match(m.string, m.end(1), m.end()) is not None
 
 
 _GITHUB_CLASSIC = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
@@ -221,6 +255,7 @@ PATTERNS: tuple[Pattern, ...] = (
         after=re.compile(r"(?:ord|ORD|d|D)?[\"']?[ \t]{0,4}[:=]"),
         after_line=re.compile(rb"(?:ord|ORD|d|D)?(?:\\?[\"'])?(?: |\\t){0,4}[:=]"),
         words=_SECRET_NAMES,
+        spare=_names_code,
     ),
 )
 

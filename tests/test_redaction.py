@@ -143,6 +143,59 @@ def test_labelled_secrets_keep_their_label(text: str, want: str) -> None:
     assert redact_text(text) == want
 
 
+# Source code the agent reads names secrets without holding them; it must reach the log as it is.
+CODE_THAT_NAMES_A_SECRET = [
+    "self.token = token",
+    "self.api_token = api_token",
+    "token = get_token()",
+    'password = os.environ["DB_PASSWORD"]',
+    "password = os.environ.get('DB_PASSWORD')",
+    'access_token = response.json()["access_token"]',
+    "secret_key = settings.SECRET_KEY",
+    "token: Optional[str] = None",
+    "client(api_key=api_key, token=self.token)",
+    "password = new_password",
+    '{"token": null}',
+]
+
+
+@pytest.mark.parametrize("text", CODE_THAT_NAMES_A_SECRET)
+def test_code_that_names_a_secret_is_kept_in_text_and_in_log_lines(text: str) -> None:
+    redactor = Redactor({})
+    assert redactor.text(text) is text
+    entry = {"type": "message", "content": f"def connect():\n    {text}\n"}
+    line = orjson.dumps(entry) + b"\n"
+    assert redactor.line(entry, line) == line
+    assert redactor.total == 0
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "PASSWORD=supersecret",  # a word, not a variable name
+        "password=letmein123",
+        'token = "get_token()"',  # quoted: a value, whatever it looks like
+        "password: 'settings.SECRET'",
+        "token = f(Hunter2Hunter2)",  # a digit: not code to spare
+        "token = abc(def123",
+        "api_key=my.pass.w0rd",
+        "PASSWORD=SECRETPASS",
+        "secret=mysecret",
+        "DB_PASSWORD=Xy(z",
+    ],
+)
+def test_values_that_only_look_a_little_like_code_are_still_redacted(text: str) -> None:
+    out = redact_text(text)
+    name = text.split("=")[0] if "=" in text else text.split(":")[0]
+    assert out.startswith(name) and out.count("[REDACTED:assigned-secret]") == 1
+    assert out.rstrip("\"')").endswith("[REDACTED:assigned-secret]")  # the whole value went
+
+
+def test_a_spared_name_does_not_hide_a_secret_after_it() -> None:
+    text = "token = get_token(); password = Hunter2Hunter2"
+    assert redact_text(text) == "token = get_token(); password = [REDACTED:assigned-secret]"
+
+
 def test_a_private_key_cut_before_its_end_is_still_redacted() -> None:
     pem = _pem("RSA PRIVATE KEY")
     cut = pem[: pem.index("\n-----END")] + "\n[… preview ends here …]"
