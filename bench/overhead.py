@@ -25,51 +25,53 @@ from .workload import Workload
 SYSTEM = "You are a coding agent in a notebook.\n" * 40
 
 
-def _per_step(ws: Path, history: list[Message], steps: list[list[Message]], *, index: bool) -> list[float]:
-    folder = new_session_dir(ws)
-    conversation = Conversation()
-    writer = SessionWriter(folder, model="bench-model", fsync=False)
-    writer.attach(conversation)
-    for m in history:
-        conversation.append(m)
-    history_index = HistoryIndex(ws) if index else None
-    if history_index is not None:
-        conversation.add_hooks(history_index.hooks(folder))
-        history_index.catch_up(folder)
-    context = ContextManager(
-        conversation,
-        CompactSettings(context_window=10**9),
-        session_dir=folder,
-        workspace=ws,
-        writer=writer,
-    )
-    context.configure(context.settings, system=SYSTEM, tools=[])
-    context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=100), len(conversation))
-    times = []
-    try:
-        for exchange in steps:
-            assistant, results = exchange[0], exchange[1:]
-            calls = {c.id: c for c in assistant.tool_calls}
+class _Harness:
+    """A conversation of ``history`` with its writer and context manager, driven one step at a time."""
 
-            def step(
-                assistant: Message = assistant, results: list[Message] = results, calls: dict = calls
-            ) -> None:
-                context.before_request(None)  # type: ignore[arg-type] - no compaction at this window
-                conversation.append(assistant)
-                context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=120), len(conversation))
-                for r in results:
-                    assert r.tool_result is not None
-                    context.admit(calls[r.tool_result.call_id], r.tool_result)
-                    conversation.append(r)
-                context.after_tools(len(results))
+    def __init__(self, ws: Path, history: list[Message], *, index: bool) -> None:
+        folder = new_session_dir(ws)
+        self.conversation = conversation = Conversation()
+        self.writer = SessionWriter(folder, model="bench-model", fsync=False)
+        self.writer.attach(conversation)
+        for m in history:
+            conversation.append(m)
+        self.index = HistoryIndex(ws) if index else None
+        if self.index is not None:
+            conversation.add_hooks(self.index.hooks(folder))
+            self.index.catch_up(folder)
+        self.context = context = ContextManager(
+            conversation,
+            CompactSettings(context_window=10**9),
+            session_dir=folder,
+            workspace=ws,
+            writer=self.writer,
+        )
+        context.configure(context.settings, system=SYSTEM, tools=[])
+        context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=100), len(conversation))
 
-            with no_gc():
-                times.append(timed(step))
-    finally:
-        writer.close()
-        if history_index is not None:
-            history_index.close()
-    return times
+    def step(self, exchange: list[Message]) -> float:
+        """One step's seconds: what the runner does around a model call and its tools."""
+        context, conversation = self.context, self.conversation
+        assistant, results = exchange[0], exchange[1:]
+        calls = {c.id: c for c in assistant.tool_calls}
+
+        def step() -> None:
+            context.before_request(None)  # type: ignore[arg-type] - no compaction at this window
+            conversation.append(assistant)
+            context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=120), len(conversation))
+            for r in results:
+                assert r.tool_result is not None
+                context.admit(calls[r.tool_result.call_id], r.tool_result)
+                conversation.append(r)
+            context.after_tools(len(results))
+
+        with no_gc():
+            return timed(step)
+
+    def close(self) -> None:
+        self.writer.close()
+        if self.index is not None:
+            self.index.close()
 
 
 def harness_overhead(root: Path, sizes: Sizes) -> list[Row]:
@@ -81,9 +83,20 @@ def harness_overhead(root: Path, sizes: Sizes) -> list[Row]:
     for index in (False, True) if sizes.index_variants else (False,):
         ws = Path(tempfile.mkdtemp(dir=root, prefix="overhead-"))
         at_small, at_big = [], []
-        for _ in range(max(1, sizes.repeat // 2)):  # interleaved
-            at_small.append(statistics.median(_per_step(ws, small, steps, index=index)))
-            at_big.append(statistics.median(_per_step(ws, big, steps, index=index)))
+        for _ in range(max(1, sizes.repeat // 2)):
+            # Step by step in turn, the first of each pair alternating: a change in the
+            # machine's speed (this one's varies by 2x within minutes) hits both sizes alike.
+            harnesses = _Harness(ws, small, index=index), _Harness(ws, big, index=index)
+            times: tuple[list[float], list[float]] = ([], [])
+            try:
+                for i, exchange in enumerate(steps):
+                    for k in (0, 1) if i % 2 == 0 else (1, 0):
+                        times[k].append(harnesses[k].step(exchange))
+            finally:
+                for h in harnesses:
+                    h.close()
+            at_small.append(statistics.median(times[0]))
+            at_big.append(statistics.median(times[1]))
         s, b = min(at_small), min(at_big)
         ratio = b / s
         rows.append(
@@ -104,6 +117,7 @@ def harness_overhead(root: Path, sizes: Sizes) -> list[Row]:
                     f"us_per_step_at_{sizes.overhead_big}": round(b * 1e6, 1),
                     "steps_timed": len(steps),
                     "messages_per_step": round(sum(len(x) for x in steps) / len(steps), 2),
+                    "method": "the two sizes' steps timed in turn (median per run, best run of each)",
                 },
             )
         )
