@@ -40,7 +40,7 @@ class Sizes:
     index_variants: bool = True  # also time the reference rows with the history index
     timeline_mb: int = 200  # the log the timeline is built for (issue 18: 200 MB)
     magic_big: int = 10_000  # messages of the big session for the per-step cost through %agent
-    magic_steps: int = 20  # model steps of each timed %agent run
+    magic_steps: int = 60  # model steps of each timed %agent run (a step is ~3 ms, its fsyncs vary)
     memory_messages: int = 20_000  # the log whose full load's memory is measured (~40 MB)
 
 
