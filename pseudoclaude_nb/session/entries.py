@@ -14,7 +14,6 @@ as missing); unknown types are ``OtherEntry``, ignored by readers.
 
 from __future__ import annotations
 
-import re
 import time
 from dataclasses import dataclass, field
 from typing import Any
@@ -22,8 +21,7 @@ from typing import Any
 import orjson
 from pydantic import ValidationError
 
-from ..messages import HOST_FALLBACK, HOST_REMIND, ImagePart, Message, NotebookMark, Usage, new_id
-from .paths import SPILL_DIR
+from ..messages import ImagePart, Message, NotebookMark, Usage, new_id
 
 SCHEMA_VERSION = 1
 # The kind of note the writer adds after ending a line a crash left torn.
@@ -144,42 +142,6 @@ def _notebook_mark(value: Any) -> NotebookMark | None:
         return NotebookMark.model_validate(value) if isinstance(value, dict) else None
     except ValueError:
         return None
-
-
-# --- legacy: logs written before the structured marks (issue 12) ------------------------------
-# Before ``ToolResult.spilled`` and ``Message.host`` existed, a spill preview and a rollover
-# host note were known only by their text. A log whose effective messages carry none of the
-# new marks is such a log: its previews and notes are recognised by that text, once, on load,
-# and get the fields. Nothing else in the package looks at the text.
-LEGACY_PREVIEW = re.compile(
-    r"\[Tool result too large for the context: [\d,]+ bytes, saved in full to (.+?)\]\n"
-)
-LEGACY_HOST_NOTES = {
-    "[host note] context rollover reminder": HOST_REMIND,
-    "[host note] context rollover fallback": HOST_FALLBACK,
-}
-
-
-def upgrade_legacy(messages: list[Message]) -> list[Message]:
-    """``messages`` with legacy previews and host notes marked (unchanged for a current log)."""
-    if any(m.host is not None or (m.tool_result is not None and m.tool_result.spilled) for m in messages):
-        return messages  # written with the marks: the text means nothing
-    out = []
-    for m in messages:
-        result = m.tool_result
-        if result is not None:
-            found = LEGACY_PREVIEW.match(result.content)
-            if found:
-                name = found.group(1).replace("\\", "/").rsplit("/", 1)[-1]
-                m = m.model_copy(
-                    update={"tool_result": result.model_copy(update={"spilled": f"{SPILL_DIR}/{name}"})}
-                )
-        elif m.role == "user":
-            kind = next((k for prefix, k in LEGACY_HOST_NOTES.items() if m.content.startswith(prefix)), None)
-            if kind is not None:
-                m = m.model_copy(update={"host": kind})
-        out.append(m)
-    return out
 
 
 # --- parsing: one typed entry per line ---------------------------------------------------------

@@ -30,8 +30,8 @@ from .entries import (
     UsageEntry,
     parse_entry,
     plainly_valid,
-    upgrade_legacy,
 )
+from .legacy import upgrade_legacy
 
 
 @dataclass
