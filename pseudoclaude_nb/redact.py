@@ -2,9 +2,9 @@
 
 It applies the patterns (``redact_patterns``, what each kind of secret looks like) and
 nothing else: the session writer, spill files and exports call it on everything they write;
-it never reads or writes files itself. The values of the API
-keys in the environment (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) are redacted exactly,
-whatever their shape, so a key pasted into a prompt or printed by a tool never lands on disk.
+it never reads or writes files itself. The values of the API keys in the environment
+(``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) are redacted exactly, whatever their shape, so
+a key pasted into a prompt or printed by a tool never lands on disk.
 
 Speed matters because every log line passes through here (the durable append's budget is
 a few tens of microseconds, SPEC §15). Each pattern has literal *triggers* (``sk-``,
@@ -128,7 +128,7 @@ class Redactor:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
         self.counts: Counter[str] = Counter()
-        self._env_seen: tuple[str | None, ...] = ()
+        self._env_seen: tuple[str | bytes | None, ...] = ()  # raw values when read from os.environ
         self._env: list[tuple[str, str]] = []
         self._env_bytes: tuple[bytes, ...] = ()
 
@@ -142,7 +142,7 @@ class Redactor:
         if self._environ is None and _RAW_ENV is not None:
             # Read on every log line, right after a fsync, when every object touched is a
             # cache miss: two plain lookups cost half of ``tuple(map(...))`` there (~2 µs).
-            seen: tuple[str | None, ...] = (_RAW_ENV.get(_RAW_A), _RAW_ENV.get(_RAW_B))
+            seen: tuple[str | bytes | None, ...] = (_RAW_ENV.get(_RAW_A), _RAW_ENV.get(_RAW_B))
         else:
             seen = tuple(map(env.get, ENV_KEYS))
         if seen != self._env_seen:
