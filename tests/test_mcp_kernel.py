@@ -1,11 +1,14 @@
-"""A real kernel: MCP servers stop when it shuts down (atexit), leaving no process behind."""
+"""A real kernel: MCP servers stop when it shuts down, leaving no process behind: through the
+hub's atexit stop, or (Linux) the tether's SIGTERM when the kernel dies before that finishes."""
 
 from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 from jupyter_client.manager import start_new_kernel
@@ -27,29 +30,52 @@ def run_code(kc, code: str) -> str:
     return "".join(out)
 
 
-def test_kernel_shutdown_stops_the_servers(workspace: Path, tmp_path: Path) -> None:
+def gone_within(pids: set[int], seconds: float) -> set[int]:
+    deadline = time.monotonic() + seconds
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive(pids)
+
+
+def kernel_with_servers(workspace: Path, tmp_path: Path):
+    """A kernel running the edge server (it outlives a closed stdin by a minute) and
+    mcp-server-time; returns the manager, the client and the servers' pids."""
     (workspace / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"edge": edge("--linger", "60"), "time": time_server()}}), encoding="utf-8"
     )
     env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(workspace))
-    try:
-        run_code(kc, f"%load_ext pseudoclaude_nb\n%config PseudoClaude.workspace = {str(workspace)!r}")
-        listing = run_code(kc, "%mcp start")
-        assert "edge  stdio  running" in listing and "time  stdio  running" in listing
-        pids = json.loads(
-            run_code(
-                kc,
-                "import json, psutil\n"
-                "print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]))",
-            )
+    run_code(kc, f"%load_ext pseudoclaude_nb\n%config PseudoClaude.workspace = {str(workspace)!r}")
+    listing = run_code(kc, "%mcp start")
+    assert "edge  stdio  running" in listing and "time  stdio  running" in listing
+    pids = json.loads(
+        run_code(
+            kc,
+            "import json, psutil\n"
+            "print(json.dumps([p.pid for p in psutil.Process().children(recursive=True)]))",
         )
-        assert len(alive(set(pids))) >= 2
+    )
+    assert len(alive(set(pids))) >= 2
+    return km, kc, set(pids)
+
+
+def test_kernel_shutdown_stops_the_servers(workspace: Path, tmp_path: Path) -> None:
+    km, kc, pids = kernel_with_servers(workspace, tmp_path)
+    kc.stop_channels()
+    # Jupyter's own shutdown: SIGTERM 2.5 s in, which can land while the hub is still giving
+    # the edge server its grace period; the tether ends the server then.
+    km.shutdown_kernel(now=False)
+    assert not gone_within(pids, 10)
+
+
+def test_a_killed_kernel_leaves_no_server(workspace: Path, tmp_path: Path) -> None:
+    km, kc, pids = kernel_with_servers(workspace, tmp_path)
+    kc.stop_channels()
+    try:
+        os.kill(km.provisioner.pid, signal.SIGKILL)  # no exit handler runs
+        assert not gone_within(pids, 10), "a server outlived its killed kernel"
     finally:
-        kc.stop_channels()
-        km.shutdown_kernel(now=False)
-    # The edge server outlives a closed stdin by a minute: only the hub's atexit stop ends it now.
-    assert not alive(set(pids))
+        km.shutdown_kernel(now=True)
 
 
 def test_interpreter_exit_stops_the_servers(workspace: Path) -> None:

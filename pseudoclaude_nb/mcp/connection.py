@@ -4,7 +4,8 @@
 session, lists the tools, reports them through ``ready`` (a thread-safe future), then holds
 the connection until asked to stop or until the server goes away. Leaving ``serve`` always
 closes what it opened: the SDK's stdio transport closes stdin, then terminates and kills the
-process group, so a stopped connection leaves no process behind.
+process group, so a stopped connection leaves no process behind. On Linux a stdio server is
+started through ``tether``, so it also ends when the kernel dies without its exit running.
 
 The server's stderr goes to a temporary file whose tail becomes the cause of a failure.
 """
@@ -21,12 +22,14 @@ from typing import Any
 
 import anyio
 from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp_types import CONNECTION_CLOSED
 
 from .. import __version__
 from ..errors import ServerGone
+from . import tether
 from .config import ServerConfig
 from .tools import RemoteTool
 
@@ -115,9 +118,12 @@ class Connection:
     async def _open(self, stack: AsyncExitStack) -> Any:
         c = self.config
         if c.type == "stdio":
-            params = StdioServerParameters(
-                command=c.command, args=list(c.args), env=dict(c.env) or None, cwd=c.cwd or self.workspace
+            cwd = c.cwd or self.workspace
+            # The SDK gives the server its default environment plus the configured one.
+            command, args = tether.command(
+                c.command, list(c.args), get_default_environment() | dict(c.env), cwd
             )
+            params = StdioServerParameters(command=command, args=args, env=dict(c.env) or None, cwd=cwd)
             return await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
         client = await stack.enter_async_context(create_mcp_http_client(headers=dict(c.headers) or None))
         return await stack.enter_async_context(streamable_http_client(c.url, http_client=client))
