@@ -52,12 +52,18 @@ def command(executable: str, args: list[str], env: dict[str, str], cwd: str) -> 
 
 
 def main(argv: list[str]) -> None:
-    import ctypes
-
     parent, path, args = int(argv[1]), argv[2], argv[3:]  # args[0] is the server's argv[0]
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0:
-        sys.stderr.write(f"tether: prctl failed (errno {ctypes.get_errno()}); the server is not tied\n")
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        failed = libc.prctl(PR_SET_PDEATHSIG, SIGTERM, 0, 0, 0) != 0 and f"errno {ctypes.get_errno()}"
+    except (ImportError, OSError, AttributeError) as exc:  # no ctypes, no libc: start untied
+        failed = str(exc)
+    if failed:
+        sys.stderr.write(
+            f"tether: could not arm the parent-death signal ({failed}); the server is not tied\n"
+        )
     if os.getppid() != parent:  # the kernel died before the signal was armed
         sys.exit(1)
     try:
