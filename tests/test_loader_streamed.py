@@ -155,3 +155,68 @@ def test_a_full_load_holds_about_the_state_it_returns_not_the_log(workspace, mon
     peak, kept, count = _peak_and_kept(folder)
     assert count == 2400
     assert peak <= 1.35 * kept + 4 * (64 << 10), (peak, kept, log_bytes)
+
+
+# --- the full replay's hint: lines before the last replace are held by offset ------------------------------
+
+
+def _hinted(path: Path, hint: int) -> dict:
+    result = replay_module.LoadResult(path=path)
+    with open(path, "rb") as f:
+        replay_module.replay_file(f.fileno(), result, held_before=hint)
+    replay_module.settle(result)
+    out = {name: getattr(result, name) for name in FIELDS}
+    out["effective_from_line"] = result.effective_from_line
+    return out
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_a_wrong_hint_costs_time_never_the_result(real_logs, probe, data) -> None:
+    """Whatever offset the hint names (a marker, mid-line, past the end), the result is the same."""
+    raw = data.draw(damage(data.draw(st.sampled_from(real_logs))))
+    probe.write_bytes(raw)
+    markers = [i for i in range(len(raw)) if raw.startswith(b'{"v":1,"type":"replace"', i)]
+    hint = data.draw(st.one_of(st.sampled_from(markers or [0]), st.integers(0, len(raw) + 10)))
+    assert _hinted(probe, hint) == _hinted(probe, 0), f"hint {hint}"
+
+
+def test_the_hint_is_the_last_replace_in_the_window(workspace, monkeypatch) -> None:
+    from pseudoclaude_nb.session import fast_load
+
+    folder, conv, writer = _session(workspace, 30)
+    conv.replace("snapshot", conv.messages()[-6:])
+    conv.add_user("between")
+    conv.replace("compact", conv.messages()[-4:])
+    conv.add_user("after")
+    writer.close()
+    log = folder / "conversation.jsonl"
+    data = log.read_bytes()
+    last = data.rfind(b'{"v":1,"type":"replace"')
+    with open(log, "rb") as f:
+        assert fast_load.last_replace_hint(f.fileno(), len(data)) == last
+        monkeypatch.setattr(fast_load, "HINT_WINDOW", len(data) - last - 10)  # the marker starts before it
+        assert fast_load.last_replace_hint(f.fileno(), len(data)) == 0
+
+
+def test_a_full_load_of_a_long_log_holds_what_a_replace_drops_by_offset(workspace, monkeypatch) -> None:
+    from pseudoclaude_nb.session import loader
+
+    folder, conv, writer = _session(workspace, 60)
+    conv.replace("snapshot", conv.messages()[-6:])
+    conv.add_user("after")
+    writer.close()
+    seen: list[int] = []
+    real = replay_module.replay_file
+
+    def spy(fd, r, *, held_before=0):
+        seen.append(held_before)
+        return real(fd, r, held_before=held_before)
+
+    monkeypatch.setattr(loader, "replay_file", spy)
+    monkeypatch.setattr(loader, "FAST_MIN_SKIP", 1)
+    hinted = load_session(folder, full=True)
+    assert seen and seen[0] > 0
+    log = folder / "conversation.jsonl"
+    assert seen[0] == log.read_bytes().rfind(b'{"v":1,"type":"replace"')
+    assert [m.to_dict() for m in hinted.messages] == [m.to_dict() for m in conv.messages()]

@@ -32,6 +32,7 @@ FIRST_CHUNK = 256 << 10  # the first backward read; each further one doubles
 HEAD_CHUNK = 64 << 10
 HEAD_LIMIT = 1 << 20  # title, first model and first timestamp are looked for this far
 LOOKBACK = 1 << 20  # before the replace: the spills, intent and failures that led to it
+HINT_WINDOW = 4 << 20  # how far back a full replay looks for the last replace (a hint)
 # Tokens that find candidate lines; each line found is parsed before it counts. They do
 # not start with a quote: CPython's bytes.find is ~20x slower on JSON for such needles.
 _REPLACE = b'replace"'
@@ -74,6 +75,21 @@ def load_fast(fd: int, file: Path, size: int, min_skip: int) -> LoadResult | Non
         if start < min_skip:
             return None  # no complete replace far enough from the start
     return None
+
+
+def last_replace_hint(fd: int, size: int) -> int:
+    """The offset of the last replace marker in the log's last ``HINT_WINDOW`` bytes, else 0.
+
+    A hint for the full replay (``replay_stream``'s ``held_before``), so it is not checked
+    further: whether that replace completed, the replay finds out. A log whose last replace
+    lies further back has a large effective state, which the replay keeps anyway.
+    """
+    start = max(0, size - HINT_WINDOW)
+    buf = os.pread(fd, size - start, start)
+    first = 0 if start == 0 else buf.find(b"\n") + 1
+    if start > 0 and first == 0:
+        return 0
+    return next((start + at for at in _replace_candidates(buf, first, len(buf))), 0)
 
 
 def _replace_candidates(buf: bytes, first: int, stop: int) -> Iterator[int]:

@@ -46,7 +46,7 @@ from pathlib import Path
 
 from ..errors import SessionError
 from . import safeio
-from .fast_load import load_fast
+from .fast_load import last_replace_hint, load_fast
 from .paths import LOG_NAME
 from .replay import LoadResult, replay_file, settle
 
@@ -81,7 +81,8 @@ def load_session(path: str | Path, *, full: bool = False) -> LoadResult:
                     return fast
             # Streamed: the log is read a chunk at a time and only the effective state is kept.
             result = LoadResult(path=file)
-            replay_file(f.fileno(), result)
+            hint = last_replace_hint(f.fileno(), size) if size >= FAST_MIN_SKIP else 0
+            replay_file(f.fileno(), result, held_before=hint)
     except OSError as exc:
         raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
     settle(result)
