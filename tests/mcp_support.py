@@ -82,6 +82,14 @@ def http_edge() -> Iterator[str]:
             proc.wait(10)
 
 
+def survivors(pids: set[int], *, within: float) -> set[int]:
+    """Those of ``pids`` still alive after waiting up to ``within`` seconds for them to go."""
+    deadline = time.monotonic() + within
+    while alive(pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return alive(pids)
+
+
 def children() -> set[int]:
     """Pids of this process's live descendants."""
     out = set()

@@ -31,11 +31,14 @@ from tests.test_truncation import write_real_session
 FIELDS = [f.name for f in dataclasses.fields(replay_module.LoadResult) if f.name not in ("path",)]
 
 
-def _result(path: Path) -> dict:
-    r = load_session(path, full=True)
+def _fields(r: replay_module.LoadResult) -> dict:
     out = {name: getattr(r, name) for name in FIELDS}
     out["effective_from_line"] = r.effective_from_line
     return out
+
+
+def _result(path: Path) -> dict:
+    return _fields(load_session(path, full=True))
 
 
 def _at_chunk(path: Path, chunk: int) -> dict:
@@ -165,9 +168,7 @@ def _hinted(path: Path, hint: int) -> dict:
     with open(path, "rb") as f:
         replay_module.replay_file(f.fileno(), result, held_before=hint)
     replay_module.settle(result)
-    out = {name: getattr(result, name) for name in FIELDS}
-    out["effective_from_line"] = result.effective_from_line
-    return out
+    return _fields(result)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

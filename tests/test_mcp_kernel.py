@@ -8,12 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from jupyter_client.manager import start_new_kernel
 
-from tests.mcp_support import alive, edge, time_server
+from tests.mcp_support import alive, edge, survivors, time_server
 
 
 def run_code(kc, code: str) -> str:
@@ -28,13 +27,6 @@ def run_code(kc, code: str) -> str:
     reply = kc.execute_interactive(code, output_hook=collect, timeout=120)
     assert reply["content"]["status"] == "ok", "".join(out)
     return "".join(out)
-
-
-def gone_within(pids: set[int], seconds: float) -> set[int]:
-    deadline = time.monotonic() + seconds
-    while alive(pids) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return alive(pids)
 
 
 def kernel_with_servers(workspace: Path, tmp_path: Path):
@@ -65,7 +57,7 @@ def test_kernel_shutdown_stops_the_servers(workspace: Path, tmp_path: Path) -> N
     # Jupyter's own shutdown: SIGTERM 2.5 s in, which can land while the hub is still giving
     # the edge server its grace period; the tether ends the server then.
     km.shutdown_kernel(now=False)
-    assert not gone_within(pids, 10)
+    assert not survivors(pids, within=10)
 
 
 def test_a_killed_kernel_leaves_no_server(workspace: Path, tmp_path: Path) -> None:
@@ -73,7 +65,7 @@ def test_a_killed_kernel_leaves_no_server(workspace: Path, tmp_path: Path) -> No
     kc.stop_channels()
     try:
         os.kill(km.provisioner.pid, signal.SIGKILL)  # no exit handler runs
-        assert not gone_within(pids, 10), "a server outlived its killed kernel"
+        assert not survivors(pids, within=10), "a server outlived its killed kernel"
     finally:
         km.shutdown_kernel(now=True)
 

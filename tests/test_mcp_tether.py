@@ -14,20 +14,11 @@ import psutil
 import pytest
 
 from pseudoclaude_nb.mcp import tether
-from tests.mcp_support import alive
+from tests.mcp_support import alive, survivors
 
 pytestmark = pytest.mark.skipif(sys.platform != "linux", reason="the tether is Linux's PR_SET_PDEATHSIG")
 
 ENV = dict(os.environ)
-
-
-def gone_within(pids: set[int], seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while alive(pids):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.05)
-    return True
 
 
 def test_the_server_is_exec_d_with_its_own_argv0(tmp_path: Path) -> None:
@@ -87,7 +78,7 @@ def test_a_server_started_by_a_process_that_is_killed_gets_sigterm(tmp_path: Pat
         assert alive({server})
         parent.send_signal(signal.SIGKILL)
         parent.wait(30)
-        assert gone_within({server}, 10), "the server outlived the process that started it"
+        assert not survivors({server}, within=10), "the server outlived the process that started it"
     finally:
         parent.kill()
         parent.wait(30)

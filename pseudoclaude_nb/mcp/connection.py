@@ -119,11 +119,11 @@ class Connection:
         c = self.config
         if c.type == "stdio":
             cwd = c.cwd or self.workspace
-            # The SDK gives the server its default environment plus the configured one.
-            command, args = tether.command(
-                c.command, list(c.args), get_default_environment() | dict(c.env), cwd
-            )
-            params = StdioServerParameters(command=command, args=args, env=dict(c.env) or None, cwd=cwd)
+            # The environment the SDK would give the server (its defaults plus the configured
+            # one), built here so the tether looks the command up in that very PATH.
+            env = get_default_environment() | dict(c.env)
+            command, args = tether.command(c.command, list(c.args), env, cwd)
+            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
             return await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
         client = await stack.enter_async_context(create_mcp_http_client(headers=dict(c.headers) or None))
         return await stack.enter_async_context(streamable_http_client(c.url, http_client=client))

@@ -37,18 +37,14 @@ def command(executable: str, args: list[str], env: dict[str, str], cwd: str) -> 
     import errno
     import shutil
 
-    if os.sep in executable:
-        found: str | None = os.path.join(cwd, executable)
-        if not os.path.isfile(found):
-            found = None
-        elif not os.access(found, os.X_OK):
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), executable)
-    else:
-        found = shutil.which(executable, path=env.get("PATH", os.defpath))
-    if found is None:
+    # A name with a slash counts from the server's cwd, and so does a relative PATH entry.
+    found = executable if os.sep in executable else shutil.which(executable, path=env.get("PATH", os.defpath))
+    path = os.path.join(cwd, found) if found is not None else None
+    if path is None or not os.path.isfile(path):
         raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), executable)
-    found = os.path.join(cwd, found)  # a relative PATH entry counts from the server's cwd
-    return sys.executable, ["-I", "-S", __file__, str(os.getpid()), found, executable, *args]
+    if not os.access(path, os.X_OK):
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES), executable)
+    return sys.executable, ["-I", "-S", __file__, str(os.getpid()), path, executable, *args]
 
 
 def main(argv: list[str]) -> None:
