@@ -26,7 +26,11 @@ WHY = {
         "the snapshot's bytes plus Python per-entry work; on a slow CPU with a fast disk the ratio rises."
     ),
     "replay": "a full replay validates every message entry (pydantic), on top of parsing it.",
-    "append": "each append also encodes and redaction-checks its line; fsync dominates both loops.",
+    "append": (
+        "each append also builds, encodes and redaction-checks its line, and that work runs right after "
+        "an fsync, when its caches are cold; the floor row (that work alone in a bare loop) shows how much "
+        "of the gap is the work itself."
+    ),
     "resume": "resume reads the last replace's region, a look-back of 1 MiB and the head.",
     "estimator": "calibration needs a few anchors of the session's own text before it moves the ratio.",
 }

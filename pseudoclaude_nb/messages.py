@@ -194,19 +194,23 @@ class Message(BaseModel):
     def _readable_stop(cls, value: Any) -> Any:
         return value if value in ("max_tokens", "refusal") else None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, head: dict[str, Any] | None = None) -> dict[str, Any]:
+        """The message as JSON-ready data: ``id`` and ``ts`` first, then the rest.
+
+        ``head``: a dict to add the fields to, after its own keys (the log entry's ``v`` and
+        ``type``): every append builds its entry this way, as one dict.
+        """
         # The fields read from the instance dict (pydantic keeps them there): a model's
         # attribute read costs twice a dict read, and every append encodes a message.
         f = self.__dict__
         calls, result = f["tool_calls"], f["tool_result"]
-        data: dict[str, Any] = {
-            "id": f["id"],
-            "role": f["role"],
-            "content": f["content"],
-            "tool_calls": [c.to_dict() for c in calls] if calls else [],
-            "tool_result": result.to_dict() if result is not None else None,
-            "ts": f["ts"],
-        }
+        data: dict[str, Any] = {} if head is None else head
+        data["id"] = f["id"]
+        data["ts"] = f["ts"]
+        data["role"] = f["role"]
+        data["content"] = f["content"]
+        data["tool_calls"] = [c.to_dict() for c in calls] if calls else []
+        data["tool_result"] = result.to_dict() if result is not None else None
         if f["reasoning"]:
             data["reasoning"] = [r.to_dict() for r in f["reasoning"]]
         if f["stop_reason"]:

@@ -100,3 +100,60 @@ def test_secrets_in_kept_lines_stay_redacted(session):
     conversation.replace("edit", conversation.messages())
     assert b"ghp_" + b"a" * 36 not in (folder / "conversation.jsonl").read_bytes()
     assert conversation.messages()[0].content.startswith("token ghp_")  # memory keeps the original
+
+
+# --- a replace encodes nothing it has written ---------------------------------------------------
+
+
+class _Encodes:
+    """Counts the entries the writer encodes (``entries.message_entry`` as the writer calls it)."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.count = 0
+        real = entries.message_entry
+
+        def counting(*args, **kwargs):
+            self.count += 1
+            return real(*args, **kwargs)
+
+        monkeypatch.setattr(entries, "message_entry", counting)
+
+
+def _snapshot_lines(folder: Path) -> list[bytes]:
+    """The last replace's snapshot entries, as raw lines."""
+    raw = (folder / "conversation.jsonl").read_bytes().splitlines()
+    marker = max(i for i, line in enumerate(raw) if line.startswith(b'{"v":1,"type":"replace"'))
+    count = orjson.loads(raw[marker])["count"]
+    return raw[marker + 1 : marker + 1 + count]
+
+
+def test_a_replace_after_appends_encodes_none_of_them(session, monkeypatch):
+    folder, conversation, _writer = session
+    _fill(conversation)
+    messages = conversation.messages()
+    encodes = _Encodes(monkeypatch)
+    conversation.replace("edit", messages)
+    assert encodes.count == 0
+    snapshot = _snapshot_lines(folder)
+    rid = orjson.loads(snapshot[0])["replace_id"]
+    # The first entry this writer wrote with a model carries the stamp (the first append), so
+    # none of the snapshot entries does: each is exactly the encoded entry.
+    assert [line + b"\n" for line in snapshot] == [
+        entries.encode(entries.message_entry(m, replace_id=rid)) for m in messages
+    ]
+
+
+def test_a_second_replace_encodes_only_what_was_appended_since(session, monkeypatch):
+    folder, conversation, _writer = session
+    _fill(conversation)
+    conversation.replace("edit", conversation.messages())
+    encodes = _Encodes(monkeypatch)
+    conversation.add_assistant("one more")  # appended after the snapshot: kept too
+    conversation.replace("compact", conversation.messages()[1:])
+    assert encodes.count == 1  # only the append above; the replace encoded nothing
+    second = _snapshot_lines(folder)
+    rid = orjson.loads(second[0])["replace_id"]
+    assert [line + b"\n" for line in second] == [
+        entries.encode(entries.message_entry(m, replace_id=rid)) for m in conversation.messages()
+    ]
+    assert load_session(folder).messages == conversation.messages()

@@ -36,10 +36,9 @@ def _entry(type_: str, **fields: Any) -> dict[str, Any]:
 
 
 def message_entry(msg: Message, *, replace_id: str | None = None, model: str | None = None) -> dict[str, Any]:
-    # The keys every entry starts with, then the message's own: ``update`` keeps a key's
-    # place, so ``id`` and ``ts`` stay third and fourth (one dict built, on every append).
-    entry: dict[str, Any] = {"v": SCHEMA_VERSION, "type": "message", "id": None, "ts": None}
-    entry.update(msg.to_dict())
+    # The keys every entry starts with, then the message's own (``id`` and ``ts`` third and
+    # fourth): one dict, built on every append.
+    entry = msg.to_dict({"v": SCHEMA_VERSION, "type": "message"})
     if not entry["id"]:
         entry["id"] = new_id()
     if not entry["ts"]:
