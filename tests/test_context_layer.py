@@ -116,7 +116,7 @@ def test_a_finished_gauge_ignores_later_events():
 
 def test_the_marks_are_serialized_only_when_set():
     plain = Message(id="m", role="user", tool_result=ToolResult(call_id="c", content="x"), ts=1.0)
-    assert list(plain.to_dict()) == ["id", "role", "content", "tool_calls", "tool_result", "ts"]
+    assert list(plain.to_dict()) == ["id", "ts", "role", "content", "tool_calls", "tool_result"]
     assert list(plain.to_dict()["tool_result"]) == ["call_id", "content", "is_error"]
     marked = Message(role="user", content="n", host="rollover-remind")
     assert marked.to_dict()["host"] == "rollover-remind"
