@@ -174,7 +174,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     index.close()
     n = len(messages)
     b, p, w, f = (
-        statistics.median(loop[0] for loop in loops) for loops in (bare, product, writer_only, floor)
+        statistics.median(wall for wall, _, _ in times) for times in (bare, product, writer_only, floor)
     )
     ratio = b / p
     avg = sum(len(line) for line in lines) / n
@@ -206,7 +206,7 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     ]
     if not indexed:
         return rows
-    x = statistics.median(loop[0] for loop in indexed)
+    x = statistics.median(wall for wall, _, _ in indexed)
     rows.append(
         Row(
             key="append_indexed",
