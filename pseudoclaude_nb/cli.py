@@ -11,6 +11,7 @@ import os
 import shlex
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 from .config import STRATEGIES
@@ -32,11 +33,21 @@ def jupyter_command(executable: str | None = None) -> str | None:
 
 
 def run_demo(workspace: Path, *, quiet: bool = False, strategy: str = "compact") -> int:
+    # The demo's shell is its own: a profile of its own in a folder that goes when it ends,
+    # and no history, so nothing lands in ~/.ipython and no startup file of the user's runs.
+    with tempfile.TemporaryDirectory(prefix="pseudoclaude-demo-ipython-") as ipython_dir:
+        return _run_demo(workspace, ipython_dir, quiet=quiet, strategy=strategy)
+
+
+def _run_demo(workspace: Path, ipython_dir: str, *, quiet: bool, strategy: str) -> int:
     from IPython.core.interactiveshell import InteractiveShell
+    from traitlets.config import Config
 
     workspace.mkdir(parents=True, exist_ok=True)
     os.chdir(workspace)
-    shell = InteractiveShell.instance()
+    config = Config()
+    config.HistoryManager.enabled = False
+    shell = InteractiveShell.instance(config=config, ipython_dir=ipython_dir)
     cells = [
         "%load_ext pseudoclaude_nb",
         f"%agent --provider demo --mode auto --new --strategy {strategy} "

@@ -45,6 +45,26 @@ def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) ->
     assert final_tests and final_tests[-1].rstrip().endswith("OK")
 
 
+def test_the_demo_writes_nothing_in_the_home_folder(tmp_path: Path) -> None:
+    """A user's first command: no IPython profile or history of its own left in ~ (the tests' HOME
+    is a temporary folder, and IPYTHONDIR is not set here, as on a fresh machine)."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "IPYTHONDIR"}
+    env.update(HOME=str(home), PSEUDOCLAUDE_DEMO_PACE="0")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "ws", "--quiet"],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (tmp_path / "ws" / ".pseudoclaude").is_dir()
+    assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
+
+
 def test_demo_command_rejects_unknown_subcommands(tmp_path: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-m", "pseudoclaude_nb", "nonsense"], cwd=tmp_path, capture_output=True, text=True
