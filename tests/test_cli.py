@@ -9,22 +9,15 @@ import sys
 from pathlib import Path
 
 from pseudoclaude_nb.session import load_session
+from tests.demo_support import run_demo
 
 
 def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) -> None:
-    env = dict(os.environ, PSEUDOCLAUDE_DEMO_PACE="0", IPYTHONDIR=str(tmp_path / "ipython"))
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"))
     # As the README runs it: .venv/bin/python with the venv not activated (its bin/ off PATH).
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != bindir)
-    proc = subprocess.run(
-        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "demo-ws"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    proc = run_demo(tmp_path, "--workspace", "demo-ws", env=env)
     out = proc.stdout
     assert "→ edit_file(" in out and "✓ done · 11 steps" in out
     assert "\033[" not in out, "piped output has no terminal escape codes"
@@ -51,16 +44,7 @@ def test_the_demo_writes_nothing_in_the_home_folder(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     env = {k: v for k, v in os.environ.items() if k != "IPYTHONDIR"}
-    env.update(HOME=str(home), PSEUDOCLAUDE_DEMO_PACE="0")
-    proc = subprocess.run(
-        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "ws", "--quiet"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    run_demo(tmp_path, "--workspace", "ws", "--quiet", env={**env, "HOME": str(home)})
     assert (tmp_path / "ws" / ".pseudoclaude").is_dir()
     assert sorted(p.relative_to(home).as_posix() for p in home.rglob("*")) == []
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,19 +20,12 @@ from pseudoclaude_nb.providers.demo_script import build_demo_script
 from pseudoclaude_nb.providers.scripted import load_script
 from pseudoclaude_nb.rollover import reminder_threshold_for
 from pseudoclaude_nb.tools.rollover import NewContextArgs
+from tests.demo_support import run_demo
 
 
 def _demo(tmp_path: Path, strategy: str) -> tuple[str, list[dict]]:
-    env = dict(os.environ, PSEUDOCLAUDE_DEMO_PACE="0", IPYTHONDIR=str(tmp_path / "ipython"))
-    proc = subprocess.run(
-        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "ws", "--strategy", strategy],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"))
+    proc = run_demo(tmp_path, "--workspace", "ws", "--strategy", strategy, env=env)
     log_line = next(line for line in proc.stdout.splitlines() if line.startswith("session log: "))
     log = Path(log_line.removeprefix("session log: "))
     return proc.stdout, [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
