@@ -23,7 +23,7 @@ from ..errors import SessionError
 from . import loader, safeio, sidecar
 from .loader import LoadResult
 from .locks import held, is_locked
-from .paths import LOCK_NAME, LOG_NAME, META_NAME, sessions_dir
+from .paths import LOCK_NAME, LOG_NAME, META_NAME, TIMELINE_INDEX, sessions_dir
 
 META_VERSION = sidecar.META_VERSION
 META_LIMIT = sidecar.META_LIMIT
@@ -294,7 +294,7 @@ def _remove_if_abandoned(folder: Path) -> None:
         names = set(os.listdir(folder))
     except OSError:
         return
-    allowed = {META_NAME, "tool-results"}
+    allowed = {META_NAME, TIMELINE_INDEX, "tool-results"}
     if all(n in allowed or safeio.is_temp_name(n) for n in names):
         shutil.rmtree(folder, ignore_errors=True)  # never follows a link out
 

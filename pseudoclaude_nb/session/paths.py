@@ -17,6 +17,7 @@ from . import safeio
 STATE_DIR = ".pseudoclaude"
 LOG_NAME = "conversation.jsonl"
 META_NAME = "meta.json"
+TIMELINE_INDEX = "timeline.idx"  # derived, like meta.json (timeline_index)
 LOCK_NAME = "writer.lock"
 SPILL_DIR = "tool-results"
 GITIGNORE = (

@@ -14,6 +14,7 @@ which is brought up to date by reading only the bytes it has not seen.
 
 from __future__ import annotations
 
+import bisect
 import os
 import time
 from array import array
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import overload
 
 from ..errors import SessionError
-from . import safeio, sidecar
+from . import safeio, sidecar, timeline_index
 from .loader import log_path
+from .paths import LOG_NAME
 from .timeline_items import KINDS, Item, parse_item
 from .timeline_scan import Scanner
 
@@ -90,6 +92,7 @@ class Timeline:
     images: dict[int, int] = field(default_factory=dict)  # issue-14: entry index -> image parts
     bins: list[Bin] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # the build's stages (sidecar, read, scan, bins)
+    indexed_bytes: int = 0  # log bytes read from timeline.idx instead of scanned
 
     @property
     def items(self) -> Entries:
@@ -139,7 +142,11 @@ class Timeline:
 
 
 def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
-    """The timeline of a session's log: one streamed pass, memory a few bytes per entry."""
+    """The timeline of a session's log: one streamed pass, memory a few bytes per entry.
+
+    The pass starts where the log's ``timeline.idx`` ends, when it has one that belongs to
+    the log (``timeline_index``); a pass that read much without one leaves one behind.
+    """
     file = log_path(path)
     clock = time.perf_counter
     started = clock()
@@ -148,52 +155,126 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
         fd = safeio.open_file(file)
     except OSError as exc:
         raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
-    t = Timeline(
-        session_id=file.parent.name,
-        path=file,
-        effective_messages=int(meta.get("effective_messages") or 0),
-        problems=list(meta.get("problems") or []),
-        effective_from=int(meta.get("effective_from") or 0),
-    )
-    # How far the sidecar's replay read (every line before it is known readable but those it
-    # lists as unreadable) and the lines it found unreadable.
+    t = _timeline(file, meta)
+    # The lines the sidecar's replay found unreadable.
     state = meta.get("replay")
     bad = {b[0] for b in state.get("bad", ()) if isinstance(b, list) and b} if isinstance(state, dict) else set()
-    replayed = meta.get("offset")
-    scan = Scanner(t, replayed if type(replayed) is int and replayed > 0 else 0)
-    read_s = 0.0
     scanned = clock()
     with os.fdopen(fd, "rb"):
-        size = os.fstat(fd).st_size
-        buf = bytearray(READ_CHUNK)  # one buffer, read into again and again
-        at, keep = 0, 0  # keep: the bytes of an unfinished line at the start of buf
-        while at < size:
-            if keep == len(buf):  # a line longer than the buffer
-                buf.extend(bytes(len(buf)))
-            began = clock()
-            with memoryview(buf) as view:
-                got = os.preadv(fd, [view[keep : keep + min(len(buf) - keep, size - at)]], at)
-            read_s += clock() - began
-            if not got:
-                break
-            filled, at = keep + got, at + got
-            end = buf.rfind(b"\n", 0, filled) + 1 if at < size else filled
-            if end:
-                scan.chunk(buf, end, at - filled)
-            keep = filled - end
-            if keep and end:
-                buf[:keep] = buf[end:filled]
+        scan, index_s, read_s = _scan(t, fd, meta)
+        if _trusted(meta) - t.indexed_bytes >= timeline_index.MIN_BYTES:
+            _keep(file.parent, fd, t, scan, meta)
     scan.finish(bad)
     binned = clock()
     t.bins = _bins(t, bins)
     done = clock()
     t.seconds = {
         "sidecar": round(scanned - started, 4),
+        "index": round(index_s, 4),
         "read": round(read_s, 4),
-        "scan": round(binned - scanned - read_s, 4),
+        "scan": round(binned - scanned - index_s - read_s, 4),
         "bins": round(done - binned, 4),
     }
     return t
+
+
+def keep_index(session_dir: Path, meta: dict) -> None:
+    """Bring the log's ``timeline.idx`` up to the sidecar's offset when the log has grown
+    enough since (the session writer, after it brings ``meta.json`` up to date); never raises."""
+    trusted = _trusted(meta)
+    have = timeline_index.covered(session_dir)
+    if have > trusted:
+        have = 0  # another log's, or a log cut since: built anew
+    if trusted - have < max(timeline_index.MIN_BYTES, have // 20):
+        return  # a build reads that much in a few hundredths of a second
+    file = Path(session_dir) / LOG_NAME
+    try:
+        with os.fdopen(safeio.open_file(file), "rb") as f:
+            t = _timeline(file, meta)
+            scan, _, _ = _scan(t, f.fileno(), meta, stop=trusted)
+            _keep(Path(session_dir), f.fileno(), t, scan, meta)
+    except Exception:  # noqa: BLE001 - derived: the next build scans what the index does not cover
+        pass
+
+
+def _timeline(file: Path, meta: dict) -> Timeline:
+    return Timeline(
+        session_id=file.parent.name,
+        path=file,
+        effective_messages=int(meta.get("effective_messages") or 0),
+        problems=list(meta.get("problems") or []),
+        effective_from=int(meta.get("effective_from") or 0),
+    )
+
+
+def _trusted(meta: dict) -> int:
+    """How far the sidecar's replay read: every line before is readable but those it lists."""
+    replayed = meta.get("offset")
+    return replayed if type(replayed) is int and replayed > 0 else 0
+
+
+def _scan(t: Timeline, fd: int, meta: dict, *, stop: int | None = None) -> tuple[Scanner, float, float]:
+    """Fill ``t`` from the log open as ``fd`` (up to ``stop``), from its index first when it has
+    a good one (``t.indexed_bytes``): the scanner, and the seconds spent reading the index and the log."""
+    clock = time.perf_counter
+    began = clock()
+    trusted = _trusted(meta)
+    scan = Scanner(t, trusted)
+    size = os.fstat(fd).st_size if stop is None else stop
+    saved = timeline_index.load(t.path.parent, fd, size=size, trusted=trusted, kinds=len(KINDS))
+    at = 0
+    if saved is not None:
+        t.offsets, t.lines, t.kinds = saved.offsets, saved.lines, saved.kinds
+        t.usage, t.reasons, t.images = saved.usage, saved.reasons, saved.images
+        scan.torn_notes, scan.line, at = saved.torn_notes, saved.next_line, saved.covered
+    t.indexed_bytes, index_s, read_s = at, clock() - began, 0.0
+    buf = bytearray(READ_CHUNK)  # one buffer, read into again and again
+    keep = 0  # the bytes of an unfinished line at the start of buf
+    while at < size:
+        if keep == len(buf):  # a line longer than the buffer
+            buf.extend(bytes(len(buf)))
+        began = clock()
+        with memoryview(buf) as view:
+            got = os.preadv(fd, [view[keep : keep + min(len(buf) - keep, size - at)]], at)
+        read_s += clock() - began
+        if not got:
+            break
+        filled, at = keep + got, at + got
+        end = buf.rfind(b"\n", 0, filled) + 1 if at < size else filled
+        if end:
+            scan.chunk(buf, end, at - filled)
+        keep = filled - end
+        if keep and end:
+            buf[:keep] = buf[end:filled]
+    return scan, index_s, read_s
+
+
+def _keep(folder: Path, fd: int, t: Timeline, scan: Scanner, meta: dict) -> None:
+    """Save what the scan found in the bytes the sidecar's replay read (before ``finish``)."""
+    trusted = _trusted(meta)
+    state = meta.get("replay")
+    lines = state.get("lines") if isinstance(state, dict) else None
+    if not trusted or type(lines) is not int:
+        return
+    k = bisect.bisect_left(t.offsets, trusted)
+    next_line = lines + 1
+    if (k and t.lines[k - 1] >= next_line) or (k < len(t.lines) and t.lines[k] < next_line):
+        return  # the sidecar counted other lines than the scan: leave no index
+    timeline_index.save(
+        folder,
+        fd,
+        timeline_index.Saved(
+            covered=trusted,
+            next_line=next_line,
+            offsets=t.offsets[:k],
+            lines=t.lines[:k],
+            kinds=t.kinds[:k],
+            usage=[u for u in t.usage if u[0] < k],
+            reasons={i: r for i, r in t.reasons.items() if i < k},
+            images={i: n for i, n in t.images.items() if i < k},
+            torn_notes=[i for i in scan.torn_notes if i < k],
+        ),
+    )
 
 
 def _bins(t: Timeline, count: int) -> list[Bin]:

@@ -35,7 +35,7 @@ from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
-from . import entries, locks, mend, safeio, sidecar
+from . import entries, locks, mend, safeio, sidecar, timeline
 from .encode import EncodeError, encode_entry
 from .locks import is_locked
 from .paths import LOG_NAME, SPILL_DIR
@@ -206,7 +206,10 @@ class SessionWriter:
         self._unsynced = 0
         with self._meta_lock:
             try:
-                sidecar.refresh(self.dir, fsync=False)
+                meta = sidecar.refresh(self.dir, fsync=False)
+                # The timeline's index too, once the log has grown enough since it was kept
+                # (every 4 MB or 5 %): an open then scans only what is newer.
+                timeline.keep_index(self.dir, meta)
             except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
                 pass
 

@@ -1,0 +1,151 @@
+"""The timeline's classification of a log, kept beside it (``timeline.idx``) so an open scans only new bytes.
+
+Derived data, like the sidecar: what the timeline's scan found in the log's first
+``covered`` bytes (each entry's offset, line and kind, the usage points, replace reasons,
+image parts and torn-line notes), before the sidecar's unreadable lines are applied
+(``Scanner.finish`` does that at every build). Written whole and atomically (a temporary
+file renamed over it, no fsync), by the session writer when its log has grown enough since
+(``writer.sync_meta``) and by a timeline build that scanned much. It is used only when it
+belongs to the log as it is now: the same first bytes (the sidecar's head digest), a line
+boundary at ``covered``, a checksum that matches, entries in order; anything else and the
+log is scanned in full, as without it. Like the sidecar it trusts the log to be append-only.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import zlib
+from array import array
+from dataclasses import dataclass, field
+from itertools import islice
+from operator import lt
+from pathlib import Path
+
+import orjson
+
+from . import safeio
+from .paths import TIMELINE_INDEX
+from .sidecar import head_digest
+
+_MAGIC = b"PCTLIDX1"
+# magic, covered bytes, the next line's number, entries, usage points, extras' bytes, head digest
+_HEADER = struct.Struct("<8sQQQQQ40s")
+_CRC = struct.Struct("<I")
+MIN_BYTES = 4 << 20  # a log scanned in well under 0.1 s is not worth a file
+LIMIT = 1 << 31  # an index bigger than this is not read
+
+
+@dataclass
+class Saved:
+    covered: int  # the log bytes the entries cover (the end of a whole line)
+    next_line: int  # the number of the line that starts at ``covered``
+    offsets: array = field(default_factory=lambda: array("Q"))
+    lines: array = field(default_factory=lambda: array("Q"))
+    kinds: bytearray = field(default_factory=bytearray)
+    usage: list[tuple[int, int]] = field(default_factory=list)
+    reasons: dict[int, str] = field(default_factory=dict)
+    images: dict[int, int] = field(default_factory=dict)
+    torn_notes: list[int] = field(default_factory=list)
+
+
+def covered(session_dir: Path) -> int:
+    """How many log bytes the index says it covers (its header only; 0 when there is none)."""
+    try:
+        fd = safeio.open_file(Path(session_dir) / TIMELINE_INDEX)
+    except OSError:
+        return 0
+    try:
+        head = os.read(fd, _HEADER.size)
+    finally:
+        os.close(fd)
+    if len(head) < _HEADER.size or not head.startswith(_MAGIC):
+        return 0
+    return _HEADER.unpack(head)[1]
+
+
+def save(session_dir: Path, fd: int, saved: Saved) -> bool:
+    """Write the index of the log open as ``fd``; False when it cannot be (never raises)."""
+    try:
+        usage_at = array("Q", (i for i, _ in saved.usage))
+        usage_tokens = array("Q", (n for _, n in saved.usage))
+    except OverflowError:  # a count no 64 bits hold (a hand-written line): no index
+        return False
+    extras = orjson.dumps(
+        {
+            "reasons": list(saved.reasons.items()),
+            "images": list(saved.images.items()),
+            "torn": saved.torn_notes,
+        }
+    )
+    try:
+        digest = head_digest(fd, saved.covered).encode()
+        header = _HEADER.pack(
+            _MAGIC, saved.covered, saved.next_line, len(saved.offsets), len(saved.usage), len(extras), digest
+        )
+        body = b"".join(
+            (header, saved.offsets.tobytes(), saved.lines.tobytes(), bytes(saved.kinds),
+             usage_at.tobytes(), usage_tokens.tobytes(), extras)
+        )  # fmt: skip
+        safeio.write_atomic(Path(session_dir) / TIMELINE_INDEX, body + _CRC.pack(zlib.crc32(body)), fsync=False)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+def load(session_dir: Path, fd: int, *, size: int, trusted: int, kinds: int) -> Saved | None:
+    """The index of the log open as ``fd`` (``size`` bytes, readable up to ``trusted``), or None.
+
+    None whenever it may not describe this log: missing, damaged, another log's, beyond
+    the bytes the sidecar's replay read, or holding an impossible entry (``kinds``: the
+    number of kind codes).
+    """
+    try:
+        raw = safeio.read_bytes(Path(session_dir) / TIMELINE_INDEX, limit=LIMIT)
+    except OSError:
+        return None
+    if len(raw) < _HEADER.size + _CRC.size or not raw.startswith(_MAGIC):
+        return None
+    body, (crc,) = raw[: -_CRC.size], _CRC.unpack(raw[-_CRC.size :])
+    if zlib.crc32(body) != crc:
+        return None
+    _, cov, next_line, count, points, extra, digest = _HEADER.unpack_from(body)
+    if len(body) != _HEADER.size + 17 * count + 16 * points + extra:
+        return None
+    if not 0 < cov <= min(size, trusted) or os.pread(fd, 1, cov - 1) != b"\n" or head_digest(fd, cov).encode() != digest:
+        return None
+    at = _HEADER.size
+    out = Saved(cov, next_line)
+    for column in (out.offsets, out.lines):
+        column.frombytes(body[at : at + 8 * count])
+        at += 8 * count
+    out.kinds = bytearray(body[at : at + count])
+    at += count
+    usage_at, usage_tokens = array("Q"), array("Q")
+    for column in (usage_at, usage_tokens):
+        column.frombytes(body[at : at + 8 * points])
+        at += 8 * points
+    try:
+        extras = orjson.loads(body[at:])
+        out.reasons = {int(i): str(r) for i, r in extras["reasons"]}
+        out.images = {int(i): int(n) for i, n in extras["images"]}
+        out.torn_notes = [int(i) for i in extras["torn"]]
+    except (orjson.JSONDecodeError, KeyError, TypeError, ValueError):
+        return None
+    out.usage = list(zip(usage_at, usage_tokens, strict=True))
+    if not _plausible(out, count, kinds):
+        return None
+    return out
+
+
+def _plausible(s: Saved, count: int, kinds: int) -> bool:
+    """Entries in order inside the bytes and lines covered, every index naming an entry."""
+    if count:
+        if s.offsets[-1] >= s.covered or s.lines[0] < 1 or s.lines[-1] >= s.next_line or max(s.kinds) >= kinds:
+            return False
+        if not all(map(lt, s.offsets, islice(s.offsets, 1, None))) or not all(map(lt, s.lines, islice(s.lines, 1, None))):
+            return False
+    elif s.next_line < 1:
+        return False
+    marks = [i for i, _ in s.usage] + list(s.reasons) + list(s.images) + s.torn_notes
+    return all(0 <= i < count for i in marks) and all(map(lt, s.usage, islice(s.usage, 1, None)))
