@@ -125,7 +125,9 @@ def timeline_row(root: Path, sizes: Sizes) -> list[Row]:
                 "first_build_in_a_fresh_process_s": [round(x, 3) for x in first],
                 "indexed_mb": round(t.indexed_bytes / 1e6, 1),
                 "scanned_mb": round((built.path.stat().st_size - t.indexed_bytes) / 1e6, 1),
-                "index_mb": round((built.path.parent / TIMELINE_INDEX).stat().st_size / 1e6, 2) if indexed else 0,
+                "index_mb": round((built.path.parent / TIMELINE_INDEX).stat().st_size / 1e6, 2)
+                if indexed
+                else 0,
                 "best_in_one_process_s": round(in_process, 3),
                 "cpu_s": round(cpu, 3),
                 "stages_s": stages,

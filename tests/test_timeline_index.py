@@ -72,7 +72,9 @@ def grown_log(folder: Path, seed: int, *, pieces: int = 5, torn_tail: bool = Fal
 
 @pytest.mark.parametrize("seed", range(6))
 @pytest.mark.parametrize("chunk", [4096, 1 << 20])
-def test_an_open_from_the_index_equals_a_full_scan(tmp_path: Path, monkeypatch, always_kept, seed: int, chunk: int) -> None:
+def test_an_open_from_the_index_equals_a_full_scan(
+    tmp_path: Path, monkeypatch, always_kept, seed: int, chunk: int
+) -> None:
     monkeypatch.setattr(timeline, "READ_CHUNK", chunk)
     folder = tmp_path / "s"
     grown_log(folder, seed, torn_tail=seed % 2 == 1)
@@ -129,7 +131,9 @@ def test_a_damaged_or_foreign_index_is_not_used(tmp_path: Path, always_kept) -> 
         assert picture(t) == expected
 
 
-def test_a_crafted_index_that_checks_out_but_names_impossible_entries_is_not_used(tmp_path: Path, always_kept) -> None:
+def test_a_crafted_index_that_checks_out_but_names_impossible_entries_is_not_used(
+    tmp_path: Path, always_kept
+) -> None:
     """A checksum is not a proof: entries out of order or past the covered bytes are refused."""
     folder = tmp_path / "s"
     log = grown_log(folder, 3)
@@ -178,7 +182,9 @@ def test_a_log_rewritten_or_cut_is_scanned_anew(tmp_path: Path, always_kept) -> 
     assert t.indexed_bytes == 0 and picture(t) == full_scan(tmp_path / "c")
 
 
-def test_the_index_is_never_written_through_a_link_and_a_fifo_is_not_read(tmp_path: Path, always_kept) -> None:
+def test_the_index_is_never_written_through_a_link_and_a_fifo_is_not_read(
+    tmp_path: Path, always_kept
+) -> None:
     folder = tmp_path / "s"
     folder.mkdir()
     (folder / LOG_NAME).write_bytes(b"".join(_varied_lines(random.Random(8), 200)))
@@ -202,7 +208,9 @@ def test_the_writer_keeps_the_index_as_the_log_grows(tmp_path: Path, monkeypatch
     rng = random.Random(9)
     with SessionWriter(folder, fsync=False, meta_bytes=32 << 10) as writer:
         for i in range(600):
-            writer.append_message(Message(role="user" if i % 2 else "assistant", content="x" * rng.randint(10, 2000)))
+            writer.append_message(
+                Message(role="user" if i % 2 else "assistant", content="x" * rng.randint(10, 2000))
+            )
     size = (folder / LOG_NAME).stat().st_size
     covered = timeline_index.covered(folder)
     assert size - covered < max(64 << 10, covered // 20) + (32 << 10)

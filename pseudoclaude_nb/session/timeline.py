@@ -34,7 +34,6 @@ BINS = 200  # the picture's columns, whatever the log's length
 READ_CHUNK = 4 << 20  # one buffer, read into again and again
 
 
-
 @dataclass
 class Bin:
     """A run of consecutive entries: [first, end) by entry index, and what kinds they are."""
@@ -158,7 +157,11 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
     t = _timeline(file, meta)
     # The lines the sidecar's replay found unreadable.
     state = meta.get("replay")
-    bad = {b[0] for b in state.get("bad", ()) if isinstance(b, list) and b} if isinstance(state, dict) else set()
+    bad = (
+        {b[0] for b in state.get("bad", ()) if isinstance(b, list) and b}
+        if isinstance(state, dict)
+        else set()
+    )
     scanned = clock()
     with os.fdopen(fd, "rb"):
         scan, index_s, read_s = _scan(t, fd, meta)
@@ -308,5 +311,3 @@ def _bins(t: Timeline, count: int) -> list[Bin]:
             p += 1
         out.append(Bin(lo, hi, counts, eff, peak, shown, t.lines[lo], t.lines[hi - 1], pictures))
     return out
-
-

@@ -87,7 +87,9 @@ def save(session_dir: Path, fd: int, saved: Saved) -> bool:
             (header, saved.offsets.tobytes(), saved.lines.tobytes(), bytes(saved.kinds),
              usage_at.tobytes(), usage_tokens.tobytes(), extras)
         )  # fmt: skip
-        safeio.write_atomic(Path(session_dir) / TIMELINE_INDEX, body + _CRC.pack(zlib.crc32(body)), fsync=False)
+        safeio.write_atomic(
+            Path(session_dir) / TIMELINE_INDEX, body + _CRC.pack(zlib.crc32(body)), fsync=False
+        )
     except (OSError, ValueError):
         return False
     return True
@@ -112,7 +114,11 @@ def load(session_dir: Path, fd: int, *, size: int, trusted: int, kinds: int) -> 
     _, cov, next_line, count, points, extra, digest = _HEADER.unpack_from(body)
     if len(body) != _HEADER.size + 17 * count + 16 * points + extra:
         return None
-    if not 0 < cov <= min(size, trusted) or os.pread(fd, 1, cov - 1) != b"\n" or head_digest(fd, cov).encode() != digest:
+    if (
+        not 0 < cov <= min(size, trusted)
+        or os.pread(fd, 1, cov - 1) != b"\n"
+        or head_digest(fd, cov).encode() != digest
+    ):
         return None
     at = _HEADER.size
     out = Saved(cov, next_line)
@@ -141,9 +147,16 @@ def load(session_dir: Path, fd: int, *, size: int, trusted: int, kinds: int) -> 
 def _plausible(s: Saved, count: int, kinds: int) -> bool:
     """Entries in order inside the bytes and lines covered, every index naming an entry."""
     if count:
-        if s.offsets[-1] >= s.covered or s.lines[0] < 1 or s.lines[-1] >= s.next_line or max(s.kinds) >= kinds:
+        if (
+            s.offsets[-1] >= s.covered
+            or s.lines[0] < 1
+            or s.lines[-1] >= s.next_line
+            or max(s.kinds) >= kinds
+        ):
             return False
-        if not all(map(lt, s.offsets, islice(s.offsets, 1, None))) or not all(map(lt, s.lines, islice(s.lines, 1, None))):
+        if not all(map(lt, s.offsets, islice(s.offsets, 1, None))) or not all(
+            map(lt, s.lines, islice(s.lines, 1, None))
+        ):
             return False
     elif s.next_line < 1:
         return False
