@@ -201,7 +201,9 @@ def test_the_index_is_never_written_through_a_link_and_a_fifo_is_not_read(
     assert t.indexed_bytes == 0 and picture(t) == expected
 
 
-def test_the_writer_keeps_the_index_as_the_log_grows(tmp_path: Path, monkeypatch) -> None:
+def test_the_writer_keeps_the_index_at_its_close_once_the_log_grew_enough(
+    tmp_path: Path, monkeypatch
+) -> None:
     monkeypatch.setattr(timeline_index, "MIN_BYTES", 64 << 10)
     folder = tmp_path / "s"
     folder.mkdir()
@@ -212,8 +214,13 @@ def test_the_writer_keeps_the_index_as_the_log_grows(tmp_path: Path, monkeypatch
                 Message(role="user" if i % 2 else "assistant", content="x" * rng.randint(10, 2000))
             )
     size = (folder / LOG_NAME).stat().st_size
-    covered = timeline_index.covered(folder)
-    assert size - covered < max(64 << 10, covered // 20) + (32 << 10)
+    assert timeline_index.covered(folder) == size  # kept at its close
     t = build_timeline(folder)
-    assert t.indexed_bytes == covered > 0
+    assert t.indexed_bytes == size
     assert picture(t) == full_scan(folder)
+    # A run too short to keep it again leaves it as it was; the open scans the rest.
+    with SessionWriter(folder, fsync=False, meta_bytes=32 << 10) as writer:
+        writer.append_message(Message(role="user", content="one more"))
+    assert timeline_index.covered(folder) == size < (folder / LOG_NAME).stat().st_size
+    t = build_timeline(folder)
+    assert t.indexed_bytes == size and picture(t) == full_scan(folder)

@@ -193,10 +193,19 @@ class SessionWriter:
         return self.failed
 
     def settle_meta(self) -> None:
-        """Bring ``meta.json`` up to date if anything was written since it last was (a run's end, close)."""
+        """Bring ``meta.json`` up to date if anything was written since it last was (a run's end, close).
+
+        The timeline's index too, once the log has grown enough since it was kept (4 MB or
+        5 %): an open then scans only what is newer. Only here, never after a replace or
+        every ``meta_bytes``: its scan would take the interpreter from the run it follows.
+        """
         self.wait_meta()
         if self._unsynced:
             self.sync_meta()
+        with self._meta_lock:  # the index's header says whether it is due: nothing set per append
+            meta = sidecar.read_meta(self.dir)
+            if meta is not None:
+                timeline.keep_index(self.dir, meta)  # never raises: derived
 
     def sync_meta(self) -> None:
         """Bring ``meta.json`` up to date: it reads only what was written since it was last current.
@@ -206,10 +215,7 @@ class SessionWriter:
         self._unsynced = 0
         with self._meta_lock:
             try:
-                meta = sidecar.refresh(self.dir, fsync=False)
-                # The timeline's index too, once the log has grown enough since it was kept
-                # (every 4 MB or 5 %): an open then scans only what is newer.
-                timeline.keep_index(self.dir, meta)
+                sidecar.refresh(self.dir, fsync=False)
             except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
                 pass
 
