@@ -224,3 +224,48 @@ def test_the_writer_keeps_the_index_at_its_close_once_the_log_grew_enough(
     assert timeline_index.covered(folder) == size < (folder / LOG_NAME).stat().st_size
     t = build_timeline(folder)
     assert t.indexed_bytes == size and picture(t) == full_scan(folder)
+
+
+def test_opens_while_the_writer_runs_and_keeps_the_index_see_the_log_as_it_was(
+    tmp_path: Path, always_kept
+) -> None:
+    """Builds racing a writer that appends and keeps the index at every few appends (each
+    also writing its own): every build is a prefix of the last one, and the last one equals
+    a full scan."""
+    import threading
+
+    folder = tmp_path / "s"
+    folder.mkdir()
+    done = threading.Event()
+    failures: list[BaseException] = []
+
+    def write() -> None:
+        try:
+            with SessionWriter(folder, fsync=False) as writer:
+                for i in range(400):
+                    writer.append_message(
+                        Message(role="user" if i % 2 else "assistant", content=f"m{i} " * 50)
+                    )
+                    if i % 25 == 24:
+                        writer.settle_meta()
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            failures.append(exc)
+        finally:
+            done.set()
+
+    thread = threading.Thread(target=write)
+    thread.start()
+    seen = []
+    while not done.is_set() or len(seen) < 3:
+        if (folder / LOG_NAME).exists():
+            seen.append(build_timeline(folder))
+    thread.join()
+    assert not failures
+    assert any(t.indexed_bytes for t in seen) and len({t.count for t in seen}) > 2  # it did race
+    last = build_timeline(folder)
+    assert picture(last) == full_scan(folder)
+    assert last.count == 400
+    for t in seen:
+        n = max(0, t.count - 1)  # the last entry may be a line still being written
+        assert list(t.offsets)[:n] == list(last.offsets)[:n]
+        assert bytes(t.kinds)[:n] == bytes(last.kinds)[:n]
