@@ -102,11 +102,10 @@ def timeline_row(root: Path, sizes: Sizes) -> list[Row]:
 
     ws = Path(tempfile.mkdtemp(dir=root, prefix="timeline-"))
     built = build_log(ws, sizes.timeline_mb * 1_000_000)
-    unkept = _last_run_unkept(built.path) if (built.path.parent / TIMELINE_INDEX).exists() else 0
-    out: dict = {}
-
     index = built.path.parent / TIMELINE_INDEX
+    unkept = _last_run_unkept(built.path) if index.exists() else 0
     kept = index.read_bytes() if index.exists() else None
+    out: dict = {}
 
     def run() -> tuple[float, float, dict[str, float]]:
         _as_the_writer_left_it(built.path, kept)

@@ -182,8 +182,8 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
 
 
 def keep_index(session_dir: Path, meta: dict) -> None:
-    """Bring the log's ``timeline.idx`` up to the sidecar's offset when the log has grown
-    enough since (the session writer, after it brings ``meta.json`` up to date); never raises."""
+    """Bring the log's ``timeline.idx`` up to the sidecar's offset when the log has grown 4 MB
+    or 5 % since (the session writer's ``settle_meta``: a run's end, close); never raises."""
     trusted = _trusted(meta)
     have = timeline_index.covered(session_dir)
     if have > trusted:

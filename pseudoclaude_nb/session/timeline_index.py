@@ -4,8 +4,8 @@ Derived data, like the sidecar: what the timeline's scan found in the log's firs
 ``covered`` bytes (each entry's offset, line and kind, the usage points, replace reasons,
 image parts and torn-line notes), before the sidecar's unreadable lines are applied
 (``Scanner.finish`` does that at every build). Written whole and atomically (a temporary
-file renamed over it, no fsync), by the session writer when its log has grown enough since
-(``writer.sync_meta``) and by a timeline build that scanned much. It is used only when it
+file renamed over it, no fsync), by the session writer at a run's end and on close when its
+log has grown enough since (``timeline.keep_index``), and by a timeline build that scanned much. It is used only when it
 belongs to the log as it is now: the same first bytes (the sidecar's head digest), a line
 boundary at ``covered``, a checksum that matches, entries in order; anything else and the
 log is scanned in full, as without it. Like the sidecar it trusts the log to be append-only.
