@@ -200,24 +200,23 @@ class SessionWriter:
         every ``meta_bytes``: its scan would take the interpreter from the run it follows.
         """
         self.wait_meta()
-        if self._unsynced:
-            self.sync_meta()
-        with self._meta_lock:  # the index's header says whether it is due: nothing set per append
-            meta = sidecar.read_meta(self.dir)
-            if meta is not None:
+        meta = self.sync_meta() if self._unsynced else sidecar.read_meta(self.dir)
+        if meta is not None:
+            with self._meta_lock:  # the index's header says whether it is due: nothing set per append
                 timeline.keep_index(self.dir, meta)  # never raises: derived
 
-    def sync_meta(self) -> None:
+    def sync_meta(self) -> dict[str, Any] | None:
         """Bring ``meta.json`` up to date: it reads only what was written since it was last current.
 
-        Derived data: never raises (a reader rebuilds a sidecar it finds stale or broken).
+        Derived data: never raises (a reader rebuilds a sidecar it finds stale or broken);
+        the sidecar, or None when it could not be brought up to date.
         """
         self._unsynced = 0
         with self._meta_lock:
             try:
-                sidecar.refresh(self.dir, fsync=False)
+                return sidecar.refresh(self.dir, fsync=False)
             except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
-                pass
+                return None
 
     # --- other entries ---------------------------------------------------------------------
 
