@@ -258,7 +258,10 @@ def test_a_corrupt_index_is_rebuilt_on_the_next_use(workspace: Path, agents):
 
     fresh = make_agent(workspace, agents, turn("x"))
     out = search_action(fresh, "PEAR-5", all_sessions=True)
-    assert "was unreadable" in out and "1 match" in out
+    # Not a database at all: set aside unused (SPEC §19), the index rebuilt from the logs.
+    assert "does not have the expected shape" in out and "file is not a database" in out and "1 match" in out
+    (aside,) = workspace.joinpath(".pseudoclaude").glob(f"{INDEX_NAME}.untrusted-*")
+    assert aside.read_bytes().startswith(b"this is not a database")
 
 
 def test_a_broken_index_never_stops_a_run(workspace: Path, agents):

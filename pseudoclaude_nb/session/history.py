@@ -21,6 +21,11 @@ Without it, each append is indexed inside the hook. ``rebuild`` (``%sessions rei
 builds a new file beside the old one in one pass and renames it into place. It never
 raises into its callers: a missing index is recreated, a corrupt one is deleted and
 rebuilt, a locked one is caught up later; problems are reported through ``on_notice``.
+
+A workspace is untrusted input and may ship any ``history.sqlite``: a file that is not
+exactly the shape this package makes (a trigger, a view, an extra table, another schema, not
+a database) is never used; it is renamed to ``history.sqlite.untrusted-<time>`` and the index
+is rebuilt from the logs, with one notice (``history_file``).
 """
 
 from __future__ import annotations
@@ -40,8 +45,18 @@ from ..messages import Message
 from . import safeio
 from .history_backlog import Backlog, Lag, lag
 from .history_build import build, finish
-from .history_file import SUFFIXES, Unsupported, connect, delete_files, is_corrupt, unlink
-from .history_indexer import Indexer, orphans, transaction
+from .history_file import (
+    SUFFIXES,
+    Unsupported,
+    Untrusted,
+    connect,
+    delete_aside,
+    delete_files,
+    is_corrupt,
+    set_aside,
+    unlink,
+)
+from .history_indexer import Indexer, orphans
 from .history_query import Hit, match
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 
@@ -294,6 +309,11 @@ class HistoryIndex:
                 f"history index {self.path} cannot be opened: {exc.strerror or exc}; "
                 "move it away, then run %sessions reindex"
             ) from exc
+        except Untrusted as exc:  # a second one, just after the first was set aside
+            raise SessionError(
+                f"history index {self.path} does not have the expected shape ({exc}); "
+                "move it away, then run %sessions reindex"
+            ) from exc
 
     def _connection(self) -> sqlite3.Connection:
         try:
@@ -310,12 +330,22 @@ class HistoryIndex:
             )
             self._close_connection()
         ensure_state_dir(self.workspace)
-        con = self._connect(self.path)
+        try:
+            con = self._connect(self.path)
+        except Untrusted as exc:
+            # Shipped with the workspace, or left by another program: never used, kept for a look.
+            aside = set_aside(self.path)
+            self._notice(
+                f"the history index {self.path.name} does not have the expected shape ({exc}); it was "
+                f"moved to {aside.name} unused, and the index is rebuilt from the session logs"
+            )
+            con = self._connect(self.path)
         st = os.stat(self.path)
         self._con, self._inode = con, (st.st_dev, st.st_ino)
         return con
 
     def _connect(self, path: Path, *, bulk: bool = False) -> sqlite3.Connection:
+        """``connect``; raises ``Untrusted`` for a file that is not the expected shape."""
         try:
             return connect(path, bulk=bulk)
         except Unsupported as exc:
@@ -333,16 +363,20 @@ class HistoryIndex:
         merged (``optimize``), the database rebuilt (``VACUUM``) and the WAL checkpointed and
         truncated; if some rows' tokens could not be deleted (their log was gone), the whole
         index is rebuilt from the logs. ``secure_delete`` zeroes freed pages meanwhile. An
-        index that does not exist is not created. Raises ``SessionError`` if the index
+        index that does not exist is not created. Files set aside as not the expected shape
+        (``history.sqlite.untrusted-*``) may hold the words of a file this package wrote
+        before (an older schema): a purge deletes them. Raises ``SessionError`` if the index
         cannot be changed (another process holds it).
         """
         ids = [sid for sid in dict.fromkeys(session_ids) if sid]
+        if scrub and ids:
+            delete_aside(self.path)
         if self.disabled or not ids or not os.path.exists(self.path):
             return 0
 
         def run(con: sqlite3.Connection) -> tuple[int, bool]:
             deleted = 0
-            with transaction(con):
+            with self._indexer.transaction(con):
                 for sid in ids:
                     deleted += self._indexer.drop(con, sid, self._log_folder(sid))
             if not scrub:
@@ -406,7 +440,7 @@ class HistoryIndex:
         present = self._present()
         known = {row[0] for row in con.execute("SELECT session_id FROM logs")}
         for gone in known - present.keys():  # trashed or purged: not searchable any more
-            with transaction(con):
+            with self._indexer.transaction(con):
                 self._indexer.drop(con, gone, self._log_folder(gone))
         # In id order (ids start with the time): rowids then follow time, newest last.
         return sum(self._indexer.consume(con, present[sid][0], present[sid][1]) for sid in sorted(present))

@@ -25,13 +25,12 @@ import orjson
 
 from . import history_indexer as tailing
 from .history_indexer import Progress
-from .history_schema import KIND
+from .history_schema import FTS_TABLES, KIND, LIVE_SETTINGS
 from .paths import LOG_NAME
 
 CHUNK_BYTES = 8 << 20  # log bytes whose rows go in as one statement per table (at most; 16 MB: +70 MB RSS)
 MIN_CHUNK_BYTES = 1 << 20  # a small history is still cut in a dozen chunks, so the threads overlap
 HASH_BYTES = 64 << 20  # FTS5's pending-terms hash while building (its default is 1 MB)
-FTS_TABLES = ("words", "terms_g")
 
 # A message row needs 7 columns; a spilled file's chunk also says where its line and file are.
 _DOCS_SHORT = (
@@ -84,10 +83,13 @@ def finish(con: sqlite3.Connection) -> None:
         tailing.fill_terms(con)  # one statement: one segment of ``terms_g``
         con.execute("CREATE INDEX IF NOT EXISTS docs_sid ON docs(sid)")
     con.execute("INSERT INTO terms_g(terms_g) VALUES ('optimize')")
-    for table in FTS_TABLES:
-        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', 4)")
-        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', 16)")
-        _hash_size(con, table, 1 << 20)  # FTS5's default: a live index commits small writes
+    for table in FTS_TABLES:  # what a found file may hold (history_schema.problem)
+        con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', {LIVE_SETTINGS['automerge']})")
+        con.execute(
+            f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', {LIVE_SETTINGS['crisismerge']})"
+        )
+        # FTS5's default: a live index commits small writes
+        _hash_size(con, table, LIVE_SETTINGS["hashsize"])
 
 
 def json_available(con: sqlite3.Connection) -> bool:
@@ -201,7 +203,9 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
                     next_id = batch.next_id
                     st = os.fstat(f.fileno())
                     stamp = (
-                        tailing.stamp_text((st.st_ino, st.st_size, st.st_mtime_ns)) if end == st.st_size else None
+                        tailing.stamp_text((st.st_ino, st.st_size, st.st_mtime_ns))
+                        if end == st.st_size
+                        else None
                     )
                     chunk.logs.append((sid, session_id, end, tailing.head_of(f, end), stamp))
                     chunk.rows += batch.rows

@@ -2,24 +2,41 @@
 
 SQLite opens the database and its ``-wal``, ``-shm`` and ``-journal`` files by name, so
 none may be a link or a special file (``safeio``'s limits); the file is private like the
-logs it indexes. ``history.HistoryIndex`` decides what to do with a broken file.
+logs it indexes. A workspace is untrusted input, so the file is opened the way SQLite
+advises for untrusted databases (``trusted_schema=OFF``, ``cell_size_check``, no mmap, no
+extension loading) and checked against the exact expected shape (``history_schema.problem``)
+before any statement that could fire a trigger; a file that differs raises ``Untrusted`` and
+``set_aside`` renames it out of the way. ``history.HistoryIndex`` decides what to do with a
+broken file.
 """
 
 from __future__ import annotations
 
 import os
 import sqlite3
+import time
 from pathlib import Path
 
 from . import safeio
 from .history_build import defer_merges, start
-from .history_schema import prepare
+from .history_schema import expected, prepare, problem
 
 SUFFIXES = ("", "-wal", "-shm", "-journal")
+ASIDE = "untrusted"  # history.sqlite.untrusted-<time>: a found file that was not the expected shape
+
+# Result codes that say nothing about the file itself (another process holds it, the disk is
+# full, …): the file is kept and the caller reports the error. Any other error while the
+# file is checked means SQLite cannot read it as an index: it is set aside.
+# BUSY, LOCKED, NOMEM, READONLY, INTERRUPT, IOERR, FULL, CANTOPEN, PROTOCOL:
+TRANSIENT = frozenset({5, 6, 7, 8, 9, 10, 13, 14, 15})
 
 
 class Unsupported(Exception):
     """This Python's SQLite cannot hold the index (no FTS5 or no trigram tokenizer)."""
+
+
+class Untrusted(Exception):
+    """The file at the index's path is not an index this package made (the reason is the message)."""
 
 
 def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
@@ -34,6 +51,8 @@ def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
     os.close(safeio.open_file(path, os.O_RDWR | os.O_CREAT, 0o600))
     con = sqlite3.connect(path, timeout=2.0, check_same_thread=False, isolation_level=None)
     try:
+        harden(con)
+        check(con)
         if bulk:
             start(con)
         else:
@@ -58,6 +77,83 @@ def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
         con.close()
         raise
     return con
+
+
+def harden(con: sqlite3.Connection) -> None:
+    """Settings for a file that may come from anyone, before anything reads it."""
+    # No SQL function or virtual table named in the file's schema runs unless marked
+    # innocuous; malformed b-tree cells are caught early; no memory map of a file that
+    # could be truncated under it; no extension loading (off by default, said anyway).
+    con.execute("PRAGMA trusted_schema=OFF")
+    con.execute("PRAGMA cell_size_check=ON")
+    con.execute("PRAGMA mmap_size=0")
+    if hasattr(con, "enable_load_extension"):
+        con.enable_load_extension(False)
+
+
+def check(con: sqlite3.Connection) -> None:
+    """Raise ``Untrusted`` unless the open file is new or exactly an index this package made."""
+    expected()  # first, alone: a missing FTS5 says so here (``Unsupported``), not as the file's fault
+    try:
+        why = problem(con)
+    except sqlite3.DatabaseError as exc:
+        code = getattr(exc, "sqlite_errorcode", None)
+        if code is not None and code & 0xFF in TRANSIENT:
+            raise  # not the file's fault: reported, the file kept
+        why = f"not a readable index: {exc}"
+    if why is not None:
+        raise Untrusted(why)
+
+
+def set_aside(path: Path) -> Path:
+    """Rename the file at ``path`` and its companions to ``<name>.untrusted-<time>``; the new path.
+
+    Renamed relative to the folder's fd (a link is renamed, never followed). The companions
+    go first: a ``-wal`` left beside a new file at ``path`` would be read into it.
+    """
+    stamp = time.strftime("%Y%m%d-%H%M%S")
+    dfd = safeio.open_dir(path.parent)
+    try:
+        base, n = f"{path.name}.{ASIDE}-{stamp}", 1
+        while any(_exists(f"{base}{suffix}", dfd) for suffix in SUFFIXES):
+            n += 1
+            base = f"{path.name}.{ASIDE}-{stamp}-{n}"
+        for suffix in (*SUFFIXES[1:], SUFFIXES[0]):
+            try:
+                os.rename(f"{path.name}{suffix}", f"{base}{suffix}", src_dir_fd=dfd, dst_dir_fd=dfd)
+            except FileNotFoundError:
+                pass
+    finally:
+        os.close(dfd)
+    return path.with_name(base)
+
+
+def delete_aside(path: Path) -> int:
+    """Delete every file ``set_aside`` made beside ``path`` (a purge); how many."""
+    try:
+        dfd = safeio.open_dir(path.parent)
+    except OSError:
+        return 0
+    deleted = 0
+    try:
+        for name in os.listdir(dfd):
+            if name.startswith(f"{path.name}.{ASIDE}-"):
+                try:
+                    os.unlink(name, dir_fd=dfd)  # a link is removed, never followed
+                    deleted += 1
+                except (FileNotFoundError, IsADirectoryError, PermissionError):
+                    pass
+    finally:
+        os.close(dfd)
+    return deleted
+
+
+def _exists(name: str, dfd: int) -> bool:
+    try:
+        os.lstat(name, dir_fd=dfd)
+    except FileNotFoundError:
+        return False
+    return True
 
 
 def is_corrupt(exc: sqlite3.Error) -> bool:

@@ -42,15 +42,25 @@ Progress = Callable[[int], None]  # bytes of log consumed since the last call
 
 @contextmanager
 def transaction(con: sqlite3.Connection) -> Iterator[None]:
-    # The rows and the log offset they came from commit together: a crash between the two
-    # is re-read from the log next time, never indexed twice.
+    """One explicit transaction (the connection has ``isolation_level=None``), all or nothing.
+
+    The rows and the log offset they came from commit together: a crash between the two is
+    re-read from the log next time, never indexed twice. After SQLITE_FULL, IOERR or NOMEM
+    SQLite may already have rolled the whole transaction back itself, so ROLLBACK is sent
+    only while one is open, and a failing ROLLBACK never hides the error that caused it.
+    A failed COMMIT is rolled back the same way.
+    """
     con.execute("BEGIN IMMEDIATE")
     try:
         yield
+        con.execute("COMMIT")
     except BaseException:
-        con.execute("ROLLBACK")
+        if con.in_transaction:
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass  # the first error is the one to report
         raise
-    con.execute("COMMIT")
 
 
 def uuid_hash(uuid: str) -> int:
@@ -58,7 +68,12 @@ def uuid_hash(uuid: str) -> int:
 
 
 class Indexer:
-    """Per-connection caches of what the index holds (cleared when the connection is)."""
+    """Per-connection caches of what the index holds (cleared when the connection is).
+
+    The caches say what is *committed*: a batch adds to them as it goes, so a transaction
+    that fails clears them all (``transaction``) and they are read again from the file;
+    otherwise a message of the rolled-back batch would count as indexed and be skipped.
+    """
 
     def __init__(self) -> None:
         # Session id -> (inode, size, mtime) of its log when it was last consumed to its end.
@@ -72,6 +87,16 @@ class Indexer:
         self._uuids.clear()
         self._skips.clear()
         self._sids.clear()
+
+    @contextmanager
+    def transaction(self, con: sqlite3.Connection) -> Iterator[None]:
+        """``transaction``, forgetting every cache if it does not commit."""
+        try:
+            with transaction(con):
+                yield
+        except BaseException:
+            self.clear()
+            raise
 
     # --- sessions ---------------------------------------------------------------------------
 
@@ -202,7 +227,7 @@ class Indexer:
                         "UPDATE logs SET stamp = ? WHERE session_id = ?", (stamp_text(stamp), session_id)
                     )
                 return 0
-            with transaction(con):
+            with self.transaction(con):
                 sid = self.sid(con, session_id)
                 if restart:
                     self.drop(con, session_id, None, keep_log=True)

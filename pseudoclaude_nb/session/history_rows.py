@@ -129,8 +129,8 @@ class Folders:
         folder = self._made.get(sid)
         if folder is None:
             name = self.names.get(sid)
-            if name is None:
-                return None
+            if not isinstance(name, str) or not name or "/" in name or "\x00" in name or name.startswith("."):
+                return None  # a name from the file, not a session folder's: never a path to read
             folder = self._made[sid] = self.root / name
         return folder
 

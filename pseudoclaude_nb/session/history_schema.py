@@ -12,14 +12,21 @@ and keeps only real matches, so the answer is exactly a case-insensitive substri
 A word is what FTS5's ``ascii`` tokenizer (with ``_`` as a token character) makes a token:
 a run of ASCII letters, digits, ``_`` and any non-ASCII characters. ``WORD`` is the same
 rule in Python, so the vocabulary holds exactly the tokens of ``words``.
+
+A workspace is untrusted input, so a ``history.sqlite`` found there is used only if
+``problem`` finds it has exactly the shape this module makes: the same objects with the same
+SQL (no trigger, view or extra table: a trigger would run inside every catch-up), the same
+``user_version`` and ``application_id``, and only the full-text settings the package sets.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import sqlite3
 
 SCHEMA_VERSION = 7
+APPLICATION_ID = 0x50434E42  # "PCNB"; files made before it was set say 0
 KIND_NAMES = ("text", "tool_call", "tool_result", "spill")
 KIND = {name: i for i, name in enumerate(KIND_NAMES)}
 
@@ -27,7 +34,10 @@ WORD = re.compile(r"[0-9a-z_\u0080-\U0010ffff]+")
 # Marks the character grams of a word (never in a word, so never confused with one of its trigrams).
 GRAM_MARK = "\x01"
 
-TABLES = ("terms_g", "terms", "words", "skip", "docs", "logs", "meta")
+FTS_TABLES = ("words", "terms_g")
+# The full-text settings of a live index (``history_build.finish`` leaves them after a rebuild;
+# an index made row by row has none): any other setting in a found file is refused.
+LIVE_SETTINGS = {"automerge": 4, "crisismerge": 16, "hashsize": 1 << 20}
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS logs(
@@ -64,15 +74,66 @@ CREATE VIRTUAL TABLE IF NOT EXISTS terms_g USING fts5(
 
 
 def prepare(con: sqlite3.Connection) -> None:
-    """Create (or, from another schema version, recreate) the tables."""
-    version = con.execute("PRAGMA user_version").fetchone()[0]
-    if version not in (0, SCHEMA_VERSION):
-        names = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type IN ('table', 'view')")]
-        for name in ("docs_short", "docs_fts", *TABLES):
-            if name in names:
-                con.execute(f"DROP TABLE IF EXISTS {name}")
-    con.executescript(SCHEMA)
-    con.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+    """Create the tables in a new file; ``problem`` found the file new or exactly this shape."""
+    version, app = con.execute("SELECT * FROM pragma_user_version, pragma_application_id").fetchone()
+    if version == SCHEMA_VERSION:  # every table there, as ``problem`` checked
+        if app != APPLICATION_ID:  # made before the id was set
+            con.execute(f"PRAGMA application_id = {APPLICATION_ID}")
+        return
+    # One transaction: another kernel opening the file meanwhile sees no table or all of
+    # them, never a part it would take for a foreign file.
+    con.executescript(
+        f"BEGIN IMMEDIATE;\n{SCHEMA}\nPRAGMA user_version = {SCHEMA_VERSION};\n"
+        f"PRAGMA application_id = {APPLICATION_ID};\nCOMMIT;"
+    )
+
+
+@functools.cache
+def expected() -> tuple[frozenset[tuple[str, str, str, str | None]], dict[str, object]]:
+    """What this SQLite makes of ``SCHEMA``: its ``sqlite_master`` rows and FTS5's own settings.
+
+    Made by this process's SQLite, so FTS5's shadow tables and its config version are the
+    ones the file would hold had this SQLite made it.
+    """
+    con = sqlite3.connect(":memory:")
+    try:
+        con.executescript(SCHEMA)
+        rows = frozenset(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+        settings = dict(con.execute(f"SELECT k, v FROM {FTS_TABLES[0]}_config"))
+    finally:
+        con.close()
+    return rows, {**settings, **LIVE_SETTINGS}
+
+
+def problem(con: sqlite3.Connection) -> str | None:
+    """Why the open file is not an index this package made (None: it is, or it is empty).
+
+    Reads only the header, ``sqlite_master`` and the FTS5 settings: no statement that could
+    fire a trigger or read a view. Raises ``sqlite3.DatabaseError`` for a file SQLite cannot
+    read (the caller tells corruption from a busy file).
+    """
+    version, app = con.execute("SELECT * FROM pragma_user_version, pragma_application_id").fetchone()
+    found = frozenset(con.execute("SELECT type, name, tbl_name, sql FROM sqlite_master"))
+    if not found and version == 0 and app == 0:
+        return None  # a new file: ``prepare`` makes the tables
+    if app not in (0, APPLICATION_ID):
+        return f"application_id {app}, not this package's"
+    if version != SCHEMA_VERSION:
+        return f"schema version {version}, expected {SCHEMA_VERSION}"
+    rows, settings = expected()
+    extra = sorted(found - rows, key=lambda r: (r[0], r[1]))
+    if extra:
+        kind, name = extra[0][:2]
+        known = any(r[1] == name for r in rows)
+        return f"{kind} {name!r} {'differs from the expected one' if known else 'is not part of the index'}"
+    missing = sorted(r[1] for r in rows - found)
+    if missing:
+        return f"{missing[0]!r} is missing"
+    for table in FTS_TABLES:
+        for key, value in con.execute(f"SELECT k, v FROM {table}_config"):
+            if key not in settings or settings[key] != value or type(value) is not type(settings[key]):
+                return f"full-text setting {key!r} of {table!r} is {value!r}"
+    return None
 
 
 # Han, kana, hangul and their punctuation: written without spaces, so each character is a
