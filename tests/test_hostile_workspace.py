@@ -262,8 +262,8 @@ def test_meta_json_with_wrong_types_still_lists(workspace):
     meta = json.loads((d / "meta.json").read_text())
     meta.update(title=["x"], physical_messages="7", created="yesterday", last_activity=10**400 and 1e308)
     (d / "meta.json").write_text(json.dumps(meta))
-    [info] = list_sessions(workspace)
-    assert info.title == "" and info.physical_messages == 0 and info.created == 0.0
+    [info] = list_sessions(workspace)  # a sidecar with wrong types is rebuilt from the log
+    assert info.title == "hello" and info.physical_messages == 1 and 0 < info.created <= info.last_activity
 
 
 def test_import_manifest_nested_100000_deep_and_a_zip_bomb_are_rejected(workspace, tmp_path):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -13,6 +14,7 @@ from IPython.display import display
 
 from ..agent import Agent
 from ..errors import PseudoClaudeError
+from ..textsafe import printable
 from .render import in_notebook
 
 PART_LABELS = {
@@ -90,7 +92,17 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
             f"  session {m['session_id']} · {m.get('spills', 0)} spilled results · "
             f"{m.get('compactions', 0)} compactions"
         )
-    return "\n".join(lines)
+    # Section titles (PSEUDOCLAUDE.md headings), tool and server names come from the workspace.
+    return printable("\n".join(lines))
+
+
+# What JSON leaves as it is but a terminal acts on: C1 controls and the bidi overrides.
+_JSON_UNSAFE = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def json_text(data: Any) -> str:
+    """``data`` as one JSON line a terminal shows as text (C0 controls are escaped by JSON itself)."""
+    return _JSON_UNSAFE.sub(lambda c: f"\\u{ord(c.group()):04x}", json.dumps(data, ensure_ascii=False))
 
 
 def _labels(m: dict[str, Any]) -> list[tuple[str, str]]:
@@ -168,7 +180,7 @@ class ContextMagics(Magics):
             raise UsageError("no request has been sent in this kernel yet; run %agent first")
         title = "last request" if args.last else "next request"
         if args.json:
-            print(json.dumps(data, ensure_ascii=False))
+            print(json_text(data))
         elif in_notebook(self.shell):
             display(
                 {
@@ -210,13 +222,13 @@ class ContextMagics(Magics):
         elif result.ok:
             print(f"compacted: ~{result.before_tokens:,} → ~{result.after_tokens:,} tokens")
         else:
-            print(f"compaction failed: {result.error}; nothing was replaced")
+            print(printable(f"compaction failed: {result.error}; nothing was replaced"))
 
     def _last_compact(self) -> None:
         session = self._agent.session
         last = session.context.last_compact if session else None
         if last is not None:
-            outcome = "ok" if last.ok else f"failed ({last.error})"
+            outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
             print(
                 f"  last compaction ({last.trigger}): {last.before_tokens:,} → {last.after_tokens:,}, {outcome}"
             )

@@ -13,6 +13,7 @@ from ..agent import Agent
 from ..errors import ConfigError
 from ..session.history import ProgressCallback
 from ..session.history_query import Hit
+from ..textsafe import printable
 
 SEARCH_LIMIT = 20
 
@@ -45,13 +46,23 @@ def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bo
         return f"no match for {query!r} in {scope}."
     lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:"]
     for i, h in enumerate(hits, 1):
-        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.ts)) if h.ts else "?"
-        what = {"text": "said", "tool_call": "called a tool", "tool_result": "tool result", "spill": "spilled result"}
+        try:
+            when = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.ts)) if h.ts else "?"
+        except (OverflowError, ValueError, OSError):  # a time no calendar holds
+            when = "?"
+        what = {
+            "text": "said",
+            "tool_call": "called a tool",
+            "tool_result": "tool result",
+            "spill": "spilled result",
+        }
         where = f"session {h.session_id} · " if all_sessions else ""
-        lines.append(f"{i:>3}. {where}{h.role} {what.get(h.kind, h.kind)} · {when}")
+        # The snippet and the names come from logs, maybe a cloned repository's: escaped.
+        said = printable(f"{where}{h.role} {what.get(h.kind, h.kind)}", one_line=True)
+        lines.append(f"{i:>3}. {said} · {when}")
         if h.ref:
-            lines.append(f"     in {h.ref}, line {h.line}")
-        lines.append(f"     {h.snippet}")
+            lines.append(f"     in {printable(str(h.ref), one_line=True)}, line {h.line}")
+        lines.append(f"     {printable(h.snippet, one_line=True)}")
     return "\n".join(lines)
 
 

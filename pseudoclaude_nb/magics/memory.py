@@ -19,6 +19,7 @@ from ..errors import PseudoClaudeError
 from ..memory import TYPES, MemoryStore, Topic
 from ..memory.index import HEADINGS, entry_line
 from ..memory.store import INDEX_NAME, read_topic_file
+from ..textsafe import printable
 from .agent import _unquote
 
 ACTIONS = ("show", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
@@ -190,11 +191,11 @@ class MemoryMagics(Magics):
             count = f"{len(items)} note{'s' if len(items) != 1 else ''}"
             print(f"{HEADINGS[lv]}  ({self._agent.memory.shown(store.root)}, {count})")
             for topic in items:
-                print(entry_line(topic, now))
+                print(printable(entry_line(topic, now)))  # notes can come with a cloned repo
             if not items:
                 print("(none)")
         for notice in memory.take_notices():
-            print(f"! {notice}")
+            print(printable(f"! {notice}"))
         report = memory.last_report
         if report is not None:
             print(f"last update: {report.summary()}")
@@ -204,7 +205,7 @@ class MemoryMagics(Magics):
         store: MemoryStore = self._agent.memory.store(topic.level)
         path = store.locate(topic.name) or store.path_of(topic.name)
         print(f"{self._agent.memory.shown(path)}:")
-        print(read_topic_file(path), end="")
+        print(printable(read_topic_file(path)), end="")
 
 
 def _body(words: list[str], cell: str | None) -> str | None:

@@ -32,6 +32,7 @@ from ..events import (
     ToolFinished,
     ToolStarted,
 )
+from ..textsafe import printable
 from ..widgets.theme import BRAND, ERROR, FG1, FG2, WARN
 from .tool_line import WAITING, ToolLine, call_brief, result_brief, tool_result_bundle
 
@@ -178,7 +179,9 @@ class TerminalRenderer:
             self._mid_line = False
 
     def _write(self, text: str) -> None:
-        self.out.write(text)
+        # Answers, notices and tool lines can quote what a cloned repository holds: a terminal
+        # must not act on its escapes (clipboard, title, clear screen).
+        self.out.write(printable(text))
         self.out.flush()
 
 
@@ -308,9 +311,11 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
     if memory is None or not memory.pending:
         return
     line = "memory: updating in the background…"
-    handle = display(_html_line(html.escape(line), line, FG2), raw=True, display_id=True) if isinstance(
-        renderer, NotebookRenderer
-    ) else None
+    handle = (
+        display(_html_line(html.escape(line), line, FG2), raw=True, display_id=True)
+        if isinstance(renderer, NotebookRenderer)
+        else None
+    )
     if not memory.wait(MEMORY_NOTICE_WAIT):
         text = "memory: the update is still running; %memory show waits for it, the next %agent sees it"
         reports = []
@@ -320,7 +325,7 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
     if handle is not None:
         handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
     else:
-        renderer.out.write(text + "\n")
+        renderer.out.write(printable(text) + "\n")
 
 
 def _thinking(text: str) -> dict[str, str]:
@@ -335,12 +340,15 @@ def _thinking(text: str) -> dict[str, str]:
 
 def _markdown(text: str) -> dict[str, str]:
     # text/plain carries the same text, for terminals, nbval and text-only frontends.
-    return {"text/markdown": text, "text/plain": text}
+    return {"text/markdown": text, "text/plain": printable(text)}
 
 
 def _html_line(markup: str, plain: str, color: str, accent: str | None = None) -> dict[str, str]:
     bar = f";border-left:3px solid {accent};padding-left:6px" if accent else ""
-    return {"text/html": f"<div style='color:{color};font-size:90%{bar}'>{markup}</div>", "text/plain": plain}
+    return {
+        "text/html": f"<div style='color:{color};font-size:90%{bar}'>{markup}</div>",
+        "text/plain": printable(plain),  # a console frontend prints it to a terminal
+    }
 
 
 def _show_html(markup: str, plain: str, color: str, accent: str | None = None) -> None:

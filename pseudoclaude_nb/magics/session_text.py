@@ -1,7 +1,9 @@
 """How sessions read as text in ``%sessions``: sizes, times, titles, statuses, message lines.
 
 Pure formatting, no I/O (a bad ``--limit``/``--tail`` pair is a ``UsageError``);
-``magics.sessions`` prints what these return.
+``magics.sessions`` prints what these return. Everything read from a log or a sidecar goes
+through ``safe_line`` or ``_title`` (``textsafe.printable``): a cloned session's title of
+terminal escapes (OSC 52 sets the clipboard, ``ESC[2J`` clears the screen) prints as text.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from pathlib import Path
 from IPython.core.error import UsageError
 
 from ..messages import Message
+from ..textsafe import printable
 
 SHOW_EDGE = 20  # without --limit/--tail, a long conversation shows its first and last 20 messages
 TITLE_WIDTH = 60
@@ -30,9 +33,14 @@ def _window(total: int, *, limit: int | None, tail: int | None) -> list[int | No
     return [*range(SHOW_EDGE), None, *range(total - SHOW_EDGE, total)]
 
 
+def safe_line(text: object) -> str:
+    """A name or a line from disk (an id, a model, a problem) as one printable line."""
+    return printable(str(text), one_line=True)
+
+
 def _title(title: str, width: int = TITLE_WIDTH) -> str:
-    """A title that fits the column, cut at a word boundary."""
-    title = " ".join(title.split())
+    """A title that fits the column, cut at a word boundary, its control characters escaped."""
+    title = safe_line(" ".join(title.split()))
     if len(title) <= width:
         return title
     cut = title[: width - 1]
@@ -60,7 +68,10 @@ def _count(n: int, noun: str) -> str:
 
 
 def _when(ts: float) -> str:
-    return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
+    try:
+        return dt.datetime.fromtimestamp(ts).strftime("%Y-%m-%d %H:%M") if ts else "?"
+    except (OverflowError, ValueError, OSError):  # a time read from disk no calendar holds
+        return "?"
 
 
 def _size(n: int) -> str:
@@ -80,7 +91,7 @@ def message_line(i: int, m: Message, width: int = 100) -> str:
         if m.tool_calls:
             calls = ", ".join(c.name for c in m.tool_calls)
             body = (body + " " if body else "") + f"⇢ calls {calls}"
-    body = " ".join(body.split())
+    body = safe_line(" ".join(body.split()))
     if len(body) > width:
         body = body[: width - 1] + "…"
-    return f"{i:>4}  {m.role:<9} {body}"
+    return f"{i:>4}  {safe_line(m.role):<9} {body}"

@@ -35,7 +35,7 @@ from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
 from .history import ReindexProgress, reindex_action, search_action
 from .render import in_notebook
-from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_line
+from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_line, safe_line
 
 ACTIONS = (
     "list",
@@ -227,7 +227,7 @@ class SessionMagics(Magics):
             mark = "*" if s.id == current else " "
             counts = f"{s.effective_messages}/{s.physical_messages}"
             print(
-                f"{mark} {s.id:<21} {_when(s.last_activity):<16} {counts:>9} {_size(s.bytes):>9}"
+                f"{mark} {safe_line(s.id):<21} {_when(s.last_activity):<16} {counts:>9} {_size(s.bytes):>9}"
                 f"  {_status(s.status, s.id == current):<10} {_title(s.title)}"
             )
         print("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")
@@ -241,13 +241,13 @@ class SessionMagics(Magics):
         path = session_dir(self._agent.workspace, session_id)
         loaded = load_session(path, full=True)  # counts and problems of the whole log
         print(f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}")
-        model = loaded.last_model or "?"
+        model = safe_line(loaded.last_model or "?")
         print(
             f"{len(loaded.messages)} effective messages of {loaded.physical_messages} logged"
             f" · {loaded.replaces} replaces · {_size(loaded.bytes)} · model {model}"
         )
         for problem in loaded.problems():
-            print(f"! {problem}")
+            print(f"! {safe_line(problem)}")
         for n in (limit, tail):
             if n is not None and n < 1:
                 raise UsageError(f"--limit and --tail take a number of messages, at least 1, not {n}")
@@ -269,9 +269,11 @@ class SessionMagics(Magics):
         if loaded.last_ts:
             hours = (time.time() - loaded.last_ts) / 3600
             idle = f", last active {hours:.1f} h ago" if hours >= 1 else ""
-        print(f"resumed session {sid}: {len(loaded.messages)} messages{idle}; the next %agent continues it")
+        print(
+            f"resumed session {safe_line(sid)}: {len(loaded.messages)} messages{idle}; the next %agent continues it"
+        )
         for problem in loaded.problems():
-            print(f"! {problem}")
+            print(f"! {safe_line(problem)}")
 
     # --- trash, restore, purge, gc ---------------------------------------------------------------
 
@@ -284,8 +286,8 @@ class SessionMagics(Magics):
         for t in trashed:
             via = " (gc)" if t.reason == "gc" else ""
             print(
-                f"  {t.id:<24} {_when(t.trashed_at):<16} {_when(t.last_activity):<16} {_size(t.bytes):>9}"
-                f"  {t.title}{via}"
+                f"  {safe_line(t.id):<24} {_when(t.trashed_at):<16} {_when(t.last_activity):<16} {_size(t.bytes):>9}"
+                f"  {safe_line(t.title)}{via}"
             )
         total = sum(t.bytes for t in trashed)
         print(
@@ -295,7 +297,7 @@ class SessionMagics(Magics):
 
     def _trash(self, session_id: str) -> None:
         t = trash_session(self._agent.workspace, session_id, open_id=self._open_id())
-        title = f" ({t.title})" if t.title else ""
+        title = f" ({safe_line(t.title)})" if t.title else ""
         print(
             f"moved session {session_id}{title} to the trash: .pseudoclaude/trash/{t.id}. "
             f"Undo with %sessions restore {t.id}; delete it for good with %sessions purge {t.id} --yes"
@@ -313,7 +315,7 @@ class SessionMagics(Magics):
             print("the trash is empty; nothing to purge")
             return
         what = f"{_count(plan.count, 'trashed session')} ({_size(plan.bytes)}): " + ", ".join(
-            t.id for t in plan.sessions
+            safe_line(t.id) for t in plan.sessions
         )
         if not yes:
             again = f"%sessions purge {trash_id or '--all-trash'} --yes"
@@ -327,13 +329,15 @@ class SessionMagics(Magics):
             raise UsageError(f"--days must be at least 1, not {days}")
         report = gc_sessions(self._agent.workspace, days, open_id=self._open_id())
         for info, why in report.skipped:
-            print(f"kept {info.id} (idle since {_when(info.last_activity)}, but {why})")
+            print(f"kept {safe_line(info.id)} (idle since {_when(info.last_activity)}, but {why})")
         if not report.moved:
             print(f"no session idle for more than {days} days; nothing moved")
             return
         print(f"moved {_count(len(report.moved), 'session')} idle for more than {days} days to the trash:")
         for t in report.moved:
-            print(f"  {t.original_id:<21} last activity {_when(t.last_activity):<16} {t.title}")
+            print(
+                f"  {safe_line(t.original_id):<21} last activity {_when(t.last_activity):<16} {safe_line(t.title)}"
+            )
         print("Nothing was deleted: %sessions restore ID brings one back; %sessions trash lists them")
 
     # --- export and import -----------------------------------------------------------------------
@@ -358,7 +362,7 @@ class SessionMagics(Magics):
         if report.renamed:
             print(f"(its id {report.original_id} is already taken here, so it got the new id {sid})")
         for problem in report.problems:
-            print(f"! {problem}")
+            print(f"! {safe_line(problem)}")
 
 
 def _index_lag(agent: Any) -> str:

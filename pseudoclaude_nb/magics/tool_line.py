@@ -16,6 +16,7 @@ from IPython.display import display
 
 from ..events import ToolFinished
 from ..messages import ToolCall, ToolResult
+from ..textsafe import printable
 from ..widgets.theme import ERROR, FG2, SUCCESS, WARN
 from ..widgets.thumbs import thumbnail
 
@@ -32,14 +33,19 @@ def call_brief(call: ToolCall, width: int = 70) -> str:
     inner = " ".join(inner.split())
     if len(inner) > width:
         inner = inner[: width - 1] + "…"
-    return f"{call.name}({inner})"
+    return printable(f"{call.name}({inner})", one_line=True)
 
 
 _EXIT_LINE = re.compile(r"exit code -?\d+( \(killed by \w+\))?")  # the last line bash adds on a failure
 
 
 def result_brief(result: ToolResult) -> str:
-    """One line: a short result itself, else its first error line or its size."""
+    """One line: a short result itself, else its first error line or its size (escaped: a
+    cloned file the agent read can hold terminal escapes)."""
+    return printable(_result_brief(result), one_line=True)
+
+
+def _result_brief(result: ToolResult) -> str:
     text = result.content.strip()
     lines = text.splitlines() or [""]
     # A command that exited non-zero is a normal result for the model, but it failed.

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +58,7 @@ def meta_from_load(result: LoadResult) -> dict:
     else:
         status = "ok"
     mtime = result.path.stat().st_mtime if result.path.exists() else 0.0
+    now = time.time()
     return {
         "version": META_VERSION,
         "id": result.session_id,
@@ -66,8 +68,8 @@ def meta_from_load(result: LoadResult) -> dict:
         "physical_messages": result.physical_messages,
         "effective_messages": len(result.messages),
         "bytes": result.bytes,
-        "created": result.first_ts or mtime,
-        "last_activity": result.last_ts or mtime,
+        "created": sidecar.dated(result.first_ts, mtime, now),
+        "last_activity": sidecar.dated(result.last_ts, mtime, now),
         "status": status,
     }
 
@@ -147,13 +149,14 @@ def _count(value: object) -> int:
 
 
 def _time(value: object) -> float:
+    """A time from a sidecar; anything but a number from 1970 to a day from now is 0 ("?")."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0.0
     try:
         out = float(value)
     except OverflowError:
         return 0.0
-    return out if 0.0 <= out < 1e11 else 0.0
+    return out if 0.0 <= out <= time.time() + sidecar.CLOCK_SKEW else 0.0
 
 
 def load_session(path: Path) -> LoadResult:

@@ -15,6 +15,10 @@ before it), so the count of a closed group never changes again.
 Entries are parsed with the loader's own readers (``entries.plainly_valid``, ``valid_message``,
 ``MessageEntry.title``, ``replay._torn_note_part``), so a line counts here exactly when it counts there;
 ``tests/test_sidecar.py`` checks the equality over random logs, crashes and restarts.
+
+A workspace is untrusted (SPEC §19): a sidecar read from disk is used only when every value
+is one a replay of its log could give (``plausible``), and a log's time more than a day
+ahead counts as its file's (``dated``); anything else is rebuilt from the log.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import copy
 import hashlib
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +39,7 @@ from .paths import LOG_NAME, META_NAME
 from .replay import _torn_note_part
 
 STATE_VERSION = 1
+TITLE_MAX = 80  # ``MessageEntry.title``: the first user text, 80 characters
 HEAD_BYTES = 4096  # a rewritten log (import, hand edit) is recognised by its first bytes
 READ_CHUNK = 8 << 20  # a catch-up streams the log in pieces: memory stays bounded
 
@@ -170,6 +176,7 @@ class Replay:
             status = "recovered"
         else:
             status = "ok"
+        now = time.time()
         return {
             "id": session_id,
             "title": s["title"],
@@ -178,8 +185,8 @@ class Replay:
             "physical_messages": s["physical"],
             "effective_messages": effective,
             "bytes": size,
-            "created": s["first_ts"] or mtime,
-            "last_activity": s["last_ts"] or mtime,
+            "created": dated(s["first_ts"], mtime, now),
+            "last_activity": dated(s["last_ts"], mtime, now),
             "status": status,
             "effective_from": s["eff"],
             "problems": problems(s, torn_replace, truncated, orphans),
@@ -259,6 +266,24 @@ class Replay:
             s["last_model"] = model
 
 
+CLOCK_SKEW = 86_400.0  # a time this far past now is another clock's, or crafted
+MIN_MESSAGE_BYTES = 16  # no line holds a message in fewer bytes: '"type":"message"' alone is 16
+
+
+def _time_ok(value: object, now: float) -> bool:
+    # Compared as they are: float(10**400) would raise, and NaN compares false.
+    return type(value) in (int, float) and 0 <= value <= now + CLOCK_SKEW  # type: ignore[operator]
+
+
+def dated(ts: object, mtime: float, now: float | None = None) -> float:
+    """A session's time from its log's ``ts``: the file's (never later than now) when the
+    log has none, or one in the future (a cloned session dated 2099 must not be the latest)."""
+    now = time.time() if now is None else now
+    if ts and _time_ok(ts, now):
+        return ts  # type: ignore[return-value]
+    return min(mtime, now) if mtime > 0 else 0.0
+
+
 def problems(s: dict[str, Any], torn_replace: bool, truncated: bool, orphans: int) -> list[str]:
     """What ``LoadResult.problems`` says of the same log (a full replay's)."""
     out = []
@@ -316,12 +341,51 @@ def is_current(meta: dict[str, Any] | None, st: os.stat_result) -> bool:
     The size alone is not enough: a log rewritten under the same name (an import, a hand
     repair) can have the size the sidecar recorded. Its modification time tells them apart;
     a sidecar without one is caught up from its offset, which checks the log's first bytes.
+    A sidecar whose values no log of this size could give (``plausible``) is not current.
     """
     return (
         meta is not None
         and meta.get("version") == META_VERSION
         and meta.get("bytes") == st.st_size
         and meta.get("mtime_ns") == st.st_mtime_ns
+        and plausible(meta, st.st_size)
+    )
+
+
+_STATUSES = ("ok", "recovered", "incomplete")
+
+
+def _count_ok(value: object, most: int) -> bool:
+    return type(value) is int and 0 <= value <= most
+
+
+def plausible(meta: dict[str, Any], size: int, now: float | None = None) -> bool:
+    """Whether every value of ``meta`` is one a replay of a log of ``size`` bytes can give.
+
+    A workspace is untrusted: a cloned repository can ship a ``meta.json`` with a title of
+    terminal escapes 10 KB long, 10**15 messages or a date in 2099 (which ``resume --last``
+    would pick). Types, lengths, counts against the log's bytes, and dates no later than a
+    day from now; anything else and the sidecar is rebuilt from the log.
+    """
+    now = time.time() if now is None else now
+    title, problems_ = meta.get("title"), meta.get("problems")
+    physical = meta.get("physical_messages")
+    return (
+        type(title) is str
+        and len(title) <= TITLE_MAX
+        and all(type(meta.get(k)) is str or meta.get(k) is None for k in ("first_model", "last_model"))
+        and type(meta.get("bytes")) is int
+        and meta["bytes"] == size
+        and _count_ok(physical, size // MIN_MESSAGE_BYTES)
+        and _count_ok(meta.get("effective_messages"), physical)  # type: ignore[arg-type]
+        and _time_ok(meta.get("created"), now)
+        and _time_ok(meta.get("last_activity"), now)
+        and meta.get("status") in _STATUSES
+        and _count_ok(meta.get("effective_from"), size)
+        and _count_ok(meta.get("offset"), size)
+        and type(problems_) is list
+        and len(problems_) <= 5
+        and all(type(p) is str and len(p) <= 300 for p in problems_)
     )
 
 
@@ -342,13 +406,18 @@ def refresh(session_dir: Path, meta: dict[str, Any] | None = None, *, fsync: boo
         if is_current(meta, st):
             return meta  # type: ignore[return-value]
         replay = _resumed(fd, meta, size)
+        resumed = bool(replay.offset) or replay.state != new_state()
         try:
             rest = catch_up(fd, replay, size)
             out = replay.meta(rest, size=size, mtime=st.st_mtime, session_id=session_dir.name)
         except (TypeError, KeyError, IndexError, ValueError, AttributeError):
-            if not replay.offset and replay.state == new_state():
+            if not resumed:
                 raise
-            # A stored state someone edited into nonsense: start over from the log.
+            out = {}
+        out["offset"] = replay.offset
+        if resumed and not plausible(out, size):
+            # A stored state someone edited into nonsense (or crafted: a title of escapes,
+            # 10**15 messages): start over from the log.
             replay = Replay()
             rest = catch_up(fd, replay, size)
             out = replay.meta(rest, size=size, mtime=st.st_mtime, session_id=session_dir.name)
@@ -380,4 +449,7 @@ def _resumed(fd: int, meta: dict[str, Any] | None, size: int) -> Replay:
         return Replay()
     if set(state) != set(new_state()):
         return Replay()
+    lines, bad = state.get("lines"), state.get("bad")
+    if type(lines) is not int or not 0 <= lines <= offset or type(bad) is not list or len(bad) > lines:
+        return Replay()  # more lines than bytes: not this log's replay
     return Replay(state, offset)

@@ -100,26 +100,23 @@ def load(session_dir: Path, fd: int, *, size: int, trusted: int, kinds: int) -> 
 
     None whenever it may not describe this log: missing, damaged, another log's, beyond
     the bytes the sidecar's replay read, or holding an impossible entry (``kinds``: the
-    number of kind codes).
+    number of kind codes). The header is read first and the file's size checked against it
+    and against the log: a shipped index (a sparse 2 GiB file, say) is refused without
+    reading more than its header.
     """
     try:
-        raw = safeio.read_bytes(Path(session_dir) / TIMELINE_INDEX, limit=LIMIT)
+        ifd = safeio.open_file(Path(session_dir) / TIMELINE_INDEX)
     except OSError:
         return None
-    if len(raw) < _HEADER.size + _CRC.size or not raw.startswith(_MAGIC):
+    try:
+        body = _body(ifd, fd, size=size, trusted=trusted)
+    except OSError:
         return None
-    body, (crc,) = raw[: -_CRC.size], _CRC.unpack(raw[-_CRC.size :])
-    if zlib.crc32(body) != crc:
+    finally:
+        os.close(ifd)
+    if body is None:
         return None
-    _, cov, next_line, count, points, extra, digest = _HEADER.unpack_from(body)
-    if len(body) != _HEADER.size + 17 * count + 16 * points + extra:
-        return None
-    if (
-        not 0 < cov <= min(size, trusted)
-        or os.pread(fd, 1, cov - 1) != b"\n"
-        or head_digest(fd, cov).encode() != digest
-    ):
-        return None
+    _, cov, next_line, count, points, _, _ = _HEADER.unpack_from(body)
     at = _HEADER.size
     out = Saved(cov, next_line)
     for column in (out.offsets, out.lines):
@@ -142,6 +139,47 @@ def load(session_dir: Path, fd: int, *, size: int, trusted: int, kinds: int) -> 
     if not _plausible(out, count, kinds):
         return None
     return out
+
+
+def _read(fd: int, n: int, at: int) -> bytes:
+    """``n`` bytes of ``fd`` from ``at`` (fewer only at its end)."""
+    parts = []
+    while n > 0:
+        piece = os.pread(fd, min(n, 1 << 24), at)
+        if not piece:
+            break
+        parts.append(piece)
+        n -= len(piece)
+        at += len(piece)
+    return b"".join(parts)
+
+
+def _body(ifd: int, fd: int, *, size: int, trusted: int) -> bytes | None:
+    """The index's bytes but its checksum, when its header fits its size and the log; else None."""
+    length = os.fstat(ifd).st_size
+    if not _HEADER.size + _CRC.size <= length <= LIMIT:
+        return None
+    head = _read(ifd, _HEADER.size, 0)
+    if len(head) != _HEADER.size or not head.startswith(_MAGIC):
+        return None
+    _, cov, _, count, points, extra, digest = _HEADER.unpack(head)
+    if length != _HEADER.size + 17 * count + 16 * points + extra + _CRC.size:
+        return None
+    # An index holds ~21 bytes an entry and each entry is a line of the log: one bigger than
+    # the log bytes it covers is not of this log (and is not read).
+    if length - _HEADER.size - _CRC.size > cov or points > count:
+        return None
+    if (
+        not 0 < cov <= min(size, trusted)
+        or os.pread(fd, 1, cov - 1) != b"\n"
+        or head_digest(fd, cov).encode() != digest
+    ):
+        return None
+    rest = _read(ifd, length - _HEADER.size, _HEADER.size)
+    if len(rest) != length - _HEADER.size:
+        return None
+    body, (crc,) = head + rest[: -_CRC.size], _CRC.unpack(rest[-_CRC.size :])
+    return body if zlib.crc32(body) == crc else None
 
 
 def _plausible(s: Saved, count: int, kinds: int) -> bool:

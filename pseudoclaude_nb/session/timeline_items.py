@@ -10,6 +10,7 @@ import json
 from dataclasses import dataclass
 from types import SimpleNamespace
 
+from ..textsafe import printable
 from .entries import (
     CompactEntry,
     Entry,
@@ -49,6 +50,12 @@ class Item:
     tokens: int = 0  # usage items: prompt total + output
     reason: str = ""  # replace items
     images: int = 0  # issue-14: image parts of a message
+
+    def __post_init__(self) -> None:
+        # Shown in a terminal as they are (the list, a saved notebook's text form): a log
+        # from a cloned repository must not move the cursor or set the clipboard.
+        object.__setattr__(self, "label", printable(self.label, one_line=True))
+        object.__setattr__(self, "kind", printable(self.kind, one_line=True))
 
 
 def _short(text: str, width: int = 70) -> str:
@@ -131,7 +138,9 @@ def entry_item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool 
         return Item(lineno, "spill", f"spill {entry.tool} {entry.bytes:,} bytes", detail, effective)
     if isinstance(entry, CompactEntry):
         ok = "ok" if entry.ok else f"failed: {entry.error}"
-        before, after = (f"{n:,}" if isinstance(n, int) else "?" for n in (entry.before_tokens, entry.after_tokens))
+        before, after = (
+            f"{n:,}" if isinstance(n, int) else "?" for n in (entry.before_tokens, entry.after_tokens)
+        )
         label = f"compact ({entry.trigger}) {before} → {after} tokens, {ok}"  # as %context writes it
         return Item(lineno, "compact", label, detail, effective)
     match entry:

@@ -14,6 +14,7 @@ from ..session import images, safeio
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
 from ..session.paths import SPILL_DIR
+from ..textsafe import printable
 from .theme import FG2
 from .thumbs import thumbnail
 
@@ -40,6 +41,7 @@ def _read_head(path: Path | None, size: int) -> bytes:
         return os.read(fd, size)
     finally:
         os.close(fd)
+
 
 SHOW_CAP = 1_000_000  # bytes shown by "full text": a browser tab holds this comfortably
 
@@ -114,7 +116,9 @@ def images_text(rows: list[dict[str, Any]]) -> str:
     lines = [f"{len(rows)} image(s):"]
     for r in rows:
         p = r["part"]
-        lines.append(f"  {p.path}  {p.media_type} {p.width}x{p.height} {p.bytes:>10,} bytes  {r['problem']}".rstrip())
+        lines.append(
+            f"  {p.path}  {p.media_type} {p.width}x{p.height} {p.bytes:>10,} bytes  {r['problem']}".rstrip()
+        )
     return "\n".join(lines)
 
 
@@ -152,7 +156,9 @@ class SpillBrowser(ipywidgets.VBox):
         self.buttons: list[Any] = []
         children: list[Any] = [ipywidgets.HTML(value=f"<b>{len(self.rows)} spilled tool result(s)</b>")]
         for r in self.rows:
-            button = ipywidgets.Button(description="full text", tooltip=str(r["path"].name), layout={"width": "90px"})
+            button = ipywidgets.Button(
+                description="full text", tooltip=str(r["path"].name), layout={"width": "90px"}
+            )
             button.on_click(lambda _b, r=r: self.toggle(r))
             self.buttons.append(button)
             target = html.escape(r.get("target") or str(r["call_id"]))
@@ -174,7 +180,9 @@ class SpillBrowser(ipywidgets.VBox):
                 label = f"{p.path} · {p.media_type} {p.width}x{p.height} · {p.bytes:,} bytes"
                 shown = thumbnail(r["data"], p.media_type, px=96, title=label) if r["data"] else ""
                 problem = f" <b>{html.escape(r['problem'])}</b>" if r["problem"] else ""
-                previews.append(f"<div class='pc-image-row'>{shown} <code>{html.escape(label)}</code>{problem}</div>")
+                previews.append(
+                    f"<div class='pc-image-row'>{shown} <code>{html.escape(label)}</code>{problem}</div>"
+                )
             children.append(ipywidgets.HTML(value=f"<b>{len(self.images)} image(s)</b>" + "".join(previews)))
         children.append(self.full)
         super().__init__(children=children, **kwargs)
@@ -195,7 +203,9 @@ class SpillBrowser(ipywidgets.VBox):
             b.description = "hide" if r is row else "full text"
         self.showing = row
         try:
-            data = _read_head(spill_path(row["path"].parents[1], f"{SPILL_DIR}/{row['path'].name}"), SHOW_CAP + 1)
+            data = _read_head(
+                spill_path(row["path"].parents[1], f"{SPILL_DIR}/{row['path'].name}"), SHOW_CAP + 1
+            )
         except OSError as exc:
             self.full.value = f"<b>cannot read {html.escape(str(row['path']))}: {html.escape(str(exc))}</b>"
             return
@@ -210,8 +220,8 @@ class SpillBrowser(ipywidgets.VBox):
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = spills_text(self.rows) + (
-            "\n" + images_text(self.images) if self.images else ""
+        bundle["text/plain"] = printable(  # previews of what a tool read: a terminal may print it
+            spills_text(self.rows) + ("\n" + images_text(self.images) if self.images else "")
         )
         bundle["text/html"] = spills_html(self.rows)
         return bundle

@@ -17,6 +17,7 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import Item, Timeline
+from ..textsafe import printable
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
 
 COLORS = {
@@ -116,7 +117,9 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
         if shown:
             left_x = f"{x(b) - bar / 2:.1f}"
             for r, kind, _count in shown:
-                marks.setdefault((kind, bool(bn.effective)), []).append(f"M{left_x} {rows_top + r * row_h}h{w}v10h-{w}z")
+                marks.setdefault((kind, bool(bn.effective)), []).append(
+                    f"M{left_x} {rows_top + r * row_h}h{w}v10h-{w}z"
+                )
             counts = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for _r, kind, count in shown)
             state = " (effective)" if bn.effective else ""
             strips.append(
@@ -157,7 +160,7 @@ def timeline_text(t: Timeline, items: list[Item] | None = None) -> str:
         lines.append(f"{mark} {it.line:>5}  {it.kind:<11} {it.label}")
     if t.count > TEXT_LIMIT:
         lines.append(f"… {t.count - TEXT_LIMIT:,} more entries")
-    return "\n".join(lines)
+    return printable("\n".join(lines))  # a log's text, maybe a cloned one's: escapes as text
 
 
 ENTRY_KINDS = ("replace", "spill", "usage", "compact", "rollover", "note")
@@ -271,7 +274,9 @@ class SessionTimeline(ipywidgets.VBox):
         return bundle
 
 
-def timeline_html(t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None) -> str:
+def timeline_html(
+    t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None
+) -> str:
     """The saved-notebook form: the overview picture (``svg``, drawn if not given) and the entry list as text."""
     rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
     if t.count > limit:
