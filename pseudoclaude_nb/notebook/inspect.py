@@ -2,8 +2,11 @@
 
 Resolving the name calls nothing: each attribute is looked up with
 ``inspect.getattr_static``, so a property getter, ``__getattr__`` or descriptor never runs
-(a property is reported as such, not evaluated). Describing the value does call ``repr``,
-in a worker thread with a time cap, because a user's ``__repr__`` may raise or hang.
+(a property is reported as such, not evaluated). Describing the value may run the user's
+code (a ``__repr__``, an item's ``__hash__``, a metaclass's ``__signature__``), so all of it
+runs in worker threads under a time cap: the tool returns within about twice
+``REPR_SECONDS`` whatever the object does. Size facts of a subclass of a builtin container
+come from the builtin's own methods (``list.__len__(obj)``), never from its overrides.
 pandas and numpy objects get their own summaries when the user imported those libraries:
 this module looks them up in ``sys.modules`` and never imports them.
 """
@@ -12,12 +15,14 @@ from __future__ import annotations
 
 import difflib
 import inspect
+import itertools
 import reprlib
 import sys
 import threading
+import time
 import types
 from collections import deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ToolError
@@ -83,18 +88,34 @@ def _static_names(obj: Any) -> list[str]:
     return sorted(n for n in names if not n.startswith("__"))
 
 
-def describe(obj: Any, name: str) -> str:
-    """Type and the size facts that apply, then a capped repr: the tool's result text."""
-    lines = [f"{name}: {_type_name(obj)}"]
-    if isinstance(obj, _COMPUTED):
+def describe(obj: Any, name: str, *, seconds: float = REPR_SECONDS) -> str:
+    """Type and the size facts that apply, then a capped repr: the tool's result text.
+
+    Built in a worker thread given ``2 * seconds`` in all (item reprs share ``seconds / 2``,
+    the repr gets ``seconds``): what was found by then is returned, with a note for the rest.
+    """
+    lines: list[str] = []
+    outcome = _capped(lambda: _describe(obj, name, lines, seconds), 2 * seconds)
+    if outcome is None:
+        return "\n".join(
+            [*lines[:], f"(describing it did not finish within {2 * seconds:g} s; the rest is not shown)"]
+        )
+    if outcome[0] == "error":
+        exc = outcome[1]
+        return "\n".join([*lines[:], f"(describing it raised {type(exc).__name__}: {str(exc)[:200]})"])
+    return "\n".join(lines)
+
+
+def _describe(obj: Any, name: str, lines: list[str], seconds: float) -> None:
+    lines.append(f"{name}: {_type_name(obj)}")
+    if issubclass(type(obj), _COMPUTED):
         lines.append(f"a {type(obj).__name__} on the class: its value is computed on access and was not read")
         doc = getattr(obj, "__doc__", None)
         if isinstance(doc, str) and doc.strip():
             lines.append(f"doc: {doc.strip().splitlines()[0][:200]}")
-        return "\n".join(lines)
-    lines += _library_facts(obj) or _builtin_facts(obj)
-    lines.append("repr: " + safe_repr(obj))
-    return "\n".join(lines)
+        return
+    lines += _library_facts(obj) or _builtin_facts(obj, time.monotonic() + seconds / 2)
+    lines.append("repr: " + safe_repr(obj, seconds=seconds))
 
 
 def _type_name(obj: Any) -> str:
@@ -104,23 +125,37 @@ def _type_name(obj: Any) -> str:
     return qual if module in ("builtins", "__main__") else f"{module}.{qual}"
 
 
-def _builtin_facts(obj: Any) -> list[str]:
-    if not isinstance(obj, _BUILTIN_CONTAINERS):
-        if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
+def _builtin_base(kind: type) -> type | None:
+    """The builtin container ``kind`` is or derives from: its methods, not the subclass's, are used."""
+    return next((b for b in kind.__mro__ if b in _BUILTIN_CONTAINERS), None)
+
+
+def _builtin_facts(obj: Any, deadline: float) -> list[str]:
+    base = _builtin_base(type(obj))
+    if base is None:
+        if issubclass(type(obj), (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
             try:
                 return [f"signature: {getattr(obj, '__name__', '')}{inspect.signature(obj)}"]
             except (TypeError, ValueError):
                 return []
         return []
-    facts = [f"len: {len(obj):,}"]
-    if isinstance(obj, dict):
-        keys = [_short(k) for k in list(obj)[:KEYS_SHOWN]]
-        more = f" … ({len(obj) - KEYS_SHOWN:,} more)" if len(obj) > KEYS_SHOWN else ""
+    size = base.__len__(obj)
+    facts = [f"len: {size:,}"]
+
+    def short(value: Any) -> str:
+        left = round(deadline - time.monotonic(), 2)
+        return (
+            safe_repr(value, cap_chars=80, seconds=min(0.5, left)) if left > 0 else "(not shown: out of time)"
+        )
+
+    if base is dict:
+        keys = [short(k) for k in itertools.islice(dict.__iter__(obj), KEYS_SHOWN)]
+        more = f" … ({size - KEYS_SHOWN:,} more)" if size > KEYS_SHOWN else ""
         facts.append(f"keys: {', '.join(keys)}{more}")
-    elif isinstance(obj, (list, tuple, deque, set, frozenset, range)):
-        items = [_short(x) for _, x in zip(range(FIRST_ITEMS), obj, strict=False)]
+    elif base in (list, tuple, deque, set, frozenset, range):
+        items = [short(x) for x in itertools.islice(base.__iter__(obj), FIRST_ITEMS)]
         facts.append(f"first items: {', '.join(items)}")
-        kinds = {type(x).__name__ for _, x in zip(range(200), obj, strict=False)}
+        kinds = {type(x).__name__ for x in itertools.islice(base.__iter__(obj), 200)}
         if kinds:
             facts.append(f"item types: {', '.join(sorted(kinds))}")
     return facts
@@ -153,46 +188,68 @@ def _library_facts(obj: Any) -> list[str]:
     return []
 
 
-def _short(value: Any) -> str:
-    text = safe_repr(value, cap_chars=80, seconds=0.5)
-    return text
-
-
 def safe_repr(obj: Any, *, cap_chars: int = REPR_CAP, seconds: float = REPR_SECONDS) -> str:
     """``repr(obj)`` capped at ``cap_chars``; a raising or hanging ``__repr__`` is reported.
 
-    Builtin containers use ``reprlib`` (bounded work for a 10-million-item list); anything
-    else runs its own ``__repr__`` in a daemon thread given ``seconds``. A hung thread cannot
-    be stopped from Python; it is left to finish on its own.
+    Builtin containers use ``reprlib`` (bounded work for a 10-million-item list); a subclass
+    of one that keeps the builtin's ``__repr__`` is shown through its first items, read with the
+    builtin's own methods; anything else runs its own ``__repr__``. All of it runs in a daemon
+    thread given ``seconds`` (an item's ``__repr__`` is the user's code too). A hung thread
+    cannot be stopped from Python; it is left to finish on its own.
     """
-    if isinstance(obj, (*_BUILTIN_CONTAINERS, int, float, complex, bool, type(None))):
-        try:
-            text = _reprlib.repr(obj)
-        except Exception as exc:  # noqa: BLE001 - an item's __repr__ may raise
-            return f"(repr raised {type(exc).__name__}: {exc})"
-        return _cut(text, cap_chars)
-    box: list[Any] = []
-
-    def work() -> None:
-        try:
-            box.append(("ok", repr(obj)))
-        except BaseException as exc:  # noqa: BLE001 - reported, never raised
-            box.append(("error", exc))
-
-    worker = threading.Thread(target=work, name="pseudoclaude-repr", daemon=True)
-    worker.start()
-    worker.join(seconds)
-    if not box:
+    outcome = _capped(lambda: _repr(obj), seconds)
+    if outcome is None:
         return f"(repr did not finish within {seconds:g} s; not shown)"
-    kind, value = box[0]
+    kind, value = outcome
     if kind == "error":
         return f"(repr raised {type(value).__name__}: {str(value)[:200]})"
     return _cut(value if isinstance(value, str) else str(value), cap_chars)
+
+
+_SCALARS = (int, float, complex, bool, type(None))
+
+
+def _repr(obj: Any) -> str:
+    kind = type(obj)
+    if kind in _BUILTIN_CONTAINERS or kind in _SCALARS:
+        return _reprlib.repr(obj)
+    base = _builtin_base(kind)
+    if base is not None and kind.__repr__ is base.__repr__:
+        return _reprlib.repr(_plain(obj, base))
+    return repr(obj)
+
+
+def _plain(obj: Any, base: type) -> Any:
+    """The first items of a builtin subclass's value as the builtin itself, its overrides unused."""
+    many = max(_reprlib.maxlist, _reprlib.maxdict) + 1  # one more than shown: reprlib adds "…"
+    if base is dict:
+        return {k: dict.__getitem__(obj, k) for k in itertools.islice(dict.__iter__(obj), many)}
+    if base in (str, bytes, bytearray):
+        return base.__getitem__(obj, slice(0, REPR_CAP + 1))
+    items = list(itertools.islice(base.__iter__(obj), many))
+    return items if base is list else base(items)
+
+
+def _capped(work: Callable[[], Any], seconds: float) -> tuple[str, Any] | None:
+    """("ok", value) or ("error", exception) from ``work`` run in a daemon thread; None if it
+    did not finish within ``seconds``."""
+    box: list[tuple[str, Any]] = []
+
+    def run() -> None:
+        try:
+            box.append(("ok", work()))
+        except BaseException as exc:  # noqa: BLE001 - reported, never raised
+            box.append(("error", exc))
+
+    worker = threading.Thread(target=run, name="pseudoclaude-inspect", daemon=True)
+    worker.start()
+    worker.join(max(seconds, 0.0))
+    return box[0] if box else None
 
 
 def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters in all)"
 
 
-def inspect_variable(namespace: Mapping[str, Any], name: str) -> str:
-    return describe(resolve(namespace, name), name.strip())
+def inspect_variable(namespace: Mapping[str, Any], name: str, *, seconds: float = REPR_SECONDS) -> str:
+    return describe(resolve(namespace, name), name.strip(), seconds=seconds)

@@ -3,7 +3,8 @@
 Providers only translate between the neutral message model and one wire protocol; the
 turn loop, tools and compaction live in the runner. ``StreamAssembler`` turns events
 into a ``Response`` and refuses a stream that never said why it stopped, so a cut
-stream can never put a half-received tool call into the conversation.
+stream can never put a half-received tool call into the conversation. A ``Request`` carries
+at most ``MAX_IMAGES`` image parts, the newest: both wire providers send what it holds.
 """
 
 from __future__ import annotations
@@ -21,6 +22,10 @@ Purpose = Literal["agent", "summary", "memory"]
 # issue-14: reads an image part's bytes from the session's own copy at request time; raises
 # (session.images.ImageError, OSError) when the file is missing or altered.
 ImageSource = Callable[[ImagePart], bytes]
+# Images one request carries, the newest; older ones go as their text notes. Anthropic refuses
+# more than 100 and, past 20, any side over 2,000 px; each image costs up to ~1,600 tokens and
+# its upload on every request while it stays in the window.
+MAX_IMAGES = 20
 
 
 @dataclass(frozen=True)
@@ -32,6 +37,39 @@ class Request:
     max_tokens: int = 8192
     purpose: Purpose = "agent"
     images: ImageSource | None = None  # issue-14: None sends every image part as its text note
+    max_images: int = MAX_IMAGES
+
+    def __post_init__(self) -> None:
+        # Here, not in each provider: every request to every provider holds at most the cap.
+        object.__setattr__(self, "messages", cap_images(self.messages, self.max_images))
+
+
+def cap_images(messages: list[Message], limit: int = MAX_IMAGES) -> list[Message]:
+    """``messages`` with only the newest ``limit`` image parts; each older one becomes its text
+    note in its message (the tool result's text for a result). Unchanged messages are kept as is."""
+    if sum(len(m.parts) for m in messages) <= limit:
+        return messages
+    out: list[Message] = []
+    room = max(limit, 0)
+    for m in reversed(messages):
+        if len(m.parts) <= room:
+            room -= len(m.parts)
+            out.append(m)
+            continue
+        cut = len(m.parts) - room
+        kept, dropped = m.parts[cut:], m.parts[:cut]
+        room = 0
+        why = f"left out of this request (only the newest {limit} images are sent); show or read it again to see it"
+        notes = "\n".join(p.note(why) for p in dropped)
+        if m.tool_result is not None:
+            r = m.tool_result
+            result = r.model_copy(update={"content": f"{r.content}\n{notes}"})
+            out.append(m.model_copy(update={"tool_result": result, "parts": kept}))
+        else:
+            text = f"{m.content}\n{notes}" if m.content else notes
+            out.append(m.model_copy(update={"content": text, "parts": kept}))
+    out.reverse()
+    return out
 
 
 @dataclass(frozen=True)
@@ -77,7 +115,14 @@ class Stop:
 
 
 StreamEvent = (
-    TextDelta | ToolCallStart | ToolCallDelta | ToolCallEnd | UsageEvent | ReasoningDelta | ReasoningEnd | Stop
+    TextDelta
+    | ToolCallStart
+    | ToolCallDelta
+    | ToolCallEnd
+    | UsageEvent
+    | ReasoningDelta
+    | ReasoningEnd
+    | Stop
 )
 
 
