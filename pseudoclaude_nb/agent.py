@@ -193,7 +193,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         **options: object,
     ) -> RunSummary:
         config = self.config(**options)
-        load_dotenv_file(self.workspace)
+        env_notices = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
         provider = provider_for(config)
         if new:
             self.new_session()
@@ -235,7 +235,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             runner.emit(Notice(block.summary()))
         for event in memory_events:
             runner.emit(event)
-        for text in mcp_problems:
+        for text in env_notices + mcp_problems:
             runner.emit(Notice(text, "warning"))
         if not config.memory:
             self._withhold_memory(active, runner)

@@ -7,7 +7,6 @@ of ``%agent`` override them for one run only and are never stored in a session.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -150,18 +149,11 @@ def run_config(settings: PseudoClaude) -> RunConfig:
 
 
 def load_dotenv_file(workspace: Path) -> list[str]:
-    """Read ``<workspace>/.env`` without overriding the environment; returns names set.
+    """Read ``<workspace>/.env`` for the provider variables only; returns one-line notices.
 
-    Only names are returned, never values: keys must not be echoed.
+    Workspace trust (SPEC §19, ``envtrust``): no other name enters the environment, nothing
+    already set is overridden, and no value is ever echoed.
     """
-    from dotenv import dotenv_values
+    from .envtrust import load_workspace_env
 
-    path = Path(workspace) / ".env"
-    if not path.is_file():
-        return []
-    added = []
-    for key, value in dotenv_values(path).items():
-        if value is not None and key not in os.environ:
-            os.environ[key] = value
-            added.append(key)
-    return added
+    return load_workspace_env(workspace)

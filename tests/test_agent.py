@@ -393,24 +393,32 @@ def test_ask_mode_without_stdin_refuses_side_effects_clearly(workspace: Path, ag
 # --- .env ----------------------------------------------------------------------------------------------
 
 
-def test_dotenv_is_read_without_overriding_the_environment(
+def test_dotenv_sets_only_provider_variables_without_overriding_the_environment(
     workspace: Path, agents, monkeypatch: pytest.MonkeyPatch
 ):
-    # Register both names with monkeypatch so whatever the run sets is undone afterwards.
-    monkeypatch.setenv("PC_TEST_FROM_DOTENV", "placeholder")
-    monkeypatch.delenv("PC_TEST_FROM_DOTENV")
-    monkeypatch.setenv("PC_TEST_ALREADY_SET", "from-the-environment")
+    # Register the names with monkeypatch so whatever the run sets is undone afterwards.
+    for name in ("PC_TEST_FROM_DOTENV", "ANTHROPIC_API_KEY"):
+        monkeypatch.setenv(name, "placeholder")
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
     (workspace / ".env").write_text(
-        "PC_TEST_FROM_DOTENV=from-the-file\nPC_TEST_ALREADY_SET=from-the-file\n", encoding="utf-8"
+        "PC_TEST_FROM_DOTENV=from-the-file\nANTHROPIC_API_KEY=sk-ant-from-the-file-1\n"
+        "OPENAI_API_KEY=sk-from-the-file-2\n",
+        encoding="utf-8",
     )
     path = write_script(workspace, "s", turn("ok"))
     agent = make_agent(workspace, path)
     agents.append(agent)
-    assert agent.run("hi").status == "done"
-    assert os.environ["PC_TEST_FROM_DOTENV"] == "from-the-file"
-    assert os.environ["PC_TEST_ALREADY_SET"] == "from-the-environment"
+    events: list = []
+    assert agent.run("hi", listeners=[events.append]).status == "done"
+    # Workspace trust (SPEC §19): a .env sets provider variables only, never the user's own.
+    assert "PC_TEST_FROM_DOTENV" not in os.environ
+    assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-from-the-file-1"
+    assert os.environ["OPENAI_API_KEY"] == "sk-from-the-environment"
     log_text = (agent.session.dir / "conversation.jsonl").read_text(encoding="utf-8")
     assert "from-the-file" not in log_text
+    notices = " ".join(e.text for e in events if type(e).__name__ == "Notice")
+    assert "PC_TEST_FROM_DOTENV" in notices and "from-the-file" not in notices  # names, never values
 
 
 # --- the demo, end to end -------------------------------------------------------------------------------

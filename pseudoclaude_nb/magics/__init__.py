@@ -6,6 +6,7 @@ from typing import Any
 
 from ..agent import Agent
 from ..config import PseudoClaude
+from ..envtrust import remember_user_env
 from ..notebook import CellStore
 from .agent import AgentMagics
 from .context import ContextMagics
@@ -27,6 +28,9 @@ def current_agent(shell: Any) -> Agent:
 def register(shell: Any) -> Agent:
     if id(shell) in _AGENTS:
         return _AGENTS[id(shell)]
+    # What the user's environment holds now is theirs: tool commands keep those of its
+    # startup variables (BASH_ENV, LD_PRELOAD, …) and no others (workspace trust, SPEC §19).
+    remember_user_env()
     settings = PseudoClaude(parent=shell)
     shell.configurables.append(settings)
     notebook_file = shell.user_ns.get("__vsc_ipynb_file__")

@@ -76,7 +76,7 @@ class AnthropicProvider:
         thinking_budget: int = 0,
         send_images: str = "auto",
     ) -> None:
-        key = api_key or wire.env(KEY_VAR)
+        key, url = wire.endpoint(KEY_VAR, URL_VAR, api_key, base_url)
         if not key:
             raise wire.missing_key(SERVICE, KEY_VAR)  # before any request, and before any session
         self.model = model or default_model("anthropic")
@@ -95,7 +95,7 @@ class AnthropicProvider:
             )
         self.thinking_budget = thinking_budget
         self.send_images = wire.send_images_setting(send_images)
-        self.base_url = (base_url or wire.env(URL_VAR) or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries = max_retries
         self._key = key
         self._client = anthropic.Anthropic(

@@ -61,10 +61,10 @@ class OpenAIProvider:
         reasoning_effort: str = "",
         send_images: str = "auto",
     ) -> None:
-        self.base_url = (base_url or wire.env(URL_VAR) or DEFAULT_BASE_URL).rstrip("/")
+        key, url = wire.endpoint(KEY_VAR, URL_VAR, api_key, base_url)
+        self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         host = (urlsplit(self.base_url).hostname or "").lower()
         self.is_openai = host == "api.openai.com"
-        key = api_key or wire.env(KEY_VAR)
         if not key and self.is_openai:
             raise wire.missing_key("OpenAI", KEY_VAR)  # local servers (Ollama, llama.cpp) need none
         self.model = model or default_model("openai")

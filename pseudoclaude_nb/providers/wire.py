@@ -11,6 +11,8 @@ import os
 import re
 from typing import Any
 
+from .. import image_fit
+from ..envtrust import check_endpoint
 from ..errors import ConfigError, ProviderError
 from ..messages import ImagePart, Message
 
@@ -25,6 +27,18 @@ def env(name: str) -> str | None:
     """An environment variable, with empty or blank treated as unset."""
     value = os.environ.get(name, "").strip()
     return value or None
+
+
+def endpoint(
+    key_var: str, url_var: str, api_key: str | None, base_url: str | None
+) -> tuple[str | None, str | None]:
+    """The key and the base URL a provider uses, from one source (SPEC §19 workspace trust).
+
+    A base URL a workspace's ``.env`` set is never paired with a key from elsewhere (nor the
+    other way round): ``ConfigError`` before any client exists, so no request is sent.
+    """
+    check_endpoint(key_var, url_var, key_given=bool(api_key), url_given=bool(base_url))
+    return api_key or env(key_var), base_url or env(url_var)
 
 
 def turns(messages: list[Message]) -> list[list[Message]]:
@@ -148,7 +162,14 @@ def images_for(
         except Exception as exc:  # noqa: BLE001 - a missing or altered file is a note, not a failed run
             notes.append(part.note(f"not sent: {exc}"))
             continue
-        too_big = len(data) > limit or (max_side and max(part.width, part.height) > max_side)
+        # The bytes' own header decides, not the log's claim; a bomb is refused, never decoded.
+        why = image_fit.refusal(data)
+        if why is not None:
+            notes.append(part.note(f"not sent: {why}"))
+            continue
+        found = image_fit.sniff(data)
+        width, height = (found[1], found[2]) if found else (part.width, part.height)
+        too_big = len(data) > limit or (max_side and max(width, height) > max_side)
         if too_big:
             smaller = _downscale(data, limit, max_side)
             if smaller is None:
@@ -167,32 +188,10 @@ def images_for(
 
 
 def _downscale(data: bytes, limit: int, max_side: int) -> tuple[bytes, str] | None:
-    """A smaller PNG/JPEG of ``data`` within the limits, with Pillow if it is installed; else None."""
-    import importlib
-    import importlib.util
+    """A smaller JPEG of ``data`` within the limits, with Pillow if it is installed; else None.
 
-    if importlib.util.find_spec("PIL") is None:
-        return None
-    import io
-
-    # Pillow is optional (the ``images`` extra in pyproject.toml, never a runtime dependency):
-    # loaded by name, only here, and only when an image is too big to send as is.
-    pil: Any = importlib.import_module("PIL.Image")
-
-    try:
-        with pil.open(io.BytesIO(data)) as img:
-            img = img.convert("RGB")
-            side = max_side or max(img.size)
-            for _ in range(8):
-                img.thumbnail((side, side))
-                buf = io.BytesIO()
-                img.save(buf, "JPEG", quality=85)
-                if buf.tell() <= limit:
-                    return buf.getvalue(), "image/jpeg"
-                side = int(side * 0.7)
-    except Exception:  # noqa: BLE001 - an image Pillow cannot read is refused like a huge one
-        return None
-    return None
+    Made once per image and kept (``image_fit.fit``), not once per request."""
+    return image_fit.fit(data, limit, max_side)
 
 
 def b64(data: bytes) -> str:

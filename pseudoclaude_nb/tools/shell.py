@@ -23,6 +23,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ..envtrust import subprocess_env
 from ..errors import ToolError
 from ..redact import Redactor
 from .registry import Tool, ToolArgs
@@ -214,9 +215,11 @@ def _command_env() -> dict[str, str]:
     """The kernel's environment, with its interpreter first on PATH.
 
     ``python`` in a command then means the kernel's Python (its venv, its packages), even
-    when the kernel was started without activating that venv.
+    when the kernel was started without activating that venv. Variables that run code as a
+    program starts (``BASH_ENV``, ``LD_PRELOAD``, ``PYTHONSTARTUP``, …) are left out unless
+    the user's own environment had them when the package loaded (workspace trust, SPEC §19).
     """
-    env = dict(os.environ)
+    env = subprocess_env()
     bindir = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([bindir, env.get("PATH", os.defpath)])
     return env

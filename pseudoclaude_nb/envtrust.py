@@ -1,0 +1,219 @@
+"""Workspace trust for the environment (SPEC §19): what a workspace's ``.env`` may set, and
+what the commands the agent runs inherit.
+
+A cloned repository is untrusted input. Its ``.env`` may configure a provider and nothing
+else: only ``PROVIDER_VARS`` enter ``os.environ`` (never ``BASH_ENV``, ``LD_PRELOAD``,
+``HTTPS_PROXY``, …), and which of them came from which ``.env`` is remembered, so that the
+provider can refuse a base URL from one place with a key from another before any request
+(``check_endpoint``). Tool subprocesses get the kernel's environment without the variables
+that make a shell, the dynamic loader or an interpreter run code as it starts, unless the
+user's own environment had them when the package was loaded (``subprocess_env``).
+
+This module only reads ``.env`` and ``os.environ``; it prints nothing (notices are returned).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from .errors import ConfigError
+
+# key variable -> the base URL variable it is sent to: every variable a provider reads.
+ENDPOINTS: dict[str, str] = {"ANTHROPIC_API_KEY": "ANTHROPIC_BASE_URL", "OPENAI_API_KEY": "OPENAI_BASE_URL"}
+PROVIDER_VARS = frozenset(ENDPOINTS) | frozenset(ENDPOINTS.values())
+# A provider ``.env`` is a few lines; a bigger one is not read (a repository could ship 10 GB).
+MAX_DOTENV_BYTES = 1 << 20
+
+# Variables that make a program run code, or load code, as it starts: bash sources $BASH_ENV
+# (and sh $ENV) before `-c`, the loader maps LD_PRELOAD into every process, Python runs
+# PYTHONSTARTUP/PYTHONPATH code, git runs GIT_SSH_COMMAND, a pager, an editor. Removed from
+# what tool commands inherit unless the user's environment set them before the package loaded.
+# fmt: off
+STARTUP_VARS = frozenset(
+    {
+        # shells
+        "BASH_ENV", "ENV", "PROMPT_COMMAND", "PS4", "SHELLOPTS", "BASHOPTS", "ZDOTDIR", "INPUTRC",
+        "CDPATH", "GLOBIGNORE",
+        # the loader and libc
+        "GCONV_PATH", "LOCPATH", "NLSPATH", "HOSTALIASES", "MALLOC_CHECK_",
+        # Python
+        "PYTHONSTARTUP", "PYTHONPATH", "PYTHONHOME", "PYTHONINSPECT", "PYTHONBREAKPOINT",
+        "PYTHONWARNINGS", "PYTHONUSERBASE", "PYTHONEXECUTABLE", "PYTHONPLATLIBDIR",
+        # other interpreters
+        "PERL5OPT", "PERL5LIB", "PERLLIB", "PERL5DB", "RUBYOPT", "RUBYLIB", "NODE_OPTIONS",
+        "NODE_PATH", "JAVA_TOOL_OPTIONS", "_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "CLASSPATH",
+        # git, ssh, pagers and editors that tools start on their own
+        "GIT_SSH_COMMAND", "GIT_SSH", "GIT_EXEC_PATH", "GIT_ASKPASS", "SSH_ASKPASS", "GIT_EDITOR",
+        "GIT_PAGER", "GIT_EXTERNAL_DIFF", "GIT_PROXY_COMMAND", "GIT_TEMPLATE_DIR", "GIT_DIR",
+        "GIT_WORK_TREE", "PAGER", "MANPAGER", "EDITOR", "VISUAL", "BROWSER", "LESSOPEN",
+        "LESSCLOSE",
+    }
+)
+# fmt: on
+# Whole families: LD_PRELOAD/LD_AUDIT/LD_LIBRARY_PATH…, macOS DYLD_*, exported bash functions
+# (BASH_FUNC_ls%%), GIT_CONFIG_GLOBAL/GIT_CONFIG_COUNT/GIT_CONFIG_KEY_0…, npm's settings.
+STARTUP_PREFIXES = ("LD_", "DYLD_", "BASH_FUNC_", "GIT_CONFIG", "NPM_CONFIG_")
+
+
+def is_startup_var(name: str) -> bool:
+    return name in STARTUP_VARS or name.upper().startswith(STARTUP_PREFIXES)
+
+
+# --- what a .env put into os.environ -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FromDotenv:
+    value: str
+    path: Path
+
+
+# name -> the value a .env put into os.environ. A variable counts as the .env's only while
+# os.environ still holds exactly that value: anything the user sets, before or after, is theirs.
+_LOADED: dict[str, FromDotenv] = {}
+# Notices already given (each once per kernel): (path, what).
+_SAID: set[tuple[Path, str]] = set()
+
+
+def source(name: str) -> Path | None:
+    """The ``.env`` file the current value of ``name`` came from; None when it is the user's."""
+    loaded = _LOADED.get(name)
+    if loaded is not None and os.environ.get(name) == loaded.value:
+        return loaded.path
+    return None
+
+
+def load_workspace_env(workspace: Path | str) -> list[str]:
+    """Read ``<workspace>/.env``: set the provider variables the environment lacks; notices.
+
+    Re-read on every run: what an earlier read put in (and nobody changed since) is taken
+    out first, so an edited or another workspace's ``.env`` does not linger. Values are
+    never interpolated (``${GITHUB_TOKEN}`` in a URL would leak it) and never returned.
+    """
+    _forget_loaded()
+    path = Path(workspace).absolute() / ".env"
+    values = _read(path)
+    notices: list[str] = []
+    ignored = sorted(name for name in values if name not in PROVIDER_VARS)
+    if ignored:
+        names = ", ".join(_printable(name) for name in ignored[:20]) + (" …" if len(ignored) > 20 else "")
+        notices.append(
+            _once(
+                path,
+                f"ignored in {path}: {names} — a workspace .env may set only "
+                f"{', '.join(sorted(PROVIDER_VARS))}; set anything else in your own environment",
+            )
+        )
+    for name in sorted(PROVIDER_VARS & values.keys()):
+        value = values[name]
+        if value is None or name in os.environ:
+            continue  # the user's own setting wins
+        os.environ[name] = value
+        _LOADED[name] = FromDotenv(value, path)
+        if name in ENDPOINTS.values():
+            notices.append(_once(path, f"{name} comes from {path}: requests go to {_host(value)}"))
+    return [n for n in notices if n]
+
+
+def _forget_loaded() -> None:
+    for name in list(_LOADED):
+        if source(name) is not None:
+            del os.environ[name]
+        del _LOADED[name]
+
+
+def _read(path: Path) -> dict[str, str | None]:
+    from dotenv import dotenv_values
+
+    try:
+        if not path.is_file() or path.stat().st_size > MAX_DOTENV_BYTES:
+            return {}
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {}
+    return dotenv_values(stream=io.StringIO(text), interpolate=False)
+
+
+def _once(path: Path, text: str) -> str:
+    if (path, text) in _SAID:
+        return ""
+    _SAID.add((path, text))
+    return text
+
+
+def _printable(name: str) -> str:
+    return name if name.isprintable() else name.encode("unicode_escape").decode("ascii")
+
+
+def _host(url: str) -> str:
+    """Scheme, host and port only: a URL may carry a password or a token in its path."""
+    try:
+        parts = urlsplit(url.strip())
+        host = parts.hostname or "?"
+        port = f":{parts.port}" if parts.port else ""
+    except ValueError:
+        return "an unparsable URL"
+    return _printable(f"{parts.scheme}://{host}{port}")
+
+
+# --- the check a provider makes before it builds a client --------------------------------------
+
+
+def check_endpoint(key_var: str, url_var: str, *, key_given: bool = False, url_given: bool = False) -> None:
+    """Refuse a key and a base URL that come from different places (SPEC §19).
+
+    ``key_given``/``url_given``: the value was passed in by code (the user's). A ``.env``
+    base URL with no key at all is allowed (a local Ollama endpoint needs none).
+    """
+    key = None if key_given else source(key_var)
+    url = None if url_given else source(url_var)
+    has_key = key_given or bool(os.environ.get(key_var, "").strip())
+    has_url = url_given or bool(os.environ.get(url_var, "").strip())
+    if not (has_key and has_url) or key == url:
+        return
+    if url is not None:
+        where = "the api_key argument" if key_given else "your environment" if key is None else str(key)
+        shadow = (
+            " (and unset yours: your environment wins over a .env)" if where == "your environment" else ""
+        )
+        raise ConfigError(
+            f"{url_var} comes from {url} but {key_var} from {where}: a workspace cannot send your "
+            f"key to another host; set {url_var} in your own environment if you trust that host, "
+            f"or put {key_var} in that .env too{shadow}"
+        )
+    where = "the base_url argument" if url_given else "your environment"
+    raise ConfigError(
+        f"{key_var} comes from {key} but {url_var} from {where}: a key and its endpoint must come "
+        f"from one place; put {url_var} in that .env too, or set {key_var} in your own environment"
+    )
+
+
+# --- what tool commands inherit -----------------------------------------------------------------
+
+# Startup variables of the user's own environment, noted when the package loads (and again at
+# %load_ext): those are kept for tool commands; any set later (by a .env before this fix, by
+# code in the kernel) are not.
+_USER_STARTUP: frozenset[str] = frozenset()
+
+
+def remember_user_env(environ: Mapping[str, str] | None = None) -> None:
+    global _USER_STARTUP
+    env = os.environ if environ is None else environ
+    _USER_STARTUP = frozenset(name for name in env if is_startup_var(name) and source(name) is None)
+
+
+def subprocess_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of the environment for a tool's command, without startup variables not the user's."""
+    env = dict(os.environ if environ is None else environ)
+    for name in list(env):
+        if is_startup_var(name) and name not in _USER_STARTUP:
+            del env[name]
+    return env
+
+
+remember_user_env()
