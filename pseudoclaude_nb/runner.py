@@ -5,6 +5,11 @@ conversation announces changes to the session writer through hooks, providers tr
 wire formats, tools do the work. It reports progress as events to listeners (renderers,
 widgets), which only observe. Interrupts (Ctrl-C, kernel interrupt) are absorbed in a
 way that keeps the conversation protocol-valid: every tool call gets a result.
+
+Text from outside enters the conversation here (the prompt and its notebook block, the
+model's answers and tool-call arguments) or in ``ToolRegistry.run`` (tool results), and
+both escape lone surrogates on the way in (``_admitted``): no UTF-8 log can hold them, and
+what the conversation holds must be what the log holds, because the log is replayed.
 """
 
 from __future__ import annotations
@@ -36,6 +41,7 @@ from .messages import ImagePart, Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 from .session import images
+from .session.encode import escape_value
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
@@ -96,9 +102,9 @@ class Runner:
         started = time.monotonic()
         try:
             if isinstance(prompt, Message):
-                self.conversation.append(prompt)
+                self.conversation.append(self._admitted(prompt, "the prompt"))
             else:
-                self.conversation.add_user(prompt)
+                self.conversation.append(self._admitted(Message(role="user", content=prompt), "the prompt"))
             summary.status = "max-steps"
             for step in range(1, self.max_steps + 1):
                 summary.steps = step
@@ -136,6 +142,7 @@ class Runner:
         if i == 0 or not messages[i - 1].tool_calls:
             return
         answered = {m.tool_result.call_id for m in messages[i:] if m.tool_result is not None}
+        reason, _ = escape_value(reason)  # an error's text may name a file that is not UTF-8
         for call in messages[i - 1].tool_calls:
             if call.id not in answered:
                 try:
@@ -187,7 +194,8 @@ class Runner:
         except KeyboardInterrupt:
             # Keep what was said, never a half-received tool call.
             if assembler.text:
-                self.conversation.add_assistant(assembler.text + "\n\n[interrupted by user]")
+                text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
+                self.conversation.add_assistant(text)
             raise _Interrupted from None
         return assembler.finish()
 
@@ -229,15 +237,14 @@ class Runner:
 
     def _add_answer(self, response: Response, *, notice: bool = True) -> Message:
         stop = response.stop_reason if response.stop_reason in STOP_STATUS else None
-        message = self.conversation.append(
-            Message(
-                role="assistant",
-                content=response.text,
-                tool_calls=tuple(response.tool_calls),
-                reasoning=tuple(response.reasoning),
-                stop_reason=stop,  # type: ignore[arg-type]
-            )
+        answer = Message(
+            role="assistant",
+            content=response.text,
+            tool_calls=tuple(response.tool_calls),
+            reasoning=tuple(response.reasoning),
+            stop_reason=stop,  # type: ignore[arg-type]
         )
+        message = self.conversation.append(self._admitted(answer, "the model's answer"))
         if notice and stop == "max_tokens":
             cap = self._cap_used(self.last_request)
             self.emit(
@@ -262,6 +269,48 @@ class Runner:
         asked = request.max_tokens if request is not None else self.max_tokens
         cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
         return min(asked, cap) if cap else asked
+
+    def _admitted(self, message: Message, what: str) -> Message:
+        """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
+        arguments at any depth) and reasoning, as the log will hold it; a notice when any were.
+
+        A notebook block keeps its mark: ``chars`` is recounted for the escaped block.
+        """
+        update: dict[str, object] = {}
+        found = 0
+        mark = message.notebook
+        if mark is not None and 0 <= mark.chars <= len(message.content):
+            block, block_found = escape_value(message.content[: mark.chars])
+            prompt, prompt_found = escape_value(message.content[mark.chars :])
+            if block_found or prompt_found:
+                update["content"] = block + prompt
+                update["notebook"] = mark.model_copy(update={"chars": len(block)})
+                found += block_found + prompt_found
+        else:
+            content, n = escape_value(message.content)
+            if n:
+                update["content"], found = content, found + n
+        calls, n = escape_value([call.to_dict() for call in message.tool_calls])
+        if n:
+            update["tool_calls"] = tuple(ToolCall.model_validate(call) for call in calls)
+            found += n
+        reasoning = [r.to_dict() for r in message.reasoning]
+        fixed, n = escape_value(reasoning)
+        if n:
+            update["reasoning"] = tuple(
+                r.model_copy(update=f) for r, f in zip(message.reasoning, fixed, strict=True)
+            )
+            found += n
+        if not found:
+            return message
+        self.emit(
+            Notice(
+                f"{what} held text that is not valid UTF-8 (lone surrogates); it is kept with "
+                "\\xNN or \\uNNNN escapes",
+                "warning",
+            )
+        )
+        return message.model_copy(update=update)
 
     @staticmethod
     def _too_long(exc: ContextTooLong) -> ProviderError:
@@ -298,7 +347,9 @@ class Runner:
         notes: list[str] = []
         for data, media_type in raw:
             if self.writer is None:
-                notes.append(f"[image ({media_type}, {len(data):,} bytes) not kept: no session to keep it in]")
+                notes.append(
+                    f"[image ({media_type}, {len(data):,} bytes) not kept: no session to keep it in]"
+                )
                 continue
             try:
                 parts.append(images.store(self.writer.dir, data, media_type))
@@ -335,9 +386,7 @@ class Runner:
                     raise
             parts, notes = self._store_images(result.images)
             if notes:
-                admitted = admitted.model_copy(
-                    update={"content": f"{admitted.content}\n" + "\n".join(notes)}
-                )
+                admitted = admitted.model_copy(update={"content": f"{admitted.content}\n" + "\n".join(notes)})
             self.conversation.add_result(admitted, parts)
         if self.context is not None:
             self.context.after_tools(len(calls))

@@ -235,7 +235,7 @@ def _call_id(request: Request, turn: int, k: int) -> str:
 
 def _usage_for(request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None) -> Usage:
     """What a real provider would report, from the estimator, so anchors behave the same."""
-    out = len(text.encode("utf-8")) + sum(
+    out = len(text.encode("utf-8", "surrogatepass")) + sum(  # a script may hold lone surrogates
         len(c.name) + len(json.dumps(c.arguments).encode("utf-8")) for c in calls
     )
     return Usage(

@@ -36,7 +36,7 @@ from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
 from . import entries, locks, mend, safeio, sidecar, timeline
-from .encode import EncodeError, encode_entry
+from .encode import EncodeError, encode_checked, encode_entry
 from .locks import is_locked
 from .paths import LOG_NAME, SPILL_DIR
 
@@ -277,7 +277,7 @@ class SessionWriter:
         Encoding first makes the pre-check one scan of the bytes; only a line that may hold
         a secret is walked, encoded again and redacted as a whole (``Redactor.line``).
         """
-        line = encode_entry(entry)
+        entry, line = encode_checked(entry)  # the entry as written: surrogates escaped
         if self.redactor is not None:
             line = self.redactor.line(entry, line)
         return line
@@ -311,8 +311,9 @@ class SessionWriter:
         out = [kept[1] if (kept := get(m.id)) is not None and kept[0] is m else None for m in messages]
         fresh = [i for i, body in enumerate(out) if body is None]
         if fresh:
-            found = [entries.message_entry(messages[i]) for i in fresh]
-            lines = [encode_entry(e) for e in found]
+            # Each entry as written (surrogates escaped), so the redactor encodes the same text.
+            pairs = [encode_checked(entries.message_entry(messages[i])) for i in fresh]
+            found, lines = [e for e, _ in pairs], [line for _, line in pairs]
             # One pre-check over all new lines; lines are redacted one by one only if it finds something.
             redactor = self.redactor
             if redactor is not None and redactor.may_contain(b"".join(lines)):
@@ -324,8 +325,7 @@ class SessionWriter:
 
     def _fresh_line(self, message: Message) -> bytes:
         """A message's entry, encoded and redacted (the pre-check is of this very line)."""
-        entry = entries.message_entry(message)
-        line = encode_entry(entry)
+        entry, line = encode_checked(entries.message_entry(message))  # surrogates escaped
         redactor = self.redactor
         if redactor is not None and redactor.may_contain(line, env_read=True):  # after _check_env
             line = redactor.line(entry, line, checked=True)

@@ -1,9 +1,14 @@
 """Tools, the permission gate, and the registry that runs a ``ToolCall`` into a ``ToolResult``.
 
 ``ToolRegistry.run`` never raises for anything a model can cause (unknown tool, bad
-arguments, refusal, a failing handler): each becomes an error *result* the model can read, so
-a tool failure never ends the run. ``KeyboardInterrupt`` is the exception: it propagates, and
-the runner turns it into "interrupted by user" results.
+arguments, refusal, a failing handler, a handler calling ``sys.exit()``): each becomes an
+error *result* the model can read, so a tool failure never ends the run.
+``KeyboardInterrupt`` is the exception: it propagates, and the runner turns it into
+"interrupted by user" results.
+
+``run`` is where a tool's output becomes what the conversation (and so the log) holds:
+lone surrogates (file names that are not UTF-8, text from outside) are escaped there, with
+a note line saying so (``escaped_text``), so no result can make the log unwritable.
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 
 from ..errors import ConfigError, ToolError
 from ..messages import ToolCall, ToolResult
+from ..textsafe import escape_surrogates
 
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
@@ -247,10 +253,13 @@ class ToolRegistry:
         return ToolRegistry(self._tools[n] for n in wanted)
 
     def run(self, call: ToolCall, permissions: Permissions) -> ToolResult:
-        """Run one call; every failure short of an interrupt becomes an error result."""
+        """Run one call; every failure short of an interrupt becomes an error result.
+
+        The result's text has its lone surrogates escaped, with a note (``escaped_text``).
+        """
 
         def error(content: str) -> ToolResult:
-            return ToolResult(call_id=call.id, content=content, is_error=True)
+            return ToolResult(call_id=call.id, content=escaped_text(content), is_error=True)
 
         tool = self._tools.get(call.name)
         if tool is None:
@@ -268,14 +277,38 @@ class ToolRegistry:
         except ToolError as exc:
             # ToolError messages are written for the model already.
             return error(str(exc) or type(exc).__name__)
+        except KeyboardInterrupt:
+            raise  # Ctrl-C: the runner closes the call as interrupted and stops the run
         except Exception as exc:  # noqa: BLE001 - any tool failure is a result, not a crash
             message = str(exc)
             return error(f"{type(exc).__name__}: {message}" if message else type(exc).__name__)
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() in a tool must not end %agent
+            message = str(exc)
+            return error(
+                f"{type(exc).__name__}{': ' + message if message else ''} (raised by {tool.name}; "
+                "the run goes on without it)"
+            )
         images: tuple[tuple[bytes, str], ...] = ()
         if isinstance(content, ToolOutput):
             content, images = content.text, content.images
-        result = ToolResult(call_id=call.id, content=content if content else "(no output)")
+        result = ToolResult(call_id=call.id, content=escaped_text(content) if content else "(no output)")
         return result.with_images(images) if images else result
+
+
+# The note line after a result whose lone surrogates were escaped. File names from the OS
+# carry undecodable bytes, always shown \xNN; other text may hold any surrogate (\uNNNN).
+ESCAPE_NOTE = "(note: {what} not valid UTF-8; shown with \\xNN escapes)"
+TEXT_ESCAPE_NOTE = "(note: some of this text was not valid UTF-8; shown with \\xNN or \\uNNNN escapes)"
+
+
+def escaped_text(text: str) -> str:
+    """``text`` as the conversation may hold it: lone surrogates escaped (``\\udce9`` is shown
+    ``\\xe9``, the byte it stands for), and then a last line saying so. A tool that knows
+    what they were (file names) escapes them itself and says so more precisely."""
+    text, changed = escape_surrogates(text)
+    if not changed:
+        return text
+    return text + "\n" + TEXT_ESCAPE_NOTE
 
 
 def _validation_problems(exc: ValidationError) -> str:

@@ -2,7 +2,8 @@
 
 Both walk the workspace without descending into tool and VCS clutter (``SKIP_DIRS``) unless
 the pattern or path names such a directory explicitly, and both cap their output so one call
-cannot flood the context. Neither follows a symlink out of the workspace.
+cannot flood the context. Neither follows a symlink out of the workspace. A file name that
+is not UTF-8 is shown with ``\\xNN`` escapes and a note; the file tools accept it so written.
 """
 
 from __future__ import annotations
@@ -17,9 +18,10 @@ import regex as bounded_re
 from pydantic import Field
 
 from ..errors import ToolError
+from ..textsafe import escape_surrogates
 from .files import is_binary
-from .registry import Tool, ToolArgs
-from .workspace import display_path, open_text, resolve_in_workspace
+from .registry import ESCAPE_NOTE, Tool, ToolArgs
+from .workspace import display_path, escaped_name, open_text, resolve_in_workspace
 
 SKIP_DIRS = frozenset({".git", ".pseudoclaude", "__pycache__", ".ipynb_checkpoints", "node_modules"})
 MAX_LISTED_FILES = 1000
@@ -148,25 +150,45 @@ def list_files(workspace: Path, args: ListFilesArgs) -> str:
         literal.append(part)
     start = "/".join(literal) or "."
     resolve_in_workspace(root, start)  # refuses "../*", "/etc/*" and symlink escapes
-    top = root / start  # unresolved, so relative paths keep the names the pattern uses
+    # Unresolved, so relative paths keep the names the pattern uses; a folder named as shown
+    # (``d\\xff/``) is the folder with that byte.
+    top = escaped_name(root / start)
     if not top.is_dir():
         return f"no files match {args.pattern!r}"
     if len(pattern) > MAX_GLOB_CHARS:
         raise ToolError(f"the pattern is longer than {MAX_GLOB_CHARS} characters; shorten it")
     regex = glob_to_regex(pattern)
     budget = _Budget("list_files")
-    matches = sorted(
-        rel for p in walk_files(top) if _glob_match(regex, rel := p.relative_to(root).as_posix(), budget)
-    )
+    escaped: set[str] = set()
+    # Matched as shown, so a pattern copied from a listing (caf\\xe9*) finds the name again.
+    shown = (_shown_name(p.relative_to(root).as_posix(), escaped) for p in walk_files(top))
+    matches = sorted(name for name in shown if _glob_match(regex, name, budget))
     if not matches:
         return f"no files match {args.pattern!r}"
+    escaped &= set(matches[:MAX_LISTED_FILES])  # counted when shown
     lines = matches[:MAX_LISTED_FILES]
     if len(matches) > MAX_LISTED_FILES:
         lines.append(
             f"… {len(matches) - MAX_LISTED_FILES} more files not shown ({len(matches)} in all); "
             "narrow the pattern"
         )
-    return "\n".join(lines)
+    return "\n".join(lines + _escape_note(escaped))
+
+
+def _shown_name(name: str, escaped: set[str]) -> str:
+    """A path as the model sees it: an undecodable byte (``os`` gives ``\\udcNN``) as ``\\xNN``,
+    the form ``resolve_in_workspace`` accepts back. ``escaped`` collects the names changed."""
+    shown, changed = escape_surrogates(name)
+    if changed:
+        escaped.add(shown)
+    return shown
+
+
+def _escape_note(escaped: set[str]) -> list[str]:
+    if not escaped:
+        return []
+    what = "1 name was" if len(escaped) == 1 else f"{len(escaped)} names were"
+    return [ESCAPE_NOTE.format(what=what)]
 
 
 # --- grep ------------------------------------------------------------------------------
@@ -210,15 +232,18 @@ def grep(workspace: Path, args: GrepArgs) -> str:
         files = _searchable_files(root, target, args.glob)
     out: list[str] = []
     cut: list[str] = []
+    escaped: set[str] = set()
     by_line = _LINE_ANCHORS.search(args.pattern) is not None
     whole = bounded_re.compile(args.pattern, bounded_re.MULTILINE)
     for file in files:
-        rel = display_path(root, file)
+        rel, odd = escape_surrogates(display_path(root, file))  # counted once shown
         try:
             with open_text(root, file) as f:
                 text = f.read(MAX_GREP_FILE_CHARS)
                 if f.read(1):
                     cut.append(rel)
+                    if odd:
+                        escaped.add(rel)
         except (OSError, ToolError):
             continue  # unreadable, vanished, hard-linked or swapped for a link: search the rest
         for lineno, line in _matching_lines(text, regex, whole, by_line, budget):
@@ -227,15 +252,17 @@ def grep(workspace: Path, args: GrepArgs) -> str:
                     f"… stopped after {MAX_GREP_MATCHES} matches; narrow the pattern, "
                     "path or glob to see the rest"
                 )
-                return "\n".join(out)
+                return "\n".join(out + _escape_note(escaped))
             if len(line) > MAX_GREP_LINE_CHARS:
                 line = line[:MAX_GREP_LINE_CHARS] + "…"
             out.append(f"{rel}:{lineno}:{line}")
+            if odd:
+                escaped.add(rel)
     if cut:
         out.append(
             f"(only the first {MAX_GREP_FILE_CHARS:,} characters of {', '.join(cut[:5])} were searched)"
         )
-    return "\n".join(out) if out else "no matches"
+    return "\n".join(out + _escape_note(escaped)) if out else "no matches"
 
 
 def _matching_lines(

@@ -4,10 +4,13 @@
 for this process's agent (one kernel is one process). The argument schema is a pydantic
 model built from the signature's type hints, with descriptions from the docstring, so a
 call is validated before the function runs and a bad call is an error result the model
-can read. The return value becomes the result text (non-strings by ``repr``, capped; the
-result then goes through Layer 1 like any other); an exception becomes an error result
-with its last frames. A function not marked ``read_only`` is side-effecting: it asks in
-``ask`` mode and is refused in ``read-only``. Defining the function again re-registers it.
+can read. The return value becomes the result text (a str cut at ``RESULT_CAP``, anything
+else by a repr that stops at it, ``bounded_repr``; the result then goes through Layer 1 like
+any other); an exception becomes an error result with its last frames — ``SystemExit`` and
+other ``BaseException`` subclasses too, only ``KeyboardInterrupt`` stops the run. A function not
+marked ``read_only`` is side-effecting: it asks in ``ask`` mode and is refused in
+``read-only``. Defining the function again re-registers it. Names in the MCP namespace
+(``mcp__…``) and the agent's own tool names are refused.
 """
 
 from __future__ import annotations
@@ -15,8 +18,9 @@ from __future__ import annotations
 import inspect
 import re
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from itertools import islice
 from typing import Any, get_type_hints
 
 from pydantic import Field, create_model
@@ -24,7 +28,18 @@ from pydantic import Field, create_model
 from ..errors import ToolError
 from .registry import Tool, ToolArgs
 
-RESULT_CAP = 1_000_000  # characters of a repr; Layer 1 spills what exceeds spill_bytes
+# Characters of a result, applied before any copy or repr (a 500 MB return value must not
+# cost gigabytes). Layer 1 keeps the whole result in a spill file the model reads with
+# read_file/grep (only a 2,000-byte preview enters the context), so the cap need only keep
+# that file useful: 16 MiB, under bash's 20 MiB output cap. The cut costs twice the cap at
+# its peak; the whole run (spill: redacted, encoded, hashed; the index) about 6x (measured).
+RESULT_CAP = 16 << 20
+# The MCP servers' tools are named mcp__<server>__<tool> (SPEC §18): a user function there
+# could pass for a server's tool in a listing or a permission prompt.
+MCP_PREFIX = "mcp__"
+# A repr is for reading: past a million characters nobody does, and building it costs a
+# Python step per item. A function can return a str (json.dumps, to_csv) to pass more.
+REPR_CAP = 1_000_000
 # The package's own tool names (SPEC §12, §18): a user function may not shadow one.
 RESERVED = frozenset(
     {
@@ -70,17 +85,157 @@ class UserTool:
         values = {field: getattr(args, field) for field in type(args).model_fields}
         try:
             value = self.function(**values)
-        except Exception as exc:  # noqa: BLE001 - the model reads what went wrong
+        except KeyboardInterrupt:
+            raise  # the user's Ctrl-C stops the run, as for any tool
+        except BaseException as exc:  # noqa: BLE001 - sys.exit() too: the model reads what went wrong
             from ..notebook.record import error_info
 
             info = error_info(exc, label=_frame_label, frames=3)
             raise ToolError(f"{self.name} raised " + info.render()) from exc
         if value is None:
             return "(returned None)"
-        text = value if isinstance(value, str) else repr(value)
-        if len(text) > RESULT_CAP:
-            text = text[:RESULT_CAP] + f"\n… [cut at {RESULT_CAP:,} of {len(text):,} characters]"
+        if isinstance(value, str):
+            if len(value) <= RESULT_CAP:
+                return value
+            # An ASCII note: "…" would make an ASCII head a 2-byte-per-character string, twice the memory.
+            return value[:RESULT_CAP] + f"\n[cut at {RESULT_CAP:,} of {len(value):,} characters]"
+        return bounded_repr(value, REPR_CAP)
+
+
+# --- a repr that stops at a limit -------------------------------------------------------------
+
+_CONTAINERS = {
+    list: ("[", "]"),
+    tuple: ("(", ")"),
+    set: ("{", "}"),
+    frozenset: ("frozenset({", "})"),
+    dict: ("{", "}"),
+}
+_SLICED = (str, bytes, bytearray)
+_SCALARS = frozenset({int, float, bool, complex, type(None)})
+
+
+def bounded_repr(value: Any, limit: int) -> str:
+    """``repr(value)``, built piece by piece and stopped once ``limit`` characters are out.
+
+    Lists, tuples, sets, dicts, strings and bytes (exact types) are walked here, so a
+    500 MB ``bytes`` or a list of a billion items costs about ``limit`` characters, never
+    their full repr; within the limit the text is the built-in ``repr``. Other objects use
+    their own ``__repr__`` (cut after): numpy and pandas bound theirs already.
+    """
+    chunks: list[str] = []
+    parts: list[str] = []
+    size = 0
+    for piece in _repr_pieces(value, limit):
+        parts.append(piece)
+        size += len(piece)
+        if len(parts) >= 4096:  # small pieces cost ~50 bytes each as objects: join them as we go
+            chunks.append("".join(parts))
+            parts.clear()
+        if size > limit:
+            break
+    chunks.append("".join(parts))
+    text = "".join(chunks)
+    if size <= limit:
         return text
+    return text[:limit] + f"\n[repr of a {type(value).__name__} cut at {limit:,} characters]"
+
+
+def _repr_pieces(value: Any, limit: int) -> Iterator[str]:
+    """The pieces of ``repr(value)`` in order, depth-first without recursion."""
+    open_ids: set[int] = set()  # containers being walked: a list inside itself is [...]
+    stack: list[Iterator[Any]] = [iter((value,))]  # each open container's remaining work
+    while stack:
+        item = next(stack[-1], _END)
+        if item is _END:
+            stack.pop()
+            continue
+        kind = type(item)
+        if kind is _Text:
+            yield item.text
+        elif kind is _Close:
+            open_ids.discard(item.ident)
+            yield item.text
+        elif kind in _CONTAINERS:
+            if id(item) in open_ids:
+                yield "[...]" if kind is list else "{...}"
+            elif not item:
+                yield _EMPTY[kind]
+            else:
+                start, close = _CONTAINERS[kind]
+                open_ids.add(id(item))
+                yield start
+                stack.append(
+                    _members(
+                        item, kind, _Close(id(item), ",)" if kind is tuple and len(item) == 1 else close)
+                    )
+                )
+        elif kind in _SLICED:
+            # Sliced past the limit first: only what can be shown is ever copied.
+            yield repr(item[: limit + 1]) if len(item) > limit else repr(item)
+        else:
+            yield repr(item)
+
+
+def _members(obj: Any, kind: type, close: _Close) -> Iterator[Any]:
+    """A container's work: its items (a dict's as key, ": ", value) with separators, then its close.
+
+    Runs of small scalars are rendered by the built-in ``repr`` a batch at a time: item by
+    item, a list of a million ints took seconds.
+    """
+    first = True
+    members = iter(obj.items() if kind is dict else obj)
+    while batch := list(islice(members, 512)):
+        flat = batch if kind is not dict else [x for pair in batch for x in pair]
+        if _SCALARS.issuperset(map(type, flat)) or all(map(_small, flat)):
+            text = (
+                ", ".join(f"{k!r}: {v!r}" for k, v in batch) if kind is dict else ", ".join(map(repr, batch))
+            )
+            yield _Text(text if first else ", " + text)
+            first = False
+            continue
+        for member in batch:
+            if not first:
+                yield _COMMA
+            first = False
+            if kind is dict:
+                yield member[0]
+                yield _COLON
+                yield member[1]
+            else:
+                yield member
+    yield close
+
+
+def _small(value: Any) -> bool:
+    """Whether the built-in ``repr`` of ``value`` is short and cheap: a scalar, a short
+    string, or a short flat list or tuple of those (rows like ``[1, 'a']``)."""
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if kind in _SLICED:
+        return len(value) <= 256
+    if kind is list or kind is tuple:
+        return len(value) <= 16 and all(
+            type(m) in _SCALARS or (type(m) in _SLICED and len(m) <= 256) for m in value
+        )
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class _Text:
+    text: str
+
+
+@dataclass(frozen=True, slots=True)
+class _Close:
+    ident: int
+    text: str
+
+
+_COMMA, _COLON = _Text(", "), _Text(": ")
+_EMPTY = {list: "[]", tuple: "()", set: "set()", frozenset: "frozenset()", dict: "{}"}
+_END = object()
 
 
 def _frame_label(filename: str) -> str | None:
@@ -126,6 +281,11 @@ def make_user_tool(
         )
     if tool_name in RESERVED:
         raise ValueError(f"{tool_name!r} is one of the agent's own tools; pass @tool(name=...) to rename it")
+    if tool_name.lower().startswith(MCP_PREFIX):
+        raise ValueError(
+            f"tool name {tool_name!r} starts with {MCP_PREFIX!r}, the namespace of MCP servers' tools; "
+            "pass @tool(name=...) with another name"
+        )
     doc = inspect.getdoc(function) or ""
     summary, params = parse_docstring(doc)
     text = description or summary or f"The user's function {tool_name}."

@@ -1,7 +1,11 @@
-"""The workspace boundary: every path a tool touches goes through ``resolve_in_workspace``.
+r"""The workspace boundary: every path a tool touches goes through ``resolve_in_workspace``.
 
 Paths are resolved with symlinks followed, then compared against the resolved workspace, so
 ``..``, absolute paths and symlinks (to files or to parent directories) cannot leave it.
+
+A path naming a file whose name is not UTF-8 may be given as the tools show it, each
+undecodable byte as ``\xNN`` (``list_files`` prints ``caf\xe9.txt``): when no file has the
+name as written, the name with those bytes is tried (``escaped_name``).
 
 Files are then opened by ``open_resolved``: from an fd of the workspace, one component at a
 time with ``O_NOFOLLOW``, so a component swapped for a symlink between the check and the
@@ -15,6 +19,7 @@ from __future__ import annotations
 import errno
 import io
 import os
+import re
 import stat
 from pathlib import Path
 from typing import IO
@@ -36,6 +41,7 @@ def resolve_in_workspace(workspace: Path, path: str, *, write: bool = False) -> 
     candidate = Path(path)
     if not candidate.is_absolute():
         candidate = root / candidate
+    candidate = escaped_name(candidate)
     try:
         resolved = candidate.resolve()
     except (OSError, RuntimeError, ValueError) as exc:
@@ -57,6 +63,20 @@ def resolve_in_workspace(workspace: Path, path: str, *, write: bool = False) -> 
     return resolved
 
 
+# \xNN for a byte 0x80-0xFF: what ``textsafe.escape_surrogates`` writes for ``os``'s U+DC80-U+DCFF.
+_BYTE_ESCAPE = re.compile(r"\\x([89a-fA-F][0-9a-fA-F])")
+
+
+def escaped_name(candidate: Path) -> Path:
+    """``candidate``, or, when nothing has that name and it holds ``\\xNN`` escapes, the
+    name with the bytes they stand for if that exists (a name as the tools show it)."""
+    text = str(candidate)
+    if "\\x" not in text or os.path.lexists(text):
+        return candidate
+    raw = _BYTE_ESCAPE.sub(lambda m: chr(0xDC00 + int(m.group(1), 16)), text)
+    return Path(raw) if raw != text and os.path.lexists(raw) else candidate
+
+
 def display_path(workspace: Path, resolved: Path) -> str:
     """The path as the model should see it: relative to the workspace, with ``/``."""
     root = Path(workspace).resolve()
@@ -74,7 +94,12 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def open_resolved(
-    workspace: Path, resolved: Path, flags: int = os.O_RDONLY, mode: int = 0o666, *, make_parents: bool = False
+    workspace: Path,
+    resolved: Path,
+    flags: int = os.O_RDONLY,
+    mode: int = 0o666,
+    *,
+    make_parents: bool = False,
 ) -> int:
     """An fd of the regular file ``resolved`` (from ``resolve_in_workspace``), opened without a race.
 
