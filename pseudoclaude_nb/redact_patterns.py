@@ -4,7 +4,9 @@ The data of redaction, apart from how it is applied (``redact``): ``PATTERNS`` i
 they run, the ``Pattern`` they are made of, and the marker a match becomes. A regex begins
 with a literal (``re`` then scans for it instead of trying every position); a pattern whose
 trigger is a common word (``token``, ``secret``) has ``after`` gates, so its regex runs only
-where an assignment follows the word.
+where an assignment follows the word. Token shapes that begin with a fixed prefix (GitLab,
+PyPI, Hugging Face, SendGrid…) are data, adapted from gitleaks' maintained rules
+(``redact_rules``); the patterns here are those that need a label or a context.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from .redact_rules import SHAPES, Shape
 
 
 def marker(kind: str) -> str:
@@ -74,15 +78,42 @@ class Pattern:
         return "".join((*parts, text[done:])) if replaced else text
 
 
-# A token may not continue a longer word ("task-ant…", "xsk-…"). The check is a lookbehind
-# placed *after* the literal prefix, e.g. ``sk-(?<!X sk-)``, so the regex still starts
-# with a literal that ``re`` can search for quickly.
+# A token may not continue a longer word ("task-ant…", "xsk-…"), but it may follow a "-"
+# or "_" (``api-sk_live_…``, ``key_ghp_…``: a name glued to the token). The check is a
+# lookbehind placed *after* the literal prefix, e.g. ``sk-(?<!X sk-)``, so the regex still
+# starts with a literal that ``re`` can search for quickly. A token ends at a non-word.
 _WORD = "[A-Za-z0-9_-]"
+_GLUE = "[A-Za-z0-9]"
 _END = rf"(?!{_WORD})"
 
 
 def _after(prefix: str) -> str:
-    return rf"{re.escape(prefix)}(?<!{_WORD}{re.escape(prefix)})"
+    return rf"{re.escape(prefix)}(?<!{_GLUE}{re.escape(prefix)})"
+
+
+def _shape(shape: Shape) -> Pattern:
+    """A token that begins with a literal prefix (``redact_rules``): gated by its body, so a
+    prefix that is a common word ("SK", "key-", "dapi") costs one anchored match."""
+    if shape.keep_prefix:
+        head = "(" + "|".join(map(re.escape, shape.prefixes)) + ")"
+    else:
+        head = "(?:" + "|".join(map(_after, shape.prefixes)) + ")"
+    if shape.triggers:  # the regex runs on the text holding one (re finds the prefixes)
+        return Pattern(shape.kind, shape.triggers, re.compile(head + f"(?:{shape.body}){_END}"))
+    return Pattern(
+        shape.kind,
+        shape.prefixes,
+        re.compile(head + f"(?:{shape.body}){_END}"),
+        keep=1 if shape.keep_prefix else 0,
+        after=re.compile(shape.body),
+        after_line=re.compile(shape.body.encode()),
+        words=shape.prefixes,
+    )
+
+
+# What may stand between two parts of a credential given together (an id and its secret):
+# spaces, a comma or a colon, quotes, and their JSON escapes.
+_PAIR_GAP = r"(?:[\s,;:|=/\"']|\\[nrt\"]){1,12}"
 
 
 # Code that names a secret without holding one, left as it is when the value is not quoted:
@@ -109,6 +140,20 @@ def _names_code(m: re.Match[str]) -> bool:
     return _CODE_VALUE.match(m.string, m.end(1), m.end()) is not None
 
 
+# What follows "uthorization" before the scheme, in text and in an encoded line (where a
+# quote may be escaped and a tab or newline is "\t", "\n"): the regex runs only there.
+_AUTH_AFTER = r"[\"']?\s*[:=]\s*[\"']?"
+_AUTH_AFTER_LINE = rb"(?:\\?[\"'])?(?:\s|\\[nrt])*[:=](?:\s|\\[nrt])*(?:\\?[\"'])?"
+_AUTH_WORDS = ("authorization", "Authorization", "AUTHORIZATION")
+# After "password is": words that say something about a password, not what it is.
+_NOT_A_PASSWORD = (
+    "required", "wrong", "incorrect", "invalid", "not", "too", "the", "empty", "missing", "set",
+    "stored", "saved", "correct", "expired", "hidden", "needed", "changed", "reset", "case",
+    "being", "also", "still", "now", "only", "never", "always", "used", "given", "shown", "sent",
+    "visible", "weak", "strong", "long", "short", "fine", "same", "different", "from", "encrypted",
+    "hashed", "unknown", "optional", "mandatory", "none", "null", "blank", "your", "their", "this",
+    "that", "what", "where", "here", "there", "available", "asked", "prompted", "read", "taken",
+)  # fmt: skip
 _GITHUB_CLASSIC = ("ghp_", "gho_", "ghu_", "ghs_", "ghr_")
 # The names an assigned secret is recognised by, in the order its regex tries them.
 _SECRET_NAMES = (
@@ -129,7 +174,8 @@ PATTERNS: tuple[Pattern, ...] = (
             r"(?:(?:(?!-----BEGIN ).)*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
             # … or a block cut before its END (a truncated read, a preview): its header
             # and base64 lines, so half a key is not left behind either.
-            r"|(?:[ \t]*\r?\n?[ \t]*(?:(?:Proc-Type|DEK-Info|Comment):[^\n]*|[A-Za-z0-9+/]{16,}={0,2}))*)",
+            # Lines end in a newline or, in a JSON string (a service-account file), in "\n".
+            r"|(?:[ \t]*(?:\r?\n|\\r?\\n)?[ \t]*(?:(?:Proc-Type|DEK-Info|Comment):[^\n]*|[A-Za-z0-9+/]{16,}={0,2}))*)",
             re.DOTALL,
         ),
     ),
@@ -151,6 +197,22 @@ PATTERNS: tuple[Pattern, ...] = (
         (*_GITHUB_CLASSIC, "github_pat_"),
         re.compile(_after("g") + r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})" + _END),
     ),
+    # An AWS secret key given right after its access key id, without a label (a CSV row of
+    # the console's credentials file, "AKIA… wJalr…", a tuple): the id stays for the next
+    # pattern. The secret is 40 base64 characters of all three kinds (a git SHA is not).
+    Pattern(
+        "aws-secret-key",
+        ("AKIA", "ASIA"),
+        re.compile(
+            r"(A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}" + _PAIR_GAP + ")"
+            r"(?=[A-Za-z0-9/+]{0,39}[0-9])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
+            r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
+        ),
+        keep=1,
+        after=re.compile(r"[A-Z0-9]{16}" + _PAIR_GAP + r"[A-Za-z0-9/+]{40}"),
+        after_line=re.compile(rb"[A-Z0-9]{16}" + _PAIR_GAP.encode() + rb"[A-Za-z0-9/+]{40}"),
+        words=("AKIA", "ASIA"),
+    ),
     # AWS access key ids: AKIA (long-term) or ASIA (temporary) + 16 upper-case alphanumerics.
     Pattern(
         "aws-access-key-id",
@@ -165,12 +227,12 @@ PATTERNS: tuple[Pattern, ...] = (
         "aws-secret-key",
         ("ecret", "ECRET"),
         re.compile(
-            r"([sS](?:ecret|ECRET)_?(?i:(?:access_?)?key)[\"']?\s*[:=]\s*[\"']?)"
+            r"([sS](?:ecret|ECRET)[ _-]?(?i:(?:access[ _-]?)?key)[\"']?\s*[:=,]\s*[\"']?)"
             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
         ),
         keep=1,
-        after=re.compile(r"_?(?i:(?:access_?)?key)"),
-        after_line=re.compile(rb"_?(?i:(?:access_?)?key)"),
+        after=re.compile(r"[ _-]?(?i:(?:access[ _-]?)?key)"),
+        after_line=re.compile(rb"[ _-]?(?i:(?:access[ _-]?)?key)"),
         words=("secret", "sECRET", "Secret", "SECRET"),
     ),
     # Authorization: Bearer <token>, in headers, curl -H, JSON or Python dicts. A shell
@@ -180,12 +242,101 @@ PATTERNS: tuple[Pattern, ...] = (
         ("uthorization", "UTHORIZATION"),
         re.compile(r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+)[A-Za-z0-9._~+/=_-]{16,}"),
         keep=1,
+        after=re.compile(_AUTH_AFTER + r"(?i:bearer)\s"),
+        after_line=re.compile(_AUTH_AFTER_LINE + rb"(?i:bearer)(?:\s|\\[nrt])"),
+        words=_AUTH_WORDS,
     ),
+    # Authorization with another scheme (Basic base64(user:pass), Discord's Bot, Token …).
+    Pattern(
+        "authorization",
+        ("uthorization", "UTHORIZATION"),
+        re.compile(
+            r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|bot|token|digest|apikey|sso-key)\s+)"
+            r"[A-Za-z0-9._~+/=:-]{8,}"
+        ),
+        keep=1,
+        after=re.compile(_AUTH_AFTER + r"(?i:basic|bot|token|digest|apikey|sso-key)\s"),
+        after_line=re.compile(
+            _AUTH_AFTER_LINE + rb"(?i:basic|bot|token|digest|apikey|sso-key)(?:\s|\\[nrt])"
+        ),
+        words=_AUTH_WORDS,
+    ),
+    # A docker config's "auth": base64(user:password), also inside an escaped JSON string.
+    Pattern(
+        "docker-auth",
+        ('"auth',),
+        re.compile(r'("auth\\?"\s*:\s*\\?")[A-Za-z0-9+/]{8,}={0,2}(?=\\?")'),
+        keep=1,
+        after=re.compile(r'\\?"\s*:'),
+        after_line=re.compile(rb'\\?"\s*:'),
+        words=('"auth',),
+    ),
+    # curl -u user:password (and --user): the password goes, the user stays.
+    Pattern(
+        "url-password",
+        ("curl",),
+        re.compile(
+            r"(curl\b[^\n]*?\s(?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,256}:)(?![$\[<{])[^\s\"']{3,}"
+        ),
+        keep=1,
+    ),
+    # A password on a command line: mysql -pSECRET, --password=SECRET / --password SECRET.
+    Pattern(
+        "cli-password",
+        ("mysql",),
+        re.compile(r"(mysql[a-z]*\b[^\n|;&]*?\s-p)(?![$\[<{])[^\s\"';|&]{3,}"),
+        keep=1,
+    ),
+    Pattern(
+        "cli-password",
+        ("--password",),
+        re.compile(r"(--password(?:=|[ \t]+)[\"']?)(?![$\[<{-])[^\s\"';|&]{3,}"),
+        keep=1,
+    ),
+    # A password in prose: "my password is hunter2", "the password was: …". Words that
+    # describe a password rather than being one ("is required", "is wrong") stay.
+    Pattern(
+        "password",
+        ("assw", "ASSW"),
+        re.compile(
+            r"((?:[pP]assword|PASSWORD|[pP]asswd|PASSWD)\s+(?i:is|was)\s*:?\s+[\"'`]?)"
+            r"(?![\[$<{(])(?!(?i:" + "|".join(_NOT_A_PASSWORD) + r")\b)[^\s\"'`]{4,}"
+        ),
+        keep=1,
+        after=re.compile(r"(?:ord|ORD|d|D)?\s+(?i:is|was)\s"),
+        after_line=re.compile(rb"(?:ord|ORD|d|D)?(?:\s|\\[nt])+(?i:is|was)(?:\s|\\[nt])"),
+        words=("password", "Password", "PASSWORD", "passwd", "Passwd", "PASSWD"),
+    ),
+    # Twilio: an account SID (AC…) or API key SID (SK…), then its auth token or secret, as
+    # the client is made: ``Client("AC…", "…")`` (a .env's TWILIO_AUTH_TOKEN= is a label).
+    # The SID stays (an id, not a secret). Not triggered on "AC"/"SK": 2 characters (or a
+    # quote and 2, in JSON lines full of quotes) would double the pre-check's cost.
+    Pattern(
+        "twilio",
+        ("Client(",),
+        re.compile(r"(Client\(\s*[\"'](?:AC|SK)[0-9a-f]{32}[\"']\s*,\s*[\"'])[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
+        keep=1,
+        after=re.compile(r"\s*[\"'](?:AC|SK)[0-9a-f]{32}"),
+        after_line=re.compile(rb"\s*\\?[\"'](?:AC|SK)[0-9a-f]{32}"),
+        words=("Client(",),
+    ),
+    # Discord bot tokens (base64 of the bot's id, 6, 27+) have no fixed prefix: found where a
+    # bot is started with one, ``client.run("…")`` (or by a label: DISCORD_TOKEN=, "Bot …").
+    Pattern(
+        "discord",
+        (".run(",),
+        re.compile(r"(\.run\(\s*[\"'])[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}" + _END),
+        keep=1,
+        after=re.compile(r"\s*[\"'][A-Za-z0-9_-]{23,28}\."),
+        after_line=re.compile(rb"\s*\\?[\"'][A-Za-z0-9_-]{23,28}\."),
+        words=(".run(",),
+    ),
+    *map(_shape, SHAPES),
     # Slack tokens: xoxb- (bot), xoxp- (user), xoxa-/xoxr-/xoxs-, and xapp- app tokens.
     Pattern(
         "slack",
         ("xox", "xapp-"),
-        re.compile(r"x(?<![A-Za-z0-9_-]x)(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}" + _END),
+        re.compile(r"x(?<![A-Za-z0-9]x)(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}" + _END),
     ),
     # Google API keys: AIza + 35 characters.
     Pattern("google-api-key", ("AIza",), re.compile(_after("AIza") + r"[0-9A-Za-z_-]{35}" + _END)),
@@ -193,7 +344,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "stripe",
         ("k_live_", "k_test_"),
-        re.compile(r"(?:s|r)(?<![A-Za-z0-9_-][sr])k_(?:live|test)_[0-9A-Za-z]{16,}" + _END),
+        re.compile(r"(?:s|r)(?<![A-Za-z0-9][sr])k_(?:live|test)_[0-9A-Za-z]{16,}" + _END),
     ),
     # JSON Web Tokens: three base64url parts, the first two JSON objects ("eyJ" is '{"').
     Pattern(

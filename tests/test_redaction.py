@@ -66,6 +66,26 @@ KEYS: list[tuple[str, str]] = [
     ("private-key", _pem("OPENSSH PRIVATE KEY")),
     ("private-key", _pem("PRIVATE KEY")),
     ("private-key", _pem("EC PRIVATE KEY")),
+    # Token shapes from redact_rules (gitleaks' rules): a prefix and a body.
+    ("gitlab", "glpat-" + _r(20, ALNUM + "_-")),
+    ("gitlab", "gldt-" + _r(20, ALNUM + "_-")),
+    ("gitlab", "glrt-t1_" + _r(27, ALNUM) + ".01" + _r(7, "abcdef0123456789")),
+    ("gitlab", "glptt-" + _r(40, "0123456789abcdef")),
+    ("pypi", "pypi-AgEIcHlwaS5vcmc" + _r(60, ALNUM + "_-")),
+    ("huggingface", "hf_" + _r(34, string.ascii_letters)),
+    ("sendgrid", "SG." + _r(22, ALNUM + "_-") + "." + _r(43, ALNUM + "_-")),
+    ("digitalocean", "dop_v1_" + _r(64, "0123456789abcdef")),
+    ("digitalocean", "doo_v1_" + _r(64, "0123456789abcdef")),
+    ("mailgun", "key-" + _r(32, "0123456789abcdef")),
+    ("npm", "npm_" + _r(36)),
+    ("shopify", "shpat_" + _r(32, "0123456789abcdef")),
+    ("square", "EAAA" + _r(60, ALNUM + "_-")),
+    ("square", "sq0csp-" + _r(43, ALNUM + "_-")),
+    ("heroku", "HRKU-AA" + _r(58, ALNUM + "_-")),
+    ("new-relic", "NRAK-" + _r(27, UPPER)),
+    ("atlassian", "ATATT3xFfGF0" + _r(180, ALNUM + "_-") + "=" + _r(8, "0123456789ABCDEF")),
+    ("linear", "lin_api_" + _r(40)),
+    ("databricks", "dapi" + _r(32, "0123456789abcdef")),
 ]
 AWS_SECRET = _r(40, ALNUM + "/+")
 BEARER = "eyJhbGciOiJIUzI1NiJ9." + _r(40, ALNUM + "_-") + "." + _r(43, ALNUM + "_-")
@@ -240,10 +260,28 @@ def test_values_are_redacted_deep_and_other_types_kept() -> None:
 def test_every_pattern_has_a_trigger_in_its_own_corpus_keys() -> None:
     # The pre-check skips a pattern whose triggers are absent: each kind must be reachable.
     kinds = {p.kind for p in PATTERNS}
-    assert kinds == {k for k, _ in KEYS} | {"aws-secret-key", "bearer-token", "url-password", "assigned-secret"}
+    # The kinds found by a label (or keeping their prefix) are tested in test_trust_secrets.py.
+    labelled = {
+        "aws-secret-key",
+        "bearer-token",
+        "url-password",
+        "assigned-secret",
+        "authorization",
+        "docker-auth",
+    }
+    labelled |= {
+        "cli-password",
+        "password",
+        "twilio",
+        "discord",
+        "slack-webhook",
+        "discord-webhook",
+        "azure-key",
+        "telegram",
+    }
+    assert kinds == {k for k, _ in KEYS} | labelled
     for kind, key in KEYS:
-        pattern = next(p for p in PATTERNS if p.kind == kind)
-        assert any(t in key for t in pattern.triggers), kind
+        assert any(t in key for p in PATTERNS if p.kind == kind for t in p.triggers), kind
 
 
 # --- properties ---------------------------------------------------------------------------------------
@@ -287,11 +325,36 @@ def _every_pattern_where_its_trigger_is(text: str) -> str:
 _near_keywords = st.lists(
     st.one_of(
         st.sampled_from(
-            ["password", "PASSWORD", "Password", "passwd", "PASSWD", "secret", "SECRET", "Secret", "token",
-             "TOKEN", "Token", "api_key", "apikey", "API_KEY", "APIKEY", "private_key", "PRIVATE_KEY", "_key",
-             "_KEY", "aws_secret_access_key", "SecretAccessKey", "AWS_SECRET_ACCESS_KEY", "secret_key", "sEcReT"]
+            [
+                "password",
+                "PASSWORD",
+                "Password",
+                "passwd",
+                "PASSWD",
+                "secret",
+                "SECRET",
+                "Secret",
+                "token",
+                "TOKEN",
+                "Token",
+                "api_key",
+                "apikey",
+                "API_KEY",
+                "APIKEY",
+                "private_key",
+                "PRIVATE_KEY",
+                "_key",
+                "_KEY",
+                "aws_secret_access_key",
+                "SecretAccessKey",
+                "AWS_SECRET_ACCESS_KEY",
+                "secret_key",
+                "sEcReT",
+            ]
         ),
-        st.sampled_from(['"', "'", " ", "é", "猫", "\t", "\t\t", "=", ":", " = ", '": "', "\\", "\n", "ord", "d"]),
+        st.sampled_from(
+            ['"', "'", " ", "é", "猫", "\t", "\t\t", "=", ":", " = ", '": "', "\\", "\n", "ord", "d"]
+        ),
         st.sampled_from(["://", "https://", "://u:", "u:p@h", "@", "/", "<", "Authorization: Bearer "]),
         st.text(alphabet=string.ascii_letters + string.digits + "/+_-$<{[", min_size=1, max_size=44),
     ),
@@ -332,7 +395,9 @@ def test_the_line_gates_never_skip_a_line_the_walk_would_change(pieces: list[str
 _overlapping_pieces = st.lists(
     st.one_of(
         st.sampled_from(list(redact_module._TRIGGERS)),
-        st.sampled_from(["s", "k", "-", "ant", "_", "e", "y", "J", "x", "o", "A", "I", "za", "ghp", "ithub_pat", "猫"]),
+        st.sampled_from(
+            ["s", "k", "-", "ant", "_", "e", "y", "J", "x", "o", "A", "I", "za", "ghp", "ithub_pat", "猫"]
+        ),
     ),
     max_size=16,
 )

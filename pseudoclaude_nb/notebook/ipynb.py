@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any, BinaryIO
 
+from ..redact import redact_text
 from .record import cap, clean
 
 OUTPUT_CAP = 600  # characters of one output
@@ -86,6 +87,8 @@ def read_notebook(source: BinaryIO, offset: int, limit: int, shown_path: str) ->
     out = ["(a notebook, shown as cells and text outputs, not raw JSON; line numbers are of this view)"]
     for number in range(offset, min(last, total) + 1):
         line = lines[number - 1]
+        if len(line) > MAX_LINE_CHARS:  # redacted before the cut: no half key left
+            line = redact_text(line)
         if len(line) > MAX_LINE_CHARS:
             line = line[:MAX_LINE_CHARS] + f"… [{len(line) - MAX_LINE_CHARS} more characters on this line]"
         out.append(f"{number:>6}\t{line}")

@@ -2,7 +2,10 @@
 
 Everything here is capped when it is *recorded*, not when it is shown: a cell that prints
 10 MB keeps a head and a tail of its output (``BoundedText``) and a count of the rest, so
-the store's memory stays small whatever the user runs. Error text loses its ANSI colour
+the store's memory stays small whatever the user runs. Every cut is made on redacted text
+(SPEC §6.2, §18): each kept part is redacted with ``REDACT_MARGIN`` characters of what is
+cut beyond it, so a cut cannot leave half a key (a ``BEGIN PRIVATE KEY`` line cut off, its
+base64 lines kept) or separate a label from its value. Error text loses its ANSI colour
 codes. No IPython here: the magics feed these functions what IPython hands them.
 """
 
@@ -14,6 +17,8 @@ import traceback
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from ..redact import Redactor
 
 # Per-field caps, in characters. Sized so that ten ordinary cells fit the 8,000-byte block.
 SOURCE_CAP = 2_000
@@ -29,6 +34,8 @@ CELL_IMAGES = 2
 CELL_IMAGE_BYTES = 4 << 20
 RASTER_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 FRAME_LINE_CAP = 200
+# What a kept part is redacted with beyond its cut: a PEM key of 4096 bits is ~3,300 characters.
+REDACT_MARGIN = 4_096
 
 _ANSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b\][^\x07\x1b]*(?:\x07|\x1b\\)|\x1b[@-Z\\-_]")
 # Control characters other than tab and newline (binary output) are shown as "\xNN".
@@ -46,23 +53,33 @@ def clean(text: str) -> str:
 
 
 def cap(text: str, limit: int) -> str:
-    """``text`` cut to about ``limit`` characters: head and tail kept, the middle counted."""
-    if len(text) <= limit:
-        return text
+    """``text`` redacted and cut to about ``limit`` characters: head and tail kept, the middle counted."""
+    redactor = Redactor()
+    if len(text) <= limit + 2 * REDACT_MARGIN:
+        text = redactor.text(text)
+        if len(text) <= limit:
+            return text
+        head_text, tail_text, total = text, text, len(text)
+    else:  # each kept part with a margin of what is cut: time bounded however long the text
+        head_text = redactor.text(text[: limit + REDACT_MARGIN])
+        tail_text = redactor.text(text[-(limit + REDACT_MARGIN) :])
+        total = len(text)
     head = limit * 2 // 3
     tail = limit - head
-    return f"{text[:head]}\n… [{len(text) - head - tail:,} characters not shown] …\n{text[-tail:]}"
+    return f"{head_text[:head]}\n… [{total - head - tail:,} characters not shown] …\n{tail_text[-tail:]}"
 
 
 class BoundedText:
     """A write-only text sink that keeps the first ``head`` and last ``tail`` characters.
 
-    Memory stays at ``head + tail`` (plus one write's slice) however much is written: the
-    10 MB print case. ``total`` counts everything, so the cut is reported honestly.
+    Memory stays at ``head + tail`` (plus one write's slice and ``REDACT_MARGIN`` on each side)
+    however much is written: the 10 MB print case. ``total`` counts everything, so the cut is
+    reported honestly. ``value()`` redacts each part with its margin, then cuts.
     """
 
     def __init__(self, head: int = STDOUT_CAP, tail: int = STDOUT_CAP // 2) -> None:
-        self.head_cap, self.tail_cap = head, tail
+        self.head_cut, self.tail_cut = head, tail
+        self.head_cap, self.tail_cap = head + REDACT_MARGIN, (tail + REDACT_MARGIN if tail else 0)
         self._head: list[str] = []
         self._head_len = 0
         self._tail = ""
@@ -82,11 +99,17 @@ class BoundedText:
             self._tail = (self._tail + text[-self.tail_cap :])[-self.tail_cap :]
 
     def value(self) -> str:
-        head = "".join(self._head)
-        dropped = self.total - len(head) - len(self._tail)
-        if dropped <= 0:
-            return head + self._tail
-        return f"{head}\n… [{dropped:,} characters not shown] …\n{self._tail}"
+        head, tail = "".join(self._head), self._tail
+        if self.total <= self.head_cut + self.tail_cut:
+            return head + tail  # whole: the record's cap redacts it
+        redactor = Redactor()
+        if self.total == len(head) + len(tail):  # nothing dropped yet: redacted as one text
+            head = tail = redactor.text(head + tail)
+        else:
+            head, tail = redactor.text(head), redactor.text(tail)
+        head, tail = head[: self.head_cut], (tail[-self.tail_cut :] if self.tail_cut else "")
+        dropped = self.total - self.head_cut - self.tail_cut
+        return f"{head}\n… [{dropped:,} characters not shown] …\n{tail}"
 
 
 @dataclass(frozen=True)

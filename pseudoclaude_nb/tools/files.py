@@ -14,6 +14,7 @@ from pydantic import Field
 
 from ..errors import ToolError
 from ..notebook.ipynb import read_notebook
+from ..redact import redact_text
 from .registry import Tool, ToolArgs
 from .workspace import display_path, open_resolved, resolve_in_workspace
 
@@ -72,6 +73,8 @@ def read_file(workspace: Path, args: ReadFileArgs) -> str:
         for total, line in enumerate(f, start=1):
             if args.offset <= total <= last:
                 line = line.rstrip("\r\n")
+                if len(line) > MAX_LINE_CHARS:  # redacted before the cut: no half key left
+                    line = redact_text(line)
                 if len(line) > MAX_LINE_CHARS:
                     extra = len(line) - MAX_LINE_CHARS
                     line = line[:MAX_LINE_CHARS] + f"… [{extra} more characters on this line]"
