@@ -2,11 +2,16 @@
 its system prompt's sections, both by strategy; ``%agent --tools`` lists the same tools.
 
 A mixin of ``Agent``: ``%context`` and a run build their tool list here, so what
-``%context`` shows is what the model gets.
+``%context`` shows is what the model gets. Two tools of one name (a ``@tool`` named like a
+built-in or an MCP tool) never break a run: the first is kept and the clash is a notice.
+
+Project MCP servers (the workspace's ``.mcp.json``) are asked about here, before a run
+starts them (SPEC §19); without stdin they stay off and a notice says how to approve them.
 """
 
 from __future__ import annotations
 
+import builtins
 from collections.abc import Callable
 from pathlib import Path
 
@@ -14,8 +19,9 @@ from .agent_session import ActiveSession
 from .config import PseudoClaude
 from .context import Emit
 from .errors import ToolError
-from .events import RunEvent
+from .events import Notice, RunEvent
 from .mcp import McpHub, load_config
+from .mcp.approval import not_approved, question
 from .memory import MemoryManager
 from .notebook import NotebookHost
 from .prompt import system_sections, with_memory
@@ -23,6 +29,7 @@ from .rollover.handoff import GUIDANCE, Intent
 from .session.history import HistoryIndex
 from .tools import MemoryReader, ToolRegistry, build_tools
 from .tools.notebook import notebook_tools
+from .tools.registry import Tool
 from .tools.rollover import new_context_tool, search_history_tool
 from .tools.user import user_tools
 
@@ -35,6 +42,7 @@ class RunSurface:
     notebook: NotebookHost | None
     python_executor: Callable[[str], str] | None
     _mcp: McpHub | None
+    ask: Callable[[str], str] | None
 
     # The agent's own, read here (annotations only: nothing here shadows the agent's).
     workspace: Path
@@ -43,21 +51,42 @@ class RunSurface:
     _strategy: Callable[[], str]
     _memory_index: Callable[[bool], str | None]
 
-    def _tools(self, strategy: str, memory_index: str | None = None, emit: Emit | None = None) -> ToolRegistry:
+    def _tools(
+        self, strategy: str, memory_index: str | None = None, emit: Emit | None = None
+    ) -> ToolRegistry:
         # read_memory only when memory is on and holds something: else it is noise.
         reader = MemoryReader(self.memory) if memory_index else None
         tools = build_tools(self.workspace, python_executor=self.python_executor, memory=reader)
+        origin = dict.fromkeys(tools.names(), "built-in")
+        extra: list[tuple[Tool, str]] = []
         if self.notebook is not None:
-            for tool in notebook_tools(self.notebook):
-                tools.add(tool)
-        for user_tool in user_tools():
-            if user_tool.name not in tools:
-                tools.add(user_tool.as_tool())
+            extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
+        extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
         if strategy == "rollover":
-            tools.add(new_context_tool(self.workspace, lambda intent: self._declare_rollover(intent, emit)))
-            tools.add(search_history_tool(self.history, lambda: self.session.id if self.session else None))
-        for tool in self._mcp.tools() if self._mcp is not None else ():
+            extra.append(
+                (new_context_tool(self.workspace, lambda i: self._declare_rollover(i, emit)), "rollover")
+            )
+            extra.append(
+                (
+                    search_history_tool(self.history, lambda: self.session.id if self.session else None),
+                    "rollover",
+                )
+            )
+        extra += [(tool, f"MCP server {tool.server!r}") for tool in (self._mcp.tools() if self._mcp else ())]
+        for tool, source in extra:
+            if tool.name in tools:
+                # issue: a @tool named like an MCP tool made every run raise; the first one stays.
+                first = origin.get(tool.name, "another tool")
+                (emit or _ignore)(
+                    Notice(
+                        f"two tools are named {tool.name!r}: the {first} one and the {source} one; the "
+                        f"{source} one is left out of this run. Rename one of them",
+                        "warning",
+                    )
+                )
+                continue
             tools.add(tool)
+            origin[tool.name] = source
         return tools
 
     # --- MCP servers -------------------------------------------------------------------------
@@ -74,11 +103,40 @@ class RunSurface:
         hub = self.mcp
         hub.start_timeout, hub.call_timeout = self.settings.mcp_start_timeout, self.settings.mcp_timeout
         config = load_config(self.workspace, self.settings.mcp_servers)
-        return hub.configure(config, self.workspace, start=start)
+        problems = hub.configure(config, self.workspace, start=False)
+        if start:
+            problems += self._ask_mcp_approvals(hub)
+            problems += hub.configure(config, self.workspace, start=True)[len(config.errors) :]
+        return problems
+
+    def _ask_mcp_approvals(self, hub: McpHub) -> list[str]:
+        """Ask about each unapproved project server; a line for each that stays off."""
+        out = []
+        for state in hub.unapproved():
+            key = (state.name, state.config.digest)
+            if key in hub.declined:
+                out.append(not_approved(state.name))
+                continue
+            ask = getattr(self, "ask", None) or builtins.input
+            try:
+                answer = ask(question(state.config))
+            except (EOFError, NotImplementedError, OSError, RuntimeError):
+                # No stdin (NotImplementedError is IPython's StdinNotImplementedError): never start.
+                out.append(not_approved(state.name))
+                continue
+            if (answer or "").strip().lower() in ("y", "yes"):
+                hub.approvals.approve(hub.workspace, state.config)
+            else:
+                hub.declined.add(key)
+                out.append(not_approved(state.name))
+        return out
 
     def describe_tools(self) -> str:
         """``%agent --tools``: every tool the next run offers, the user's own marked."""
-        tools = self._tools(self._strategy(), self._memory_index(self.settings.memory_policy != "off"))
+        clashes: list[RunEvent] = []
+        tools = self._tools(
+            self._strategy(), self._memory_index(self.settings.memory_policy != "off"), clashes.append
+        )
         mine = {t.name: t for t in user_tools()}
         lines = [f"{len(tools)} tools (permission mode {self.settings.permission_mode}):"]
         for tool in tools:
@@ -88,6 +146,7 @@ class RunSurface:
             lines.append(f"  {tool.name:<18} {kind}{origin} — {summary[:90]}")
         if not mine:
             lines.append("  (no @tool functions registered: from pseudoclaude_nb import tool)")
+        lines += [f"  note: {event.text}" for event in clashes if isinstance(event, Notice)]
         return "\n".join(lines)
 
     def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
@@ -103,13 +162,29 @@ class RunSurface:
 
 
 class Relay:
-    """The events of one run, for what is built before its runner (the tools)."""
+    """The events of one run, for what is built before its runner (the tools): those sent
+    before the runner exists are kept and delivered when ``target`` is set."""
 
     def __init__(self) -> None:
-        self.target: Emit = _ignore
+        self._target: Emit | None = None
+        self._early: list[RunEvent] = []
+
+    @property
+    def target(self) -> Emit:
+        return self._target or _ignore
+
+    @target.setter
+    def target(self, emit: Emit) -> None:
+        self._target = emit
+        early, self._early = self._early, []
+        for event in early:
+            emit(event)
 
     def __call__(self, event: RunEvent) -> None:
-        self.target(event)
+        if self._target is None:
+            self._early.append(event)
+        else:
+            self._target(event)
 
 
 def _ignore(event: RunEvent) -> None:

@@ -20,6 +20,15 @@ import psutil
 EDGE = str(Path(__file__).parent / "fakes" / "mcp_server.py")
 
 
+def approve_project(workspace: Path) -> None:
+    """Approve every server of ``workspace``'s ``.mcp.json`` as written (what ``%mcp approve`` records)."""
+    from pseudoclaude_nb.mcp import load_config
+    from pseudoclaude_nb.mcp.approval import Approvals
+
+    for server in load_config(workspace).servers.values():
+        Approvals().approve(workspace, server)
+
+
 def edge(*args: str, **extra: Any) -> dict[str, Any]:
     return {"command": sys.executable, "args": [EDGE, *args], **extra}
 

@@ -13,13 +13,15 @@ from pseudoclaude_nb.events import Notice, ToolStarted
 from pseudoclaude_nb.magics import current_agent
 from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as anthropic_wire
-from tests.mcp_support import alive, children, edge, time_server
+from tests.mcp_support import alive, approve_project, children, edge, time_server
 from tests.scripts import read_log, run_magic, script, turn
 from tests.scripts import scripted_agent as make_agent
 
 
 def mcp_json(workspace: Path, servers: dict) -> None:
+    """The workspace's ``.mcp.json``, approved as written (tests/test_trust_mcp.py: unapproved)."""
     (workspace / ".mcp.json").write_text(json.dumps({"mcpServers": servers}), encoding="utf-8")
+    approve_project(workspace)
 
 
 def write_script(workspace: Path, *turns: dict) -> str:

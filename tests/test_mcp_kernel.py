@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jupyter_client.manager import start_new_kernel
 
-from tests.mcp_support import alive, edge, survivors, time_server
+from tests.mcp_support import alive, approve_project, edge, survivors, time_server
 
 
 def run_code(kc, code: str) -> str:
@@ -35,6 +35,7 @@ def kernel_with_servers(workspace: Path, tmp_path: Path):
     (workspace / ".mcp.json").write_text(
         json.dumps({"mcpServers": {"edge": edge("--linger", "60"), "time": time_server()}}), encoding="utf-8"
     )
+    approve_project(workspace)
     env = dict(os.environ, IPYTHONDIR=str(tmp_path / "ipython"), JUPYTER_PLATFORM_DIRS="1")
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(workspace))
     run_code(kc, f"%load_ext pseudoclaude_nb\n%config PseudoClaude.workspace = {str(workspace)!r}")

@@ -1,7 +1,9 @@
-"""``%mcp``: the kernel's MCP servers: status, tools, last error; start and restart them.
+"""``%mcp``: the kernel's MCP servers: status, tools, last error; start and restart them;
+approve and revoke the workspace's own (``.mcp.json``) servers.
 
-Thin: it parses, calls the agent's ``McpHub`` and prints. It never shows a configured value
-(commands' arguments, ``env``, ``headers``, expanded ``${VAR}``s): only names and states.
+Thin: it parses, calls the agent's ``McpHub`` and prints. It never shows an expanded value
+(``env`` and ``headers`` values, ``${VAR}``s): only names and states, and for a project
+server waiting for approval its entry as written (what approving it would run).
 """
 
 from __future__ import annotations
@@ -14,8 +16,11 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 
 from ..agent import Agent
 from ..mcp import McpHub, ServerState
+from ..mcp.approval import describe
+from ..textsafe import printable
 
-ACTIONS = ("list", "start", "restart")
+ACTIONS = ("list", "start", "restart", "approve", "revoke")
+_NAMED = ("restart", "approve", "revoke")
 _FIRST_LINE = 70  # characters of a tool's description shown
 
 
@@ -27,7 +32,7 @@ class McpMagics(Magics):
 
     @magic_arguments()
     @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
-    @argument("name", nargs="?", help="with restart: the server's name")
+    @argument("name", nargs="?", help="with restart, approve, revoke: the server's name")
     @line_magic
     def mcp(self, line: str) -> None:
         """MCP servers: their tools become mcp__<server>__<tool> for %agent.
@@ -35,6 +40,12 @@ class McpMagics(Magics):
         %mcp                 servers, status, tools, last error (starts nothing)
         %mcp start           start the configured servers now (else the next %agent run does)
         %mcp restart NAME    stop and start one server (its restart allowance starts afresh)
+        %mcp approve NAME    allow the workspace's .mcp.json server NAME, exactly as written now
+        %mcp revoke NAME     withdraw that approval (the server is stopped)
+
+        A server from the workspace's .mcp.json (a cloned repository's) never starts before you
+        approve it: a run asks when it can, else %mcp shows it as "needs approval". A changed
+        entry is asked about again. Approvals live in $PSEUDOCLAUDE_HOME/mcp-approvals.json.
 
         Servers come from $PSEUDOCLAUDE_HOME/mcp.json, <workspace>/.mcp.json and
         %config PseudoClaude.mcp_servers (later ones win for the same name), in the
@@ -43,21 +54,56 @@ class McpMagics(Magics):
         """
         args = parse_argstring(self.mcp, line)
         if args.action not in ACTIONS:
-            raise UsageError(f"unknown action {args.action!r}; use %mcp, %mcp start or %mcp restart NAME")
-        if args.action != "restart" and args.name:
+            raise UsageError(
+                f"unknown action {args.action!r}; use %mcp, %mcp start, or %mcp restart|approve|revoke NAME"
+            )
+        if args.action not in _NAMED and args.name:
             raise UsageError(f"%mcp {args.action} takes no name; %mcp restart NAME restarts one server")
+        if args.action in _NAMED and not args.name:
+            raise UsageError(f"%mcp {args.action} needs the server's name; %mcp lists them")
         problems = self._agent.prepare_mcp(start=args.action == "start")
         hub = self._agent.mcp
+        if args.action == "approve":
+            print(approve(hub, args.name, problems))
+            return
+        if args.action == "revoke":
+            print(revoke(hub, args.name))
+            return
         if args.action == "restart":
-            if not args.name:
-                raise UsageError("%mcp restart needs the server's name; %mcp lists them")
             try:
                 state = hub.restart(args.name)
-            except KeyError as exc:
+            except (KeyError, PermissionError) as exc:
                 raise UsageError(str(exc.args[0])) from None
             print(f"{state.name}: {_status_line(state)}")
             return
         print(render(hub, problems))
+
+
+def approve(hub: McpHub, name: str, problems: list[str]) -> str:
+    state = hub.servers.get(name)
+    if state is None:
+        said = [p for p in problems if f"server {name!r}" in p]
+        known = ", ".join(hub.servers) or "(none)"
+        raise UsageError("; ".join(said) if said else f"no MCP server named {name!r}; configured: {known}")
+    if not state.config.project:
+        return f"{name} comes from {state.config.source} (your own configuration); it needs no approval."
+    hub.approvals.approve(hub.workspace, state.config)
+    hub.declined.discard((name, state.config.digest))
+    return "\n".join(
+        [
+            f"Approved MCP server {printable(repr(name), one_line=True)} of {hub.workspace}, exactly as "
+            "written now (a change to it is asked about again):",
+            *describe(state.config),
+            "The next %agent run starts it (or %mcp start); %mcp revoke NAME withdraws this.",
+        ]
+    )
+
+
+def revoke(hub: McpHub, name: str) -> str:
+    if not hub.approvals.revoke(hub.workspace, name):
+        return f"No approval recorded for MCP server {name!r} in {hub.workspace}; nothing to revoke."
+    hub.unapproved()  # stops it if it runs
+    return f"Revoked the approval of MCP server {name!r}; it is stopped and will not start until approved."
 
 
 def render(hub: McpHub, problems: list[str]) -> str:
@@ -70,7 +116,11 @@ def render(hub: McpHub, problems: list[str]) -> str:
         )
     lines = [f"MCP servers (from {', '.join(config.sources) or 'nowhere'}):"]
     for state in hub.servers.values():
-        lines.append(f"  {state.name}  {state.config.type}  {_status_line(state)}")
+        lines.append(f"  {printable(state.name, one_line=True)}  {state.config.type}  {_status_line(state)}")
+        if state.status == "needs approval":
+            lines.append(f"    from {state.config.source}; approving it runs:")
+            lines += [f"  {line}" for line in describe(state.config)]
+        lines += [f"    {why}" for why in state.left_out]
         if state.last_error:
             lines.append(f"    last error: {state.last_error}")
         for tool in hub.tools():
@@ -87,6 +137,8 @@ def _status_line(state: ServerState) -> str:
     parts = [state.status]
     if state.status == "not started":
         parts.append("(the next %agent run starts it, or %mcp start)")
+    if state.status == "needs approval":
+        parts.append(f"(the workspace's; %mcp approve {state.name} allows it as written)")
     if state.tools and state.status in ("running", "crashed"):
         parts.append(f"{len(state.tools)} tools")
     if state.config.trust != "hints":

@@ -1,5 +1,6 @@
 """MCP servers as tools: configuration (``config``), naming/schemas/results (``tools``), one
-live connection on the hub's loop (``connection``) and the kernel's set of servers (``hub``).
+live connection on the hub's loop (``connection``, over ``stdio`` or HTTP) and the kernel's
+set of servers (``hub``). A workspace's own servers start only once approved (``approval``).
 
 The core only: no IPython here (``%mcp`` is ``magics/mcp.py``). The SDK is imported when a
 server first starts, so a kernel without MCP servers never pays for it.

@@ -6,6 +6,12 @@ Sources, later ones overriding a server of the same name: ``$PSEUDOCLAUDE_HOME/m
 ``{"type": "http", "url", "headers"}`` (streamable HTTP), plus an optional ``"trust"``.
 ``${VAR}`` and ``${VAR:-default}`` in any string expand from the environment.
 
+A project server (from ``.mcp.json``: the workspace is untrusted input, SPEC §19) is marked
+``project`` and carries the digest of its entry as written and the variables it names, so
+that ``approval`` can tell whether the person approved exactly this server; it never starts
+otherwise. A secret-looking variable (``*KEY*``, ``*TOKEN*``, …) in a project server's
+``command`` or ``args`` refuses that server: argv is visible to every user in ``ps``.
+
 It parses and validates and nothing else. A bad entry is one error naming its file and key
 and leaves that server out; values are never put into an error (they may be secrets), and
 the values of ``env``, ``headers`` and expanded variables are collected so that whatever
@@ -14,11 +20,12 @@ the package says about a server can be scrubbed of them.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
@@ -36,6 +43,25 @@ _HTTP_KEYS = {"type", "url", "headers", "trust"}
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 # Shorter values ("1", "on") would shred ordinary text when scrubbed.
 _MIN_SECRET = 4
+# A variable whose name holds one of these is treated as a secret (SPEC §19).
+SECRET_WORDS = (
+    "KEY",
+    "TOKEN",
+    "SECRET",
+    "PASSWORD",
+    "PASSWD",
+    "CREDENTIAL",
+    "AUTH",
+    "COOKIE",
+    "SESSION",
+    "PRIVATE",
+)
+
+
+def secret_looking(variable: str) -> bool:
+    """Whether an environment variable's name says it holds a secret (``ANTHROPIC_API_KEY``)."""
+    upper = variable.upper()
+    return any(word in upper for word in SECRET_WORDS)
 
 
 @dataclass(frozen=True)
@@ -53,6 +79,14 @@ class ServerConfig:
     headers: tuple[tuple[str, str], ...] = ()
     # "hints": each tool's readOnlyHint decides; the others override it for the whole server.
     trust: Trust = "hints"
+    # From the workspace's .mcp.json: starts only once approved (mcp/approval.py).
+    project: bool = False
+    # The entry as written (canonical JSON, before ${VAR} expansion) and its sha256: what an
+    # approval is of, and what the approval prompt shows.
+    written: str = ""
+    digest: str = ""
+    # The ${VAR} names the entry takes from the environment, in order of first use.
+    variables: tuple[str, ...] = ()
 
 
 @dataclass
@@ -81,16 +115,16 @@ class _Invalid(Exception):
 def load_config(workspace: Path, configured: Mapping[str, Any] | None = None) -> McpConfig:
     """The servers of ``workspace`` from every source, in precedence order."""
     out = McpConfig()
-    for path in (pseudoclaude_home() / USER_FILE, Path(workspace) / PROJECT_FILE):
+    for path, project in ((pseudoclaude_home() / USER_FILE, False), (Path(workspace) / PROJECT_FILE, True)):
         if path.is_file():
-            _read_file(path, out)
+            _read_file(path, out, project=project)
     if configured:
         out.sources.append(CONFIG_SOURCE)
         _add_servers(dict(configured), CONFIG_SOURCE, "", out)
     return out
 
 
-def _read_file(path: Path, out: McpConfig) -> None:
+def _read_file(path: Path, out: McpConfig, *, project: bool = False) -> None:
     source = str(path)
     try:
         # No link followed, regular files only, 1 MiB at most (session/safeio.py, issue 19).
@@ -107,22 +141,68 @@ def _read_file(path: Path, out: McpConfig) -> None:
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
         out.errors.append(f'{source}: mcpServers: must be an object {{"NAME": {{...}}}}; nothing started')
         return
-    _add_servers(data.get("mcpServers", {}), source, "mcpServers.", out)
+    _add_servers(data.get("mcpServers", {}), source, "mcpServers.", out, project=project)
 
 
-def _add_servers(servers: dict[str, Any], source: str, prefix: str, out: McpConfig) -> None:
+def _add_servers(
+    servers: dict[str, Any], source: str, prefix: str, out: McpConfig, *, project: bool = False
+) -> None:
     for name, entry in servers.items():
         key = f"{prefix}{name}"
         try:
             if not isinstance(name, str) or not name.strip():
                 raise _Invalid(key, "a server needs a non-empty name")
             secrets: set[str] = set()
+            if project and isinstance(entry, dict):
+                _refuse_secret_argv(entry, key)  # before expansion: refused whether set or not
             server = _server(name, source, key, entry, secrets)
+            if project:
+                server = _as_project(server, entry)
         except _Invalid as exc:
             out.errors.append(f"{source}: {exc}; server {name!r} is not started")
             continue
         out.servers[name] = server  # a later source overrides an earlier one
         out.secrets |= {s for s in secrets if len(s) >= _MIN_SECRET}
+
+
+def _as_project(server: ServerConfig, entry: dict[str, Any]) -> ServerConfig:
+    written = json.dumps(entry, sort_keys=True, ensure_ascii=True, separators=(",", ":"))
+    names: dict[str, None] = {}
+    for text in _all_strings(entry):
+        names.update((m.group(1), None) for m in _VAR.finditer(text))
+    return replace(
+        server,
+        project=True,
+        written=written,
+        digest=hashlib.sha256(written.encode()).hexdigest(),
+        variables=tuple(names),
+    )
+
+
+def _all_strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _all_strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _all_strings(v)]
+    return []
+
+
+def _refuse_secret_argv(entry: dict[str, Any], key: str) -> None:
+    """A project server may not put a secret-looking variable on its command line (``ps``)."""
+    args = entry.get("args")
+    places = [("command", entry.get("command"))] + [
+        (f"args[{i}]", a) for i, a in enumerate(args if isinstance(args, list) else [])
+    ]
+    for place, text in places:
+        for match in _VAR.finditer(text if isinstance(text, str) else ""):
+            if secret_looking(match.group(1)):
+                raise _Invalid(
+                    f"{key}.{place}",
+                    f"${{{match.group(1)}}} looks like a secret and a command line is visible to every "
+                    'user of this machine (ps); refused: pass it through "env" instead',
+                )
 
 
 def _server(name: str, source: str, key: str, entry: Any, secrets: set[str]) -> ServerConfig:

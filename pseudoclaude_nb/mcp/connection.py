@@ -3,25 +3,31 @@
 ``serve`` opens the transport (a stdio subprocess or streamable HTTP), initializes the
 session, lists the tools, reports them through ``ready`` (a thread-safe future), then holds
 the connection until asked to stop or until the server goes away. Leaving ``serve`` always
-closes what it opened: the SDK's stdio transport closes stdin, then terminates and kills the
-process group, so a stopped connection leaves no process behind. On Linux a stdio server is
-started through ``tether``, so it also ends when the kernel dies without its exit running.
+closes what it opened: the stdio transport (``stdio``: the SDK's own stop) closes stdin,
+then terminates and kills the process group, so a stopped connection leaves no process
+behind. On Linux a stdio server is started through ``tether``, so it also ends when the
+kernel dies without its exit running.
 
-The server's stderr goes to a temporary file whose tail becomes the cause of a failure.
+The server's stderr goes to a pipe drained into a bounded ring (``StderrRing``: the last
+``STDERR_KEPT`` bytes; a server spamming stderr costs a thread's reading, never disk or
+memory) whose last line becomes the cause of a failure. A message the SDK cannot parse
+because it holds a lone surrogate (``"\\ud800"``: valid JSON, invalid Unicode) is parsed
+again here, leniently, so the call gets its result (escaped in ``tools``) instead of waiting
+for its timeout.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import json
 import os
-import tempfile
 import threading
 from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
-from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import get_default_environment
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
@@ -29,11 +35,54 @@ from mcp_types import CONNECTION_CLOSED
 
 from .. import __version__
 from ..errors import ServerGone
-from . import tether
+from . import stdio, tether
 from .config import ServerConfig
 from .tools import RemoteTool
 
 STDERR_TAIL = 600  # bytes of the server's stderr quoted in a failure
+STDERR_KEPT = 64 << 10  # bytes of the server's stderr kept (the rest is read and dropped)
+
+
+class StderrRing:
+    """A server's stderr: the write end of a pipe goes to the process; a thread keeps the last
+    ``limit`` bytes of what comes out of the read end, and closes it at end of file."""
+
+    def __init__(self, limit: int = STDERR_KEPT) -> None:
+        self.limit = limit
+        self.total = 0  # bytes read in all
+        self._kept = bytearray()
+        self._lock = threading.Lock()
+        read, write = os.pipe()
+        self.writer = os.fdopen(write, "wb", buffering=0)
+        threading.Thread(
+            target=self._drain, args=(read,), name="pseudoclaude-mcp-stderr", daemon=True
+        ).start()
+
+    def _drain(self, fd: int) -> None:
+        try:
+            while chunk := os.read(fd, 1 << 16):
+                with self._lock:
+                    self.total += len(chunk)
+                    self._kept += chunk
+                    if len(self._kept) > self.limit:
+                        del self._kept[: len(self._kept) - self.limit]
+        except OSError:
+            pass
+        finally:
+            os.close(fd)
+
+    def tail(self, size: int) -> bytes:
+        with self._lock:
+            return bytes(self._kept[-size:])
+
+    def kept(self) -> int:
+        with self._lock:
+            return len(self._kept)
+
+    def release(self) -> None:
+        """Close this process's copy of the write end (the server holds its own)."""
+        if not self.writer.closed:
+            self.writer.close()
 
 
 class Connection:
@@ -45,8 +94,8 @@ class Connection:
         self.gone = False
         self.closed = threading.Event()  # set when serve has closed everything it opened
         self._stop: anyio.Event | None = None
-        # Closed by close_files(), when the hub is done with the connection.
-        self._stderr = tempfile.TemporaryFile() if config.type == "stdio" else None  # noqa: SIM115
+        # Released by close_files(), when the hub is done with the connection.
+        self._stderr = StderrRing() if config.type == "stdio" else None
 
     def stop_soon(self) -> None:
         """Ask ``serve`` to close (call on the loop)."""
@@ -56,11 +105,7 @@ class Connection:
     def stderr_tail(self) -> str:
         if self._stderr is None:
             return ""
-        try:
-            size = os.fstat(self._stderr.fileno()).st_size
-            data = os.pread(self._stderr.fileno(), STDERR_TAIL, max(0, size - STDERR_TAIL))
-        except (OSError, ValueError):
-            return ""
+        data = self._stderr.tail(STDERR_TAIL)
         lines = [line.strip() for line in data.decode("utf-8", "replace").splitlines() if line.strip()]
         return lines[-1] if lines else ""
 
@@ -80,7 +125,7 @@ class Connection:
                     try:
                         async with send:
                             async for item in read:
-                                await send.send(item)
+                                await send.send(_reparsed(item) if isinstance(item, Exception) else item)
                     except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                         pass
                     finally:
@@ -123,8 +168,14 @@ class Connection:
             # one), built here so the tether looks the command up in that very PATH.
             env = get_default_environment() | dict(c.env)
             command, args = tether.command(c.command, list(c.args), env, cwd)
-            params = StdioServerParameters(command=command, args=args, env=env, cwd=cwd)
-            return await stack.enter_async_context(stdio_client(params, errlog=self._stderr))
+            # "replace": one undecodable byte from a server must not end its connection.
+            params = StdioServerParameters(
+                command=command, args=args, env=env, cwd=cwd, encoding_error_handler="replace"
+            )
+            assert self._stderr is not None
+            opened = await stack.enter_async_context(stdio.client(params, errlog=self._stderr.writer))
+            self._stderr.release()  # the server has its copy; ours would keep the pipe open
+            return opened
         client = await stack.enter_async_context(create_mcp_http_client(headers=dict(c.headers) or None))
         return await stack.enter_async_context(streamable_http_client(c.url, http_client=client))
 
@@ -153,7 +204,7 @@ class Connection:
 
     def close_files(self) -> None:
         if self._stderr is not None:
-            self._stderr.close()
+            self._stderr.release()
 
 
 async def _list_tools(session: ClientSession, server: str) -> list[RemoteTool]:
@@ -177,6 +228,27 @@ async def _list_tools(session: ClientSession, server: str) -> list[RemoteTool]:
         if not cursor:
             break
     return tools
+
+
+def _reparsed(exc: Exception) -> Any:
+    """A message the SDK refused, parsed again leniently when lone surrogates were the cause.
+
+    pydantic's JSON parser rejects ``"\\ud800"``; Python's ``json`` accepts it, and the
+    strings then carry the surrogates, which ``tools`` escapes and notes. Anything else stays
+    the exception it was (the SDK's session reports it).
+    """
+    from mcp.shared.message import SessionMessage
+    from mcp_types import jsonrpc_message_adapter
+
+    errors = getattr(exc, "errors", None)
+    try:
+        line = errors()[0].get("input") if callable(errors) else None
+        if not isinstance(line, str) or "\\u" not in line:
+            return exc
+        message = jsonrpc_message_adapter.validate_python(json.loads(line), by_name=False)
+    except Exception:  # noqa: BLE001 - not ours to repair: the SDK's own report stands
+        return exc
+    return SessionMessage(message)
 
 
 def _page(cursor: str | None) -> Any:

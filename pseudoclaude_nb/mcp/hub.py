@@ -10,6 +10,11 @@ a kernel that shuts down leaves no server process behind.
 A server that dies is restarted once, on the next call that needs it; a call that was in
 flight when it died is an error result saying its effects are unknown. After that one
 restart, its tools answer with an error until ``%mcp restart NAME``.
+
+A project server (from the workspace's ``.mcp.json``) is never started unless
+``approval.Approvals`` says the person approved it as it is: every way in (``configure``,
+``restart``, ``start_all``, the restart after a crash) goes through ``_start``, which checks.
+Its status is then "needs approval"; asking is the agent's job, not the hub's.
 """
 
 from __future__ import annotations
@@ -25,10 +30,12 @@ from typing import Any, Literal
 
 from ..errors import ServerGone, ToolError
 from ..tools.registry import ToolOutput
+from .approval import Approvals
 from .config import McpConfig, ServerConfig, Trust
-from .tools import McpTool, RemoteTool, make_tools, result_output
+from .stdio import TOO_BIG
+from .tools import McpTool, RemoteTool, make_tools, result_output, screen
 
-Status = Literal["not started", "starting", "running", "crashed", "failed", "stopped"]
+Status = Literal["not started", "needs approval", "starting", "running", "crashed", "failed", "stopped"]
 MAX_RESTARTS = 1
 STOP_SECONDS = 8.0  # the SDK's own shutdown of a stdio server takes up to ~6 s (2 s per stage)
 
@@ -40,6 +47,7 @@ class ServerState:
     config: ServerConfig
     status: Status = "not started"
     tools: list[RemoteTool] = field(default_factory=list)
+    left_out: list[str] = field(default_factory=list)  # tools refused at listing, with why
     last_error: str | None = None
     restarts: int = 0
     connection: Any = None  # the live Connection, if any
@@ -51,7 +59,12 @@ class ServerState:
 
 
 class McpHub:
-    def __init__(self, *, start_timeout: float = 30.0, call_timeout: float = 120.0) -> None:
+    def __init__(
+        self, *, start_timeout: float = 30.0, call_timeout: float = 120.0, approvals: Approvals | None = None
+    ) -> None:
+        self.approvals = approvals or Approvals()
+        # (name, digest) the person said no to in this kernel: not asked again until it changes.
+        self.declined: set[tuple[str, str]] = set()
         self.start_timeout = start_timeout
         self.call_timeout = call_timeout
         self.workspace = ""
@@ -79,13 +92,34 @@ class McpHub:
                 del self.servers[state.name]
             for name, server in config.servers.items():
                 self.servers.setdefault(name, ServerState(server))
+            self._check_approvals()
             problems = [f"MCP configuration: {text}" for text in config.errors]
             if start:
                 fresh = [s for s in self.servers.values() if s.status == "not started"]
                 problems += self._start(fresh)
             return problems
 
+    def approved(self, state: ServerState) -> bool:
+        return self.approvals.is_approved(self.workspace, state.config)
+
+    def unapproved(self) -> list[ServerState]:
+        with self._lock:
+            self._check_approvals()
+            return [s for s in self.servers.values() if s.status == "needs approval"]
+
+    def _check_approvals(self) -> None:
+        """Approval gone (revoked, file edited): stopped; approval given: startable."""
+        for state in self.servers.values():
+            if not self.approved(state):
+                if state.connection is not None:
+                    self._stop([state])
+                state.status, state.tools = "needs approval", []
+            elif state.status == "needs approval":
+                state.status = "not started"
+
     def _start(self, states: list[ServerState]) -> list[str]:
+        self._check_approvals()
+        states = [s for s in states if s.status != "needs approval"]  # never started unapproved
         if not states:
             return []
         from .connection import Connection
@@ -100,7 +134,8 @@ class McpHub:
         try:
             for state in states:
                 try:
-                    state.tools = state.connection.ready.result(timeout=max(0.0, deadline - time.monotonic()))
+                    listed = state.connection.ready.result(timeout=max(0.0, deadline - time.monotonic()))
+                    state.tools, state.left_out = screen(listed)
                     state.status, state.last_error = "running", None
                 except concurrent.futures.TimeoutError:
                     state.last_error = (
@@ -119,7 +154,10 @@ class McpHub:
         self._stop(failed)
         for state in failed:
             state.status = "failed"
-        return [
+        left_out = [
+            f"MCP server {s.name!r}: {why}" for s in states if s.status == "running" for why in s.left_out
+        ]
+        return left_out + [
             f"MCP server {s.name!r} did not start: {s.last_error}; this run goes on without its tools"
             for s in failed
         ]
@@ -192,6 +230,8 @@ class McpHub:
                 f"the call's effects are unknown; {after}"
             ) from None
         except MCPError as exc:
+            if exc.code == TOO_BIG:
+                raise ToolError(f"the MCP tool {tool.name}: {exc.message}") from None
             raise ToolError(
                 f"MCP server {tool.server!r} refused the call: {self.config.scrub(str(exc))}"
             ) from None
@@ -234,6 +274,11 @@ class McpHub:
             if state is None:
                 known = ", ".join(self.servers) or "(none)"
                 raise KeyError(f"no MCP server named {name!r}; configured: {known}")
+            if not self.approved(state):
+                raise PermissionError(
+                    f"MCP server {name!r} comes from the workspace's .mcp.json and is not approved; "
+                    f"review it with %mcp and run %mcp approve {name}"
+                )
             self._stop([state])
             state.restarts = 0
             self._start([state])

@@ -5,6 +5,12 @@ provider: ``[A-Za-z0-9_-]``, at most 64 characters, unique), offering the server
 schema cleaned of what providers reject and the server's description. It goes through
 ``ToolRegistry.run`` like any tool, so permissions, error results and Layer 1 apply
 unchanged. This module knows no transport: the ``call`` it is given does the talking.
+
+What a server sends is bounded here (a server may be hostile or broken): a tool whose input
+schema is over ``MAX_SCHEMA_BYTES`` serialised or ``MAX_SCHEMA_DEPTH`` deep is left out with a
+line naming it (``screen``), a description is cut at ``MAX_DESCRIPTION``, a result over
+``MAX_RESULT_BYTES`` is an error result giving its size, and lone surrogates in a result are
+escaped (``textsafe``) with a note saying so.
 """
 
 from __future__ import annotations
@@ -14,12 +20,13 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from ..errors import ToolError
+from ..textsafe import escape_surrogates
 from ..tools.registry import Tool, ToolOutput, clean_schema
 from .config import Trust
 
@@ -27,6 +34,17 @@ PREFIX = "mcp__"
 MAX_NAME = 64  # OpenAI's limit on function names, the tighter of the providers'
 # Keywords a provider rejects at the top of a tool's input schema (it must be a plain object).
 _TOP_LEVEL_DROPPED = ("$schema", "$id", "anyOf", "oneOf", "allOf", "not", "enum", "const")
+# Caps on what a server sends. A real tool's schema is a few KiB (mcp-server-git's largest is
+# under 2 KiB); every schema is sent with every request, so one 10 MB schema would fill the
+# window many times over. 8 MiB of result text is ~2M tokens: more than any window, already
+# spilled by Layer 1; anything bigger is a runaway.
+MAX_SCHEMA_BYTES = 64 << 10
+MAX_SCHEMA_DEPTH = 32
+MAX_DESCRIPTION = 4_000  # characters
+MAX_RESULT_BYTES = 8 << 20
+SURROGATE_NOTE = (
+    "[note: the tool's result held invalid Unicode (lone surrogates); they are written as \\uXXXX]"
+)
 
 
 def is_mcp_tool(name: str) -> bool:
@@ -64,6 +82,49 @@ class McpTool(Tool):
 
     def input_schema(self) -> dict[str, Any]:
         return self.parameters
+
+
+def schema_depth(value: Any, limit: int) -> int:
+    """How deep ``value`` nests (iteratively: a hostile schema must not exhaust the stack),
+    counting no further than ``limit + 1``."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if not isinstance(item, (dict, list)):
+            continue
+        deepest = max(deepest, depth)
+        if deepest > limit:
+            return deepest
+        children = item.values() if isinstance(item, dict) else item
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def screen(tools: Iterable[RemoteTool]) -> tuple[list[RemoteTool], list[str]]:
+    """The tools fit to offer (descriptions cut to ``MAX_DESCRIPTION``), and one line for each
+    left out, naming it and why."""
+    kept: list[RemoteTool] = []
+    left_out: list[str] = []
+    for tool in tools:
+        name = escape_surrogates(tool.name)[0]
+        depth = schema_depth(tool.input_schema, MAX_SCHEMA_DEPTH)
+        if depth > MAX_SCHEMA_DEPTH:
+            left_out.append(
+                f"tool {name!r} is left out: its input schema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+            )
+            continue
+        size = len(json.dumps(tool.input_schema, ensure_ascii=False).encode("utf-8", "surrogatepass"))
+        if size > MAX_SCHEMA_BYTES:
+            left_out.append(
+                f"tool {name!r} is left out: its input schema is {size:,} bytes, over the cap of "
+                f"{MAX_SCHEMA_BYTES:,}"
+            )
+            continue
+        description = escape_surrogates(tool.description)[0]
+        if len(description) > MAX_DESCRIPTION:
+            description = description[:MAX_DESCRIPTION] + " … [description cut]"
+        kept.append(replace(tool, description=description))
+    return kept, left_out
 
 
 def safe(text: str) -> str:
@@ -159,10 +220,23 @@ def result_text(result: Any) -> str:
     parts = [_part_text(block) for block in result.content or []]
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False, indent=2))
-    text = "\n".join(p for p in parts if p)
+    text = _bounded("\n".join(p for p in parts if p))
     if result.is_error:
         raise ToolError(text or "the MCP tool reported an error without a message")
     return text
+
+
+def _bounded(text: str, extra: int = 0) -> str:
+    """``text`` if it is under the cap (with ``extra`` image bytes), its surrogates escaped;
+    else the ``ToolError`` that says how big it was."""
+    size = len(text.encode("utf-8", "surrogatepass")) + extra
+    if size > MAX_RESULT_BYTES:
+        raise ToolError(
+            f"the MCP tool's result was {size:,} bytes, over the cap of {MAX_RESULT_BYTES:,}; it was "
+            "dropped. Ask for less (a narrower query, a page, a limit argument)"
+        )
+    text, escaped = escape_surrogates(text)
+    return f"{text}\n{SURROGATE_NOTE}" if escaped else text
 
 
 # issue-14: image blocks of these types reach the model as images (the rest stay notes).
@@ -181,12 +255,14 @@ def result_output(result: Any) -> str | ToolOutput:
                 raw = b""
             if raw:
                 pictures.append((raw, block.mime_type))
-                texts.append(f"[image from the tool: {block.mime_type}, {len(raw):,} bytes; shown as an image]")
+                texts.append(
+                    f"[image from the tool: {block.mime_type}, {len(raw):,} bytes; shown as an image]"
+                )
                 continue
         texts.append(_part_text(block))
     if not pictures:
         return result_text(result)
-    text = "\n".join(t for t in texts if t)
+    text = _bounded("\n".join(t for t in texts if t), sum(len(raw) for raw, _ in pictures))
     if result.is_error:
         raise ToolError(text or "the MCP tool reported an error without a message")
     return ToolOutput(text, tuple(pictures))
