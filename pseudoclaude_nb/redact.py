@@ -254,3 +254,18 @@ def redact_text(text: str, environ: Mapping[str, str] | None = None) -> str:
 
 def redact_value(obj: Any, environ: Mapping[str, str] | None = None) -> Any:
     return Redactor(environ).value(obj)
+
+
+# A secret straddling a cut would leave a head no pattern knows: redact this much past the cut.
+CUT_MARGIN = 4096
+
+
+def redacted_head(text: str, limit: int) -> str:
+    """The first ``limit`` characters of ``text``, redacted *before* the cut (SPEC §19).
+
+    Only the kept part and ``CUT_MARGIN`` past it are scanned, so a 500 MB text costs the
+    same as one just over ``limit``.
+    """
+    if len(text) <= limit:
+        return redact_text(text)
+    return redact_text(text[: limit + CUT_MARGIN])[:limit]

@@ -213,3 +213,41 @@ def test_a_long_line_read_from_a_file_is_redacted_before_it_is_cut(workspace) ->
     out = read_file(workspace, ReadFileArgs(path="creds.json"))
     assert token[:12] not in out and token[-12:] not in out
     assert all(line[:16] not in out and line[-16:] not in out for line in lines)
+
+
+@pytest.mark.parametrize("where", ["grep", "tool-str", "tool-repr", "run-python"])
+def test_a_key_across_every_other_cut_is_redacted_first(workspace, where: str) -> None:
+    """grep's 500-character line, a @tool's str and repr caps, run_python's value cap: each
+    place that cuts redacts first, so a token crossing the cut leaves no recognisable half."""
+    from pseudoclaude_nb.redact import redacted_head
+
+    token = "glpat-" + _r(24)
+
+    def across(limit: int) -> str:
+        return "p" * (limit - 10) + " " + token + " tail"  # the cut falls inside the token
+
+    if where == "grep":
+        from pseudoclaude_nb.tools.search import MAX_GREP_LINE_CHARS, GrepArgs, grep
+
+        (workspace / "notes.txt").write_text(across(MAX_GREP_LINE_CHARS) + "\n", encoding="utf-8")
+        out = grep(workspace, GrepArgs(pattern="ppp"))
+    elif where == "tool-str":
+        from pseudoclaude_nb.tools.user import RESULT_CAP, make_user_tool
+
+        def big() -> str:
+            """Returns a lot."""
+            return across(RESULT_CAP)
+
+        made = make_user_tool(big).as_tool()
+        out = made.handler(made.args())
+    elif where == "tool-repr":
+        from pseudoclaude_nb.tools.user import bounded_repr
+
+        out = bounded_repr([across(200)], 200)
+    else:
+        from pseudoclaude_nb.magics.python_exec import VALUE_CAP
+
+        out = redacted_head(repr(across(VALUE_CAP)), VALUE_CAP)
+    assert "glpat" not in out and token[-8:] not in out
+    # Without redaction first, the head would keep the token's start: the test can fail.
+    assert "glpat-" + token[6:9] in across(200)[:200]

@@ -29,6 +29,7 @@ from typing import Any
 
 from IPython.utils.capture import capture_output
 
+from ..redact import redacted_head
 from ..tools import shell as bounds
 from ..tools.registry import ToolOutput
 
@@ -109,7 +110,7 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
                     if last is not None:
                         value = eval(compile(ast.Expression(last.value), "<run_python>", "eval"), namespace)
                         if value is not None:
-                            parts.append(repr(value)[:VALUE_CAP])
+                            parts.append(redacted_head(repr(value), VALUE_CAP))
                 except KeyboardInterrupt as exc:
                     if interrupted[0]:
                         raise  # the user pressed stop: the run stops
@@ -180,7 +181,7 @@ def _displayed(outputs: list[Any]) -> tuple[list[str], list[tuple[bytes, str]]]:
             continue
         plain = data.get("text/plain")
         if plain:
-            texts.append(str(plain)[:VALUE_CAP])
+            texts.append(redacted_head(str(plain), VALUE_CAP))
     return texts, images
 
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..errors import ToolError
+from ..redact import redacted_head
 
 REPR_CAP = 2_000
 REPR_SECONDS = 2.0
@@ -248,7 +249,8 @@ def _capped(work: Callable[[], Any], seconds: float) -> tuple[str, Any] | None:
 
 
 def _cut(text: str, limit: int) -> str:
-    return text if len(text) <= limit else text[:limit] + f"… ({len(text):,} characters in all)"
+    # Redacted before the cut: a key crossing it would leave a head no pattern knows.
+    return text if len(text) <= limit else redacted_head(text, limit) + f"… ({len(text):,} characters in all)"
 
 
 def inspect_variable(namespace: Mapping[str, Any], name: str, *, seconds: float = REPR_SECONDS) -> str:

@@ -18,6 +18,7 @@ import regex as bounded_re
 from pydantic import Field
 
 from ..errors import ToolError
+from ..redact import redacted_head
 from ..textsafe import escape_surrogates
 from .files import is_binary
 from .registry import ESCAPE_NOTE, Tool, ToolArgs
@@ -254,7 +255,7 @@ def grep(workspace: Path, args: GrepArgs) -> str:
                 )
                 return "\n".join(out + _escape_note(escaped))
             if len(line) > MAX_GREP_LINE_CHARS:
-                line = line[:MAX_GREP_LINE_CHARS] + "…"
+                line = redacted_head(line, MAX_GREP_LINE_CHARS) + "…"  # redacted before the cut
             out.append(f"{rel}:{lineno}:{line}")
             if odd:
                 escaped.add(rel)

@@ -26,6 +26,7 @@ from typing import Any, get_type_hints
 from pydantic import Field, create_model
 
 from ..errors import ToolError
+from ..redact import redacted_head
 from .registry import Tool, ToolArgs
 
 # Characters of a result, applied before any copy or repr (a 500 MB return value must not
@@ -98,7 +99,9 @@ class UserTool:
             if len(value) <= RESULT_CAP:
                 return value
             # An ASCII note: "…" would make an ASCII head a 2-byte-per-character string, twice the memory.
-            return value[:RESULT_CAP] + f"\n[cut at {RESULT_CAP:,} of {len(value):,} characters]"
+            return (
+                redacted_head(value, RESULT_CAP) + f"\n[cut at {RESULT_CAP:,} of {len(value):,} characters]"
+            )
         return bounded_repr(value, REPR_CAP)
 
 
@@ -138,7 +141,7 @@ def bounded_repr(value: Any, limit: int) -> str:
     text = "".join(chunks)
     if size <= limit:
         return text
-    return text[:limit] + f"\n[repr of a {type(value).__name__} cut at {limit:,} characters]"
+    return redacted_head(text, limit) + f"\n[repr of a {type(value).__name__} cut at {limit:,} characters]"
 
 
 def _repr_pieces(value: Any, limit: int) -> Iterator[str]:
