@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 
-from pseudoclaude_nb import envtrust
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.session import list_sessions, load_session
 from pseudoclaude_nb.session.history import HistoryIndex
 from tests.fakes import FakeServer
 from tests.scripts import run_magic, script, turn
+from tests.test_trust_env import _undone  # noqa: F401 - autouse: what a .env set is undone after the test
 from tests.test_trust_history import COPY_WORDS, aside_files, ship, side_rows
 
 USER_KEY = "sk-ant-api03-" + "Q" * 20 + "user0123456789abcdefXYZ"
@@ -36,17 +36,6 @@ _rng = random.Random(28)
 KEY_BODY = base64.b64encode(bytes(_rng.randrange(256) for _ in range(1190))).decode()
 KEY_LINES = [KEY_BODY[i : i + 64] for i in range(0, len(KEY_BODY), 64)]
 PEM = "-----BEGIN PRIVATE KEY-----\n" + "\n".join(KEY_LINES) + "\n-----END PRIVATE KEY-----\n"
-
-
-@pytest.fixture(autouse=True)
-def _env_undone(monkeypatch: pytest.MonkeyPatch):
-    for name in ("BASH_ENV", "ANTHROPIC_BASE_URL"):
-        monkeypatch.setenv(name, "")
-        monkeypatch.delenv(name)
-    saved = envtrust._USER_STARTUP
-    yield
-    envtrust._USER_STARTUP = saved
-    envtrust._LOADED.clear()
 
 
 def plant(workspace: Path, outside: Path, host_url: str) -> None:
