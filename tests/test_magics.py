@@ -159,3 +159,14 @@ def test_unload_removes_the_magics_and_releases_the_lock(ip, workspace: Path) ->
     assert not is_locked(session_dir)
     ip.run_line_magic("load_ext", "pseudoclaude_nb")  # the fixture unloads again
     current_agent(ip).settings.workspace = str(workspace)
+
+
+def test_the_prompt_is_sent_as_typed_without_ipython_expansion(ip, workspace: Path) -> None:
+    """SPEC §19: no {var} or $var expansion; the model and the log get the words typed."""
+    ip.user_ns.update(name="Ada", x=42, price=5)
+    path = write_script(workspace / "s.json", *[turn("ok")] * 3)
+    typed = ['why does f"{name}" print Ada?', "explain {x} and $price", "a $$ b {{c}}"]
+    for line in typed:
+        run(ip, f"agent --provider scripted --script {path} {line}")
+    users = [m.content for m in load_session(current_agent(ip).session.dir).messages if m.role == "user"]
+    assert users == typed

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
 
 from ..agent import Agent
@@ -50,6 +50,9 @@ class AgentMagics(Magics):
     @argument("--effort", metavar="LEVEL", help="reasoning_effort for OpenAI-compatible reasoning models")
     @argument("--quiet", action="store_true", help="show only notices and the end line")
     @argument("prompt", nargs="*", help="what to ask (or the cell body with %%agent)")
+    # The prompt goes as typed (SPEC §19): IPython would turn f"{name}" into f"Ada" and $price
+    # into its value. The agent reads kernel values itself, with inspect_variable.
+    @no_var_expand
     @line_cell_magic
     def agent(self, line: str, cell: str | None = None) -> None:
         """Run the coding agent on PROMPT in the notebook's folder.
