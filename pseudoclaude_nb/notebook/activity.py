@@ -9,6 +9,7 @@ conversation is the message's structured ``notebook`` field, never this text.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from .record import CellRecord, cap
@@ -21,6 +22,15 @@ HEADER = (
     "Cells the user ran in this notebook since your last turn, oldest first (captured by the "
     "host; the user did not type this part). Use read_cells and inspect_variable for more."
 )
+
+
+# A cell may print an earlier block (or type its tags): inside the block each delimiter is
+# written as ``&lt;notebook-activity>``, so the model can always tell where the block ends.
+_DELIMITER = re.compile(r"<(/?notebook-activity)", re.IGNORECASE)
+
+
+def escape_delimiters(text: str) -> str:
+    return _DELIMITER.sub(r"&lt;\1", text) if "otebook-activity" in text.lower() else text
 
 
 @dataclass(frozen=True)
@@ -72,7 +82,7 @@ def render_activity(
     room = budget_bytes - len(BEGIN) - len(END) - len(HEADER) - 80  # the omitted line
     kept: list[str] = []
     for record in reversed(records):
-        text = record.render(limit=per_cell_bytes)
+        text = escape_delimiters(record.render(limit=per_cell_bytes))
         size = len(text.encode("utf-8")) + 1
         if size > room:
             if not kept and room > 200:
