@@ -78,6 +78,8 @@ class RunSummary:
     session_id: str | None = None
     error: PseudoClaudeError | None = None
     final_text: str = ""
+    allowed_calls: int = 0  # side-effecting tool calls let through
+    refused_calls: int = 0  # side-effecting tool calls refused (read-only mode, or the user said no)
 
 
 @dataclass(frozen=True)

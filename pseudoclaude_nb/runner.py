@@ -100,6 +100,7 @@ class Runner:
         """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
         started = time.monotonic()
+        allowed, refused = self.permissions.allowed, self.permissions.refused
         try:
             if isinstance(prompt, Message):
                 self.conversation.append(self._admitted(prompt, "the prompt"))
@@ -121,6 +122,8 @@ class Runner:
             summary.status, summary.error = "error", exc
             self._close_open_calls(f"not run: the run stopped before this tool ({exc})")
         summary.seconds = time.monotonic() - started
+        summary.allowed_calls = self.permissions.allowed - allowed
+        summary.refused_calls = self.permissions.refused - refused
         if summary.status == "max-steps":
             self.emit(
                 Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning")

@@ -170,3 +170,19 @@ def test_the_prompt_is_sent_as_typed_without_ipython_expansion(ip, workspace: Pa
         run(ip, f"agent --provider scripted --script {path} {line}")
     users = [m.content for m in load_session(current_agent(ip).session.dir).messages if m.role == "user"]
     assert users == typed
+
+
+def test_a_run_whose_every_change_was_refused_does_not_end_as_a_success(ip, workspace: Path) -> None:
+    """Issue 30 item 5: read-only refuses the write; the end line says so, not "✓ done"."""
+    path = write_script(
+        workspace / "s.json",
+        turn("Writing.", ("write_file", {"path": "a.txt", "content": "x"})),
+        turn("All done."),
+        turn("Writing.", ("write_file", {"path": "a.txt", "content": "x"})),
+        turn("All done."),
+    )
+    out = run(ip, f"agent --provider scripted --script {path} --mode read-only go")
+    assert "■ done, but every change was refused" in out and "· 1 call refused" in out
+    assert "✓ done" not in out and not (workspace / "a.txt").exists()
+    out = run(ip, f"agent --provider scripted --script {path} --mode auto go")
+    assert "✓ done" in out and "refused" not in out

@@ -62,9 +62,13 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
         "truncated": "■ answer cut at the output cap",
         "refused": "■ the model refused",
     }.get(summary.status, summary.status)
-    window = ""
+    if summary.status == "done" and summary.refused_calls and not summary.allowed_calls:
+        # Not a success to celebrate: nothing the run wanted to change was allowed to.
+        head = "■ done, but every change was refused"
+    refused = f" · {summary.refused_calls} call{'s' if summary.refused_calls != 1 else ''} refused"
+    window = refused if summary.refused_calls else ""
     if context is not None:
-        window = f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
+        window += f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
     return (
         f"{head} · {summary.steps} step{'' if summary.steps == 1 else 's'} · {u.prompt_total:,} in / {u.output_tokens:,} out"
         f" · cache read {u.cache_read_input_tokens:,}{window} · {summary.seconds:.1f} s"

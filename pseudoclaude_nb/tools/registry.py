@@ -174,13 +174,27 @@ class Permissions:
         self._ask = ask
         self.always_allowed: set[str] = set()
         self.waited = 0.0  # seconds spent waiting for answers: the user's time, not the tool's
+        # Side-effecting calls let through and refused: a run whose every change was refused
+        # must not end looking like a success (the end line says so).
+        self.allowed = 0
+        self.refused = 0
         # Told when a prompt goes out (``None``) and when it is answered (allowed or not): the
         # runner points it at the current call, so the tool line can say it waits for the user.
         self.on_prompt: Callable[[bool | None], None] | None = None
 
     def refusal(self, tool: Tool, args: BaseModel) -> str | None:
         """Return ``None`` when the call may run, else the refusal message for the model."""
-        if not tool.side_effect or self.mode == "auto":
+        if not tool.side_effect:
+            return None
+        why = self._refusal(tool, args)
+        if why is None:
+            self.allowed += 1
+        else:
+            self.refused += 1
+        return why
+
+    def _refusal(self, tool: Tool, args: BaseModel) -> str | None:
+        if self.mode == "auto":
             return None
         call = describe_call(tool.name, args)
         if self.mode == "read-only":
