@@ -161,17 +161,33 @@ class ContextMagics(Magics):
     @magic_arguments()
     @argument("--json", action="store_true", help="print one JSON object instead of a table")
     @argument("--last", action="store_true", help="the last request actually sent, not the next one")
+    @argument("--at", type=int, metavar="STEP", help="the request the model received at step STEP")
+    @argument("--diff", type=int, nargs=2, metavar=("A", "B"), help="what changed between steps A and B")
+    @argument("words", nargs="*", help="pin TEXT | pins | unpin N")
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
         messages and tool schemas, with token estimates per part and the thresholds.
 
-        %context          a table
-        %context --json   one JSON object (context_window, estimated_tokens, message_count,
-                          tools, memory_included, memory_index, parts, …)
-        %context --last   the manifest of the last request actually sent
+        %context            a table
+        %context --json     one JSON object (context_window, estimated_tokens, message_count,
+                            tools, memory_included, memory_index, parts, …)
+        %context --last     the manifest of the last request actually sent
+        %context --at STEP  the request the model received at step STEP
+        %context --diff A B what changed between the requests of steps A and B
+        %context pin TEXT   keep TEXT verbatim through every compaction and handoff
+        %context pins       the pins, numbered
+        %context unpin N    drop pin N
         """
         args = parse_argstring(self.context, line)
+        if args.words:
+            from .context_pins import pins_action
+
+            return pins_action(self, args.words)
+        if args.at is not None or args.diff:
+            from .context_steps import steps_action
+
+            return steps_action(self, args)
         try:
             data = self._agent.last_manifest() if args.last else self._agent.context_manifest()
         except PseudoClaudeError as exc:
