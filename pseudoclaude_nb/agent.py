@@ -22,6 +22,9 @@ from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .context import CompactSettings, ContextManager
+from .context.layer2 import Plan
+from .context.pins import Pins
+from .context.undo import Undone
 from .conversation import Conversation, Hooks
 from .errors import ConfigError, SessionNotFoundError
 from .events import Compacted, RunEvent
@@ -68,6 +71,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         self.memory_wait = MEMORY_WAIT_SECONDS
         self._last_memory_index: str | None = None  # what the last run's requests carried
         self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
+        self.pins = Pins()  # the current session's, or held for the session the next run starts
 
     @property
     def workspace(self) -> Path:
@@ -112,6 +116,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         self._close_session()
         active = self._activate(path, writer, loaded.messages)
         active.context.restore(loaded)
+        self.pins.attach(writer, loaded.pins)
         if loaded.repaired:
             # Make the log's effective state the replayed one, so later appends land on it.
             # The last usage described what was cut, so the estimate starts afresh.
@@ -153,15 +158,17 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         if self.session is not None:
             self.session.writer.close()
             self.session = None
+            self.pins.detach()
         if self._history is not None:
             self._history.close()  # reopened on demand
 
     def _ensure_session(self, config: RunConfig) -> ActiveSession:
         if self.session is None:
             path = new_session_dir(self.workspace)
-            self._activate(
+            active = self._activate(
                 path, SessionWriter(path, fsync=config.fsync, redact=self.settings.redact_secrets), []
             )
+            self.pins.attach(active.writer, [])  # pins set before the session are written into it
         assert self.session is not None
         return self.session
 
@@ -284,6 +291,27 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         if layer1_only:
             return self.session.context.spill_all(emit)
         return self.session.context.compact(self.provider_for_context(), "manual", emit)
+
+    def compact_preview(self) -> Plan:
+        """``%compact --preview``: what Layer 2 would do now, summary included; nothing is written."""
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_context()
+        return self.session.context.preview(self.provider_for_context())
+
+    def compact_apply(self) -> Compacted:
+        """``%compact --apply``: commit the previewed summary (no second model request)."""
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_context()
+        return self.session.context.apply()
+
+    def compact_undo(self) -> Undone:
+        """``%compact --undo``: restore the state before the last compaction or rollover commit."""
+        if self.session is None:
+            raise ConfigError("no current session; run %agent or %sessions resume first")
+        self._prepared_context()
+        return self.session.context.undo()
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""

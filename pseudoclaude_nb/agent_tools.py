@@ -18,13 +18,14 @@ from pathlib import Path
 from .agent_session import ActiveSession
 from .config import PseudoClaude
 from .context import Emit
+from .context.pins import Pins
 from .errors import ToolError
 from .events import Notice, RunEvent
 from .mcp import McpHub, load_config
 from .mcp.approval import not_approved, question
 from .memory import MemoryManager
 from .notebook import NotebookHost
-from .prompt import system_sections, with_memory
+from .prompt import system_sections, with_memory, with_pins
 from .rollover.handoff import GUIDANCE, Intent
 from .session.history import HistoryIndex
 from .tools import MemoryReader, ToolRegistry, build_tools
@@ -43,6 +44,7 @@ class RunSurface:
     python_executor: Callable[[str], str] | None
     _mcp: McpHub | None
     ask: Callable[[str], str] | None
+    pins: Pins
 
     # The agent's own, read here (annotations only: nothing here shadows the agent's).
     workspace: Path
@@ -153,7 +155,8 @@ class RunSurface:
         sections = system_sections(self.workspace)
         if strategy == "rollover":
             sections.append(("rollover", GUIDANCE))
-        return with_memory(sections, memory_index)
+        # Pins are system text, not messages: no summary or handoff can drop or reword them.
+        return with_memory(with_pins(sections, self.pins.texts()), memory_index)
 
     def _declare_rollover(self, intent: Intent, emit: Emit | None) -> str:
         if self.session is None:

@@ -1,7 +1,9 @@
-"""The system prompt: fixed instructions, the workspace, ``PSEUDOCLAUDE.md`` and the memory index.
+"""The system prompt: fixed instructions, the workspace, ``PSEUDOCLAUDE.md``, the user's pins
+and the memory index.
 
-Built from named sections so ``%context`` can show what each costs. The memory index (and
-never a note's body) is the last section, present only when memory is on for the run.
+Built from named sections so ``%context`` can show what each costs. The pins come after
+the fixed sections (they change more often); the memory index (and never a note's body) is
+the last section, present only when memory is on for the run.
 """
 
 from __future__ import annotations
@@ -18,6 +20,12 @@ PROJECT_FILE = "PSEUDOCLAUDE.md"
 # Project instructions are the user's, but a runaway file must not eat the window.
 PROJECT_FILE_CAP = 25_000
 MEMORY_SECTION = "memory index"
+PINS_SECTION = "pins"  # ``%context`` shows this section as its own part
+
+PINS_HEAD = """## Pinned by the user (kept verbatim)
+The user pinned these. They are in every request, unchanged, through every compaction and
+context rollover, so a summary or a handoff need not repeat them. Follow them unless the
+user says otherwise."""
 
 
 def system_sections(workspace: Path) -> list[tuple[str, str]]:
@@ -28,6 +36,16 @@ def system_sections(workspace: Path) -> list[tuple[str, str]]:
         raw = project.read_bytes()[:PROJECT_FILE_CAP].decode("utf-8", errors="ignore")
         sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}"))
     return sections
+
+
+def pins_section(texts: list[str]) -> str:
+    """The pins as one section, each numbered as ``%context pins`` numbers it."""
+    return "\n\n".join([PINS_HEAD, *(f"[{n}] {text}" for n, text in enumerate(texts, 1))])
+
+
+def with_pins(sections: list[tuple[str, str]], texts: list[str]) -> list[tuple[str, str]]:
+    """``sections`` plus the pins' section, when there are pins."""
+    return [*sections, (PINS_SECTION, pins_section(texts))] if texts else list(sections)
 
 
 def with_memory(sections: list[tuple[str, str]], memory_index: str | None) -> list[tuple[str, str]]:

@@ -11,6 +11,7 @@ from typing import Any
 
 from ..mcp.tools import is_mcp_tool
 from ..messages import Message
+from ..prompt import PINS_SECTION
 from .estimate import estimate_text, image_part_bytes, message_bytes, tokens_for_bytes
 
 
@@ -55,8 +56,14 @@ def manifest(
     extra: dict[str, Any] | None = None,
     pending_notebook: str | None = None,
 ) -> dict[str, Any]:
-    """``pending_notebook`` is the activity block the next run would add (counted as notebook)."""
-    system = [{"title": title, "tokens": estimate_text(text)} for title, text in sections]
+    """``pending_notebook`` is the activity block the next run would add (counted as notebook).
+
+    The user's pins are a system section, shown as their own part ("pins").
+    """
+    pins_tokens = sum(estimate_text(text) for title, text in sections if title == PINS_SECTION)
+    system = [
+        {"title": title, "tokens": estimate_text(text)} for title, text in sections if title != PINS_SECTION
+    ]
     # MCP servers' schemas are their own part: a well-known silent hog of the window.
     mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
     tool_tokens = _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])])
@@ -65,7 +72,14 @@ def manifest(
     pending_tokens = estimate_text(pending_notebook) if pending_notebook else 0
     parts["notebook"] += pending_tokens
     memory_tokens = estimate_text(memory_index) if memory_index else 0
-    computed = sum(s["tokens"] for s in system) + tool_tokens + mcp_tokens + sum(parts.values()) + memory_tokens
+    computed = (
+        sum(s["tokens"] for s in system)
+        + pins_tokens
+        + tool_tokens
+        + mcp_tokens
+        + sum(parts.values())
+        + memory_tokens
+    )
     data: dict[str, Any] = {
         "context_window": context_window,
         "estimated_tokens": estimated_tokens + pending_tokens if estimated_tokens is not None else computed,
@@ -79,6 +93,7 @@ def manifest(
         "memory_index": memory_index,
         "parts": {
             "system": sum(s["tokens"] for s in system),
+            "pins": pins_tokens,
             "memory": memory_tokens,
             "tool_schemas": tool_tokens,
             "mcp_tool_schemas": mcp_tokens,

@@ -4,6 +4,10 @@ The prompt and the cut are the pure functions of ``compact.summarize``; this mod
 the provider (with retries that drop the oldest exchange when even the summary request is
 too long), keeps the breaker, replaces the conversation (``compact``) and logs the
 ``compact`` entry. Both strategies have it: ``%compact`` works under rollover too.
+
+A compaction is two steps: ``plan`` asks for the summary and writes nothing (what
+``%compact --preview`` shows and keeps), ``commit`` replaces and logs it (``%compact
+--apply`` commits a kept plan without asking the model again). ``compact`` is both at once.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, NoReturn
 
 from ..compact.breaker import MIN_FREED
+from ..compact.estimate import estimate_tokens
 from ..compact.summarize import (
     SUMMARY_SYSTEM,
     compacted,
@@ -24,11 +29,35 @@ from ..events import Compacted, CompactStarted
 from ..messages import Message
 from ..providers.base import Provider, Request
 from .layer1 import Emit, ignore
+from .plan import Plan
 
 if TYPE_CHECKING:
     from .state import SharedState
 
 SUMMARY_RETRIES = 3
+
+
+def plan(state: SharedState, provider: Provider) -> Plan:
+    """Ask for the summary of the current conversation; replace and write nothing."""
+    messages = state.conversation.messages()
+    return _plan(state, provider, messages, state.estimate_of(messages))
+
+
+def _plan(state: SharedState, provider: Provider, messages: list[Message], before: int) -> Plan:
+    start = tail_start(messages, state.settings.tail_tokens)
+    head, tail = messages[:start], messages[start:]
+    summary, error = _summarize(state, provider, head)
+    new = compacted(summary, tail) if summary is not None else None
+    after = before
+    if new is not None:
+        after = state.estimate_of(new)
+        freed = freed_fraction(before, after)
+        if freed < MIN_FREED:
+            error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
+            after = before
+    return Plan(
+        messages, start, estimate_tokens(head), estimate_tokens(tail), before, after, summary, new, error
+    )
 
 
 def compact(
@@ -38,27 +67,23 @@ def compact(
     messages = state.conversation.messages()
     before = state.estimate_of(messages)
     emit(CompactStarted(trigger, before))
-    start = tail_start(messages, state.settings.tail_tokens)
-    head, tail = messages[:start], messages[start:]
-    new, error = _summarize(state, provider, head, tail)
-    after = before
-    if new is not None:
-        after = state.estimate_of(new)
-        freed = freed_fraction(before, after)
-        if freed < MIN_FREED:
-            error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
-            after = before
-    if new is not None:
-        failed = state.replace_or_keep("compact", messages, new)
+    return commit(state, _plan(state, provider, messages, before), trigger, emit)
+
+
+def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ignore) -> Compacted:
+    """Replace the conversation by ``p.new`` (when it has one), log the attempt, keep the breaker."""
+    if p.new is not None:
+        failed = state.replace_or_keep("compact", p.messages, p.new)
         if failed is not None:
-            _unwritten(state, failed, Compacted(trigger, before, before, False, failed), emit)
-        state.reset_anchor(new)
+            _unwritten(state, failed, Compacted(trigger, p.before, p.before, False, failed), emit)
+        state.reset_anchor(p.new)
         state.compactions += 1
-    result = Compacted(trigger, before, after, new is not None, error)
+    state.preview = None  # made from a conversation that is gone, or spent
+    result = Compacted(trigger, p.before, p.after, p.new is not None, p.error)
     state.breaker.record(result.ok, trigger)
     if state.writer is not None:
         state.writer.compact(
-            trigger=trigger, before_tokens=before, after_tokens=after, ok=result.ok, error=error
+            trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
         )
     state.last_compact = result
     emit(result)
@@ -82,9 +107,8 @@ def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) 
     )
 
 
-def _summarize(
-    state: SharedState, provider: Provider, head: list[Message], tail: list[Message]
-) -> tuple[list[Message] | None, str | None]:
+def _summarize(state: SharedState, provider: Provider, head: list[Message]) -> tuple[str | None, str | None]:
+    """The summary of ``head`` (or None and why not)."""
     if not head:
         return None, "nothing old enough to summarize: the recent tail is the whole conversation"
     for _ in range(1 + SUMMARY_RETRIES):
@@ -105,5 +129,5 @@ def _summarize(
             return None, f"the summary request failed: {exc}"
         if not response.text.strip():
             return None, "the model returned an empty summary"
-        return compacted(response.text, tail), None
+        return response.text, None
     return None, f"the summary request was still too long after {SUMMARY_RETRIES} retries"

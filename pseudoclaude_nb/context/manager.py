@@ -22,13 +22,14 @@ from ..compact.breaker import Breaker
 from ..compact.estimate import Calibration
 from ..compact.spill import Ledger
 from ..conversation import Conversation
+from ..errors import SessionError
 from ..events import Compacted, ContextState
 from ..messages import ToolCall, ToolResult, Usage
 from ..providers.base import Provider
 from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
-from . import layer2
+from . import layer2, undo
 from .compact import CompactStrategy
 from .layer1 import Emit, Spiller, ignore
 from .rollover import RolloverStrategy
@@ -168,6 +169,37 @@ class ContextManager:
     def compact(self, provider: Provider, trigger: str = "manual", emit: Emit = ignore) -> Compacted:
         """Layer 2 now, whatever the strategy (``%compact``)."""
         return layer2.compact(self.shared, provider, trigger, emit)
+
+    def preview(self, provider: Provider) -> layer2.Plan:
+        """``%compact --preview``: ask for the summary and keep the plan; replace and write nothing."""
+        plan = layer2.plan(self.shared, provider)
+        self.shared.preview = plan
+        return plan
+
+    def apply(self, emit: Emit = ignore) -> Compacted:
+        """``%compact --apply``: commit the kept preview, without asking the model again."""
+        plan = self.shared.preview
+        if plan is None:
+            raise SessionError("there is no compaction preview to apply; run %compact --preview first")
+        if not plan.made_from(self.conversation.messages()):
+            self.shared.preview = None
+            raise SessionError(
+                "the conversation changed since the preview; run %compact --preview again, then --apply"
+            )
+        if plan.new is None:
+            raise SessionError(
+                f"the preview has nothing to apply: {plan.error}; run %compact --preview again later"
+            )
+        return layer2.commit(self.shared, plan, "manual", emit)
+
+    def undo(self) -> undo.Undone:
+        """``%compact --undo``: put back the state before the last compaction or rollover commit."""
+        done = undo.undo(self.shared)
+        # Rollover's reminder and fallback belong to a window: re-read them from the restored one.
+        sync_window = getattr(self.strategy, "sync_window", None)
+        if sync_window is not None:
+            sync_window()
+        return done
 
     def spill_all(self, emit: Emit = ignore) -> int:
         """``%compact --layer1``."""

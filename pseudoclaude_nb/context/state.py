@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..compact import estimate as _estimate
 from ..compact.breaker import Breaker
@@ -30,6 +30,9 @@ from ..messages import Message, ToolResult, Usage
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from .settings import CompactSettings
+
+if TYPE_CHECKING:
+    from .plan import Plan
 
 
 class SharedState:
@@ -65,6 +68,9 @@ class SharedState:
         # result). The conversation holds a bounded stand-in until Layer 1 writes them.
         self.unsaved: dict[str, tuple[str, ToolResult]] = {}
         self.unsaved_noted = False  # said once per run that they still wait
+        # The last ``%compact --preview``, in memory only: ``--apply`` commits it while the
+        # conversation is still the one it summarized.
+        self.preview: Plan | None = None
 
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.settings = settings

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import argparse
 import html
 import json
 import re
+import time
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -13,12 +15,15 @@ from IPython.core.magic_arguments import argument, magic_arguments, parse_argstr
 from IPython.display import display
 
 from ..agent import Agent
+from ..context.layer2 import Plan
+from ..context.undo import Undone
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from .render import in_notebook
 
 PART_LABELS = {
     "system": "system prompt",
+    "pins": "pins",
     "memory": "memory index",
     "tool_schemas": "tool schemas",
     "mcp_tool_schemas": "MCP tool schemas",
@@ -161,17 +166,33 @@ class ContextMagics(Magics):
     @magic_arguments()
     @argument("--json", action="store_true", help="print one JSON object instead of a table")
     @argument("--last", action="store_true", help="the last request actually sent, not the next one")
+    @argument("--at", type=int, metavar="STEP", help="the request the model received at step STEP")
+    @argument("--diff", type=int, nargs=2, metavar=("A", "B"), help="what changed between steps A and B")
+    @argument("words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pins | unpin N")
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
         messages and tool schemas, with token estimates per part and the thresholds.
 
-        %context          a table
-        %context --json   one JSON object (context_window, estimated_tokens, message_count,
-                          tools, memory_included, memory_index, parts, …)
-        %context --last   the manifest of the last request actually sent
+        %context            a table
+        %context --json     one JSON object (context_window, estimated_tokens, message_count,
+                            tools, memory_included, memory_index, parts, …)
+        %context --last     the manifest of the last request actually sent
+        %context --at STEP  the request the model received at step STEP
+        %context --diff A B what changed between the requests of steps A and B
+        %context pin TEXT   keep TEXT verbatim through every compaction and handoff
+        %context pins       the pins, numbered
+        %context unpin N    drop pin N
         """
         args = parse_argstring(self.context, line)
+        if args.words:
+            from .context_pins import pins_action
+
+            return pins_action(self, args.words)
+        if args.at is not None or args.diff:
+            from .context_steps import steps_action
+
+            return steps_action(self, args)
         try:
             data = self._agent.last_manifest() if args.last else self._agent.context_manifest()
         except PseudoClaudeError as exc:
@@ -195,17 +216,29 @@ class ContextMagics(Magics):
     @magic_arguments()
     @argument("--layer1", action="store_true", help="only spill large tool results (no summary)")
     @argument("--status", action="store_true", help="show the compaction state; change nothing")
+    @argument("--preview", action="store_true", help="show what Layer 2 would do now; write nothing")
+    @argument("--apply", action="store_true", help="commit the previewed summary (no new model request)")
+    @argument("--undo", action="store_true", help="restore the state before the last compaction or rollover")
     @line_magic
     def compact(self, line: str) -> None:
-        """Compact the current session's context now.
+        """Compact the current session's context now, or look first, or take it back.
 
         %compact            Layer 2: summarize the old history, keep the recent tail
         %compact --layer1   Layer 1 only: spill tool results over spill_bytes to files
         %compact --status   estimate, thresholds, spills, compactions, breaker
+        %compact --preview  what Layer 2 would summarize and keep, and the summary the model
+                            writes for it; nothing is written to the session
+        %compact --apply    commit that previewed summary (the model is not asked again)
+        %compact --undo     restore the state before the last compaction or rollover commit
+                            (again: the one before that)
         """
         args = parse_argstring(self.compact, line)
-        if args.layer1 and args.status:
-            raise UsageError("use --layer1 or --status, not both")
+        chosen = [
+            f"--{name}" for name in ("layer1", "status", "preview", "apply", "undo") if getattr(args, name)
+        ]
+        if len(chosen) > 1:
+            both = "not both" if len(chosen) == 2 else "only one"
+            raise UsageError(f"use {' or '.join(chosen)}, {both}")
         try:
             if args.status:
                 data = self._agent.context_manifest()
@@ -214,7 +247,14 @@ class ContextMagics(Magics):
                 print(render_manifest(data, title="context"))
                 self._last_compact()
                 return
-            result = self._agent.compact(layer1_only=args.layer1)
+            if args.preview:
+                return self._show_preview(self._agent.compact_preview())
+            if args.undo:
+                print(undone_text(self._agent.compact_undo()))
+                return
+            result = (
+                self._agent.compact_apply() if args.apply else self._agent.compact(layer1_only=args.layer1)
+            )
         except PseudoClaudeError as exc:
             raise UsageError(str(exc)) from None
         if isinstance(result, int):
@@ -224,6 +264,12 @@ class ContextMagics(Magics):
         else:
             print(printable(f"compaction failed: {result.error}; nothing was replaced"))
 
+    def _show_preview(self, plan: Plan) -> None:
+        if in_notebook(self.shell):
+            display({"text/html": preview_html(plan), "text/plain": preview_text(plan)}, raw=True)
+        else:
+            print(preview_text(plan))
+
     def _last_compact(self) -> None:
         session = self._agent.session
         last = session.context.last_compact if session else None
@@ -232,3 +278,66 @@ class ContextMagics(Magics):
             print(
                 f"  last compaction ({last.trigger}): {last.before_tokens:,} → {last.after_tokens:,}, {outcome}"
             )
+
+
+# --- %compact --preview and --undo ---------------------------------------------------------------
+
+PREVIEW_NEXT = "%compact --apply commits this summary as it is; %compact --preview asks for a new one"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}{'s' if n != 1 else ''}"
+
+
+def _preview_rows(plan: Plan) -> list[tuple[str, str]]:
+    return [
+        ("summarize", f"{_plural(plan.head, 'message')}, ~{plan.head_tokens:,} tokens"),
+        ("keep (recent tail)", f"{_plural(plan.tail, 'message')}, ~{plan.tail_tokens:,} tokens"),
+        ("estimate", f"~{plan.before:,} → ~{plan.after:,} tokens"),
+    ]
+
+
+def preview_text(plan: Plan) -> str:
+    """The preview for a terminal; the summary (the model's text) with control characters escaped."""
+    lines = ["compaction preview (nothing was written):"]
+    lines += [f"  {label:<20}{value}" for label, value in _preview_rows(plan)]
+    if plan.summary is not None:
+        lines.append("  summary:")
+        lines += [f"    {row}" for row in plan.summary.strip().splitlines()]
+    if plan.new is None:
+        lines.append(f"  would not compact: {plan.error}")
+    else:
+        lines.append(f"  {PREVIEW_NEXT}")
+    return printable("\n".join(lines))
+
+
+def preview_html(plan: Plan) -> str:
+    rows = "".join(
+        f"<tr><td>{html.escape(label)}</td><td>{html.escape(value)}</td></tr>"
+        for label, value in _preview_rows(plan)
+    )
+    summary = (
+        f"<pre style='white-space:pre-wrap;font-size:90%'>{html.escape(plan.summary.strip())}</pre>"
+        if plan.summary is not None
+        else ""
+    )
+    outcome = PREVIEW_NEXT if plan.new is not None else f"would not compact: {plan.error}"
+    return (
+        "<div class='pc-compact-preview'><b>compaction preview</b> (nothing was written)"
+        f"<table style='font-size:90%'>{rows}</table>{summary}"
+        f"<div style='font-size:85%;color:#555'>{html.escape(outcome)}</div></div>"
+    )
+
+
+def undone_text(done: Undone) -> str:
+    what = "compaction" if done.reason == "compact" else "rollover"
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(done.ts)) if done.ts else "unknown time"
+    dropped = (
+        f"; {_plural(done.dropped, 'message')} added since left out (still in the log and %sessions search)"
+        if done.dropped
+        else ""
+    )
+    return (
+        f"undid the {what} of {when}: ~{done.before_tokens:,} → ~{done.after_tokens:,} tokens "
+        f"({_plural(done.restored, 'message')} restored{dropped})"
+    )

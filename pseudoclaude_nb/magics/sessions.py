@@ -17,6 +17,7 @@ from IPython.display import display
 from IPython.utils.process import arg_split
 
 from ..agent import Agent
+from ..config import STRATEGIES
 from ..errors import PseudoClaudeError
 from ..session import (
     export_session,
@@ -30,6 +31,7 @@ from ..session import (
     restore_session,
     trash_session,
 )
+from ..session.fork import fork_session
 from ..session.paths import session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
@@ -42,6 +44,7 @@ ACTIONS = (
     "show",
     "resume",
     "new",
+    "fork",
     "search",
     "reindex",
     "trash",
@@ -62,6 +65,8 @@ _OPTIONS = {
     "all": ("search",),
     "limit": ("show",),
     "tail": ("show",),
+    "at": ("fork",),
+    "strategy": ("fork",),
 }
 # How many positional arguments each action takes: (at least, at most).
 _ARITY = {
@@ -69,6 +74,7 @@ _ARITY = {
     "show": (0, 1),
     "resume": (0, 1),
     "new": (0, 0),
+    "fork": (0, 1),
     "search": (1, 1_000),  # the words of the query
     "reindex": (0, 0),
     "trash": (0, 1),
@@ -84,6 +90,7 @@ _USAGE = {
     "import": "%sessions import PATH",
     "purge": "%sessions purge ID|--all-trash [--yes]",
     "search": '%sessions search "text to find" [--all]',
+    "fork": "%sessions fork [ID] [--at STEP] [--strategy compact|rollover]",
 }
 
 
@@ -103,6 +110,16 @@ class SessionMagics(Magics):
     @argument("--all", action="store_true", help="with search: every session, not only the current one")
     @argument("--limit", type=int, default=None, metavar="N", help="with show: the first N messages")
     @argument("--tail", type=int, default=None, metavar="N", help="with show: the last N messages")
+    @argument(
+        "--at",
+        type=int,
+        default=None,
+        metavar="STEP",
+        help="with fork: the step to fork at (default: the last)",
+    )
+    @argument(
+        "--strategy", choices=STRATEGIES, default=None, help="with fork: the strategy of the fork's runs"
+    )
     @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
     @argument("targets", nargs="*", help="a session id; for export ID PATH; for import PATH")
     @line_magic
@@ -116,6 +133,10 @@ class SessionMagics(Magics):
         %sessions resume ID           continue session ID with the next %agent
         %sessions resume --last       (or %sessions --last) continue the latest session
         %sessions new                 the next %agent starts a new session
+        %sessions fork --at STEP      a new session holding the request of step STEP of the
+                                      current session (or of session ID), made current;
+                                      --strategy compact|rollover for its runs; the original
+                                      is not changed (steps: %context --at STEP)
         %sessions search TEXT [--all] full-text search of this session (--all: every session)
         %sessions reindex             rebuild .pseudoclaude/history.sqlite from the logs
         %sessions trash ID            move a session to .pseudoclaude/trash/ (undo with restore)
@@ -175,6 +196,8 @@ class SessionMagics(Magics):
         elif action == "new":
             self._agent.new_session()
             print("the next %agent starts a new session")
+        elif action == "fork":
+            self._fork(target, at=args.at, strategy=args.strategy)
         elif action == "search":
             print(search_action(self._agent, " ".join(args.targets), all_sessions=args.all))
         elif action == "reindex":
@@ -274,6 +297,30 @@ class SessionMagics(Magics):
         )
         for problem in loaded.problems():
             print(f"! {safe_line(problem)}")
+
+    def _fork(self, target: str, *, at: int | None, strategy: str | None) -> None:
+        if not target and self._agent.session is None:
+            raise UsageError(
+                "no current session to fork; use %sessions fork ID --at STEP (see %sessions list)"
+            )
+        source = session_dir(self._agent.workspace, target or self._current_id())
+        report = fork_session(self._agent.workspace, source, at)
+        if strategy is not None:
+            self._agent.settings.strategy = strategy  # the runs of this kernel, the fork's included
+        strategy = self._agent.settings.strategy
+        self._agent.resume(report.session_id)
+        if self._agent.session is not None:
+            self._agent.session.context.use(strategy)
+        print(
+            f"forked session {safe_line(report.source_id)} at step {report.step} of {report.steps} "
+            f"→ new session {report.session_id} (strategy {strategy})"
+        )
+        print(
+            f"  {_count(report.messages, 'message')}, {_count(report.pins, 'pin')}; the next %agent continues "
+            f"the fork; the original is unchanged (%sessions resume {safe_line(report.source_id)})"
+        )
+        for path in report.missing:
+            print(f"! {safe_line(path)}: not copied (missing or altered in the original)")
 
     # --- trash, restore, purge, gc ---------------------------------------------------------------
 

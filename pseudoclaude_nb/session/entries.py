@@ -95,6 +95,53 @@ def rollover_entry(
     )
 
 
+# --- pins (SPEC §19): not part of the conversation, so no replace ever drops them -----------------
+
+PIN_TYPES = ("pin", "unpin")
+
+
+@dataclass(frozen=True, slots=True)
+class Pin:
+    """One pin in force: its id (the ``pin`` entry's), its text as pinned, and when."""
+
+    id: str
+    text: str
+    ts: float
+
+
+def pin_entry(text: str, *, id: str | None = None, ts: float | None = None) -> dict[str, Any]:
+    return _entry("pin", id=id, ts=ts, text=text)
+
+
+def unpin_entry(pin_id: str) -> dict[str, Any]:
+    return _entry("unpin", pin=pin_id)
+
+
+def apply_pin(pins: dict[str, Pin], raw: dict[str, Any]) -> None:
+    """Apply one decoded ``pin`` or ``unpin`` entry to ``pins`` (id -> pin, in log order).
+
+    Pin entries stay ``OtherEntry`` for ``parse_entry`` (readers that do not know them, and
+    the step index that copies them, see them as they are); this is their one reading. A
+    pin without a string id or text is ignored, like any unreadable field; applying an
+    entry twice changes nothing (the fast load relies on it, see ``fast_load``).
+    """
+    kind = raw.get("type")
+    if kind == "pin":
+        pid, text, ts = raw.get("id"), raw.get("text"), raw.get("ts")
+        if type(pid) is str and type(text) is str and pid not in pins:
+            pins[pid] = Pin(pid, text, float(ts) if type(ts) in (int, float) else 0.0)
+    elif kind == "unpin" and type(raw.get("pin")) is str:
+        pins.pop(raw["pin"], None)
+
+
+def effective_pins(ops: list[dict[str, Any]]) -> list[Pin]:
+    """The pins in force after ``ops`` (pin and unpin entries in log order)."""
+    pins: dict[str, Pin] = {}
+    for raw in ops:
+        apply_pin(pins, raw)
+    return list(pins.values())
+
+
 def encode(entry: dict[str, Any]) -> bytes:
     """One line, newline included. orjson keeps non-ASCII as UTF-8 and is ~4x faster."""
     return orjson.dumps(entry, option=orjson.OPT_APPEND_NEWLINE)

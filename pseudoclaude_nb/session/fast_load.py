@@ -15,7 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import sidecar
 from .entries import (
+    PIN_TYPES,
     TORN_NOTE,
     CompactEntry,
     MessageEntry,
@@ -23,6 +25,7 @@ from .entries import (
     RolloverEntry,
     SpillEntry,
     UsageEntry,
+    apply_pin,
     decode,
     parse_entry,
 )
@@ -70,6 +73,7 @@ def load_fast(fd: int, file: Path, size: int, min_skip: int) -> LoadResult | Non
                     return None
                 result.bytes_read = read
                 _finish_fast(fd, result, offset, buf[:at], start)
+                _pins_before(fd, result, offset)
                 return result
         searched = start + first
         if start < min_skip:
@@ -113,6 +117,39 @@ def _replace_candidates(buf: bytes, first: int, stop: int) -> Iterator[int]:
 
 
 _parse = decode
+
+_PIN_TOKEN = b'pin"'  # both "type":"pin" and "type":"unpin"
+PIN_SCAN_CHUNK = 8 << 20
+
+
+def _pins_before(fd: int, r: LoadResult, offset: int) -> None:
+    """Put the pins in force at ``offset`` before the region's own pin entries.
+
+    Pins are not part of the conversation, so the region does not hold them: the sidecar's
+    stored replay state does (``sidecar.stored_pins``), up to its offset; the pin entries
+    between that offset and ``offset`` (none when ``meta.json`` is current, the whole prefix
+    when it is missing) are found by their token at C speed. A sidecar offset past
+    ``offset`` is fine: applying a pin entry again changes nothing, and an unpin still
+    follows its pin (``entries.apply_pin``).
+    """
+    stored, at = sidecar.stored_pins(fd, r.path.parent, r.bytes)
+    pins = {p.id: p for p in stored}
+    rest = b""
+    while at < offset:
+        piece = os.pread(fd, min(PIN_SCAN_CHUNK, offset - at), at)
+        if not piece:
+            break
+        at += len(piece)
+        data = rest + piece
+        end = data.rfind(b"\n") + 1 if at < offset else len(data)
+        data, rest = data[:end], data[end:]
+        r.bytes_read += len(piece)
+        if _PIN_TOKEN in data:
+            for raw in _lines_with(data, (_PIN_TOKEN,)):
+                obj = _parse(raw)
+                if obj is not None and obj.get("type") in PIN_TYPES:
+                    apply_pin(pins, obj)
+    r.pin_ops[:0] = [{"type": "pin", "id": p.id, "ts": p.ts, "text": p.text} for p in pins.values()]
 
 
 def _finish_fast(fd: int, r: LoadResult, offset: int, before: bytes, before_start: int) -> None:

@@ -31,6 +31,12 @@ What lies between head and look-back is not read (``LoadResult.skipped``), so:
 * an unreadable line *inside* the region makes the loader replay the whole log instead,
   so every line it reports carries its true line number;
 * ``effective_from_line`` stays exact: it is counted when first asked for.
+* the pins (``LoadResult.pins``, SPEC §19) are exact too: no replace drops a pin, so those
+  set before the region come from the sidecar's stored replay state (``meta.json``), plus
+  the pin entries between its offset and the region, found by their token. A resume with a
+  current sidecar reads ~4 KB more for them (0.4 ms on a 216 MB log, fast load 4.6 → 5.0
+  ms); without a sidecar the token scan reads the whole prefix (~0.4 s there, against 0.7 s
+  for a full replay).
 
 A full replay streams (issue 18): the log is read ``replay.CHUNK`` bytes at a time and only
 the effective state is kept (a pending replace holds the state it would replace by offset),

@@ -20,14 +20,18 @@ import orjson
 from ..messages import Message, pairing_problems, repair_pairing
 from . import safeio
 from .entries import (
+    PIN_TYPES,
     TORN_NOTE,
     CompactEntry,
     MessageEntry,
     NoteEntry,
+    OtherEntry,
+    Pin,
     ReplaceEntry,
     RolloverEntry,
     SpillEntry,
     UsageEntry,
+    effective_pins,
     parse_entry,
     plainly_valid,
 )
@@ -55,6 +59,9 @@ class LoadResult:
     compacts: list[CompactEntry] = field(default_factory=list)
     rollovers: list[RolloverEntry] = field(default_factory=list)
     notes: list[NoteEntry] = field(default_factory=list)
+    # The pin and unpin entries, in log order (a fast load puts the pins in force before
+    # its region first, from the sidecar: see ``fast_load``); ``pins`` is what they leave.
+    pin_ops: list[dict[str, Any]] = field(default_factory=list)
     bytes: int = 0
     effective_from_byte: int = 0  # where the effective state begins: the last committed replace
     bytes_read: int = 0  # what the load read of the file (all of it, unless the fast path skipped a part)
@@ -71,6 +78,11 @@ class LoadResult:
                 prefix = f.read(self.effective_from_byte)
             self._effective_line = prefix.count(b"\n") + 1
         return self._effective_line
+
+    @property
+    def pins(self) -> list[Pin]:
+        """The pins in force (SPEC §19): no replace drops them, only an unpin."""
+        return effective_pins(self.pin_ops)
 
     @property
     def partial(self) -> bool:
@@ -349,6 +361,8 @@ def _collect(r: LoadResult, entry: Any) -> None:
         r.rollovers.append(entry)
     elif cls is NoteEntry:
         r.notes.append(entry)
+    elif cls is OtherEntry and entry.raw.get("type") in PIN_TYPES:
+        r.pin_ops.append(entry.raw)
     # Unknown types (OtherEntry) are ignored: forward compatibility.
 
 

@@ -16,6 +16,10 @@ Entries are parsed with the loader's own readers (``entries.plainly_valid``, ``v
 ``MessageEntry.title``, ``replay._torn_note_part``), so a line counts here exactly when it counts there;
 ``tests/test_sidecar.py`` checks the equality over random logs, crashes and restarts.
 
+The state also holds the pins in force (SPEC §19): a pin outlives every replace, so a resume
+from the last replace (``fast_load``) takes those set before it from here (``stored_pins``)
+instead of reading the log before it.
+
 A workspace is untrusted (SPEC §19): a sidecar read from disk is used only when every value
 is one a replay of its log could give (``plausible``), and a log's time more than a day
 ahead counts as its file's (``dated``); anything else is rebuilt from the log.
@@ -34,7 +38,7 @@ from typing import Any
 import orjson
 
 from . import safeio
-from .entries import TORN_NOTE, MessageEntry, plainly_valid, valid_message
+from .entries import PIN_TYPES, TORN_NOTE, MessageEntry, Pin, apply_pin, plainly_valid, valid_message
 from .paths import LOG_NAME, META_NAME
 from .replay import _torn_note_part
 
@@ -138,6 +142,9 @@ def new_state() -> dict[str, Any]:
         "acc": _acc(),
         "pending": None,  # [replace_id, count, got, acc, marker offset]
         "eff": 0,  # where the effective state begins: the offset of the last committed replace
+        # The pins in force, [id, ts, text] each: a resume from the last replace reads them
+        # here instead of the whole log before it (``fast_load``; no replace drops a pin).
+        "pins": [],
     }
 
 
@@ -249,6 +256,10 @@ class Replay:
                     s["acc"], s["pending"], s["eff"] = pending[3], None, pending[4]
         elif kind == "usage":
             self._model(entry)
+        elif kind in PIN_TYPES:
+            pins = {p[0]: Pin(p[0], p[2], p[1]) for p in s["pins"]}
+            apply_pin(pins, entry)
+            s["pins"] = [[p.id, p.ts, p.text] for p in pins.values()]
         elif kind == "replace":
             count, rid = entry.get("count"), entry.get("replace_id")
             if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
@@ -452,4 +463,32 @@ def _resumed(fd: int, meta: dict[str, Any] | None, size: int) -> Replay:
     lines, bad = state.get("lines"), state.get("bad")
     if type(lines) is not int or not 0 <= lines <= offset or type(bad) is not list or len(bad) > lines:
         return Replay()  # more lines than bytes: not this log's replay
+    if not _pins_ok(state.get("pins"), offset):
+        return Replay()
     return Replay(state, offset)
+
+
+def _pins_ok(pins: object, offset: int) -> bool:
+    """Whether ``pins`` is a pin list a replay of ``offset`` bytes can give (``[id, ts, text]`` each)."""
+    if type(pins) is not list or len(pins) > offset // MIN_MESSAGE_BYTES:
+        return False
+    return all(
+        type(p) is list
+        and len(p) == 3
+        and type(p[0]) is str
+        and type(p[1]) in (int, float)
+        and type(p[2]) is str
+        and len(p[2]) <= offset
+        for p in pins
+    )
+
+
+def stored_pins(fd: int, session_dir: Path, size: int) -> tuple[list[Pin], int]:
+    """The pins in force at the sidecar's offset, and that offset; ``([], 0)`` without a usable sidecar.
+
+    Read-only (the sidecar is not brought up to date): the fast load adds the pin entries
+    after the offset itself. A sidecar of another log, or one edited into nonsense, counts
+    as none (``_resumed``).
+    """
+    replay = _resumed(fd, read_meta(session_dir), size)
+    return [Pin(p[0], p[2], p[1]) for p in replay.state["pins"]], replay.offset

@@ -22,10 +22,12 @@ replace costs about what writing and fsyncing its bytes costs (SPEC §15).
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -81,6 +83,7 @@ class SessionWriter:
         self._unsynced = 0  # bytes written since meta.json was last brought up to date
         self._meta_lock = threading.Lock()  # one sidecar update at a time
         self._meta_thread: threading.Thread | None = None
+        self._marker_fields: dict[str, Any] = {}  # see ``marking``
         # A session folder with a link, a special file or a hard-linked file anywhere in it
         # is never written: its writes could land outside the workspace (safeio).
         problem = safeio.tree_problem(self.dir)
@@ -171,6 +174,15 @@ class SessionWriter:
         self._unsynced = 0
         self._meta_thread = threading.Thread(target=self.sync_meta, name="pseudoclaude-meta", daemon=True)
         self._meta_thread.start()
+
+    @contextlib.contextmanager
+    def marking(self, **fields: Any) -> Iterator[None]:
+        """Extra fields on the replace markers written meanwhile (an undo's ``undoes``, SPEC §6.1)."""
+        self._marker_fields = fields
+        try:
+            yield
+        finally:
+            self._marker_fields = {}
 
     def wait_meta(self) -> None:
         """Wait for a sidecar update running in the background (after a replace)."""
@@ -265,6 +277,13 @@ class SessionWriter:
             )
         )
 
+    def pin(self, *, id: str, ts: float, text: str) -> None:
+        """A pin (SPEC §19): outside the conversation, so no replace drops it; only ``unpin`` does."""
+        self._log(entries.pin_entry(text, id=id, ts=ts))
+
+    def unpin(self, pin_id: str) -> None:
+        self._log(entries.unpin_entry(pin_id))
+
     def _log(self, entry: dict[str, Any]) -> None:
         with self._lock:
             self._write(self._encode(entry))
@@ -357,7 +376,10 @@ class SessionWriter:
             self._lines = {k: v for k, v in self._lines.items() if k in current}
         tail = b',"replace_id":' + orjson.dumps(rid) + b"}\n"
         parts = [tail] * (2 * len(bodies) + 1)
-        parts[0] = encode_entry(entries.replace_entry(reason, rid, len(messages)))
+        marker = entries.replace_entry(reason, rid, len(messages))
+        if reason != "resync":
+            marker.update(self._marker_fields)
+        parts[0] = encode_entry(marker)
         parts[1::2] = bodies
         if bodies:
             parts[1] = bodies[0] + self._model_stamp()

@@ -1,0 +1,120 @@
+"""Pins: the user's facts and instructions that every request carries verbatim (SPEC §19).
+
+A pin is a ``pin`` entry in the session's log, and an ``unpin`` entry ends it; neither is
+part of the conversation, so no replace (a summary, a rollover, an undo) can drop one. The
+model sees the pins as a system-prompt section (``prompt.pins_section``), so they survive
+Layer 2 and a handoff without either repeating them. ``Pins`` is the agent's view of the
+current session's pins: loaded with the session (``LoadResult.pins``), written through its
+writer, and held in memory while there is no session yet — the run that starts one writes
+them into it. It never imports IPython and renders nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from pathlib import Path
+from typing import Protocol
+
+from ..errors import ConfigError
+from ..messages import new_id
+from ..session import safeio
+from ..session.entries import MessageEntry, Pin, parse_line
+from ..session.paths import LOG_NAME
+
+# A pin is sent with every request: a runaway one must not eat the window. A longer text
+# belongs in a file, with a pin that says to read it.
+PIN_MAX_BYTES = 20_000
+
+
+class PinWriter(Protocol):
+    """What pins need of the session writer."""
+
+    def pin(self, *, id: str, ts: float, text: str) -> None: ...
+    def unpin(self, pin_id: str) -> None: ...
+
+
+class Pins:
+    """The pins in force for the current session, or held for the session a run will start."""
+
+    def __init__(self) -> None:
+        self._items: list[Pin] = []  # the session's, in log order
+        self._held: list[Pin] = []  # set with no session: written when one becomes current
+        self._writer: PinWriter | None = None
+
+    # --- the session ---------------------------------------------------------------------------
+
+    def attach(self, writer: PinWriter, loaded: list[Pin]) -> None:
+        """A session became current with the pins its log holds; held pins are written into it."""
+        self._writer, self._items = writer, list(loaded)
+        held, self._held = self._held, []
+        for pin in held:
+            writer.pin(id=pin.id, ts=pin.ts, text=pin.text)
+            self._items.append(pin)
+
+    def detach(self) -> None:
+        """The session closed: its pins stay in its log, and pins set now are held."""
+        self._writer, self._items = None, []
+
+    # --- what the magics and the prompt read -----------------------------------------------------
+
+    @property
+    def held(self) -> bool:
+        """True when the pins shown are held for a session not started yet."""
+        return self._writer is None
+
+    def items(self) -> list[Pin]:
+        return list(self._items if self._writer is not None else self._held)
+
+    def texts(self) -> list[str]:
+        return [p.text for p in self.items()]
+
+    # --- changes -------------------------------------------------------------------------------
+
+    def add(self, text: str) -> int:
+        """Pin ``text`` as it is; its number (1-based). Written at once when there is a session."""
+        if not text.strip():
+            raise ConfigError("nothing to pin: give the text, e.g. %context pin use pnpm, never npm")
+        size = len(text.encode("utf-8", errors="surrogatepass"))
+        if size > PIN_MAX_BYTES:
+            raise ConfigError(
+                f"this pin is {size:,} bytes; a pin is sent with every request, so the limit is "
+                f"{PIN_MAX_BYTES:,}. Put the text in a file and pin an instruction to read it"
+            )
+        pin = Pin(new_id(), text, time.time())
+        if self._writer is None:
+            self._held.append(pin)
+            return len(self._held)
+        self._writer.pin(id=pin.id, ts=pin.ts, text=pin.text)  # durable before it counts
+        self._items.append(pin)
+        return len(self._items)
+
+    def remove(self, number: int) -> Pin:
+        """Drop pin ``number`` (1-based, as ``%context pins`` shows it); the pin dropped."""
+        items = self._items if self._writer is not None else self._held
+        if not items:
+            raise ConfigError("there are no pins to drop")
+        if not 1 <= number <= len(items):
+            raise ConfigError(f"no pin #{number}: pins are numbered 1 to {len(items)} (%context pins)")
+        pin = items[number - 1]
+        if self._writer is not None:
+            self._writer.unpin(pin.id)
+        del items[number - 1]
+        return pin
+
+
+def first_prompt(session_dir: Path) -> str | None:
+    """The session's first user prompt as typed: its first user text message without the
+    notebook activity block before it. Reads the log only up to that message."""
+    try:
+        with os.fdopen(safeio.open_file(Path(session_dir) / LOG_NAME), "rb") as f:
+            for line in f:
+                entry = parse_line(line)
+                if isinstance(entry, MessageEntry):
+                    m = entry.message
+                    if m.role == "user" and m.tool_result is None:
+                        # The block is followed by a blank line, then the prompt (agent_notebook).
+                        return m.content[m.notebook.chars :].removeprefix("\n\n") if m.notebook else m.content
+    except OSError:
+        return None
+    return None

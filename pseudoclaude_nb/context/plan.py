@@ -1,0 +1,36 @@
+"""A Layer 2 compaction worked out but not committed (``%compact --preview``): pure data.
+
+Its own module so that the shared state can hold one without importing Layer 2 (which
+imports the state): the import graph stays a tree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..messages import Message
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What one Layer 2 compaction of ``messages`` would do; ``new`` None: it would fail (``error``)."""
+
+    messages: list[Message]  # the conversation it was made from (the very objects)
+    head: int  # how many of them the summary replaces
+    head_tokens: int
+    tail_tokens: int
+    before: int
+    after: int
+    summary: str | None
+    new: list[Message] | None
+    error: str | None
+
+    @property
+    def tail(self) -> int:
+        return len(self.messages) - self.head
+
+    def made_from(self, messages: list[Message]) -> bool:
+        """True while the conversation is exactly the one this plan summarized."""
+        return len(messages) == len(self.messages) and all(
+            a is b for a, b in zip(messages, self.messages, strict=True)
+        )

@@ -1,0 +1,84 @@
+"""``%context pin TEXT`` / ``%context pins`` / ``%context unpin N`` (SPEC §19 steering).
+
+Thin: the words come parsed from ``%context``; ``context.pins.Pins`` keeps the pins and
+writes them. Pin text is the user's but may come from a log of an untrusted workspace, so
+everything printed from it is escaped (``textsafe.printable``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from IPython.core.error import UsageError
+
+from ..compact.estimate import estimate_text
+from ..context.pins import first_prompt
+from ..errors import PseudoClaudeError
+from ..textsafe import printable
+
+USAGE = "usage: %context pin TEXT | %context pin --first | %context pins | %context unpin N"
+SHOWN_CHARS = 200  # of a pin's text, in the list (the model gets all of it)
+
+
+def pins_action(magics: Any, words: list[str]) -> None:
+    agent = magics._agent
+    verb, rest = words[0], words[1:]
+    try:
+        if verb == "pin":
+            _pin(agent, rest)
+        elif verb == "pins" and not rest:
+            _list(agent)
+        elif verb == "unpin" and len(rest) == 1:
+            _unpin(agent, rest[0])
+        else:
+            raise UsageError(USAGE)
+    except PseudoClaudeError as exc:
+        raise UsageError(str(exc)) from None
+
+
+def _pin(agent: Any, rest: list[str]) -> None:
+    # "pin -- --first" today: %context's parser takes "--first" for its own option otherwise.
+    if rest in (["--first"], ["--", "--first"]):
+        if agent.session is None:
+            raise UsageError("no session yet: run %agent first, then %context pin --first")
+        text = first_prompt(agent.session.dir)
+        if not text or not text.strip():
+            raise UsageError("this session has no user prompt yet to pin")
+    else:
+        text = " ".join(rest)
+    number = agent.pins.add(text)
+    later = " (held: written into the session the next run starts)" if agent.pins.held else ""
+    print(printable(f"pinned #{number}: {_shown(text)}{later}", one_line=True))
+
+
+def _list(agent: Any) -> None:
+    pins = agent.pins.items()
+    if not pins:
+        print("no pins")
+        return
+    total = sum(estimate_text(p.text) for p in pins)
+    held = " (held for the session the next run starts)" if agent.pins.held else ""
+    lines = [f"{len(pins)} pin{'s' if len(pins) != 1 else ''}, ~{total:,} tokens in every request{held}:"]
+    for n, pin in enumerate(pins, 1):
+        lines.append(
+            printable(f"  #{n}  ~{estimate_text(pin.text):,} tokens  {_shown(pin.text)}", one_line=True)
+        )
+    print("\n".join(lines))
+
+
+def _unpin(agent: Any, word: str) -> None:
+    count = len(agent.pins.items())
+    valid = f"pins are numbered 1 to {count}" if count else "there are no pins"
+    try:
+        number = int(word)
+    except ValueError:
+        raise UsageError(
+            f"unpin takes a pin's number, not {printable(word, one_line=True)!r}: {valid}"
+        ) from None
+    pin = agent.pins.remove(number)
+    print(printable(f"unpinned #{number}: {_shown(pin.text)}", one_line=True))
+
+
+def _shown(text: str) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= SHOWN_CHARS else flat[:SHOWN_CHARS] + "…"
