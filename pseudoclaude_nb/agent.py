@@ -22,6 +22,7 @@ from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .context import CompactSettings, ContextManager
+from .context.confirm import Ask, Review, text_ask
 from .context.layer2 import Plan
 from .context.pins import Pins
 from .context.undo import Undone
@@ -197,8 +198,11 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         new: bool = False,
         session_id: str | None = None,
         listeners: Iterable[Listener] = (),
+        confirm: Ask | None = None,
         **options: object,
     ) -> RunSummary:
+        """One ``%agent`` run; ``confirm`` asks the person about replaces when
+        ``confirm_compaction`` is on (default: a text prompt through ``self.ask`` or ``input``)."""
         config = self.config(**options)
         env_notices = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
         provider = provider_for(config)
@@ -233,12 +237,13 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
             listeners=listeners,
             max_tokens=config.agent_output_tokens,
+            review=self._review(config, confirm),
         )
         relay.target = runner.emit
         self.last_runner = runner
         self._last_memory_index = memory_index
         block = self.notebook_block(active) if config.notebook else None
-        if block is not None and block.total:
+        if block is not None and (block.total or block.skipped):
             runner.emit(Notice(block.summary()))
         for event in memory_events:
             runner.emit(event)
@@ -274,6 +279,12 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             self._update_memory(new_messages, provider, active)
         return summary
 
+    def _review(self, config: RunConfig, confirm: Ask | None) -> Review | None:
+        """This run's say over replaces (``confirm_compaction``): ``confirm``, else a text prompt."""
+        if not config.confirm_compaction:
+            return None
+        return Review(confirm or text_ask(self.ask), config.confirm_default)
+
     def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
         """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
 
@@ -299,12 +310,13 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         self._prepared_context()
         return self.session.context.preview(self.provider_for_context())
 
-    def compact_apply(self) -> Compacted:
-        """``%compact --apply``: commit the previewed summary (no second model request)."""
+    def compact_apply(self, text: str | None = None) -> Compacted:
+        """``%compact --apply``: commit the previewed summary (no second model request), or
+        ``text`` in its place (``--edit``)."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
         self._prepared_context()
-        return self.session.context.apply()
+        return self.session.context.apply(text=text)
 
     def compact_undo(self) -> Undone:
         """``%compact --undo``: restore the state before the last compaction or rollover commit."""

@@ -2,14 +2,19 @@
 the run's user message, with the newest images those cells displayed (issue 13, issue 14).
 
 A mixin of ``Agent``: it reads the agent's notebook host, settings and current session.
+Cells marked ``agent-skip`` are recorded without anything sendable and only counted here;
+``skip_counts`` (``%agent --skip-cells``) leaves more out of one run's block.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from .agent_session import ActiveSession
 from .config import PseudoClaude
 from .messages import ImagePart, Message, NotebookMark
-from .notebook import ActivityBlock, NotebookHost, cells_for_run, render_activity
+from .notebook import ActivityBlock, CellRecord, NotebookHost, cells_for_run, render_activity
+from .notebook.activity import split_skipped
 from .redact import Redactor
 from .session import images
 
@@ -23,6 +28,16 @@ class NotebookActivity:
     settings: PseudoClaude
     notebook: NotebookHost | None
     session: ActiveSession | None
+    # Execution counts the next run's block leaves out (``%agent --skip-cells``): set by the
+    # magic for one run, read by ``notebook_block`` (and so by ``%context`` meanwhile).
+    skip_counts: frozenset[int] = frozenset()
+
+    def _run_cells(self, active: ActiveSession | None) -> tuple[list[CellRecord], int]:
+        """The cells the next run of ``active`` may show, oldest first, and how many it skips."""
+        if self.notebook is None:
+            return [], 0
+        seen = active.notebook_seen if active is not None else None
+        return split_skipped(cells_for_run(self.notebook.cells.records(), seen), self.skip_counts)
 
     def notebook_block(self, active: ActiveSession | None = None) -> ActivityBlock | None:
         """The cells the next run of ``active`` (default: the current session) would report.
@@ -33,12 +48,17 @@ class NotebookActivity:
         if self.notebook is None:
             return None
         active = active if active is not None else self.session
-        seen = active.notebook_seen if active is not None else None
-        records = self.notebook.cells.records()
-        cells = cells_for_run(records, seen)
-        block = render_activity(cells, budget_bytes=max(self.settings.notebook_context_bytes, 500))
+        cells, skipped = self._run_cells(active)
+        block = render_activity(
+            cells, budget_bytes=max(self.settings.notebook_context_bytes, 500), skipped=skipped
+        )
         if block.text and self.settings.redact_secrets:
-            block = ActivityBlock(Redactor().text(block.text), block.shown, block.total, block.last_seq)
+            redactor = Redactor()
+            block = replace(
+                block,
+                text=redactor.text(block.text),
+                cells=tuple(replace(c, text=redactor.text(c.text)) for c in block.cells),
+            )
         return block
 
     def _first_message(self, prompt: str, block: ActivityBlock | None, active: ActiveSession) -> Message:
@@ -59,7 +79,7 @@ class NotebookActivity:
         """The images the block's cells displayed (the newest few), stored in the session (issue-14)."""
         if self.notebook is None or not block.shown:
             return []
-        cells = cells_for_run(self.notebook.cells.records(), active.notebook_seen)[-block.shown :]
+        cells = self._run_cells(active)[0][-block.shown :]
         raw = [picture for cell in cells for picture in cell.images][-NOTEBOOK_IMAGES:]
         parts = []
         for data, media_type in raw:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .compact.manifest import manifest
+from .compact.manifest import manifest, notebook_cells
 from .context import CompactSettings, threshold_for
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
@@ -98,6 +98,7 @@ class ContextViews:
         block = self.notebook_block() if self.settings.notebook_context else None
         pending = block.text if block is not None and block.text else None
         extra["notebook_pending_cells"] = block.shown if pending and block is not None else 0
+        extra.update(notebook_cells(block))  # issue-29: the cells, each with its estimate
         if strategy == "rollover":
             # The gauge and %context show these instead of the Layer 2 line.
             extra["rollover_limits"] = settings.rollover_limits

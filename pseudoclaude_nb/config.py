@@ -55,6 +55,7 @@ class PseudoClaude(Configurable):
         from .redact import set_extra_patterns
 
         set_extra_patterns(change["new"])
+
     max_steps = Int(50, help="Model requests per %agent run at most.").tag(config=True)
     spill_bytes = Int(50_000, help="Layer 1: spill a tool result above this size.").tag(config=True)
     spill_batch_bytes = Int(200_000, help="Layer 1: cap on one step's results.").tag(config=True)
@@ -71,16 +72,29 @@ class PseudoClaude(Configurable):
     stale_hours = Int(6, help="Idle hours after which a resumed session gets a re-check note.").tag(
         config=True
     )
+    # Steering (issue 29): the person's say over a replace at the moment it happens.
+    confirm_compaction = Bool(
+        False,
+        help="Pause a run before a Layer 2 replace or a rollover commit: approve, edit or reject it.",
+    ).tag(config=True)
+    confirm_default = CaselessStrEnum(
+        ["approve", "reject"],
+        "approve",
+        help="What confirm_compaction does when nobody can answer (a kernel without stdin).",
+    ).tag(config=True)
     # Output caps and thinking (issue 15): every request's cap is clamped to the model's.
     max_output_tokens = Int(
         0, help="The model's output cap in tokens; 0 means the provider's table (or its default)."
     ).tag(config=True)
-    agent_output_tokens = Int(8192, help="Output tokens an agent request asks for (clamped).").tag(config=True)
-    thinking_budget = Int(
-        0, help="Anthropic extended thinking: tokens per request (>= 1024); 0 is off."
-    ).tag(config=True)
+    agent_output_tokens = Int(8192, help="Output tokens an agent request asks for (clamped).").tag(
+        config=True
+    )
+    thinking_budget = Int(0, help="Anthropic extended thinking: tokens per request (>= 1024); 0 is off.").tag(
+        config=True
+    )
     reasoning_effort = Unicode(
-        "", help="OpenAI-compatible reasoning models: reasoning_effort (e.g. low, medium, high); empty: unset."
+        "",
+        help="OpenAI-compatible reasoning models: reasoning_effort (e.g. low, medium, high); empty: unset.",
     ).tag(config=True)
     send_images = CaselessStrEnum(
         ["auto", "always", "never"],
@@ -91,7 +105,9 @@ class PseudoClaude(Configurable):
     mcp_servers = Dict(
         {}, help='MCP servers, as in .mcp.json\'s "mcpServers": {NAME: {"command", "args", "env"}}.'
     ).tag(config=True)
-    mcp_timeout = Float(120.0, help="Seconds an MCP tool call may take before it is cancelled.").tag(config=True)
+    mcp_timeout = Float(120.0, help="Seconds an MCP tool call may take before it is cancelled.").tag(
+        config=True
+    )
     mcp_start_timeout = Float(30.0, help="Seconds MCP servers may take to start.").tag(config=True)
     notebook_context = Bool(
         True, help="Begin each run's user message with the cells run since the previous run."
@@ -122,6 +138,8 @@ class RunConfig:
     reasoning_effort: str = ""
     notebook: bool = True  # the notebook activity block (%agent --no-notebook)
     send_images: str = "auto"  # issue-14
+    confirm_compaction: bool = False  # issue 29: pause before a replace (%agent --confirm-compaction)
+    confirm_default: str = "approve"
 
     def with_options(self, **options: object) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -145,6 +163,8 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         reasoning_effort=settings.reasoning_effort,
         notebook=settings.notebook_context,
         send_images=settings.send_images,
+        confirm_compaction=settings.confirm_compaction,
+        confirm_default=settings.confirm_default,
     )
 
 

@@ -20,6 +20,7 @@ from dataclasses import replace
 from functools import partial
 
 from .context import ContextManager
+from .context.confirm import Review
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SpillWriteError
 from .events import (
@@ -69,6 +70,7 @@ class Runner:
         listeners: Iterable[Listener] = (),
         context: ContextManager | None = None,
         max_tokens: int = Request.max_tokens,
+        review: Review | None = None,
     ) -> None:
         self.conversation = conversation
         self.provider = provider
@@ -80,6 +82,7 @@ class Runner:
         self.strict = strict
         self.listeners = list(listeners)
         self.context = context  # told this run's emit on every call, never kept
+        self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self._pairing = PairingCheck()  # each request walks only the messages since the last
@@ -160,14 +163,14 @@ class Runner:
         if self.context is not None:
             # The pre-step boundary: every result of the last step is in, the next request
             # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
-            self.context.before_request(self.provider, self.emit)
+            self.context.before_request(self.provider, self.emit, self.review)
             self.surface = self.context.surface(self.tools)
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet): shrink once (compact, or a
             # forced rollover), retry once.
-            if self.context is None or not self.context.recover(self.provider, self.emit):
+            if self.context is None or not self.context.recover(self.provider, self.emit, self.review):
                 raise self._too_long(exc) from exc
             self.surface = self.context.surface(self.tools)
             try:

@@ -5,7 +5,10 @@ the end: a scripted run whose tool sleeps 3 seconds. The test reads the DOM whil
 works and after it: the gauge moves; the running tool's line is on screen while it runs;
 the gauge headline and the timeline's labels have a contrast of at least 4.5:1 computed in
 the page (WCAG relative luminance of getComputedStyle colours) in the light and the dark
-Lab theme; the notebook, saved from the page, keeps the gauge's final state as text.
+Lab theme; the demo's summary keeps the gauge at "compacting…" long enough for the polling
+page to see it, and after it the gauge's peak tick and "peak ~N" label stay on screen with
+enough contrast in both themes (3:1 for the tick, a non-text mark; 4.5:1 for its label);
+the notebook, saved from the page, keeps the gauge's final state as text.
 Playwright's own browser download is not available here, so chromium comes from apt
 (``tests/install_chromium.sh``) and is launched through ``executable_path``. Without it the
 test is skipped with the reason, except in CI, where it fails.
@@ -223,11 +226,16 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
 
         # Watch the gauge while the agent runs: it must move during the one %agent call.
         seen: list[str] = []
+        statuses: set[str] = set()
         deadline = time.monotonic() + 120
         while time.monotonic() < deadline:
-            values = page.eval_on_selector_all(".pc-gauge", "els => els.map(e => e.dataset.estimated)")
-            if values and values[0] not in seen:
-                seen.append(values[0])
+            values = page.eval_on_selector_all(
+                ".pc-gauge", "els => els.map(e => [e.dataset.estimated, e.dataset.status])"
+            )
+            if values and values[0][0] not in seen:
+                seen.append(values[0][0])
+            if values:
+                statuses.add(values[0][1])
             if page.query_selector("text=✓ done ·"):
                 break
             time.sleep(0.05)
@@ -258,6 +266,13 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
         assert data["spills"] == "1" and data["compactions"] == "1"
         assert 5_000 < int(data["estimated"]) < 17_000  # under the Layer 2 line after the summary
         assert len(seen) >= 2, f"the gauge should update during the run; saw {seen}"
+        # The demo's summary takes over a second: a page polling every 50 ms sees it.
+        assert "compacting…" in statuses, statuses
+        # After the drop, the gauge still marks how high the run went: over the line.
+        assert int(data["peak"]) > 17_000 > int(data["estimated"]), data
+        peak = gauge.query_selector(".pc-gauge-peak")
+        assert peak is not None and peak.is_visible()
+        assert f"peak ~{int(data['peak']):,}" in gauge.query_selector(".pc-gauge-peak-label").text_content()
         final_text = gauge.evaluate("e => e.querySelector('svg').getAttribute('aria-label')")
 
         timeline = page.query_selector(".pc-timeline svg")
@@ -280,8 +295,11 @@ def test_quickstart_in_jupyterlab_shows_a_live_gauge_and_the_timeline(lab, tmp_p
         labels = ".pc-gauge-head, .pc-timeline .pc-row-label, .pc-timeline .pc-axis-label"
         for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
             _set_theme(page, theme, light)
-            low = [c for c in _contrast(page, labels) if c["ratio"] < 4.5]
+            low = [c for c in _contrast(page, labels + ", .pc-gauge-peak-label") if c["ratio"] < 4.5]
             assert not low, (theme, low)
+            faint = [c for c in _contrast(page, ".pc-gauge .pc-gauge-peak") if c["ratio"] < 3]
+            assert not faint, (theme, faint)
+            assert gauge.query_selector(".pc-gauge-peak").is_visible(), theme
             if not light:
                 gauge.scroll_into_view_if_needed()
                 page.screenshot(path=str(shots / "jupyterlab-dark.png"))

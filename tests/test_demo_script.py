@@ -152,7 +152,7 @@ def script() -> dict[str, Any]:
 
 
 def test_top_level_keys_follow_the_scripted_format(script):
-    assert set(script) == {"model", "context_window", "turns", "summaries", "memory_ops"}
+    assert set(script) == {"model", "context_window", "turns", "summaries", "memory_ops", "summary_seconds"}
     assert script["model"] == "pseudoclaude-demo"
     assert script["context_window"] == DEMO_CONTEXT_WINDOW
     assert isinstance(script["context_window"], int)

@@ -106,5 +106,28 @@ def manifest(
     return data
 
 
+def notebook_cells(block: Any) -> dict[str, Any]:
+    """The next run's notebook cells, for ``%context`` (issue 29): each with its token estimate.
+
+    ``block`` is the ``ActivityBlock`` the next run would send (or ``None``). The cells'
+    estimates plus ``notebook_block_overhead`` (delimiters, header, the "not shown" line)
+    add up to ``notebook_pending_tokens``; ``notebook_left_out`` cells did not fit the
+    budget, ``notebook_skipped`` were kept out (``agent-skip``, ``--skip-cells``).
+    """
+    if block is None:
+        return {"notebook_cells": [], "notebook_left_out": 0, "notebook_skipped": 0}
+    cells = [
+        {"label": c.label, "execution_count": c.execution_count, "tokens": estimate_text(c.text)}
+        for c in (block.cells if block.text else ())
+    ]
+    total = estimate_text(block.text) if block.text else 0
+    return {
+        "notebook_cells": cells,
+        "notebook_block_overhead": max(total - sum(c["tokens"] for c in cells), 0),
+        "notebook_left_out": block.omitted,
+        "notebook_skipped": block.skipped,
+    }
+
+
 def _schema_tokens(tools: list[dict[str, Any]]) -> int:
     return tokens_for_bytes(len(json.dumps(tools, ensure_ascii=False).encode("utf-8"))) if tools else 0

@@ -1,4 +1,8 @@
-"""The compact strategy: Layer 2 at the threshold, once per request, behind the breaker."""
+"""The compact strategy: Layer 2 at the threshold, once per request, behind the breaker.
+
+A run's ``review`` (``confirm_compaction``) comes with each call: once the person rejected
+a compaction, this run does not plan (nor ask) another; the next run does.
+"""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from ..providers.base import Provider
 from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
 from . import layer2
+from .confirm import Review
 from .layer1 import Emit
 from .strategy import Marks, marks_for
 
@@ -33,9 +38,11 @@ class CompactStrategy:
     def phase(self) -> str:
         return "normal"
 
-    def before_request(self, estimate: int, provider: Provider, emit: Emit) -> bool:
+    def before_request(
+        self, estimate: int, provider: Provider, emit: Emit, review: Review | None = None
+    ) -> bool:
         s = self.state
-        if estimate < s.settings.threshold:
+        if estimate < s.settings.threshold or (review is not None and review.skips("compact")):
             return False
         if s.breaker.open:
             if not s.breaker_noted:
@@ -48,11 +55,13 @@ class CompactStrategy:
                     )
                 )
             return False
-        layer2.compact(s, provider, "auto", emit)
+        layer2.compact(s, provider, "auto", emit, review)
         return True
 
-    def recover(self, provider: Provider, emit: Emit) -> bool:
-        return layer2.compact(self.state, provider, "forced", emit).ok
+    def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
+        if review is not None and review.skips("compact"):
+            return False
+        return layer2.compact(self.state, provider, "forced", emit, review).ok
 
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return tools

@@ -7,11 +7,14 @@ too long), keeps the breaker, replaces the conversation (``compact``) and logs t
 
 A compaction is two steps: ``plan`` asks for the summary and writes nothing (what
 ``%compact --preview`` shows and keeps), ``commit`` replaces and logs it (``%compact
---apply`` commits a kept plan without asking the model again). ``compact`` is both at once.
+--apply`` commits a kept plan without asking the model again). ``compact`` is both at once,
+with the person's say in between when the run carries a ``Review`` (``confirm``): approve
+commits the plan, edit commits their text framed as the summary, reject replaces nothing.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
 from ..compact.breaker import MIN_FREED
@@ -28,6 +31,7 @@ from ..errors import ContextTooLong, ProviderError, SessionWriteError
 from ..events import Compacted, CompactStarted
 from ..messages import Message
 from ..providers.base import Provider, Request
+from .confirm import Proposal, Review
 from .layer1 import Emit, ignore
 from .plan import Plan
 
@@ -61,13 +65,56 @@ def _plan(state: SharedState, provider: Provider, messages: list[Message], befor
 
 
 def compact(
-    state: SharedState, provider: Provider, trigger: str = "manual", emit: Emit = ignore
+    state: SharedState,
+    provider: Provider,
+    trigger: str = "manual",
+    emit: Emit = ignore,
+    review: Review | None = None,
 ) -> Compacted:
-    """One Layer 2 attempt (``trigger`` auto | manual | forced); ``ok`` False replaces nothing."""
+    """One Layer 2 attempt (``trigger`` auto | manual | forced); ``ok`` False replaces nothing.
+
+    With ``review``, a plan that would replace is put to the person first.
+    """
     messages = state.conversation.messages()
     before = state.estimate_of(messages)
     emit(CompactStarted(trigger, before))
-    return commit(state, _plan(state, provider, messages, before), trigger, emit)
+    p = _plan(state, provider, messages, before)
+    if review is not None and p.new is not None and p.summary is not None:
+        decision = review.decide(proposal(p, trigger), emit)
+        if decision.action == "reject":
+            return _rejected(state, p, trigger, emit)
+        if decision.action == "edit" and decision.text is not None:
+            p = edited(state, p, decision.text)
+    return commit(state, p, trigger, emit)
+
+
+def proposal(p: Plan, trigger: str) -> Proposal:
+    assert p.summary is not None
+    return Proposal(
+        "compact", trigger, p.summary, p.before, p.after, p.head, p.tail, p.head_tokens, p.tail_tokens
+    )
+
+
+def edited(state: SharedState, p: Plan, text: str) -> Plan:
+    """``p`` with the person's ``text`` as its summary, framed like the model's (the log's
+    writer redacts it like every line). The 5 % rule does not apply: the person chose it."""
+    new = compacted(text, p.messages[p.head :])
+    return replace(p, summary=text, new=new, after=state.estimate_of(new), error=None)
+
+
+def _rejected(state: SharedState, p: Plan, trigger: str, emit: Emit) -> Compacted:
+    """The person said no: nothing replaced, the breaker untouched (a choice is not a failure),
+    a note in the log so that a reader of the session sees why the context was not compacted."""
+    why = "rejected by you"
+    if state.writer is not None:
+        state.writer.note(
+            f"{trigger} compaction rejected by the person (~{p.before:,} → ~{p.after:,} tokens proposed)",
+            "info",
+        )
+    result = Compacted(trigger, p.before, p.before, False, why)
+    state.last_compact = result
+    emit(result)
+    return result
 
 
 def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ignore) -> Compacted:

@@ -31,6 +31,7 @@ from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from . import layer2, undo
 from .compact import CompactStrategy
+from .confirm import Review
 from .layer1 import Emit, Spiller, ignore
 from .rollover import RolloverStrategy
 from .settings import CompactSettings
@@ -146,20 +147,21 @@ class ContextManager:
     def after_tools(self, count: int) -> None:
         self.spiller.after_tools(count)
 
-    def before_request(self, provider: Provider, emit: Emit = ignore) -> None:
+    def before_request(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> None:
         """The pre-step boundary: Layer 1's batch check, then the strategy at the estimate.
 
         The state is reported with the very estimate the strategy decides on, and again
-        after the strategy acted (a replace, a host note).
+        after the strategy acted (a replace, a host note). ``review`` is the run's, when the
+        person confirms replaces (``confirm_compaction``); it is passed on, never kept.
         """
         self.spiller.check_batch(emit)
         estimate = self.shared.estimate()
         emit(self.state(estimate))
-        if self.strategy.before_request(estimate, provider, emit):
+        if self.strategy.before_request(estimate, provider, emit, review):
             emit(self.state())
 
-    def recover(self, provider: Provider, emit: Emit = ignore) -> bool:
-        return self.strategy.recover(provider, emit)
+    def recover(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> bool:
+        return self.strategy.recover(provider, emit, review)
 
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return self.strategy.surface(tools)
@@ -176,8 +178,9 @@ class ContextManager:
         self.shared.preview = plan
         return plan
 
-    def apply(self, emit: Emit = ignore) -> Compacted:
-        """``%compact --apply``: commit the kept preview, without asking the model again."""
+    def apply(self, emit: Emit = ignore, text: str | None = None) -> Compacted:
+        """``%compact --apply``: commit the kept preview, without asking the model again;
+        ``text`` (``--edit``): with the person's summary instead of the model's."""
         plan = self.shared.preview
         if plan is None:
             raise SessionError("there is no compaction preview to apply; run %compact --preview first")
@@ -190,6 +193,8 @@ class ContextManager:
             raise SessionError(
                 f"the preview has nothing to apply: {plan.error}; run %compact --preview again later"
             )
+        if text is not None and text.strip():
+            plan = layer2.edited(self.shared, plan, text)
         return layer2.commit(self.shared, plan, "manual", emit)
 
     def undo(self) -> undo.Undone:

@@ -8,6 +8,10 @@ the intent is logged, the conversation is left alone) and committed here (phase 
 conversation is replaced by one user message). At the hard limit the host writes the
 handoff itself.
 
+With the run's ``review`` (``confirm_compaction``) the person sees the new window's handoff
+before the commit: approve, edit (their text stands in the handoff's place; the anchors and
+the pinned request stay) or reject (the window stays; this run does not ask again).
+
 Its own state is rebuilt from the log on resume: the claimed reminder and fallback are
 the host notes in the current window, a pending intent is the last ``rollover`` entry.
 """
@@ -25,13 +29,22 @@ from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallba
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
 from ..rollover.budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
-from ..rollover.handoff import CheckedFile, Handoff, Intent, first_message, first_user_text, forced_handoff
+from ..rollover.handoff import (
+    CheckedFile,
+    Handoff,
+    Intent,
+    first_message,
+    first_user_text,
+    forced_handoff,
+    render_handoff,
+)
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import LoadResult
 from ..session.paths import LOG_NAME
 from ..tools.registry import Permissions, ToolRegistry
 from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
 from ..tools.workspace import resolve_in_workspace
+from .confirm import Proposal, Review
 from .layer1 import Emit
 from .strategy import Marks, marks_for
 
@@ -113,7 +126,9 @@ class RolloverStrategy:
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return FallbackTools(tools, ROLLOVER_TOOLS) if self.pruned else tools
 
-    def before_request(self, estimate: int, provider: Provider, emit: Emit) -> bool:
+    def before_request(
+        self, estimate: int, provider: Provider, emit: Emit, review: Review | None = None
+    ) -> bool:
         s = self.state
         if self.pinned is None and s.session_dir is None:
             self.pinned = first_user_text(s.conversation.messages())
@@ -128,8 +143,10 @@ class RolloverStrategy:
                 Notice("the context is over its limit but this window holds no work to hand over", "warning")
             )
             acted = False
+        elif action.type == "rollover" and review is not None and review.skips("rollover"):
+            acted = False  # the person rejected it in this run; the next run asks again
         elif action.type == "rollover":
-            self.commit(action.reason or "hard-limit", emit)
+            acted = self.commit(action.reason or "hard-limit", emit, review) is not None
         elif action.type == "fallback":
             self.fallback_claimed = self.pruned = True
             self._host_note(
@@ -156,12 +173,11 @@ class RolloverStrategy:
         self.last_action = action
         return acted
 
-    def recover(self, provider: Provider, emit: Emit) -> bool:
-        """A forced rollover, unless this is a fresh window."""
-        if not self._has_work():
+    def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
+        """A forced rollover, unless this is a fresh window (or the person rejected it)."""
+        if not self._has_work() or (review is not None and review.skips("rollover")):
             return False
-        self.commit("model" if self.declared is not None else "hard-limit", emit)
-        return True
+        return self.commit("model" if self.declared is not None else "hard-limit", emit, review) is not None
 
     def _has_work(self) -> bool:
         return self.declared is not None or any(
@@ -226,8 +242,10 @@ class RolloverStrategy:
 
     # --- phase 2: the commit ----------------------------------------------------------------------
 
-    def commit(self, reason: str, emit: Emit) -> RolloverCommitted:
-        """Replace the conversation by the first message of a new window (reason model | hard-limit)."""
+    def commit(self, reason: str, emit: Emit, review: Review | None = None) -> RolloverCommitted | None:
+        """Replace the conversation by the first message of a new window (reason model | hard-limit).
+
+        None: the person rejected it (``review``); the window and a declared intent stay."""
         s = self.state
         messages = s.conversation.messages()
         before = s.estimate()
@@ -248,6 +266,11 @@ class RolloverStrategy:
             later_user_text=_later_user_text(messages),
             images=_window_images(messages, s.session_dir),
         )
+        if review is not None:
+            reviewed = self._reviewed(review, reason, intent.handoff, text, before, len(messages), emit)
+            if reviewed is None:
+                return None
+            text = reviewed
         new = [Message(role="user", content=text)]
         failed = s.replace_or_keep("rollover", messages, new)
         if failed is not None:  # a full disk: the window and the declared intent stay as they were
@@ -275,6 +298,24 @@ class RolloverStrategy:
         )
         emit(event)
         return event
+
+    def _reviewed(
+        self, review: Review, reason: str, handoff: Handoff, text: str, before: int, count: int, emit: Emit
+    ) -> str | None:
+        """The new window's message after the person's answer; None when they rejected it."""
+        s = self.state
+        rendered = render_handoff(handoff)
+        after = s.calibrated(s.estimate_of([Message(role="user", content=text)]))
+        decision = review.decide(Proposal("rollover", reason, rendered, before, after, count, 0), emit)
+        if decision.action == "reject":
+            if s.writer is not None:
+                s.writer.note(f"{reason} rollover rejected by the person; the window stays", "info")
+            return None
+        if decision.action == "edit" and decision.text is not None:
+            # The person's text takes the handoff's place; the anchors and the pinned request stay.
+            old = f"<handoff>\n{rendered}\n</handoff>"
+            return text.replace(old, f"<handoff>\n{decision.text.strip()}\n</handoff>", 1)
+        return text
 
     def pinned_request(self) -> str | None:
         """The session's first user message, verbatim, for every window (so intent cannot drift).

@@ -17,6 +17,7 @@ from .layer1 import Emit
 
 if TYPE_CHECKING:
     from ..tools import ToolRegistry
+    from .confirm import Review
     from .settings import CompactSettings
 
 Marks = tuple[tuple[str, int], ...]
@@ -37,11 +38,15 @@ class ContextStrategy(Protocol):
         """Where this strategy stands in the current window (``normal`` when it has no phases)."""
         ...
 
-    def before_request(self, estimate: int, provider: Provider, emit: Emit) -> bool:
-        """The pre-step boundary, at ``estimate`` tokens; True when it acted (replace or note)."""
+    def before_request(
+        self, estimate: int, provider: Provider, emit: Emit, review: Review | None = None
+    ) -> bool:
+        """The pre-step boundary, at ``estimate`` tokens; True when it acted (replace or note).
+
+        ``review`` (this run's, when ``confirm_compaction`` is on) is asked before a replace."""
         ...
 
-    def recover(self, provider: Provider, emit: Emit) -> bool:
+    def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
         """The provider said the prompt is too long: shrink once; True when that worked."""
         ...
 

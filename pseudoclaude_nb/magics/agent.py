@@ -12,8 +12,10 @@ from ..agent import Agent
 from ..config import MODES, STRATEGIES
 from ..errors import PseudoClaudeError
 from ..events import Notice
+from ..notebook.skip import parse_counts
 from ..providers.demo_script import DEMO_PROMPT
-from .render import memory_outcome, renderer_for
+from ..widgets.confirm import notebook_ask
+from .render import in_notebook, memory_outcome, renderer_for
 
 DEMO_PLAYS_A_SCRIPT = (
     "the demo provider plays a fixed script (the stats-module task of the quickstart), whatever the "
@@ -40,6 +42,16 @@ class AgentMagics(Magics):
     @argument("--mode", choices=MODES, help="tool permissions: read-only, ask (default) or auto")
     @argument("--no-memory", action="store_true", help="leave memory out of this run")
     @argument("--no-notebook", action="store_true", help="leave the notebook activity block out")
+    @argument(
+        "--skip-cells",
+        metavar="COUNTS",
+        help="leave these cells (execution counts: 3,5 or 3-5) out of this run's notebook block",
+    )
+    @argument(
+        "--confirm-compaction",
+        action="store_true",
+        help="pause before a compaction or rollover replace: approve, edit or reject it (this run)",
+    )
     @argument("--tools", action="store_true", help="list the tools the agent has (yours too); run nothing")
     @argument("--max-steps", type=int, metavar="N", help="model requests at most (default 50)")
     @argument("--context-window", type=int, metavar="N", help="override the window, in tokens")
@@ -89,9 +101,11 @@ class AgentMagics(Magics):
             raise UsageError("--thinking is a token budget of at least 1024 (or 0 for off)")
         if args.new and args.session:
             raise UsageError("use either --new or --session ID, not both")
+        skip = _skip_counts(args.skip_cells)
         renderer = renderer_for(self.shell, quiet=args.quiet)
         if (args.provider or self._agent.settings.provider) == "demo" and prompt.strip() != DEMO_PROMPT:
             renderer(Notice(DEMO_PLAYS_A_SCRIPT))
+        self._agent.skip_counts = skip
         try:
             self._agent.run(
                 prompt,
@@ -110,11 +124,27 @@ class AgentMagics(Magics):
                 quiet=args.quiet or None,
                 thinking_budget=args.thinking,
                 reasoning_effort=args.effort,
+                confirm_compaction=True if args.confirm_compaction else None,
+                confirm=notebook_ask(self._agent.ask) if in_notebook(self.shell) else None,
             )
         except PseudoClaudeError as exc:
             # Setup problems (provider, session lock, …): one line that says what to do.
             raise UsageError(str(exc)) from None
+        finally:
+            self._agent.skip_counts = frozenset()
         memory_outcome(self._agent, renderer)
+
+
+def _skip_counts(value: str | None) -> frozenset[int]:
+    if value is None:
+        return frozenset()
+    try:
+        return parse_counts(value)
+    except ValueError as exc:
+        raise UsageError(
+            f"--skip-cells {value}: {exc}. Usage: --skip-cells 3,5 or --skip-cells 3-5 "
+            "(execution counts, the n of In [n])"
+        ) from None
 
 
 def _unquote(word: str) -> str:

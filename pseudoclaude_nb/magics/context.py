@@ -7,6 +7,7 @@ import html
 import json
 import re
 import time
+from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -48,6 +49,12 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
             f"<tr><td>{html.escape(label)}</td><td style='text-align:right'>{value:,}</td>"
             f"<td style='width:240px'><div style='background:#1565c0;height:10px;width:{width:.2f}%'></div></td></tr>"
         )
+        if key == "notebook":
+            rows += [
+                f"<tr style='color:#555'><td style='padding-left:1.5em'>{html.escape(name)}</td>"
+                f"<td style='text-align:right'>{f'{tokens:,}' if tokens >= 0 else ''}</td><td></td></tr>"
+                for name, tokens in _notebook_rows(m)
+            ]
     sections = ", ".join(f"{html.escape(s['title'])} {s['tokens']:,}" for s in m["system_sections"])
     return (
         f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m['estimated_tokens']:,} of "
@@ -91,6 +98,11 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
         elif key == "notebook" and m.get("notebook_pending_cells"):
             note = f"  incl. {m['notebook_pending_cells']} cells for the next run"
         lines.append(f"  {label:<22}{value:>9,}{note}")
+        if key == "notebook":
+            lines += [
+                f"    {name:<20}{tokens:>9,}" if tokens >= 0 else f"    {name}"
+                for name, tokens in _notebook_rows(m)
+            ]
     lines.append(f"  {m['message_count']} messages")
     if m.get("session_id"):
         lines.append(
@@ -111,12 +123,34 @@ def json_text(data: Any) -> str:
 
 
 def _labels(m: dict[str, Any]) -> list[tuple[str, str]]:
-    """The parts to show: the MCP row only when MCP tools are offered, images only when there are any."""
+    """The parts to show: the MCP row only when MCP tools are offered; pins and images only
+    when there are any (a row of zeros for a feature not in use is noise)."""
     return [
         (k, v)
         for k, v in PART_LABELS.items()
-        if (k != "mcp_tool_schemas" or m.get("mcp_tools")) and (k != "images" or m["parts"].get("images"))
+        if (k != "mcp_tool_schemas" or m.get("mcp_tools"))
+        and (k not in ("images", "pins") or m["parts"].get(k))
     ]
+
+
+def _notebook_rows(m: dict[str, Any]) -> list[tuple[str, int]]:
+    """The next run's notebook cells under the "notebook activity" part (issue 29).
+
+    Each cell with its estimate, the block's own lines, then what is left out (tokens -1:
+    a line without a number).
+    """
+    cells = m.get("notebook_cells") or []
+    rows = [(str(c["label"]), int(c["tokens"])) for c in cells]
+    if cells:
+        rows.append(("(block header)", int(m.get("notebook_block_overhead", 0))))
+    gone = []
+    if m.get("notebook_left_out"):
+        gone.append(f"{m['notebook_left_out']} left out by the budget (read_cells reads them)")
+    if m.get("notebook_skipped"):
+        gone.append(f"{m['notebook_skipped']} skipped (agent-skip)")
+    if gone:
+        rows.append(("; ".join(gone), -1))
+    return rows
 
 
 def _mcp_servers(names: list[str]) -> list[str]:
@@ -219,6 +253,9 @@ class ContextMagics(Magics):
     @argument("--preview", action="store_true", help="show what Layer 2 would do now; write nothing")
     @argument("--apply", action="store_true", help="commit the previewed summary (no new model request)")
     @argument("--undo", action="store_true", help="restore the state before the last compaction or rollover")
+    @argument(
+        "--edit", metavar="PATH", help="with --apply: commit the text of file PATH as the summary instead"
+    )
     @line_magic
     def compact(self, line: str) -> None:
         """Compact the current session's context now, or look first, or take it back.
@@ -229,6 +266,9 @@ class ContextMagics(Magics):
         %compact --preview  what Layer 2 would summarize and keep, and the summary the model
                             writes for it; nothing is written to the session
         %compact --apply    commit that previewed summary (the model is not asked again)
+        %compact --apply --edit PATH
+                            commit the text of file PATH as the summary instead (framed,
+                            logged and redacted like the model's)
         %compact --undo     restore the state before the last compaction or rollover commit
                             (again: the one before that)
         """
@@ -239,6 +279,11 @@ class ContextMagics(Magics):
         if len(chosen) > 1:
             both = "not both" if len(chosen) == 2 else "only one"
             raise UsageError(f"use {' or '.join(chosen)}, {both}")
+        edited = _edited_summary(args.edit) if args.edit is not None else None
+        if edited is not None and not args.apply:
+            raise UsageError(
+                "--edit goes with --apply: %compact --preview, then %compact --apply --edit PATH"
+            )
         try:
             if args.status:
                 data = self._agent.context_manifest()
@@ -253,7 +298,9 @@ class ContextMagics(Magics):
                 print(undone_text(self._agent.compact_undo()))
                 return
             result = (
-                self._agent.compact_apply() if args.apply else self._agent.compact(layer1_only=args.layer1)
+                self._agent.compact_apply(edited)
+                if args.apply
+                else self._agent.compact(layer1_only=args.layer1)
             )
         except PseudoClaudeError as exc:
             raise UsageError(str(exc)) from None
@@ -281,6 +328,18 @@ class ContextMagics(Magics):
 
 
 # --- %compact --preview and --undo ---------------------------------------------------------------
+
+
+def _edited_summary(path: str) -> str:
+    """The summary a person wrote for ``%compact --apply --edit PATH``."""
+    try:
+        text = Path(path).expanduser().read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise UsageError(f"--edit {path}: cannot read it ({exc}); give a UTF-8 text file") from None
+    if not text.strip():
+        raise UsageError(f"--edit {path}: the file is empty; write the summary into it first")
+    return text
+
 
 PREVIEW_NEXT = "%compact --apply commits this summary as it is; %compact --preview asks for a new one"
 

@@ -4,13 +4,16 @@
 tees ``sys.stdout``/``sys.stderr`` (what the user sees is unchanged: every write goes
 to the original stream first) into bounded buffers, and notes displayed outputs and the
 result by wrapping the shell's display publisher and display hook. Cells of this
-package's magics are not recorded and not teed. ``IPythonNotebook`` is the core's
+package's magics are not recorded and not teed; a cell marked ``agent-skip`` (its first
+line ``# agent-skip``, or the tag, found through the ``cellId`` the frontend sends and the
+notebook file) is not teed either and is recorded as a place only. ``IPythonNotebook`` is the core's
 ``NotebookHost``. ``question_transformer`` lets ``%agent why did it fail?`` reach the magic
 instead of IPython's help syntax.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable, Mapping
@@ -18,6 +21,7 @@ from typing import Any
 
 from ..notebook import BoundedText, CellRecord, CellStore, describe_display, error_info, package_cell
 from ..notebook.record import CELL_IMAGES, STDERR_CAP, STDOUT_CAP, display_image
+from ..notebook.skip import NotebookTags, marked_in_source
 
 DISPLAYS_KEPT = 20
 
@@ -58,12 +62,35 @@ class _Running:
         self.images: list[tuple[bytes, str]] = []  # issue-14: the last few displayed images
 
 
+def notebook_path(shell: Any) -> str | None:
+    """The notebook file this kernel runs, as its frontend names it (VS Code, then Jupyter)."""
+    named = shell.user_ns.get("__vsc_ipynb_file__") or os.environ.get("JPY_SESSION_NAME")
+    return named if isinstance(named, str) and named.endswith(".ipynb") else None
+
+
+def cell_id(shell: Any, info: Any) -> str | None:
+    """The id of the running cell: what ipykernel hands ``run_cell``, else the request's metadata.
+
+    JupyterLab and VS Code send it as ``metadata.cellId`` of the execute request; IPython 8.13+
+    passes it on as ``info.cell_id``. nbclient and terminals send none.
+    """
+    found = getattr(info, "cell_id", None)
+    if not found and hasattr(shell, "get_parent"):
+        try:
+            found = (shell.get_parent().get("metadata") or {}).get("cellId")
+        except Exception:  # noqa: BLE001 - a missing or odd parent header means no id
+            found = None
+    return found if isinstance(found, str) and found else None
+
+
 class CellRecorder:
     def __init__(self, shell: Any, store: CellStore, magic_names: Callable[[], set[str]]) -> None:
         self.shell = shell
         self.store = store
         self._magic_names = magic_names
         self._running: _Running | None = None
+        self._skipping = False  # the running cell is marked agent-skip
+        self._tags = NotebookTags()
         self._tees: tuple[Any, Any] | None = None  # the streams the tees replaced
         self.paused = 0
         self._publish: Any = None
@@ -110,8 +137,12 @@ class CellRecorder:
     def pre_run_cell(self, info: Any) -> None:
         source = getattr(info, "raw_cell", "") or ""
         self._untee()
+        self._skipping = False
         if package_cell(source, self._magic_names()):
             self._running = None
+            return
+        if self._skipped(source, info):
+            self._running, self._skipping = None, True
             return
         self._running = running = _Running(source)
         self._tees = (sys.stdout, sys.stderr)
@@ -120,7 +151,12 @@ class CellRecorder:
 
     def post_run_cell(self, result: Any) -> None:
         running, self._running = self._running, None
+        skipping, self._skipping = self._skipping, False
         self._untee()
+        if skipping:
+            count = getattr(result, "execution_count", None)
+            self.store.add(CellRecord.skipped_cell(self.store.next_seq(), count))
+            return
         if running is None:
             return
         exc = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
@@ -141,6 +177,14 @@ class CellRecorder:
                 images=running.images,
             )
         )
+
+    def _skipped(self, source: str, info: Any) -> bool:
+        if marked_in_source(source):
+            return True
+        try:
+            return self._tags.skipped(notebook_path(self.shell), cell_id(self.shell, info))
+        except Exception:  # noqa: BLE001 - an unreadable notebook must not break the user's cell
+            return False
 
     def _untee(self) -> None:
         if self._tees is None:

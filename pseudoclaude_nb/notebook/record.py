@@ -217,6 +217,14 @@ class CellRecord:
     displays: list[str] = field(default_factory=list)
     error: ErrorInfo | None = None
     images: list[tuple[bytes, str]] = field(default_factory=list)  # issue-14: (bytes, media type)
+    # issue-29: the user kept this cell from the model (tag or comment ``agent-skip``): only
+    # its place (seq, execution count) is recorded, never its source or output.
+    skipped: bool = False
+
+    @classmethod
+    def skipped_cell(cls, seq: int, execution_count: int | None) -> CellRecord:
+        """The record of a cell marked ``agent-skip``: where it ran, nothing of what it did."""
+        return cls(seq, execution_count, "", skipped=True)
 
     @classmethod
     def make(
@@ -252,6 +260,8 @@ class CellRecord:
 
     def render(self, limit: int | None = None) -> str:
         """The cell as text for the model; ``limit`` caps the whole rendering (bytes-ish)."""
+        if self.skipped:
+            return f"### {self.label} — skipped (agent-skip)"
         status = f" — raised {self.error.type}" if self.error else ""
         out = [f"### {self.label}{status}", self.source.rstrip() or "(empty)"]
         if self.stdout.strip():

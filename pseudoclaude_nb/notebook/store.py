@@ -1,5 +1,9 @@
 """The cells this kernel ran, as ``CellRecord`` s in order: what the activity block and
-``read_cells`` read. It keeps the last ``limit`` records only (older ones are dropped)."""
+``read_cells`` read. It keeps the last ``limit`` records only (older ones are dropped).
+
+A cell marked ``agent-skip`` is a record with ``skipped`` set and nothing else: ``last``
+and ``by_count`` (what ``read_cells`` reads) leave it out; ``records`` keeps it, so the
+activity block can count it."""
 
 from __future__ import annotations
 
@@ -46,11 +50,15 @@ class CellStore:
         """Records after sequence number ``seq``, oldest first."""
         return [r for r in self.records() if r.seq > seq]
 
+    def sendable(self) -> list[CellRecord]:
+        """Records the model may read: all but the cells marked ``agent-skip``."""
+        return [r for r in self.records() if not r.skipped]
+
     def last(self, n: int) -> list[CellRecord]:
-        return self.records()[-n:] if n > 0 else []
+        return self.sendable()[-n:] if n > 0 else []
 
     def by_count(self, start: int | None, end: int | None) -> list[CellRecord]:
         """Records whose execution count is within ``start..end`` (inclusive)."""
         lo = start if start is not None else float("-inf")
         hi = end if end is not None else float("inf")
-        return [r for r in self.records() if r.execution_count is not None and lo <= r.execution_count <= hi]
+        return [r for r in self.sendable() if r.execution_count is not None and lo <= r.execution_count <= hi]

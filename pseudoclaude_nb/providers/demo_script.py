@@ -44,6 +44,11 @@ DEMO_CONTEXT_WINDOW = 50_000
 # nothing old to replace; the spec default (20,000) is sized for real windows.
 DEMO_RECENT_TOKENS = 4_000
 
+# A scripted summary answers at once, so "compacting…" would flash by faster than a screen
+# redraws (12,046 → 20,150 → 10,457 in under 0.1 s). A person watching the demo gets this
+# long to see it; PSEUDOCLAUDE_DEMO_PACE=0 (the test suite, recorded outputs) skips the wait.
+DEMO_SUMMARY_SECONDS = 1.2
+
 SAMPLE_LOG = "sample_run.log"
 PAGE_LINES = 500
 LOG_PAGES = (2001, 2501)  # the first read stops at line 2000 (read_file's default limit)
@@ -441,6 +446,9 @@ def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
         "context_window": DEMO_CONTEXT_WINDOW,
         "turns": turns,
         # Rollover writes no summary in the run; a `%compact` after it describes the finished task.
-        "summaries": [SUMMARY_AFTER_FIX] if strategy == "rollover" else [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
+        "summaries": [SUMMARY_AFTER_FIX]
+        if strategy == "rollover"
+        else [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
         "memory_ops": [],
+        "summary_seconds": DEMO_SUMMARY_SECONDS,
     }

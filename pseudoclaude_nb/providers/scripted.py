@@ -11,12 +11,16 @@ is cut there; a turn with tool calls ends inside its last call, whose arguments 
 arrive whole) or ``"refusal"`` (the text is the refusal). ``max_output_tokens`` at the top
 level is the scripted model's output cap (default: the agent's request cap, so a cut tool
 call is not retried); a larger one lets the run retry a cut step once, with the next turn.
+``summary_seconds`` holds every summary request that long before it answers, so a person
+watching sees the gauge say "compacting…" (a scripted summary is otherwise instant);
+``PSEUDOCLAUDE_DEMO_PACE=0`` turns it off with the rest of the pacing (tests, recorded outputs).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -75,6 +79,7 @@ class Script(BaseModel):
     model: str = "scripted"
     context_window: int = Field(default=200_000, gt=0)
     max_output_tokens: int = Field(default=0, ge=0)  # 0: the agent's default request cap
+    summary_seconds: float = Field(default=0.0, ge=0, le=60)  # how long a summary request takes
     turns: list[ScriptTurn]
     summaries: list[str | ScriptFault] = Field(default_factory=list)
     memory_ops: list[list[dict[str, Any]]] = Field(default_factory=list)
@@ -188,6 +193,8 @@ class ScriptedProvider:
             return collect(self.stream(request))
         self.requests.append(request)
         if request.purpose == "summary":
+            if self.script.summary_seconds and paced():
+                time.sleep(self.script.summary_seconds)
             items, used = self.script.summaries, self.summaries_used
             self.summaries_used += 1
             item = self._item(items, used, "summaries", "summary")
@@ -215,6 +222,14 @@ class ScriptedProvider:
                 "with %agent --new"
             )
         return items[index]
+
+
+def paced() -> bool:
+    """Whether scripted runs pause for a watching person: ``PSEUDOCLAUDE_DEMO_PACE=0`` says no."""
+    try:
+        return float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE") or 1) > 0
+    except ValueError:
+        return True
 
 
 def _raise(fault: str, source: str) -> NoReturn:

@@ -3,7 +3,9 @@
 One ``ipywidgets.HTML`` holding an inline SVG, so it renders in JupyterLab, Notebook 7,
 VS Code and Colab without a front-end extension. ``GaugeState`` is plain data and
 ``gauge_svg``/``gauge_text`` are pure functions of it; ``ContextGauge`` only observes
-run events and re-renders.
+run events and re-renders. A run's gauge keeps what a compaction takes away: the peak
+estimate of the run (a tick and "peak ~N") and the last drop (before → after), so the gauge
+read after the run still says how close the context came to the line.
 """
 
 from __future__ import annotations
@@ -40,10 +42,24 @@ class GaugeState:
     rollovers: int = 0
     breaker_open: bool = False
     status: str = "idle"  # idle | running | compacting… | done | error | interrupted
+    peak_tokens: int = 0  # the largest estimate of the run so far
+    last_drop: tuple[str, int, int] | None = None  # ("compacted" | "rolled over", before, after)
 
     @property
     def fraction(self) -> float:
         return min(self.estimated_tokens / self.context_window, 1.0) if self.context_window else 0.0
+
+    @property
+    def shown_peak(self) -> int:
+        """The peak worth a mark: one above where the estimate is now (0: none)."""
+        return self.peak_tokens if self.peak_tokens > self.estimated_tokens else 0
+
+
+def _drop_text(s: GaugeState) -> str:
+    if s.last_drop is None:
+        return ""
+    what, before, after = s.last_drop
+    return f"{what} ~{before:,} → ~{after:,}"
 
 
 def gauge_text(s: GaugeState, width: int = 30) -> str:
@@ -61,7 +77,9 @@ def gauge_text(s: GaugeState, width: int = 30) -> str:
         usage = f" · cache read {u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
     return (
         f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.fraction:.0%})"
+        + (f" · peak ~{s.shown_peak:,}" if s.shown_peak else "")
         + (f" · {marks}" if marks else "")
+        + (f" · {_drop_text(s)}" if s.last_drop else "")
         + usage
         + f" · {s.spills} spilled · {s.compactions} compacted"
         + (f" · {s.rollovers} rolled over" if s.rollovers else "")
@@ -80,7 +98,9 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
 
     hot = s.marks and s.estimated_tokens >= min(v for _, v in s.marks)
     color = ERROR if hot else BRAND
-    rows = _label_rows([(f"{label} {value:,}", x(value)) for label, value in s.marks], width)
+    peak = s.shown_peak
+    labels = [(f"{label} {value:,}", x(value)) for label, value in s.marks]
+    rows = _label_rows(labels + ([(f"peak ~{peak:,}", x(peak))] if peak else []), width)
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{64 + LABEL_ROW * max(rows, default=0)}" '
         'role="img" '
@@ -91,11 +111,22 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
         f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
-    for (label, value), row in zip(s.marks, rows, strict=True):
+    if peak:  # where the run went before its last drop: a thin solid tick, unlike the dashed lines
+        px, row = x(peak), rows[-1]
+        over = s.marks and peak >= min(v for _, v in s.marks)  # red: the peak that crossed a line
+        parts.append(  # a 2 px rect, not a line: a zero-width box counts as invisible to some checks
+            f'<rect class="pc-gauge-peak" x="{px - 1:.1f}" y="{top - 2}" width="2" height="{bar_h + 4}" '
+            f"{fill(ERROR if over else FG1)}><title>peak of this run: ~{peak:,} tokens</title></rect>"
+        )
+        parts.append(
+            f'<text class="pc-gauge-peak-label" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" '
+            f'font-size="10" text-anchor="{_anchor(px, width)}" {fill(FG1)}>peak ~{peak:,}</text>'
+        )
+    for (label, value), row in zip(s.marks, rows[: len(s.marks)], strict=True):
         px = x(value)
         parts.append(
             f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" '
-            f'{stroke(FG1, "stroke-dasharray:3,2")}><title>{html.escape(label)}: {value:,} tokens</title></line>'
+            f"{stroke(FG1, 'stroke-dasharray:3,2')}><title>{html.escape(label)}: {value:,} tokens</title></line>"
         )
         parts.append(
             f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
@@ -149,14 +180,16 @@ def gauge_html(s: GaugeState) -> str:
         cache = "" if s.anchor_tokens else "no usage yet · "
     breaker = f"<b style='color:{ERROR}'>breaker OPEN</b>" if s.breaker_open else "breaker closed"
     status = f" · <b>{html.escape(s.status)}</b>" if s.status not in ("idle", "done") else ""
+    peak = f"peak ~{s.shown_peak:,} · " if s.shown_peak else ""
+    drop = f"{html.escape(_drop_text(s))} · " if s.last_drop else ""
     suffix = max(s.estimated_tokens - s.anchor_tokens, 0)
     return (
         f"<div class='pc-gauge' data-estimated='{s.estimated_tokens}' data-window='{s.context_window}' "
         f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-rollovers='{s.rollovers}' "
-        f"data-status='{html.escape(s.status)}'>"
+        f"data-status='{html.escape(s.status)}' data-peak='{s.peak_tokens}'>"
         f"{gauge_svg(s)}"
         f"<div class='pc-gauge-note' style='font-size:85%;color:{FG2}'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
-        f"{cache}{s.spills} spilled · {s.compactions} compacted"
+        f"{peak}{drop}{cache}{s.spills} spilled · {s.compactions} compacted"
         f"{f' · {s.rollovers} rolled over' if s.rollovers else ''} · {breaker}{status}</div></div>"
     )
 
@@ -215,32 +248,44 @@ class ContextGauge:
     def _html(self, state: GaugeState) -> str:
         if not self.live:
             return gauge_html(state)
-        return STICKY_CSS + gauge_html(state).replace("<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1)
+        return STICKY_CSS + gauge_html(state).replace(
+            "<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1
+        )
 
     def __call__(self, event: RunEvent) -> None:
         s = self.state
         if self.finished:
             return  # a finished run's gauge stays as it ended
         match event:
-            case ContextState():
+            case ContextState(estimated_tokens=estimated):
                 status = "running" if s.status != "compacting…" else s.status
-                s = replace(s, **state_from_context(event), status=status)
+                peak = max(s.peak_tokens, estimated)
+                s = replace(s, **state_from_context(event), status=status, peak_tokens=peak)
             case StepFinished(usage=usage):
                 s = replace(s, last_usage=usage)
-            case CompactStarted():
-                s = replace(s, status="compacting…")
-            case Compacted(ok=ok, after_tokens=after):
+            case CompactStarted(before_tokens=before):
+                s = replace(s, status="compacting…", peak_tokens=max(s.peak_tokens, before))
+            case Compacted(ok=ok, before_tokens=before, after_tokens=after):
                 s = replace(
                     s,
                     status="running",
                     compactions=s.compactions + (1 if ok else 0),
                     estimated_tokens=after if ok else s.estimated_tokens,
                     anchor_tokens=after if ok else s.anchor_tokens,
+                    peak_tokens=max(s.peak_tokens, before),
+                    last_drop=("compacted", before, after) if ok else s.last_drop,
                 )
             case Spilled():
                 s = replace(s, spills=s.spills + 1)
-            case RolloverCommitted(after_tokens=after):
-                s = replace(s, rollovers=s.rollovers + 1, estimated_tokens=after, anchor_tokens=after)
+            case RolloverCommitted(before_tokens=before, after_tokens=after):
+                s = replace(
+                    s,
+                    rollovers=s.rollovers + 1,
+                    estimated_tokens=after,
+                    anchor_tokens=after,
+                    peak_tokens=max(s.peak_tokens, before),
+                    last_drop=("rolled over", before, after),
+                )
             case RunFinished(summary=summary):
                 s = replace(s, status="done" if summary.status == "done" else summary.status)
                 self.finished = True

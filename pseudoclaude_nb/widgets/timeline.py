@@ -1,7 +1,8 @@
 """The session timeline: the physical log in order, the effective window highlighted.
 
 An inline SVG overview (binned: at most 200 columns of counts per kind, replace markers with
-their reason, spills, the tokens-per-step curve) above a page of entries; choosing an entry
+their reason, spills, the tokens-per-step curve with the strategy's lines and each compaction
+or rollover drawn as a drop, before → after) above a page of entries; choosing an entry
 reads it from the log by its offset and shows its content. Picture and widget state stay
 bounded at any log size.
 Only core ipywidgets (HTML, Select, VBox), so it renders wherever widgets do.
@@ -9,14 +10,18 @@ Only core ipywidgets (HTML, Select, VBox), so it renders wherever widgets do.
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import html
 import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets
 
 from ..session.timeline import Item, Timeline
+from ..session.timeline_items import KINDS
 from ..textsafe import printable
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
 
@@ -35,9 +40,58 @@ COLORS = {
 }
 ROWS = ["user", "assistant", "tool_call", "tool_result", "spill"]
 
+Marks = Sequence[tuple[str, int]]  # (label, tokens): the Layer 2 line, or rollover's limits
+Scale = Callable[[int], float]  # a bin or a token count to its place in the picture
 
-def timeline_svg(t: Timeline, width: int = 720) -> str:
-    """The overview: at most ``session.timeline.BINS`` columns of counts, whatever the log's size."""
+
+@dataclass(frozen=True)
+class Drop:
+    """A compaction or rollover commit of the log: where the estimate stood before and after."""
+
+    index: int  # where it happened: its replace marker (the compact or rollover entry follows the snapshot)
+    kind: str  # compact | rollover
+    before: int
+    after: int
+
+    @property
+    def label(self) -> str:
+        return f"~{self.before:,} → ~{self.after:,}"
+
+
+MAX_DROPS = 200  # drops read from a log (one read each); a longer run's later ones are left out
+
+
+def drops(t: Timeline) -> list[Drop]:
+    """The log's successful compactions and rollover commits, read by offset (only those entries)."""
+    at: list[int] = []
+    for kind in ("compact", "rollover"):
+        code, i = KINDS.index(kind), -1
+        while len(at) < 2 * MAX_DROPS and (i := t.kinds.find(code, i + 1)) >= 0:
+            at.append(i)
+    out = []
+    replaces = sorted(t.reasons)
+    for it, index in zip(t.read(sorted(at)[:MAX_DROPS]), sorted(at)[:MAX_DROPS], strict=True):
+        try:
+            entry = json.loads(it.detail)
+        except ValueError:
+            continue
+        before, after = entry.get("before_tokens"), entry.get("after_tokens")
+        if it.kind == "compact" and not entry.get("ok"):
+            continue  # a failed compaction replaced nothing: no drop
+        if it.kind == "rollover" and entry.get("phase") != "commit":
+            continue
+        if type(before) is int and type(after) is int and before >= 0 and after >= 0:
+            r = bisect.bisect_left(replaces, index)
+            out.append(Drop(replaces[r - 1] if r else index, it.kind, before, after))
+    return out
+
+
+def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
+    """The overview: at most ``session.timeline.BINS`` columns of counts, whatever the log's size.
+
+    ``marks``: the strategy's lines (a session's log does not record them), drawn across the
+    curve; each drop of the log is drawn where it happened, labelled before → after.
+    """
     bins = t.bins
     n = max(len(bins), 1)
     left, right = 80, 10
@@ -69,9 +123,16 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
             f'text-anchor="end" {fill(FG1)}>{name.replace("_", " ")}</text>'
         )
     curve = [(b, bn.peak_tokens) for b, bn in enumerate(bins) if bn.peak_tokens]
-    peak = max((tok for _, tok in curve), default=0)
+    fallen = drops(t) if curve else []
+    # The scale holds the lines and the drops' "before" too: the line a run crossed is in the picture.
+    peak = max([tok for _, tok in curve] + [v for _, v in marks] + [d.before for d in fallen], default=0)
+
+    def cy(tok: int) -> float:
+        return curve_top + curve_h - curve_h * tok / peak
+
     if curve and peak:
-        pts = " ".join(f"{x(b):.1f},{curve_top + curve_h - curve_h * tok / peak:.1f}" for b, tok in curve)
+        out.extend(_lines_and_drops(marks, fallen, [bn.first for bn in bins], x, cy, left + span))
+        pts = " ".join(f"{x(b):.1f},{cy(tok):.1f}" for b, tok in curve)
         out.append(
             f'<polyline class="pc-curve" points="{pts}" fill="none" {stroke(FG2, "stroke-width:1.5")}/>'
         )
@@ -79,7 +140,7 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
         out.append(f'<g class="pc-usage-points" {fill(FG2)}>')
         for b, tok in curve:
             out.append(
-                f'<circle cx="{x(b):.1f}" cy="{curve_top + curve_h - curve_h * tok / peak:.1f}" r="2.5">'
+                f'<circle cx="{x(b):.1f}" cy="{cy(tok):.1f}" r="2.5">'
                 f"<title>step usage: {tok:,} tokens</title></circle>"
             )
         out.append("</g>")
@@ -142,6 +203,38 @@ def timeline_svg(t: Timeline, width: int = 720) -> str:
     out.extend(strips)
     out.append("</svg>")
     return "".join(out)
+
+
+def _lines_and_drops(
+    marks: Marks, fallen: list[Drop], firsts: list[int], x: Scale, cy: Scale, right: float
+) -> list[str]:
+    """The strategy's lines across the curve (dashed, labelled at the right) and each drop as a
+    vertical segment from its "before" to its "after", labelled where there is room."""
+    out = []
+    for label, value in marks:
+        out.append(
+            f'<line class="pc-mark" x1="{x(0) - 4:.1f}" y1="{cy(value):.1f}" x2="{right:.1f}" y2="{cy(value):.1f}" '
+            f"{stroke(FG1, 'stroke-dasharray:3,2')}><title>{html.escape(label)}: {value:,} tokens</title></line>"
+            f'<text class="pc-mark-label" x="{right:.1f}" y="{cy(value) - 2:.1f}" font-size="9" text-anchor="end" '
+            f"{fill(FG1)}>{html.escape(label)} {value:,}</text>"
+        )
+    label_free = 0.0
+    for d in fallen:
+        px = x(max(bisect.bisect_right(firsts, d.index) - 1, 0))
+        what = "compacted" if d.kind == "compact" else "rolled over"
+        out.append(
+            f'<line class="pc-drop" x1="{px:.1f}" y1="{cy(d.before):.1f}" x2="{px:.1f}" y2="{cy(d.after):.1f}" '
+            f"{stroke(ERROR, 'stroke-width:2')}><title>{what}: {d.label} tokens</title></line>"
+            f'<circle cx="{px:.1f}" cy="{cy(d.before):.1f}" r="2.5" {fill(ERROR)}/>'
+        )
+        if px >= label_free:
+            anchor = "end" if px > right - 90 else "start"
+            out.append(
+                f'<text class="pc-drop-label" x="{px + (-4 if anchor == "end" else 4):.1f}" '
+                f'y="{(cy(d.before) + cy(d.after)) / 2 + 3:.1f}" font-size="9" text-anchor="{anchor}" {fill(ERROR)}>{d.label}</text>'
+            )
+            label_free = px + 8 + 5.5 * len(d.label)
+    return out
 
 
 TEXT_LIMIT = 200  # entries listed in the text forms (a page); the rest is summed up
@@ -215,9 +308,9 @@ class SessionTimeline(ipywidgets.VBox):
     Entries are read from the log by their offsets: only the shown page and the chosen entry.
     """
 
-    def __init__(self, timeline: Timeline, **kwargs: Any) -> None:
+    def __init__(self, timeline: Timeline, *, marks: Marks = (), **kwargs: Any) -> None:
         self.timeline = timeline
-        self._svg = timeline_svg(timeline)  # drawn once, for the widget and its saved form
+        self._svg = timeline_svg(timeline, marks=marks)  # drawn once, for the widget and its saved form
         self.overview = ipywidgets.HTML(value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>")
         pages = max(1, -(-timeline.count // PAGE))
         # Open where the effective window starts (what the model sees next), not at entry 1.
