@@ -70,6 +70,9 @@ def _now_tokens(agent: Any) -> dict[str, int] | None:
     }
 
 
+now_tokens = _now_tokens  # public: the step scrubber of ``%sessions show`` shows the same NOW figures
+
+
 # --- one line per message ----------------------------------------------------------------------
 
 

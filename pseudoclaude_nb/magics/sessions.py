@@ -35,6 +35,7 @@ from ..session.fork import fork_session
 from ..session.paths import session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
+from .context_steps import now_tokens
 from .history import ReindexProgress, reindex_action, search_action
 from .render import in_notebook
 from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_line, safe_line
@@ -54,6 +55,8 @@ ACTIONS = (
     "export",
     "import",
 )
+# Largest log whose timeline in %sessions show gets the step scrubber (see _show).
+SCRUB_BYTES = 32 << 20
 # Which options each action takes; any other combination is a UsageError, not silently ignored.
 _OPTIONS = {
     "last": ("list", "resume"),
@@ -282,8 +285,14 @@ class SessionMagics(Magics):
             else:
                 print(message_line(i, loaded.messages[i]))
         if in_notebook(self.shell):
-            # The physical log as a timeline; choosing an entry shows it in full.
-            display(SessionTimeline(build_timeline(path)))
+            # The physical log as a timeline; choosing an entry shows it in full. Below it the
+            # step scrubber: the request of a step, as %context --at STEP shows it.
+            # The scrubber scans the log and replays it up to a step: past SCRUB_BYTES that would
+            # cost seconds on top of the load above, so a big session points to --at instead.
+            scrub = loaded.bytes <= SCRUB_BYTES
+            display(SessionTimeline(build_timeline(path), steps=scrub, now=now_tokens(self._agent)))
+            if not scrub:
+                print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
 
     def _resume(self, session_id: str | None) -> None:
         loaded = self._agent.resume(session_id)

@@ -5,7 +5,10 @@ their reason, spills, the tokens-per-step curve with the strategy's lines and ea
 or rollover drawn as a drop, before → after) above a page of entries; choosing an entry
 reads it from the log by its offset and shows its content. Picture and widget state stay
 bounded at any log size.
-Only core ipywidgets (HTML, Select, VBox), so it renders wherever widgets do.
+With ``steps=True`` a step scrubber (``widgets.steps``) sits below: a slider over the
+session's steps showing the request of the chosen one, as ``%context --at STEP`` does;
+choosing a usage entry in the list moves it to that step.
+Only core ipywidgets (HTML, Select, IntSlider, VBox), so it renders wherever widgets do.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import ipywidgets
 from ..session.timeline import Item, Timeline
 from ..session.timeline_items import KINDS
 from ..textsafe import printable
+from .steps import StepScrubber
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
 
 COLORS = {
@@ -306,10 +310,22 @@ class SessionTimeline(ipywidgets.VBox):
     """The overview, a page of entries (a slider picks the page) and the chosen entry's content.
 
     Entries are read from the log by their offsets: only the shown page and the chosen entry.
+    ``steps``: add the step scrubber below (if the session has steps); ``now`` is passed to it.
     """
 
-    def __init__(self, timeline: Timeline, *, marks: Marks = (), **kwargs: Any) -> None:
+    def __init__(
+        self,
+        timeline: Timeline,
+        *,
+        marks: Marks = (),
+        steps: bool = False,
+        now: dict[str, int] | None = None,
+        **kwargs: Any,
+    ) -> None:
         self.timeline = timeline
+        self.scrubber = StepScrubber(timeline.path, now=now) if steps and timeline.usage else None
+        # A usage entry's line -> its step (the scan's own numbering, the one %context --at uses).
+        self._step_of = {s.line: s.number for s in self.scrubber.index.steps} if self.scrubber else {}
         self._svg = timeline_svg(timeline, marks=marks)  # drawn once, for the widget and its saved form
         self.overview = ipywidgets.HTML(value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>")
         pages = max(1, -(-timeline.count // PAGE))
@@ -331,9 +347,8 @@ class SessionTimeline(ipywidgets.VBox):
         self.entries.observe(self._show, names="value")
         self.page.observe(lambda change: self._load_page(change["new"]), names="value")
         self._load_page(self.page.value)
-        super().__init__(
-            children=[self.overview, self.page, self.page_label, self.entries, self.detail], **kwargs
-        )
+        children = [self.overview, self.page, self.page_label, self.entries, self.detail]
+        super().__init__(children=[*children, *([self.scrubber] if self.scrubber else [])], **kwargs)
         if start is not None:
             self.select(start)
 
@@ -358,12 +373,17 @@ class SessionTimeline(ipywidgets.VBox):
         index = change["new"]
         if index is not None:
             self.detail.value = _detail_html(self.timeline.read([index])[0])  # in full
+            if self.scrubber is not None and (step := self._step_of.get(self.timeline.lines[index])):
+                self.scrubber.slider.value = step  # a usage entry: show its step's request
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         listed = _listed(self.timeline)  # read once for both text forms
         bundle["text/plain"] = timeline_text(self.timeline, listed)
         bundle["text/html"] = timeline_html(self.timeline, items=listed, svg=self._svg)
+        if self.scrubber is not None and (shown := self.scrubber.current) is not None:
+            bundle["text/plain"] += "\n" + shown.text
+            bundle["text/html"] += shown.html
         return bundle
 
 
