@@ -14,11 +14,11 @@ import pytest
 from IPython.core.error import UsageError
 
 from pseudoclaude_nb.magics import current_agent
-from pseudoclaude_nb.magics.context_steps import diff_html, request_html
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import encode
 from pseudoclaude_nb.session.steps import diff_steps, request_at, scan
 from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.widgets.step_view import diff_html, request_html
 from tests.scripts import read_log, script, turn
 from tests.scripts import run_magic as run
 
@@ -235,9 +235,9 @@ def test_printed_steps_carry_no_terminal_escapes(ip, workspace: Path) -> None:
 
 
 def test_a_long_request_shows_its_ends_and_counts_all(story: Session, monkeypatch) -> None:
-    from pseudoclaude_nb.magics import context_steps
+    from pseudoclaude_nb.widgets import step_view
 
-    monkeypatch.setattr(context_steps, "EDGE", 2)
+    monkeypatch.setattr(step_view, "EDGE", 2)
     out = run(story.ip, "context --at 4")
     assert "… 3 more messages (counted in the totals)" in out and "  7 messages" in out
     assert "read big.txt" in out and "question three" in out and "question two" not in out

@@ -1,7 +1,7 @@
 """The step scrubber: a slider over a session's steps showing the request of the chosen one.
 
 A step is the N-th ``usage`` entry of the log (``session.steps``); the view of a step is the
-one ``%context --at STEP`` shows, made by the same renderer (``magics.context_steps``), so
+one ``%context --at STEP`` shows, made by the same renderer (``widgets.step_view``), so
 everything read from the log is escaped there. The step list is scanned once; a step's
 request costs one replay of the log up to it, so it is computed only when that step is
 chosen (the slider reports on release, not while dragging) and its view is kept: choosing
@@ -21,6 +21,7 @@ import ipywidgets
 from ..errors import PseudoClaudeError
 from ..session.steps import StepIndex, request_at, scan
 from ..textsafe import printable
+from .step_view import request_html
 
 CACHED = 128  # step views kept (each a bounded table); the oldest chosen is dropped first
 
@@ -47,7 +48,7 @@ class StepView:
 class StepScrubber(ipywidgets.VBox):
     """A slider over steps 1..N and, below it, the request the model received at the chosen one.
 
-    ``now``: today's system prompt, memory and tool schema tokens (``context_steps.now_tokens``),
+    ``now``: today's system prompt, memory and tool schema tokens (``magics.context_steps.now_tokens``),
     shown labelled NOW exactly as ``%context --at`` shows them; None says they are unknown.
     Opens at ``step`` (default: the last). A session without steps gets a slider-less note.
     """
@@ -92,9 +93,6 @@ class StepScrubber(ipywidgets.VBox):
         if n in self._views:
             self._views.move_to_end(n)
             return self._views[n]
-        # Imported here: the magics package imports the widgets, so not at module level.
-        from ..magics.context_steps import request_html
-
         try:
             req = request_at(self.path, n, index=self.index)
         except PseudoClaudeError as exc:
