@@ -411,7 +411,11 @@ def test_export_and_import_carry_the_images(workspace: Path, tmp_path: Path) -> 
     assert loaded.messages[2].parts == (part,) and not loaded.bad_images
 
 
-def test_anthropic_many_images_requests_refuse_sides_over_2000_px(workspace: Path, no_pillow: None) -> None:
+def test_anthropic_many_images_requests_refuse_sides_over_2000_px(
+    workspace: Path, no_pillow: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A request holds at most MAX_IMAGES (20) images; the 2,000 px rule is for a cap raised past 20.
+    monkeypatch.setattr("pseudoclaude_nb.providers.base.MAX_IMAGES", 100)
     big = images.store(workspace, png(2100, 10, seed=1))
     small = [images.store(workspace, png(8, 8, seed=s)) for s in range(2, 22)]
 
@@ -428,8 +432,11 @@ def test_anthropic_many_images_requests_refuse_sides_over_2000_px(workspace: Pat
     assert "2,000 pixels a side" in blocks[0]["text"]
 
 
-def test_anthropic_many_images_requests_downscale_sides_over_2000_px_with_pillow(workspace: Path) -> None:
+def test_anthropic_many_images_requests_downscale_sides_over_2000_px_with_pillow(
+    workspace: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     pil = pytest.importorskip("PIL.Image")
+    monkeypatch.setattr("pseudoclaude_nb.providers.base.MAX_IMAGES", 100)  # see the test above
     import io
 
     big = images.store(workspace, png(2100, 10, seed=1))

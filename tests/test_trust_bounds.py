@@ -24,7 +24,7 @@ from pseudoclaude_nb import image_fit
 from pseudoclaude_nb.messages import Message, ToolResult
 from pseudoclaude_nb.notebook import inspect_variable
 from pseudoclaude_nb.providers.anthropic import AnthropicProvider
-from pseudoclaude_nb.providers.base import MAX_IMAGES, Request
+from pseudoclaude_nb.providers.base import MAX_IMAGES, Request, cap_images
 from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
 from pseudoclaude_nb.session import images
 from pseudoclaude_nb.tools import ToolRegistry
@@ -192,15 +192,16 @@ def _many(tmp_path: Path, count: int) -> list[Message]:
 
 def test_a_request_carries_at_most_the_newest_max_images(tmp_path: Path) -> None:
     messages = _many(tmp_path, 150)
+    capped = cap_images(messages)
     request = Request(system="s", messages=messages, images=lambda p: images.read(tmp_path, p))
-    kept = [p for m in request.messages for p in m.parts]
+    kept = [p for m in capped for p in m.parts]
     assert MAX_IMAGES <= 20 and kept == [p for m in messages[-MAX_IMAGES:] for p in m.parts]
-    assert request.messages[-MAX_IMAGES:] == messages[-MAX_IMAGES:]  # untouched, as is
-    old_result, old_text = request.messages[0], request.messages[1]
+    assert capped[-MAX_IMAGES:] == messages[-MAX_IMAGES:]  # untouched, as is
+    old_result, old_text = capped[0], capped[1]
     assert "left out of this request" in old_result.tool_result.content
     assert old_result.tool_result.content.startswith("plot 0\n[image images/")
     assert old_text.content.startswith("figure 1\n[image ") and "left out" in old_text.content
-    assert [m.id for m in request.messages] == [m.id for m in messages]
+    assert [m.id for m in capped] == [m.id for m in messages]
 
     anthropic = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
     sent = json.dumps(anthropic._params(request)["messages"])
@@ -213,7 +214,7 @@ def test_a_request_carries_at_most_the_newest_max_images(tmp_path: Path) -> None
 def test_the_cap_keeps_the_newest_parts_of_one_message(tmp_path: Path) -> None:
     parts = tuple(images.store(tmp_path, png(4, 3, seed=i)) for i in range(5))
     msg = Message(role="user", content="five", parts=parts)
-    capped = Request(system="s", messages=[msg], max_images=2).messages[0]
+    capped = cap_images([msg], 2)[0]
     assert capped.parts == parts[3:] and capped.content.count("left out of this request") == 3
 
 

@@ -37,16 +37,13 @@ class Request:
     max_tokens: int = 8192
     purpose: Purpose = "agent"
     images: ImageSource | None = None  # issue-14: None sends every image part as its text note
-    max_images: int = MAX_IMAGES
-
-    def __post_init__(self) -> None:
-        # Here, not in each provider: every request to every provider holds at most the cap.
-        object.__setattr__(self, "messages", cap_images(self.messages, self.max_images))
 
 
-def cap_images(messages: list[Message], limit: int = MAX_IMAGES) -> list[Message]:
-    """``messages`` with only the newest ``limit`` image parts; each older one becomes its text
-    note in its message (the tool result's text for a result). Unchanged messages are kept as is."""
+def cap_images(messages: list[Message], limit: int | None = None) -> list[Message]:
+    """``messages`` with only the newest ``limit`` (``MAX_IMAGES``) image parts; each older one
+    becomes its text note in its message (the tool result's text for a result). Unchanged
+    messages are kept as is."""
+    limit = MAX_IMAGES if limit is None else limit
     if sum(len(m.parts) for m in messages) <= limit:
         return messages
     out: list[Message] = []

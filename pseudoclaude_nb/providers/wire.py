@@ -15,6 +15,7 @@ from .. import image_fit
 from ..envtrust import check_endpoint
 from ..errors import ConfigError, ProviderError
 from ..messages import ImagePart, Message
+from .base import cap_images
 
 # Server messages are quoted for the details, but a page of HTML from a proxy is not one line.
 QUOTE_LIMIT = 300
@@ -46,10 +47,13 @@ def turns(messages: list[Message]) -> list[list[Message]]:
 
     A tool result is a user message, so the results of one step and any user text
     after them form one user turn, as the Messages API requires. Messages with nothing
-    to send are left out first, so they cannot split a turn in two.
+    to send are left out first, so they cannot split a turn in two. Only the newest
+    ``MAX_IMAGES`` image parts are kept (``cap_images``): here, in the one pass both wire
+    providers make over the messages, not per ``Request`` (a second pass over the whole
+    history on every step, ~4.5 ms at 10,000 messages).
     """
     groups: list[list[Message]] = []
-    for msg in messages:
+    for msg in cap_images(messages):
         if not (msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts):
             continue
         if groups and groups[-1][0].role == msg.role:

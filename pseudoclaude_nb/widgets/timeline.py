@@ -63,6 +63,7 @@ class Drop:
 
 
 MAX_DROPS = 200  # drops read from a log (one read each); a longer run's later ones are left out
+DETAILED_DROPS = 24  # up to this many, each drop is its own titled line and dot; past it, one path
 
 
 def drops(t: Timeline) -> list[Drop]:
@@ -223,14 +224,28 @@ def _lines_and_drops(
             f"{fill(FG1)}>{html.escape(label)} {value:,}</text>"
         )
     label_free = 0.0
+    many = len(fallen) > DETAILED_DROPS
+    if many:
+        # One path for every drop: a long session's hundreds of compactions stay a few KB of
+        # SVG (each drop as its own titled line and dot was ~350 bytes, three times over in
+        # the display bundle and the widget state).
+        path = " ".join(
+            f"M{x(max(bisect.bisect_right(firsts, d.index) - 1, 0)):.1f} {cy(d.before):.1f}V{cy(d.after):.1f}"
+            for d in fallen
+        )
+        out.append(
+            f'<path class="pc-drop" d="{path}" fill="none" {stroke(ERROR, "stroke-width:2")}>'
+            f"<title>{len(fallen):,} compactions and rollovers</title></path>"
+        )
     for d in fallen:
         px = x(max(bisect.bisect_right(firsts, d.index) - 1, 0))
         what = "compacted" if d.kind == "compact" else "rolled over"
-        out.append(
-            f'<line class="pc-drop" x1="{px:.1f}" y1="{cy(d.before):.1f}" x2="{px:.1f}" y2="{cy(d.after):.1f}" '
-            f"{stroke(ERROR, 'stroke-width:2')}><title>{what}: {d.label} tokens</title></line>"
-            f'<circle cx="{px:.1f}" cy="{cy(d.before):.1f}" r="2.5" {fill(ERROR)}/>'
-        )
+        if not many:
+            out.append(
+                f'<line class="pc-drop" x1="{px:.1f}" y1="{cy(d.before):.1f}" x2="{px:.1f}" y2="{cy(d.after):.1f}" '
+                f"{stroke(ERROR, 'stroke-width:2')}><title>{what}: {d.label} tokens</title></line>"
+                f'<circle cx="{px:.1f}" cy="{cy(d.before):.1f}" r="2.5" {fill(ERROR)}/>'
+            )
         if px >= label_free:
             anchor = "end" if px > right - 90 else "start"
             out.append(
