@@ -174,14 +174,14 @@ def test_usage_curves_draw_the_line_and_each_sessions_drop(workspace: Path) -> N
     assert r.kind == "rollover" and r.before > r.after
     # Between the request before it and the one after: the usage points either side.
     points = widget.curves["compact"]
-    assert points[c.step - 1] > points[c.step]
+    assert points[c.index - 1] > points[c.index]
     svg = widget.value
     assert svg.count('class="pc-drop"') == 2 and svg.count('class="pc-mark"') == 1
     assert f">{c.label}</text>" in svg and f">{r.label}</text>" in svg
     assert f">{max(c.before, max(points)):,}</text>" in svg  # the scale's top
     text = widget._repr_mimebundle_()["text/plain"]
-    assert f"compacted before step {c.step + 1}: ~{c.before:,} → ~{c.after:,}" in text
-    assert f"rolled over before step {r.step + 1}: {r.label}" in text
+    assert f"compacted before step {c.index + 1}: ~{c.before:,} → ~{c.after:,}" in text
+    assert f"rolled over before step {r.index + 1}: {r.label}" in text
     assert text.endswith("lines: Layer 2 17,000")
     compact.close()
     rollover.close()

@@ -19,30 +19,16 @@ import ipywidgets
 
 from ..session.timeline import build_timeline
 from .theme import AXIS, FG1, fill, stroke
-from .timeline import Marks, drops
+from .timeline import Drop, Marks, drops
 
 # Mid tones: visible on light and dark backgrounds alike.
 PALETTE = ("#1e88e5", "#e53935", "#43a047", "#8e24aa")
 
 
-@dataclass(frozen=True)
-class StepDrop:
-    """A drop between two requests: ``step`` is the request it came before (0-based)."""
-
-    step: int
-    kind: str  # compact | rollover
-    before: int
-    after: int
-
-    @property
-    def label(self) -> str:
-        return f"~{self.before:,} → ~{self.after:,}"
-
-
 @dataclass
 class SessionCurve:
     points: list[int]
-    drops: list[StepDrop] = field(default_factory=list)
+    drops: list[Drop] = field(default_factory=list)
 
 
 def session_curve(session_dir: Path) -> SessionCurve:
@@ -51,7 +37,7 @@ def session_curve(session_dir: Path) -> SessionCurve:
     at = [index for index, _ in t.usage_curve]
     return SessionCurve(
         [tokens for _, tokens in t.usage_curve],
-        [StepDrop(bisect.bisect_left(at, d.index), d.kind, d.before, d.after) for d in drops(t)],
+        [Drop(bisect.bisect_left(at, d.index), d.kind, d.before, d.after) for d in drops(t)],
     )
 
 
@@ -61,7 +47,7 @@ def usage_per_step(session_dir: Path) -> list[int]:
 
 
 def curves_text(
-    curves: dict[str, list[int]], falls: dict[str, list[StepDrop]] | None = None, marks: Marks = ()
+    curves: dict[str, list[int]], falls: dict[str, list[Drop]] | None = None, marks: Marks = ()
 ) -> str:
     lines = []
     for name, points in curves.items():
@@ -69,7 +55,7 @@ def curves_text(
         lines.append(f"{name:<12} {len(points):>3} steps · total {sum(points):>9,} tokens · peak {peak:>7,}")
         for d in (falls or {}).get(name, []):
             what = "compacted" if d.kind == "compact" else "rolled over"
-            lines.append(f"{'':<12} {what} before step {d.step + 1}: {d.label}")
+            lines.append(f"{'':<12} {what} before step {d.index + 1}: {d.label}")
     if marks:
         lines.append("lines: " + " · ".join(f"{label} {value:,}" for label, value in marks))
     return "\n".join(lines)
@@ -80,7 +66,7 @@ def curves_svg(
     width: int = 640,
     height: int = 220,
     *,
-    falls: dict[str, list[StepDrop]] | None = None,
+    falls: dict[str, list[Drop]] | None = None,
     marks: Marks = (),
 ) -> str:
     """The curves; ``falls`` (drops per session) as vertical segments labelled before → after,
@@ -128,7 +114,7 @@ def curves_svg(
         for d in falls.get(name, []):
             # Between the request before it and the one after; its label to the left of the
             # segment (the curve goes on to the right of it).
-            px = x(max(d.step - 0.5, 0))
+            px = x(max(d.index - 0.5, 0))
             what = "compacted" if d.kind == "compact" else "rolled over"
             out.append(
                 f'<line class="pc-drop" x1="{px:.1f}" y1="{y(d.before):.1f}" x2="{px:.1f}" y2="{y(d.after):.1f}" '

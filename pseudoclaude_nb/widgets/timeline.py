@@ -52,7 +52,9 @@ Scale = Callable[[int], float]  # a bin or a token count to its place in the pic
 class Drop:
     """A compaction or rollover commit of the log: where the estimate stood before and after."""
 
-    index: int  # where it happened: its replace marker (the compact or rollover entry follows the snapshot)
+    # Where it happened: in a timeline its replace marker (the compact or rollover entry follows
+    # the snapshot); in UsageCurves the request it came before (0-based).
+    index: int
     kind: str  # compact | rollover
     before: int
     after: int
