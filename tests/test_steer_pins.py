@@ -129,6 +129,36 @@ def test_pin_first_pins_the_first_prompt_as_typed(ip, workspace: Path) -> None:
     assert f"[1] {spec}" in system_of(agent)
 
 
+def test_a_typed_pin_keeps_its_spaces_quotes_and_dashes(ip, workspace: Path) -> None:
+    run(ip, "context pin " + SPEC_PIN)
+    run(ip, "context pin say \"done\" only after   `pytest -q` passes")
+    with pytest.raises(UsageError, match="no session yet"):  # the first prompt, not the word
+        ip.run_line_magic("context", "pin --first")
+    run(ip, "context pin -- --first is a flag")
+    assert current_agent(ip).pins.texts() == [
+        SPEC_PIN,
+        'say "done" only after   `pytest -q` passes',
+        "--first is a flag",
+    ]
+
+
+def test_pin_message_pins_that_messages_text_numbered_as_context_at(ip, workspace: Path) -> None:
+    path = write(workspace / "s.json", script(turn("The budget is 40 requests a day."), turn("ok")))
+    with pytest.raises(UsageError, match="no session yet"):
+        ip.run_line_magic("context", "pin --message 1")
+    run(ip, f"agent --provider scripted --script {path} how much can we spend?")
+    at = run(ip, "context --at 1")
+    assert "   1  user" in at
+    run(ip, "context pin --message 1")
+    run(ip, "context pin --message 2")
+    assert current_agent(ip).pins.texts() == ["how much can we spend?", "The budget is 40 requests a day."]
+    for words, match in (("3", "numbered 1 to 2"), ("x", "one message number"), ("", "one message number")):
+        with pytest.raises(UsageError, match=match):
+            ip.run_line_magic("context", f"pin --message {words}")
+    run(ip, f"agent --provider scripted --script {path} and then?")
+    assert "[2] The budget is 40 requests a day." in system_of(current_agent(ip))
+
+
 def test_printed_pins_have_no_escape_bytes(ip, workspace: Path) -> None:
     hostile = "red \x1b[31mALERT\x1b]0;title\x07 \u202eevil"
     current_agent(ip).pins.add(hostile)
@@ -173,9 +203,8 @@ def test_a_pin_survives_a_layer2_compaction(ip, workspace: Path) -> None:
     assert load_session(agent.session.dir).replaces == 1
     run(ip, f"agent --provider scripted --script {path} after the summary")
     assert agent.last_runner.provider.requests[-1].messages[0].content.startswith("<summary>")
-    # Collapsed to single spaces by the magic's word parsing, otherwise as typed.
-    assert "[1] " + " ".join(SPEC_PIN.split()) in system_of(agent)
-    assert [p.text for p in load_session(agent.session.dir).pins] == [" ".join(SPEC_PIN.split())]
+    assert "[1] " + SPEC_PIN in system_of(agent)
+    assert [p.text for p in load_session(agent.session.dir).pins] == [SPEC_PIN]
 
 
 def test_a_pin_survives_a_rollover_handoff(workspace: Path, agents) -> None:

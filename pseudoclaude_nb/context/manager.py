@@ -178,6 +178,11 @@ class ContextManager:
         self.shared.preview = plan
         return plan
 
+    def pending_preview(self) -> layer2.Plan | None:
+        """The kept preview while ``%compact --apply`` could still commit it (``--status``)."""
+        plan = self.shared.preview
+        return plan if plan is not None and plan.made_from(self.conversation.messages()) else None
+
     def apply(self, emit: Emit = ignore, text: str | None = None) -> Compacted:
         """``%compact --apply``: commit the kept preview, without asking the model again;
         ``text`` (``--edit``): with the person's summary instead of the model's."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ..errors import ConfigError
-from ..messages import new_id
+from ..messages import Message, new_id
 from ..session import safeio
 from ..session.entries import MessageEntry, Pin, parse_line
 from ..session.paths import LOG_NAME
@@ -103,6 +103,17 @@ class Pins:
         return pin
 
 
+def message_text(m: Message) -> str:
+    """What a pin of message ``m`` keeps: a prompt as typed (without the notebook activity
+    block before it), an answer's text, or a tool result."""
+    if m.tool_result is not None:
+        return m.tool_result.content
+    if m.notebook is not None:
+        # The block is followed by a blank line, then the prompt (agent_notebook).
+        return m.content[m.notebook.chars :].removeprefix("\n\n")
+    return m.content
+
+
 def first_prompt(session_dir: Path) -> str | None:
     """The session's first user prompt as typed: its first user text message without the
     notebook activity block before it. Reads the log only up to that message."""
@@ -113,8 +124,7 @@ def first_prompt(session_dir: Path) -> str | None:
                 if isinstance(entry, MessageEntry):
                     m = entry.message
                     if m.role == "user" and m.tool_result is None:
-                        # The block is followed by a blank line, then the prompt (agent_notebook).
-                        return m.content[m.notebook.chars :].removeprefix("\n\n") if m.notebook else m.content
+                        return message_text(m)
     except OSError:
         return None
     return None

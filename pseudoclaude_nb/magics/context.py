@@ -202,7 +202,7 @@ class ContextMagics(Magics):
     @argument("--last", action="store_true", help="the last request actually sent, not the next one")
     @argument("--at", type=int, metavar="STEP", help="the request the model received at step STEP")
     @argument("--diff", type=int, nargs=2, metavar=("A", "B"), help="what changed between steps A and B")
-    @argument("words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pins | unpin N")
+    @argument("words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N")
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
@@ -215,14 +215,23 @@ class ContextMagics(Magics):
         %context --at STEP  the request the model received at step STEP
         %context --diff A B what changed between the requests of steps A and B
         %context pin TEXT   keep TEXT verbatim through every compaction and handoff
+        %context pin --first        pin the session's first prompt as typed
+        %context pin --message N    pin message N's text (N as in the # column of --at)
         %context pins       the pins, numbered
         %context unpin N    drop pin N
         """
-        args = parse_argstring(self.context, line)
-        if args.words:
+        verb, rest = _verb(line)
+        if verb in ("pin", "pins", "unpin"):
             from .context_pins import pins_action
 
-            return pins_action(self, args.words)
+            # Parsed here, not by argparse: a pin keeps its text as typed (spaces, quotes,
+            # a leading "--"), which shell-style splitting would not.
+            return pins_action(self, verb, rest)
+        args = parse_argstring(self.context, line)
+        if args.words:
+            from .context_pins import USAGE
+
+            raise UsageError(USAGE)
         if args.at is not None or args.diff:
             from .context_steps import steps_action
 
@@ -319,12 +328,27 @@ class ContextMagics(Magics):
 
     def _last_compact(self) -> None:
         session = self._agent.session
+        plan = session.context.pending_preview() if session else None
+        if plan is not None:
+            what = (
+                f"summarizes {_plural(plan.head, 'message')}, ~{plan.before:,} → ~{plan.after:,}; "
+                "%compact --apply commits it"
+                if plan.new is not None
+                else printable(f"would fail ({plan.error})", one_line=True)
+            )
+            print(f"  preview pending: {what}")
         last = session.context.last_compact if session else None
         if last is not None:
             outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
             print(
                 f"  last compaction ({last.trigger}): {last.before_tokens:,} → {last.after_tokens:,}, {outcome}"
             )
+
+
+def _verb(line: str) -> tuple[str, str]:
+    """The first word of a ``%context`` line and the rest as typed (ends stripped)."""
+    match = re.match(r"\s*(\S+)(.*)", line, re.DOTALL)
+    return (match.group(1), match.group(2).strip()) if match else ("", "")
 
 
 # --- %compact --preview and --undo ---------------------------------------------------------------

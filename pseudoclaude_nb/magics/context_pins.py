@@ -1,4 +1,4 @@
-"""``%context pin TEXT`` / ``%context pins`` / ``%context unpin N`` (SPEC §19 steering).
+"""``%context pin TEXT|--first|--message N`` / ``%context pins`` / ``%context unpin N`` (SPEC §19).
 
 Thin: the words come parsed from ``%context``; ``context.pins.Pins`` keeps the pins and
 writes them. Pin text is the user's but may come from a log of an untrusted workspace, so
@@ -12,43 +12,71 @@ from typing import Any
 from IPython.core.error import UsageError
 
 from ..compact.estimate import estimate_text
-from ..context.pins import first_prompt
+from ..context.pins import first_prompt, message_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 
-USAGE = "usage: %context pin TEXT | %context pin --first | %context pins | %context unpin N"
+USAGE = (
+    "usage: %context pin TEXT | %context pin --first | %context pin --message N | "
+    "%context pins | %context unpin N"
+)
 SHOWN_CHARS = 200  # of a pin's text, in the list (the model gets all of it)
 
 
-def pins_action(magics: Any, words: list[str]) -> None:
+def pins_action(magics: Any, verb: str, rest: str) -> None:
+    """``verb`` is pin, pins or unpin; ``rest`` the rest of the line as typed."""
     agent = magics._agent
-    verb, rest = words[0], words[1:]
     try:
         if verb == "pin":
             _pin(agent, rest)
         elif verb == "pins" and not rest:
             _list(agent)
-        elif verb == "unpin" and len(rest) == 1:
-            _unpin(agent, rest[0])
+        elif verb == "unpin" and rest and len(rest.split()) == 1:
+            _unpin(agent, rest)
         else:
             raise UsageError(USAGE)
     except PseudoClaudeError as exc:
         raise UsageError(str(exc)) from None
 
 
-def _pin(agent: Any, rest: list[str]) -> None:
-    # "pin -- --first" today: %context's parser takes "--first" for its own option otherwise.
-    if rest in (["--first"], ["--", "--first"]):
-        if agent.session is None:
-            raise UsageError("no session yet: run %agent first, then %context pin --first")
-        text = first_prompt(agent.session.dir)
-        if not text or not text.strip():
-            raise UsageError("this session has no user prompt yet to pin")
+def _pin(agent: Any, rest: str) -> None:
+    words = rest.split()
+    if words in (["--first"], ["--", "--first"]):
+        text = _first(agent)
+    elif words[:1] == ["--message"]:
+        text = _message(agent, words[1:])
     else:
-        text = " ".join(rest)
+        text = rest.removeprefix("-- ")  # "pin -- --first" pins those words
     number = agent.pins.add(text)
     later = " (held: written into the session the next run starts)" if agent.pins.held else ""
     print(printable(f"pinned #{number}: {_shown(text)}{later}", one_line=True))
+
+
+def _first(agent: Any) -> str:
+    if agent.session is None:
+        raise UsageError("no session yet: run %agent first, then %context pin --first")
+    text = first_prompt(agent.session.dir)
+    if not text or not text.strip():
+        raise UsageError("this session has no user prompt yet to pin")
+    return text
+
+
+def _message(agent: Any, words: list[str]) -> str:
+    """The text of message N of the current history, numbered as ``%context --at`` numbers it."""
+    if agent.session is None:
+        raise UsageError("no session yet: run %agent first, then %context pin --message N")
+    messages = agent.session.conversation.messages()
+    valid = f"messages are numbered 1 to {len(messages)} (the # column of %context --at STEP)"
+    try:
+        (number,) = (int(w) for w in words)
+    except ValueError:
+        raise UsageError(f"pin --message takes one message number: {valid}") from None
+    if not 1 <= number <= len(messages):
+        raise UsageError(f"no message #{number}: {valid}")
+    text = message_text(messages[number - 1])
+    if not text.strip():
+        raise UsageError(f"message #{number} has no text to pin (it only calls tools)")
+    return text
 
 
 def _list(agent: Any) -> None:

@@ -101,7 +101,7 @@ class StepIndex:
 
 @dataclass(frozen=True)
 class Row:
-    index: int
+    index: int  # 1-based
     message: Message
     part: str  # user text, notebook activity + user text, assistant text, tool call, tool result, spill preview, …
     origin: str | None  # the replace reason that brought this message in (compact, rollover, fork, …)
@@ -180,7 +180,7 @@ def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | Non
     replaces = [m for m in index.markers if m.offset in commits]
     rows = [
         Row(i, m, part_of(m), index.origins.get(m.id), tokens_for_bytes(message_bytes(m)))
-        for i, m in enumerate(r.messages)
+        for i, m in enumerate(r.messages, 1)  # numbered as people count: %context pin --message N
     ]
     return StepRequest(
         session_id=index.path.parent.name,
