@@ -109,6 +109,17 @@ def test_choosing_a_usage_entry_moves_the_slider_to_its_step(scripted: Session, 
     assert counted == {4: 1, 2: 1}
 
 
+def test_the_timeline_numbers_its_usage_entries_as_context_at_does(scripted: Session) -> None:
+    timeline = build_timeline(scripted.dir)
+    labelled = [item for item in timeline.items if item.kind == "usage"]
+    steps = scan(scripted.dir).steps
+    assert [item.label.split(" · ")[0] for item in labelled] == [f"step {s.number}" for s in steps]
+    assert [item.line for item in labelled] == [s.line for s in steps]
+    # Read one at a time, from the end, the numbers are the same.
+    last = timeline.read([timeline.usage[-1][0]])[0]
+    assert last.label.startswith(f"step {len(steps)} · usage ")
+
+
 def test_sessions_show_adds_the_scrubber_only_to_a_session_with_steps(scripted: Session, monkeypatch) -> None:
     ip = scripted.ip
     shown: list = []

@@ -19,7 +19,7 @@ import os
 import time
 from array import array
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import overload
 
@@ -92,6 +92,7 @@ class Timeline:
     bins: list[Bin] = field(default_factory=list)
     seconds: dict[str, float] = field(default_factory=dict)  # the build's stages (sidecar, read, scan, bins)
     indexed_bytes: int = 0  # log bytes read from timeline.idx instead of scanned
+    _usage_at: list[int] = field(default_factory=list, repr=False)  # usage's entry indexes, for step_of
 
     @property
     def items(self) -> Entries:
@@ -121,6 +122,12 @@ class Timeline:
     def kind(self, index: int) -> str:
         return KINDS[self.kinds[index]]
 
+    def step_of(self, index: int) -> int:
+        """The step (1-based) of the usage entry at entry ``index``: the usage entries before it, plus one."""
+        if len(self._usage_at) != len(self.usage):
+            self._usage_at = [at for at, _ in self.usage]
+        return bisect.bisect_left(self._usage_at, index) + 1
+
     def read(self, indexes: Sequence[int], *, detail: bool = True) -> list[Item]:
         """The entries at ``indexes``, read from the log by offset (one open, one read per entry).
 
@@ -134,7 +141,10 @@ class Timeline:
                     start = self.offsets[i]
                     end = self.offsets[i + 1] if i + 1 < len(self.offsets) else size
                     raw = os.pread(f.fileno(), end - start, start).split(b"\n", 1)[0]
-                    out.append(parse_item(self.lines[i], raw, start >= self.effective_from, detail))
+                    item = parse_item(self.lines[i], raw, start >= self.effective_from, detail)
+                    if item.kind == "usage":  # numbered as %context --at STEP and fork --at number them
+                        item = replace(item, label=f"step {self.step_of(i)} · {item.label}")
+                    out.append(item)
         except OSError as exc:
             raise SessionError(f"cannot read session log {self.path}: {exc.strerror or exc}") from exc
         return out
