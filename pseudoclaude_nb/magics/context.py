@@ -20,6 +20,7 @@ from ..context.layer2 import Plan
 from ..context.undo import Undone
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
+from ..widgets.theme import FG2
 from .render import in_notebook
 
 PART_LABELS = {
@@ -51,7 +52,7 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
         )
         if key == "notebook":
             rows += [
-                f"<tr style='color:#555'><td style='padding-left:1.5em'>{html.escape(name)}</td>"
+                f"<tr style='color:{FG2}'><td style='padding-left:1.5em'>{html.escape(name)}</td>"
                 f"<td style='text-align:right'>{f'{tokens:,}' if tokens >= 0 else ''}</td><td></td></tr>"
                 for name, tokens in _notebook_rows(m)
             ]
@@ -61,7 +62,7 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
         f"{m['context_window']:,} tokens · {html.escape(limits_phrase(m))} · {m['message_count']} messages"
         f"<table style='font-size:90%'><tr><th>part</th><th>tokens</th><th>share of window</th></tr>"
         f"{''.join(rows)}</table>"
-        f"<div style='font-size:85%;color:#555'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
+        f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
         f" · memory {'included' if m['memory_included'] else 'not included'}</div></div>"
     )
 
@@ -408,7 +409,7 @@ def preview_html(plan: Plan) -> str:
     return (
         "<div class='pc-compact-preview'><b>compaction preview</b> (nothing was written)"
         f"<table style='font-size:90%'>{rows}</table>{summary}"
-        f"<div style='font-size:85%;color:#555'>{html.escape(outcome)}</div></div>"
+        f"<div style='font-size:85%;color:{FG2}'>{html.escape(outcome)}</div></div>"
     )
 
 

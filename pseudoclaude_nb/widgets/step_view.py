@@ -15,6 +15,7 @@ from ..compact.estimate import estimate_text
 from ..messages import Message
 from ..session.steps import Row, StepDiff, StepRequest
 from ..textsafe import printable
+from .theme import FG2
 
 PREVIEW = 80  # characters of a message's one-line preview
 LISTED = 20  # rows of each kind a diff lists before "… N more"
@@ -152,7 +153,7 @@ def request_html(req: StepRequest, now: dict[str, int] | None = None) -> str:
     return (
         f"<div class='pc-context-step'><b>{head}</b>: the request the model received, read from the log"
         f"{_table(_shown(req.rows))}<div>{html.escape(total)}</div>"
-        + "".join(f"<div style='font-size:85%;color:#555'>{html.escape(n)}</div>" for n in notes)
+        + "".join(f"<div style='font-size:85%;color:{FG2}'>{html.escape(n)}</div>" for n in notes)
         + "</div>"
     )
 

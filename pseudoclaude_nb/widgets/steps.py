@@ -79,6 +79,7 @@ class StepScrubber(ipywidgets.VBox):
         self.request = ipywidgets.HTML()
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
         super().__init__(children=[self.slider, self.label, self.request], **kwargs)
+        self.add_class("pc-step-scrubber")
         if n:
             self._show(self.slider.value)
         else:
