@@ -218,7 +218,7 @@ class HeedingScript(ScriptedProvider):
     def _handoff(self, request: Request):
         from pseudoclaude_nb.messages import ToolCall, Usage
         from pseudoclaude_nb.providers.base import Response
-        from pseudoclaude_nb.providers.scripted import _replay, _usage_for
+        from pseudoclaude_nb.providers.scripted import replay_events, estimated_usage
 
         files = sorted(
             {c.arguments["path"] for m in request.messages for c in m.tool_calls if "path" in c.arguments}
@@ -239,8 +239,8 @@ class HeedingScript(ScriptedProvider):
                 "related_files": [{"path": p, "role": "other", "note": "looked at"} for p in files[-8:]],
             },
         )
-        usage: Usage = _usage_for(request, "Handing over to a fresh window.", [call])
-        return _replay(
+        usage: Usage = estimated_usage(request, "Handing over to a fresh window.", [call])
+        return replay_events(
             Response(
                 text="Handing over to a fresh window.", tool_calls=[call], usage=usage, stop_reason="tool_use"
             )

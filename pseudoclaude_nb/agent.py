@@ -251,11 +251,12 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             runner.emit(Notice(text, "warning"))
         if not config.memory:
             self._withhold_memory(active, runner)
-        if config.provider == "auto" and provider.name == "demo":
+        if config.provider == "auto" and provider.name == "offline":
             runner.emit(
                 Notice(
-                    "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set, so this run uses the "
-                    "offline demo provider (a fixed script). Set a key, or pass --provider."
+                    "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set: no model will answer. "
+                    "The offline explainer explains the newest error in the cells you ran, and nothing "
+                    "else; set a key for a model, or run %agent --provider demo for the offline tour."
                 )
             )
         prompt = self._resume_notices(active, provider.model, config, runner) + prompt

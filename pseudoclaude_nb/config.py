@@ -13,7 +13,7 @@ from pathlib import Path
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
 
-PROVIDERS = ("auto", "anthropic", "openai", "demo", "scripted")
+PROVIDERS = ("auto", "anthropic", "openai", "offline", "demo", "scripted")
 STRATEGIES = ("compact", "rollover")
 MODES = ("read-only", "ask", "auto")
 MEMORY_POLICIES = ("explicit", "auto", "off")
@@ -24,7 +24,8 @@ class PseudoClaude(Configurable):
         PROVIDERS,
         default_value="auto",
         help="Model provider; auto: anthropic if ANTHROPIC_API_KEY is set, else openai if "
-        "OPENAI_API_KEY or OPENAI_BASE_URL is set, else the offline demo.",
+        "OPENAI_API_KEY or OPENAI_BASE_URL is set, else offline (explains the notebook's last "
+        "error without a model). demo plays the quickstart's fixed script.",
     ).tag(config=True)
     model = Unicode("", help="Model name; empty means the provider's default.").tag(config=True)
     context_window = Int(0, help="Context window in tokens; 0 means the provider's.").tag(config=True)

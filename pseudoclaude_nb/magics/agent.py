@@ -33,7 +33,7 @@ class AgentMagics(Magics):
     @magic_arguments()
     @argument(
         "--provider",
-        help="anthropic, openai, demo, scripted or auto (default: %%config PseudoClaude.provider)",
+        help="anthropic, openai, offline, demo, scripted or auto (default: %%config PseudoClaude.provider)",
     )
     @argument("--model", help="model name (default: the provider's)")
     @argument("--new", action="store_true", help="start a new session for this run")

@@ -366,7 +366,10 @@ def _edited_summary(path: str) -> str:
     return text
 
 
-PREVIEW_NEXT = "%compact --apply commits this summary as it is; %compact --preview asks for a new one"
+PREVIEW_NEXT = (
+    "%compact --apply commits this summary as it is, %compact --apply --edit PATH your own text "
+    "instead; %compact --preview asks for a new one"
+)
 
 
 def _plural(n: int, word: str) -> str:

@@ -35,6 +35,18 @@ def escape_delimiters(text: str) -> str:
     return _DELIMITER.sub(r"&lt;\1", text) if "otebook-activity" in text.lower() else text
 
 
+# Likewise a line of a cell's source or output that looks like a cell's header ("### In [9]
+# — raised ValueError") is written "\### …", so a header always starts a cell: the model
+# and the offline explainer (``explain``) read the cells as they were.
+_HEADER_LOOKALIKE = re.compile(r"^### ", re.MULTILINE)
+
+
+def escape_headers(cell_text: str) -> str:
+    """``cell_text`` with every line after its own header that starts with "### " escaped."""
+    head, newline, rest = cell_text.partition("\n")
+    return head + newline + _HEADER_LOOKALIKE.sub(r"\\### ", rest) if "### " in rest else cell_text
+
+
 @dataclass(frozen=True)
 class ShownCell:
     """One cell of the block, as ``%context`` lists it."""
@@ -114,7 +126,7 @@ def render_activity(
     room = budget_bytes - len(BEGIN) - len(END) - len(HEADER) - 80  # the omitted line
     kept: list[ShownCell] = []
     for record in reversed(records):
-        text = escape_delimiters(record.render(limit=per_cell_bytes))
+        text = escape_headers(escape_delimiters(record.render(limit=per_cell_bytes)))
         size = len(text.encode("utf-8")) + 1
         if size > room:
             if not kept and room > 200:

@@ -1,7 +1,7 @@
 """Providers: one file per wire protocol, chosen by name.
 
 The wire providers are imported only when asked for: the SDK costs import time that
-the offline providers (demo, scripted) do not need.
+the offline providers (offline, demo, scripted) do not need.
 """
 
 from __future__ import annotations
@@ -23,15 +23,16 @@ DEMO_PACE = 0.004
 def auto_provider(environ: dict[str, str] | None = None) -> str:
     """The provider a user most likely means: the one whose key (or endpoint) is set.
 
-    Anthropic first, then any OpenAI-compatible endpoint; with neither, the offline demo,
-    so a first ``%agent`` works without configuration.
+    Anthropic first, then any OpenAI-compatible endpoint; with neither, the offline
+    explainer: it explains the notebook's last error without a model and says so, and
+    never plays the demo's script in answer to a question it did not ask.
     """
     env = os.environ if environ is None else environ
     if env.get("ANTHROPIC_API_KEY"):
         return "anthropic"
     if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
         return "openai"
-    return "demo"
+    return "offline"
 
 
 def make_provider(
@@ -65,6 +66,10 @@ def make_provider(
             context_window=context_window or None,
             pace=pace,
         )
+    if name == "offline":
+        from .offline import OfflineExplainer
+
+        return OfflineExplainer(context_window=context_window or None)
     if name == "scripted":
         if not script:
             raise ConfigError(
@@ -92,7 +97,7 @@ def make_provider(
             reasoning_effort=reasoning_effort,
             send_images=send_images,
         )
-    raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, demo, scripted")
+    raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted")
 
 
 def provider_for(config: RunConfig) -> Provider:

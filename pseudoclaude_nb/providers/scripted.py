@@ -143,7 +143,7 @@ class ScriptedProvider:
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         if request.purpose != "agent":
-            yield from _replay(self.complete(request))
+            yield from replay_events(self.complete(request))
             return
         turn, index = self._take_turn(request)
         if turn.error:
@@ -156,11 +156,11 @@ class ScriptedProvider:
             text=turn.text,
             tool_calls=calls,
             usage=turn.usage
-            or _usage_for(request, turn.text + turn.reasoning, calls, self._input_tokens(request)),
+            or estimated_usage(request, turn.text + turn.reasoning, calls, self._input_tokens(request)),
             stop_reason=turn.stop_reason or ("tool_use" if calls else "end_turn"),
             reasoning=[Reasoning(kind="reasoning", text=turn.reasoning)] if turn.reasoning else [],
         )
-        for event in _replay(response):
+        for event in replay_events(response):
             if self.pace and isinstance(event, TextDelta):
                 time.sleep(self.pace)
             yield event
@@ -205,7 +205,7 @@ class ScriptedProvider:
             items_ops, used = self.script.memory_ops, self.memory_ops_used
             self.memory_ops_used += 1
             text = json.dumps(self._item(items_ops, used, "memory_ops", "memory update"))
-        return Response(text=text, usage=_usage_for(request, text, []), stop_reason="end_turn")
+        return Response(text=text, usage=estimated_usage(request, text, []), stop_reason="end_turn")
 
     def _take_turn(self, request: Request) -> tuple[ScriptTurn, int]:
         self.requests.append(request)
@@ -248,7 +248,7 @@ def _call_id(request: Request, turn: int, k: int) -> str:
     return f"call_{digest}"
 
 
-def _usage_for(request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None) -> Usage:
+def estimated_usage(request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None) -> Usage:
     """What a real provider would report, from the estimator, so anchors behave the same."""
     out = len(text.encode("utf-8", "surrogatepass")) + sum(  # a script may hold lone surrogates
         len(c.name) + len(json.dumps(c.arguments).encode("utf-8")) for c in calls
@@ -263,7 +263,7 @@ def _usage_for(request: Request, text: str, calls: list[ToolCall], input_tokens:
     )
 
 
-def _replay(response: Response) -> Iterator[StreamEvent]:
+def replay_events(response: Response) -> Iterator[StreamEvent]:
     """Stream a response the way a wire provider would: thinking, small text chunks, then calls.
 
     With ``max_tokens`` the last call breaks off inside its arguments, as a real cut does.
