@@ -6,7 +6,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..agent import Agent
 from ..config import MODES, STRATEGIES
@@ -15,6 +15,7 @@ from ..events import Notice
 from ..notebook.skip import parse_counts
 from ..providers.demo_script import DEMO_PROMPT
 from ..widgets.confirm import notebook_ask
+from .args import parse
 from .render import in_notebook, memory_outcome, renderer_for
 
 DEMO_PLAYS_A_SCRIPT = (
@@ -82,7 +83,7 @@ class AgentMagics(Magics):
         Each run begins with the cells you ran since the previous run (--no-notebook
         leaves them out); --tools lists the tools, your @tool functions included.
         """
-        args = parse_argstring(self.agent, line)
+        args = parse(self.agent, line)
         if args.tools:
             print(self._agent.describe_tools())
             return

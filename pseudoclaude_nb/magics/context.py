@@ -12,7 +12,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..agent import Agent
@@ -21,6 +21,7 @@ from ..context.undo import Undone
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from ..widgets.theme import FG2
+from .args import parse
 from .render import in_notebook
 
 PART_LABELS = {
@@ -228,7 +229,7 @@ class ContextMagics(Magics):
             # Parsed here, not by argparse: a pin keeps its text as typed (spaces, quotes,
             # a leading "--"), which shell-style splitting would not.
             return pins_action(self, verb, rest)
-        args = parse_argstring(self.context, line)
+        args = parse(self.context, line)
         if args.words:
             from .context_pins import USAGE
 
@@ -282,7 +283,7 @@ class ContextMagics(Magics):
         %compact --undo     restore the state before the last compaction or rollover commit
                             (again: the one before that)
         """
-        args = parse_argstring(self.compact, line)
+        args = parse(self.compact, line)
         chosen = [
             f"--{name}" for name in ("layer1", "status", "preview", "apply", "undo") if getattr(args, name)
         ]

@@ -12,12 +12,13 @@ from typing import Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
-from IPython.core.magic_arguments import argument, magic_arguments, parse_argstring
+from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..agent import Agent
 from ..mcp import McpHub, ServerState
 from ..mcp.approval import describe
 from ..textsafe import printable
+from .args import parse
 
 ACTIONS = ("list", "start", "restart", "approve", "revoke")
 _NAMED = ("restart", "approve", "revoke")
@@ -52,7 +53,7 @@ class McpMagics(Magics):
         {"mcpServers": {NAME: {"command", "args", "env"} | {"type": "http", "url", "headers"}}}
         format. Timeouts: %config PseudoClaude.mcp_timeout (a call), mcp_start_timeout.
         """
-        args = parse_argstring(self.mcp, line)
+        args = parse(self.mcp, line)
         if args.action not in ACTIONS:
             raise UsageError(
                 f"unknown action {args.action!r}; use %mcp, %mcp start, or %mcp restart|approve|revoke NAME"

@@ -12,7 +12,6 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
-from IPython.utils.process import arg_split
 
 from ..agent import Agent
 from ..errors import PseudoClaudeError
@@ -21,6 +20,7 @@ from ..memory.index import HEADINGS, entry_line
 from ..memory.store import INDEX_NAME, read_topic_file
 from ..textsafe import printable
 from .agent import _unquote
+from .args import parse, unknown
 
 ACTIONS = ("show", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
 NAMED = ("add", "edit", "rm", "verify", "stale")
@@ -71,7 +71,7 @@ class MemoryMagics(Magics):
         (default ~/.pseudoclaude/memory/); MEMORY.md in each is generated from the notes.
         """
         try:
-            args = self.memory.parser.parse_intermixed_args(arg_split(line))
+            args = parse(self.memory, line, intermixed=True)
         except ValueError as exc:
             raise UsageError(f"{exc}; quote the name, or put the body in a %%memory cell") from None
         words = [_unquote(w) for w in args.words]
@@ -79,7 +79,7 @@ class MemoryMagics(Magics):
             args.description = _unquote(args.description)
         action = args.action
         if action not in ACTIONS:
-            raise UsageError(f"unknown action {action!r}; use one of: {', '.join(ACTIONS)}")
+            raise unknown("action", action, ACTIONS)
         if args.user and args.project:
             raise UsageError("pass --user or --project, not both")
         if (args.description is not None or args.type) and action not in ("add", "edit"):

@@ -14,7 +14,6 @@ from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
-from IPython.utils.process import arg_split
 
 from ..agent import Agent
 from ..config import STRATEGIES
@@ -35,6 +34,7 @@ from ..session.fork import fork_session
 from ..session.paths import session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
+from .args import parse, unknown, usage_line
 from .context_steps import now_tokens
 from .history import ReindexProgress, reindex_action, search_action
 from .render import in_notebook
@@ -153,10 +153,10 @@ class SessionMagics(Magics):
         %sessions import PATH         add an exported session (a new id if its id is taken)
         """
         # Intermixed, so options may come anywhere: "purge --yes ID" as well as "purge ID --yes".
-        args = self.sessions.parser.parse_intermixed_args(arg_split(line))
+        args = parse(self.sessions, line, intermixed=True)
         action = args.action
         if action not in ACTIONS:
-            raise UsageError(f"unknown action {action!r}; use one of: {', '.join(ACTIONS)}")
+            raise unknown("action", action, ACTIONS, usage=usage_line(self.sessions.parser))
         self._check_options(args)
         try:
             self._dispatch(action, args)

@@ -1,0 +1,40 @@
+"""A mistyped option, choice or action (issue 30, item 8): the nearest one, then the usage line.
+
+In-process IPython: each magic as a person mistypes it. The hint names what was meant, the
+usage line is the magic's own, and the hint is left out when nothing is near.
+"""
+
+from __future__ import annotations
+
+import pytest
+from IPython.core.error import UsageError
+
+
+@pytest.mark.parametrize(
+    ("magic", "line", "hint"),
+    [
+        ("agent", "--mdoe auto hi", "--mdoe: did you mean --mode?"),
+        ("agent", "--provder demo hi", "--provder: did you mean --provider?"),
+        ("agent", "--mode atuo hi", "did you mean 'auto'?"),
+        ("context", "--jsn", "--jsn: did you mean --json?"),
+        ("compact", "--undoo", "--undoo: did you mean --undo?"),
+        ("sessions", "list --limt 3", "--limt: did you mean --limit?"),
+        ("sessions", "shwo", "unknown action 'shwo'; did you mean 'show'?"),
+        ("memory", "shwo", "unknown action 'shwo'; did you mean 'show'?"),
+        ("mcp", "--bogus", "--bogus is not an option"),
+    ],
+)
+def test_a_mistake_names_the_nearest_and_shows_the_usage(ip, magic: str, line: str, hint: str) -> None:
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic(magic, line)
+    message = str(raised.value)
+    assert hint in message.splitlines()[0] + "\n" + "\n".join(message.splitlines()[1:])
+    if magic not in ("memory",):
+        assert f"usage: %{magic} [" in message, message
+    assert "::" not in message
+
+
+def test_nothing_near_gets_no_guess(ip) -> None:
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic("agent", "--zzzzzz hi")
+    assert "did you mean" not in str(raised.value) and "--zzzzzz is not an option" in str(raised.value)
