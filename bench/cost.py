@@ -218,7 +218,7 @@ class HeedingScript(ScriptedProvider):
     def _handoff(self, request: Request):
         from pseudoclaude_nb.messages import ToolCall, Usage
         from pseudoclaude_nb.providers.base import Response
-        from pseudoclaude_nb.providers.scripted import replay_events, estimated_usage
+        from pseudoclaude_nb.providers.scripted import estimated_usage, replay_events
 
         files = sorted(
             {c.arguments["path"] for m in request.messages for c in m.tool_calls if "path" in c.arguments}

@@ -16,7 +16,6 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.utils.process import arg_split
 
-
 _INVALID_CHOICE = re.compile(r"invalid choice: '(?P<word>[^']*)' \(choose from (?P<choices>.*)\)")
 _QUOTED = re.compile(r"'([^']*)'")
 

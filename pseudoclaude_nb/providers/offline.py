@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from ..errors import ProviderError
 from ..notebook.explain import answer
 from .base import Request, Response, StreamEvent, collect
-from .scripted import replay_events, estimated_usage
+from .scripted import estimated_usage, replay_events
 
 NAME = "offline"
 MODEL = "offline-explainer"
