@@ -94,16 +94,16 @@ def agents():
 # nothing by hand. `pytest -m "not slow and not browser"` is the quick tier.
 KERNEL_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:nbclient|jupyter_client|nbval)\b", re.MULTILINE)
 # The longest files (10 s or more on two cores), by --durations where measured (fault_injection
-# 144 s, cli 36 s, demo_strategies 13 s) or by what they do: notebooks and kernels, the quick
-# bench, processes killed on purpose.
+# 144 s, images_e2e 45 s, cli 36 s, demo_strategies 13 s; lifecycle 4 s, mcp_tether 3 s and
+# disk_full 2 s are not) or by what they do: notebooks and kernels, the quick bench.
 SLOW_FILES = frozenset(
     {
         "test_bench_quick.py",
         "test_cli.py",
         "test_demo_strategies.py",
         "test_fault_injection.py",
+        "test_images_e2e.py",
         "test_mcp_kernel.py",
-        "test_mcp_tether.py",
         "test_notebook_kernel.py",
         "test_notebooks.py",
         "test_steer_cells.py",
