@@ -6,7 +6,9 @@ mode (a pairing violation is a bug, so tests raise instead of repairing).
 
 from __future__ import annotations
 
+import functools
 import os
+import re
 import socket
 import tempfile
 from pathlib import Path
@@ -86,3 +88,47 @@ def agents():
     yield made
     for agent in made:
         agent.close()
+
+
+# Test tiers (docs/development.md): every test gets markers by its file, so a new test needs
+# nothing by hand. `pytest -m "not slow and not browser"` is the quick tier.
+KERNEL_IMPORT = re.compile(r"^\s*(?:from|import)\s+(?:nbclient|jupyter_client|nbval)\b", re.MULTILINE)
+# The longest files (10 s or more on two cores), by --durations where measured (fault_injection
+# 144 s, images_e2e 45 s, cli 36 s, demo_strategies 13 s; lifecycle 4 s, mcp_tether 3 s and
+# disk_full 2 s are not) or by what they do: notebooks and kernels, the quick bench.
+SLOW_FILES = frozenset(
+    {
+        "test_bench_quick.py",
+        "test_cli.py",
+        "test_demo_strategies.py",
+        "test_fault_injection.py",
+        "test_images_e2e.py",
+        "test_mcp_kernel.py",
+        "test_notebook_kernel.py",
+        "test_notebooks.py",
+        "test_steer_cells.py",
+    }
+)
+
+
+@functools.cache
+def _tiers_of(path: Path) -> frozenset[str]:
+    if path.name.startswith("test_browser"):
+        return frozenset({"browser", "slow"})
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError:
+        text = ""
+    starts_kernels = (
+        path.stem.endswith("_kernel") or path.name == "test_notebooks.py" or KERNEL_IMPORT.search(text)
+    )
+    tiers = {"kernel" if starts_kernels else "unit"}
+    if path.name in SLOW_FILES:
+        tiers.add("slow")
+    return frozenset(tiers)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        for tier in sorted(_tiers_of(Path(str(item.path)))):
+            item.add_marker(getattr(pytest.mark, tier))
