@@ -54,13 +54,18 @@ def turns(messages: list[Message]) -> list[list[Message]]:
     """
     groups: list[list[Message]] = []
     for msg in cap_images(messages):
-        if not (msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts):
+        if not sendable(msg):
             continue
         if groups and groups[-1][0].role == msg.role:
             groups[-1].append(msg)
         else:
             groups.append([msg])
     return groups
+
+
+def sendable(msg: Message) -> bool:
+    """Whether a message has anything to send (one that has not is left out of its turn)."""
+    return bool(msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts)
 
 
 def quote(text: object, secret: str | None = None) -> str:
