@@ -84,9 +84,10 @@ class OpenAIProvider:
         self.backoff = backoff
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout or TIMEOUT, headers=headers)
+        self._client = httpx.Client(timeout=timeout or TIMEOUT, headers=headers, verify=wire.tls())
         self._service = "OpenAI" if self.is_openai else SERVICE
-        self._encoded = EncodedHistory()  # issue 34: each step encodes only the new messages
+        # issue 34: each step encodes only the new messages, also in the next %agent run
+        self._encoded = EncodedHistory.shared((self.base_url, self.model, self.send_images))
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"

@@ -7,6 +7,7 @@ never contains a key (server messages are scrubbed before they are quoted).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
@@ -40,6 +41,15 @@ def endpoint(
     """
     check_endpoint(key_var, url_var, key_given=bool(api_key), url_given=bool(base_url))
     return api_key or env(key_var), base_url or env(url_var)
+
+
+@functools.cache
+def tls() -> Any:
+    """httpx's default TLS context, made once per process: loading the CA bundle took ~150 ms,
+    and every ``%agent`` run makes its provider (and client) anew."""
+    import httpx
+
+    return httpx.create_ssl_context()
 
 
 def turns(messages: list[Message]) -> list[list[Message]]:

@@ -18,10 +18,13 @@ every message as a dict (what tests and callers read); it only carries the JSON 
 from __future__ import annotations
 
 from collections.abc import Callable
+import functools
 import json
+import threading
+from collections.abc import Hashable
 from itertools import islice
 from operator import is_
-from typing import Any
+from typing import Any, ClassVar
 
 import orjson
 
@@ -33,6 +36,7 @@ Convert = Callable[[list[Message], set[str]], list[dict[str, Any]]]
 Changing = Callable[[list[Message], set[str]], bool]
 
 
+SHARED_KEYS = 4  # endpoints/models whose prefix a process keeps (each holds ~ its history's size)
 Chunk = bytes | tuple[bytearray, int]  # a message's JSON, or the first n bytes of the prefix's
 
 
@@ -88,18 +92,38 @@ def encode(value: Any) -> bytes:
 
 
 class EncodedHistory:
-    """The settled prefix of the last request: its messages, wire messages and JSON."""
+    """The settled prefix of the last request: its messages, wire messages and JSON.
+
+    A run makes its own provider, so the one of a kernel's next ``%agent`` run finds the
+    prefix here (``shared``), by what shapes the wire form: endpoint, model, image setting.
+    """
+
+    _shared: ClassVar[dict[Hashable, EncodedHistory]] = {}
+    _shared_lock = threading.Lock()
+
+    @classmethod
+    def shared(cls, key: Hashable) -> EncodedHistory:
+        """The one for ``key`` in this process (the last few keys are kept)."""
+        with cls._shared_lock:
+            found = cls._shared.pop(key, None) or cls()
+            cls._shared[key] = found  # the newest last
+            while len(cls._shared) > SHARED_KEYS:
+                cls._shared.pop(next(iter(cls._shared)))
+            return found
 
     def __init__(self) -> None:
         self._form: object = None
+        self._lock = threading.Lock()  # two runs in two threads share one: each request whole
         self._reset()
 
     def using(self, form: object) -> EncodedHistory:
         """Self, for requests whose messages take the form ``form`` gives them (the image
         source: a message's images are sent, or become notes, by it); another form starts over."""
-        if form is not self._form:
-            self._form = form
-            self._reset()
+        key = _form_key(form)
+        with self._lock:
+            if key != self._form:
+                self._form = key
+                self._reset()
         return self
 
     def _reset(self) -> None:
@@ -119,6 +143,17 @@ class EncodedHistory:
         changing: Changing,
     ) -> WireMessages:
         """``head`` and the wire messages of ``messages``, reusing the prefix they share with the last."""
+        with self._lock:
+            return self._messages_locked(head, messages, convert, current_turn, changing)
+
+    def _messages_locked(
+        self,
+        head: list[dict[str, Any]],
+        messages: list[Message],
+        convert: Convert,
+        current_turn: Callable[[list[Message]], set[str]],
+        changing: Changing,
+    ) -> WireMessages:
         loop_start = current_turn(messages)
         start = len(self._messages)
         if start > len(messages) or not all(map(is_, islice(messages, start), self._messages)):
@@ -165,6 +200,13 @@ class EncodedHistory:
         for group in turns(messages):
             entries += convert(group, loop_start)
         return WireMessages(entries, [encode(e) for e in entries])
+
+
+def _form_key(form: object) -> object:
+    """What to compare of an image source: a run makes ``partial(read, session_dir)`` per request."""
+    if isinstance(form, functools.partial):
+        return (form.func, form.args, tuple(form.keywords.items()))
+    return form
 
 
 def _turns(messages: list[Message], offset: int) -> list[tuple[int, list[Message]]]:
