@@ -31,6 +31,7 @@ from ..session import (
     restore_session,
     trash_session,
 )
+from ..session.catalog import whole_log
 from ..session.fork import fork_session
 from ..session.paths import session_dir
 from ..session.timeline import build_timeline
@@ -265,14 +266,16 @@ class SessionMagics(Magics):
 
     def _show(self, session_id: str, *, limit: int | None = None, tail: int | None = None) -> None:
         path = session_dir(self._agent.workspace, session_id)
-        loaded = load_session(path, full=True)  # counts and problems of the whole log
+        loaded = load_session(path)  # from the last replace; the counts and problems of the
+        logged = whole_log(path)  # whole log are its sidecar's (a replay of 200 MB took ~1.2 s)
         print(f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}")
         model = safe_line(loaded.last_model or "?")
+        replaces = "" if logged.replaces is None else f" · {logged.replaces} replaces"
         print(
-            f"{len(loaded.messages)} effective messages of {loaded.physical_messages} logged"
-            f" · {loaded.replaces} replaces · {_size(loaded.bytes)} · model {model}"
+            f"{len(loaded.messages)} effective messages of {logged.physical_messages} logged"
+            f"{replaces} · {_size(loaded.bytes)} · model {model}"
         )
-        for problem in loaded.problems():
+        for problem in logged.problems:
             print(f"! {safe_line(problem)}")
         for n in (limit, tail):
             if n is not None and n < 1:

@@ -159,6 +159,28 @@ def _time(value: object) -> float:
     return out if 0.0 <= out <= time.time() + sidecar.CLOCK_SKEW else 0.0
 
 
+@dataclass(frozen=True)
+class WholeLog:
+    """What a full replay says of a session's whole log, as its sidecar keeps it."""
+
+    physical_messages: int
+    replaces: int | None  # None: counted by no sidecar yet (one stored before the count was kept)
+    problems: list[str]
+
+
+def whole_log(session_dir: Path) -> WholeLog:
+    """Counts and problems of the whole log from the sidecar (caught up from its offset), not
+    a replay of every line: ``%sessions show`` of a 200 MB log took ~1.2 s for these alone."""
+    meta = sidecar.refresh(Path(session_dir))
+    replaces = meta.get("replaces")
+    problems = meta.get("problems")
+    return WholeLog(
+        _count(meta.get("physical_messages")),
+        replaces if type(replaces) is int and replaces >= 0 else None,
+        [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else [],
+    )
+
+
 def load_session(path: Path) -> LoadResult:
     """The catalog's load: the whole log (``full``), so counts and unreadable lines cover all of it."""
     return loader.load_session(path, full=True)
