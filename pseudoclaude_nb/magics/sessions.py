@@ -424,14 +424,17 @@ class SessionMagics(Magics):
             print(f"! {safe_line(problem)}")
 
 
+LAG_COUNT_LISTED = 1 << 20  # bytes behind whose entries a listing counts
+
+
 def _index_lag(agent: Any) -> str:
     """How far the history index is behind the logs (the background indexer is told to catch up)."""
     index = agent.history
-    lag = index.lag()
+    lag = index.lag(count=LAG_COUNT_LISTED)  # more behind than that: the bytes (a stat a log), no log read
     if not lag:
         return ""
-    for sid in lag:
-        index.schedule(session_dir(agent.workspace, sid))
+    ws = agent.workspace  # resolved once, not once per session
+    index.schedule(*(session_dir(ws, sid) for sid in lag))
     entries = sum(v.entries for v in lag.values() if v.counted)
     uncounted = sum(v.bytes for v in lag.values() if not v.counted)
     parts = [f"{entries:,} entries"] if entries else []
