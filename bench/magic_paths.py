@@ -89,9 +89,10 @@ def magic_paths(root: Path, sizes: Sizes) -> list[Row]:
     _make_sessions(ws, sizes.sessions + 9)
     count = sizes.sessions + 10
     full = sizes.name == "full"
-    show = _fresh(ws, f"show {sid}", kernel=True)
-    listed = _fresh(ws, "list")
-    resumed = _fresh(ws, "resume --last")
+    runs = RUNS if full else 1  # quick: keep the code working, one process each
+    show = _fresh(ws, f"show {sid}", kernel=True, runs=runs)
+    listed = _fresh(ws, "list", runs=runs)
+    resumed = _fresh(ws, "resume --last", runs=runs)
     # The same listing where the history index holds none of the logs (not indexed yet).
     from pseudoclaude_nb.session.history import HistoryIndex
 
@@ -100,7 +101,7 @@ def magic_paths(root: Path, sizes: Sizes) -> list[Row]:
         index.count()  # the file made, empty
     finally:
         index.close()
-    unindexed = _fresh(ws, "list")
+    unindexed = _fresh(ws, "list", runs=runs)
     shutil.rmtree(ws, ignore_errors=True)
     where = f"{count:,} sessions"
     return [
