@@ -56,7 +56,9 @@ def magic_fresh(ws: Path, queries: tuple[str, ...], runs: int = RUNS) -> dict[st
     env = dict(os.environ)
     env.setdefault("PSEUDOCLAUDE_HOME", str(ws / ".home"))
     env["IPYTHONDIR"] = str(ws / ".ipython")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent.parent), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(__file__).parent.parent), env.get("PYTHONPATH")])
+    )
     times: dict[str, list[float]] = {q: [] for q in queries}
     for _ in range(runs):
         done = subprocess.run(

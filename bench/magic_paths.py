@@ -47,7 +47,9 @@ def _fresh(ws: Path, line: str, kernel: bool = False, runs: int = RUNS) -> list[
     env = dict(os.environ)
     env.setdefault("PSEUDOCLAUDE_HOME", str(ws / ".home"))
     env["IPYTHONDIR"] = str(ws / ".ipython")
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(Path(__file__).parent.parent), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(
+        filter(None, [str(Path(__file__).parent.parent), env.get("PYTHONPATH")])
+    )
     out = []
     for _ in range(runs):
         done = subprocess.run(

@@ -18,10 +18,34 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import agent_steps, catalog, cost, history, magic_paths, overhead, provider_steps, report, storage, svg, timeline, tokens
+from . import (
+    agent_steps,
+    catalog,
+    cost,
+    history,
+    magic_paths,
+    overhead,
+    provider_steps,
+    report,
+    storage,
+    svg,
+    timeline,
+    tokens,
+)
 from .common import FULL, QUICK, Row, Sizes
 
-SECTIONS = ("storage", "overhead", "agent", "wire", "catalog", "magics", "history", "timeline", "tokens", "cost")
+SECTIONS = (
+    "storage",
+    "overhead",
+    "agent",
+    "wire",
+    "catalog",
+    "magics",
+    "history",
+    "timeline",
+    "tokens",
+    "cost",
+)
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
 

@@ -25,10 +25,26 @@ from pseudoclaude_nb.session.writer import SessionWriter
 from tests.scripts import run_magic as run
 from tests.test_history_oracle import expected
 
-FILLER = (
-    "the return value of self is in the file and the error is not in the test of the value "
-    "fix it if the file is there"
-).split()
+FILLER = [
+    *("the", "return", "value", "of", "self", "is", "in", "the", "file", "and", "the", "error"),
+    *(
+        "is",
+        "not",
+        "in",
+        "the",
+        "test",
+        "of",
+        "the",
+        "value",
+        "fix",
+        "it",
+        "if",
+        "the",
+        "file",
+        "is",
+        "there",
+    ),
+]
 PHRASES = [
     "fix the error in the file",
     "the return value of self",
@@ -116,7 +132,9 @@ def test_a_rebuilt_index_answers_every_phrase_the_same(history):
     try:
         index.rebuild()
         for query in QUERIES:
-            assert [h.message_uuid for h in index.search(query, limit=40)] == expected(pieces, query)[:40], query
+            assert [h.message_uuid for h in index.search(query, limit=40)] == expected(pieces, query)[:40], (
+                query
+            )
     finally:
         index.close()
 

@@ -60,7 +60,10 @@ def step(i: int, reasoning: bool = False) -> list[Message]:
     thought = (Reasoning(kind="reasoning_content", text=f"thinking {i}"),) if reasoning else ()
     return [
         Message(role="assistant", content=f"Reading m{i}.", tool_calls=(call,), reasoning=thought),
-        Message(role="user", tool_result=ToolResult(call_id=call.id, content=f"def f{i}():\n    return {i}\n" * 20)),
+        Message(
+            role="user",
+            tool_result=ToolResult(call_id=call.id, content=f"def f{i}():\n    return {i}\n" * 20),
+        ),
     ]
 
 
@@ -72,7 +75,9 @@ def history(n_steps: int) -> list[Message]:
     return out
 
 
-def send(server: FakeServer, provider: OpenAIProvider, messages: list[Message], counts: list[int], **kw) -> dict:
+def send(
+    server: FakeServer, provider: OpenAIProvider, messages: list[Message], counts: list[int], **kw
+) -> dict:
     counts.append(0)
     server.play(wire.answer("ok"))
     request = Request(system="You are a test.", messages=list(messages), **kw)
@@ -83,7 +88,9 @@ def send(server: FakeServer, provider: OpenAIProvider, messages: list[Message], 
 
 
 @pytest.mark.parametrize("size", [10, 400])
-def test_a_growing_history_sends_the_full_body_and_encodes_only_the_new_turns(server, provider, encodes, size):
+def test_a_growing_history_sends_the_full_body_and_encodes_only_the_new_turns(
+    server, provider, encodes, size
+):
     messages = history(size) + [Message(role="user", content="Again, please.")]
     send(server, provider, messages, encodes)
     assert encodes[-1] >= 2 * size  # the first request encodes everything
@@ -113,17 +120,23 @@ def test_a_replace_starts_over_and_sends_the_new_history(server, provider, encod
     # A message changed in place (a spilled result's preview): same id, another object.
     changed = list(summary)
     old = changed[2]
-    changed[2] = old.model_copy(update={"tool_result": ToolResult(call_id=old.tool_result.call_id, content="preview")})
+    changed[2] = old.model_copy(
+        update={"tool_result": ToolResult(call_id=old.tool_result.call_id, content="preview")}
+    )
     body = send(server, provider, changed, encodes)
     assert any(m.get("content") == "preview" for m in body["messages"])
 
 
 def test_images_beyond_the_cap_and_another_image_source_still_send_the_right_body(server, provider, encodes):
-    png = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5b1a3d20000000049454e44ae426082")
+    png = bytes.fromhex(
+        "89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8cfc0f01f0005000201a5b1a3d20000000049454e44ae426082"
+    )
     source = lambda part: png  # noqa: E731 - the session's copy of every image
 
     def shown(i: int) -> Message:
-        part = ImagePart(media_type="image/png", sha256="0" * 64, path=f"images/{i}.png", width=1, height=1, bytes=len(png))
+        part = ImagePart(
+            media_type="image/png", sha256="0" * 64, path=f"images/{i}.png", width=1, height=1, bytes=len(png)
+        )
         return Message(role="user", content=f"picture {i}", parts=(part,))
 
     messages = history(3)

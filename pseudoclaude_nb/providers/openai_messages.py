@@ -25,7 +25,10 @@ ImageParts = Callable[[Message], tuple[list[dict[str, Any]], list[str]]]
 
 
 def wire_messages(
-    system: str, messages: list[Message], images: ImageParts | None = None, encoded: EncodedHistory | None = None
+    system: str,
+    messages: list[Message],
+    images: ImageParts | None = None,
+    encoded: EncodedHistory | None = None,
 ) -> list[dict[str, Any]]:
     """Neutral messages as chat-completions messages: system first, results as ``tool``.
 

@@ -17,11 +17,10 @@ every message as a dict (what tests and callers read); it only carries the JSON 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import functools
 import json
 import threading
-from collections.abc import Hashable
+from collections.abc import Callable, Hashable
 from itertools import islice
 from operator import is_
 from typing import Any, ClassVar

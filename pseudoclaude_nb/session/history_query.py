@@ -171,7 +171,9 @@ def candidates(con: sqlite3.Connection, terms: list[str]) -> str | None | bool:
             if group is not None:
                 groups.append(group)
                 paired.update((i, i + 1))  # a pair's row holds both words: their own groups add nothing
-        groups.extend(tuple(quote(w) for w in found) for i, (_, found) in enumerate(words) if found and i not in paired)
+        groups.extend(
+            tuple(quote(w) for w in found) for i, (_, found) in enumerate(words) if found and i not in paired
+        )
     if not groups:
         return None
     return " AND ".join("(" + " OR ".join(g) + ")" for g in dict.fromkeys(groups))

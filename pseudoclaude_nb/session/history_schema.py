@@ -44,13 +44,15 @@ PAIR_STANDIN = "\ufdd1"
 # two other words would double the index for phrases a rare word already narrows. Part of
 # the index's format: a change needs a new ``SCHEMA_VERSION``.
 COMMON = frozenset(
-    "a an and are as at be by can do for from has have if in is it no not of on or that the this to was will with".split()
+    "a an and are as at be by can do for from has have if in is it no not of on or that the this to was will with".split()  # noqa: SIM905
 )
 _COMMON_BYTES = frozenset(w.encode() for w in COMMON)
 _PAIR_BYTES = PAIR.encode()
 # Bytes that end a word: every ASCII byte but [0-9a-z_] (the text is lower-cased first); UTF-8
 # bytes of other characters are word bytes, as they are to the tokenizer.
-_SEPARATORS = bytes(c if c >= 0x80 or chr(c) in "0123456789abcdefghijklmnopqrstuvwxyz_" else 0x20 for c in range(256))
+_SEPARATORS = bytes(
+    c if c >= 0x80 or chr(c) in "0123456789abcdefghijklmnopqrstuvwxyz_" else 0x20 for c in range(256)
+)
 
 FTS_TABLES = ("words", "terms_g")
 # The full-text settings of a live index (``history_build.finish`` leaves them after a rebuild;
@@ -183,7 +185,11 @@ def index_text(text: str) -> str:
         data = CJK_RUN.sub(" ", low).encode()
         low = CJK_RUN.sub(_cjk_tokens, low)
     tokens = data.translate(_SEPARATORS).split()
-    pairs = {a + _PAIR_BYTES + b for a, b in zip(tokens, tokens[1:]) if a in _COMMON_BYTES or b in _COMMON_BYTES}
+    pairs = {
+        a + _PAIR_BYTES + b
+        for a, b in zip(tokens, tokens[1:], strict=False)
+        if a in _COMMON_BYTES or b in _COMMON_BYTES
+    }
     if not pairs:
         return low
     return f"{low}\n{b' '.join(pairs).decode()}"
