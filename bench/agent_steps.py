@@ -32,7 +32,7 @@ from pseudoclaude_nb.messages import Usage
 from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 
-from .common import Row, Sizes, no_gc
+from .common import Row, Sizes
 from .workload import Workload
 
 WINDOW = 1_000_000_000  # far above any conversation here: nothing compacts
@@ -129,10 +129,10 @@ def _timed_run(
         p.dump_stats(profile)
         seconds = 0.0
     else:
-        with no_gc():
-            started = time.perf_counter()
-            shell.magic("agent", _agent_line(script))
-            seconds = time.perf_counter() - started
+        # GC on, as a user runs it (issue 34: this row used to time with it off).
+        started = time.perf_counter()
+        shell.magic("agent", _agent_line(script))
+        seconds = time.perf_counter() - started
     shell.agent.close()
     shutil.rmtree(ws, ignore_errors=True)
     return seconds / steps
@@ -174,7 +174,7 @@ def per_step_through_magic(root: Path, sizes: Sizes, *, profile: Path | None = N
                 f"ms_per_step_at_{big}": round(b * 1e3, 2),
                 "steps_per_run": steps,
                 "runs_timed_each": len(at_small),
-                "method": "wall time of one %agent run / its steps (median of fresh copies, interleaved), scripted provider "
+                "method": "wall time of one %agent run / its steps (median of fresh copies, interleaved, GC on), scripted provider "
                 "estimating usage, read_file tool, history index and fsync on",
             },
             note="" if big >= 10_000 else f"quick mode: {big:,} messages, no verdict",

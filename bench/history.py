@@ -10,7 +10,8 @@ last size is a real 1 GB; each session also gets some Chinese text and short ide
   process: above the seconds when its reader thread and SQLite overlapped), and the index
   size as a multiple of the log bytes it indexed (every ``history.sqlite*`` file);
 - times every query of ``QUERIES`` (ASCII words, identifiers, phrases, 1- and 2-character
-  CJK and ASCII terms, absent terms, one session only) **warm** — the median of several
+  CJK and ASCII terms, absent terms, one session only) and of ``history_everyday.EVERYDAY``
+  (phrases of words that are everywhere: there, not there, meeting but not as the phrase) **warm** — the median of several
   rounds on an open index — and **cold**: every file of the workspace's ``.pseudoclaude/``
   (index and logs) dropped from the page cache with ``posix_fadvise(POSIX_FADV_DONTNEED)``
   (clean pages, no root needed) and a fresh ``HistoryIndex`` (a new connection, which also
@@ -34,6 +35,7 @@ from pseudoclaude_nb.session.writer import SessionWriter
 
 from .common import Row, Sizes, dir_bytes
 from .corpora import chinese
+from .history_everyday import EVERYDAY, everyday_rows
 from .logs import build_log
 
 QUERIES = (
@@ -118,10 +120,10 @@ def _warm(ws: Path, one_session: str, rounds: int) -> dict[str, float]:
     index = HistoryIndex(ws)
     try:
         times: dict[str, list[float]] = {}
-        for q in (*QUERIES, ONE_SESSION):
+        for q in (*QUERIES, *EVERYDAY, ONE_SESSION):
             _query(index, q, one_session)  # each query's pages once, as a user repeating it would
         for _ in range(rounds):
-            for q in (*QUERIES, ONE_SESSION):
+            for q in (*QUERIES, *EVERYDAY, ONE_SESSION):
                 times.setdefault(q, []).append(_query(index, q, one_session))
         return {q: statistics.median(t) for q, t in times.items()}
     finally:
@@ -130,7 +132,7 @@ def _warm(ws: Path, one_session: str, rounds: int) -> dict[str, float]:
 
 def _cold(ws: Path, one_session: str) -> dict[str, float]:
     out = {}
-    for q in (*QUERIES, ONE_SESSION):
+    for q in (*QUERIES, *EVERYDAY, ONE_SESSION):
         drop_cache(ws / ".pseudoclaude")
         index = HistoryIndex(ws)  # a fresh connection, as a new kernel's first search
         try:
@@ -190,7 +192,7 @@ def history_search(root: Path, sizes: Sizes) -> tuple[list[Row], list[dict]]:
     where = f"{largest['history_mb']:,.0f} MB of logs, {largest['sessions']} sessions"
     detail = {
         "measured": [{k: v for k, v in p.items() if not k.startswith("per_query")} for p in points],
-        "queries": list((*QUERIES, ONE_SESSION)),
+        "queries": list((*QUERIES, *EVERYDAY, ONE_SESSION)),
         "per_query_ms": largest["per_query_ms"],
         "per_query_cold_ms": largest["per_query_cold_ms"],
         "workspace_mb": round(dir_bytes(ws) / 1e6, 1),
@@ -240,4 +242,5 @@ def history_search(root: Path, sizes: Sizes) -> tuple[list[Row], list[dict]]:
             },
         ),
     ]
+    rows[2:2] = everyday_rows(ws, largest, judged, where)
     return rows, points

@@ -18,10 +18,34 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import agent_steps, catalog, cost, history, overhead, report, storage, svg, timeline, tokens
+from . import (
+    agent_steps,
+    catalog,
+    cost,
+    history,
+    magic_paths,
+    overhead,
+    provider_steps,
+    report,
+    storage,
+    svg,
+    timeline,
+    tokens,
+)
 from .common import FULL, QUICK, Row, Sizes
 
-SECTIONS = ("storage", "overhead", "agent", "catalog", "history", "timeline", "tokens", "cost")
+SECTIONS = (
+    "storage",
+    "overhead",
+    "agent",
+    "wire",
+    "catalog",
+    "magics",
+    "history",
+    "timeline",
+    "tokens",
+    "cost",
+)
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
 
@@ -87,7 +111,9 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("storage", do_storage)
         section("overhead", lambda: rows.extend(overhead.harness_overhead(scratch, sizes)))
         section("agent", lambda: rows.extend(agent_steps.per_step_through_magic(scratch, sizes)))
+        section("wire", lambda: rows.extend(provider_steps.per_step_through_openai(scratch, sizes)))
         section("catalog", lambda: rows.extend(catalog.list_many(scratch, sizes)))
+        section("magics", lambda: rows.extend(magic_paths.magic_paths(scratch, sizes)))
         section("history", do_history)
         section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
         section("tokens", do_tokens)
@@ -106,6 +132,8 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "replay",
         "load_memory",
         "list",
+        "show_magic",
+        "resume_last",
         "history_search",
         "largest_line",
         "timeline",

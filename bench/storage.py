@@ -145,9 +145,15 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
     shipped = HistoryIndex(ws, background=True)
     index = HistoryIndex(ws)
 
+    caught_up: list[float] = []  # the shipped loop's wall time until the indexer has caught up
+
     def as_shipped() -> Loop:
         timed_loop = _product_loop(ws, messages, index=shipped)
-        shipped.flush()  # untimed: what the indexer has left must not run into the next loops
+        # What the indexer has left is caught up here (it must not run into the next loops),
+        # and timed: the user pays for it too (issue 34), while the appends ran or just after.
+        with no_gc():
+            rest = timed(shipped.flush)
+        caught_up.append(timed_loop[0] + rest)
         return timed_loop
 
     loops: list[tuple[list[Loop], Callable[[int], Loop]]] = [
@@ -204,6 +210,24 @@ def durable_appends(root: Path, sizes: Sizes) -> list[Row]:
             },
         ),
     ]
+    c = statistics.median(caught_up[1:] or caught_up)  # the untimed first round left out
+    rows.append(
+        Row(
+            key="append_caught_up",
+            what="durable append as shipped, counting the background indexer until it has caught up, vs bare write+fsync",
+            target="≥ 0.8×",
+            value=round(b / c, 3),
+            unit="×",
+            ok=b / c >= 0.8,
+            detail={
+                "us_per_append_caught_up": round(c / n * 1e6, 1),
+                "catch_up_us_per_append": round((c - p) / n * 1e6, 1),
+                "method": "the shipped loop's wall time plus the flush that waits for the indexer to finish what "
+                "the appends left (median of the rounds); the indexer's CPU while the appends ran runs on the "
+                "other core and shows only as what is left at the end",
+            },
+        )
+    )
     if not indexed:
         return rows
     x = statistics.median(wall for wall, _, _ in indexed)

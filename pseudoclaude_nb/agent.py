@@ -36,7 +36,8 @@ from .notebook import NotebookHost
 from .prompt import join_sections
 from .providers import Provider, provider_for
 from .runner import Listener, Notice, Runner, RunSummary
-from .session import LoadResult, SessionWriter, list_sessions, load_session, new_session_dir
+from .session import LoadResult, SessionWriter, load_session, new_session_dir
+from .session.catalog import latest_session
 from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
 from .tools import Permissions
@@ -100,10 +101,10 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         """Make a stored session current. ``None`` means the latest one."""
         ws = self.workspace
         if session_id is None:
-            sessions = list_sessions(ws)
-            if not sessions:
+            latest = latest_session(ws)
+            if latest is None:
                 raise SessionNotFoundError(f"no sessions in {ws} yet; start one with %agent")
-            session_id = sessions[0].id
+            session_id = latest.id
         path = session_dir(ws, session_id)
         if self.session is not None and self.session.dir == path:
             self._close_session()  # resuming the current session reloads it from disk

@@ -30,10 +30,12 @@ from ..session import (
     restore_session,
     trash_session,
 )
+from ..session.catalog import whole_log
 from ..session.fork import fork_session
-from ..session.paths import session_dir
+from ..session.paths import LOG_NAME, session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
+from ..widgets.timeline import timeline_text
 from .args import parse, unknown, usage_line
 from .context_steps import now_tokens
 from .history import ReindexProgress, reindex_action, search_action
@@ -43,6 +45,7 @@ from .session_text import _count, _relative, _size, _status, _title, _when, _win
 ACTIONS = (
     "list",
     "show",
+    "timeline",
     "resume",
     "new",
     "fork",
@@ -75,6 +78,7 @@ _OPTIONS = {
 _ARITY = {
     "list": (0, 0),
     "show": (0, 1),
+    "timeline": (0, 1),
     "resume": (0, 1),
     "new": (0, 0),
     "fork": (0, 1),
@@ -130,6 +134,8 @@ class SessionMagics(Magics):
         """Sessions of this workspace, stored in .pseudoclaude/sessions/<id>/.
 
         %sessions                     list them, newest activity first
+        %sessions timeline [ID]       the log as a timeline (a widget in a notebook; the
+                                      current session without ID)
         %sessions show ID             the effective conversation, and any recovery problems
                                       (--tail N: the last N messages, --limit N: the first N;
                                       without either, long ones show the first and last 20)
@@ -196,6 +202,8 @@ class SessionMagics(Magics):
             self._list()
         elif action == "show":
             self._show(target or self._current_id(), limit=args.limit, tail=args.tail)
+        elif action == "timeline":
+            self._timeline(session_dir(self._agent.workspace, target or self._current_id()))
         elif action == "new":
             self._agent.new_session()
             print("the next %agent starts a new session")
@@ -265,14 +273,16 @@ class SessionMagics(Magics):
 
     def _show(self, session_id: str, *, limit: int | None = None, tail: int | None = None) -> None:
         path = session_dir(self._agent.workspace, session_id)
-        loaded = load_session(path, full=True)  # counts and problems of the whole log
+        loaded = load_session(path)  # from the last replace; the counts and problems of the
+        logged = whole_log(path)  # whole log are its sidecar's (a replay of 200 MB took ~1.2 s)
         print(f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}")
         model = safe_line(loaded.last_model or "?")
+        replaces = "" if logged.replaces is None else f" · {logged.replaces} replaces"
         print(
-            f"{len(loaded.messages)} effective messages of {loaded.physical_messages} logged"
-            f" · {loaded.replaces} replaces · {_size(loaded.bytes)} · model {model}"
+            f"{len(loaded.messages)} effective messages of {logged.physical_messages} logged"
+            f"{replaces} · {_size(loaded.bytes)} · model {model}"
         )
-        for problem in loaded.problems():
+        for problem in logged.problems:
             print(f"! {safe_line(problem)}")
         for n in (limit, tail):
             if n is not None and n < 1:
@@ -285,14 +295,23 @@ class SessionMagics(Magics):
             else:
                 print(message_line(i, loaded.messages[i]))
         if in_notebook(self.shell):
-            # The physical log as a timeline; choosing an entry shows it in full. Below it the
-            # step scrubber: the request of a step, as %context --at STEP shows it.
-            # The scrubber scans the log and replays it up to a step: past SCRUB_BYTES that would
-            # cost seconds on top of the load above, so a big session points to --at instead.
-            scrub = loaded.bytes <= SCRUB_BYTES
-            display(SessionTimeline(build_timeline(path), steps=scrub, now=now_tokens(self._agent)))
-            if not scrub:
-                print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
+            self._timeline(path, loaded.bytes)
+
+    def _timeline(self, path: Path, size: int | None = None) -> None:
+        """The physical log as a timeline: the widget in a notebook (choosing an entry shows it
+        in full; below it the step scrubber: a step's request, as %context --at STEP shows
+        it), else its text."""
+        timeline = build_timeline(path)
+        if not in_notebook(self.shell):
+            print(timeline_text(timeline))
+            return
+        # The scrubber scans the log and replays it up to a step: past SCRUB_BYTES that would
+        # cost seconds on top of the load above, so a big session points to --at instead.
+        size = (path / LOG_NAME).stat().st_size if size is None else size
+        scrub = size <= SCRUB_BYTES
+        display(SessionTimeline(timeline, steps=scrub, now=now_tokens(self._agent)))
+        if not scrub:
+            print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
 
     def _resume(self, session_id: str | None) -> None:
         loaded = self._agent.resume(session_id)
@@ -421,14 +440,17 @@ class SessionMagics(Magics):
             print(f"! {safe_line(problem)}")
 
 
+LAG_COUNT_LISTED = 1 << 20  # bytes behind whose entries a listing counts
+
+
 def _index_lag(agent: Any) -> str:
     """How far the history index is behind the logs (the background indexer is told to catch up)."""
     index = agent.history
-    lag = index.lag()
+    lag = index.lag(count=LAG_COUNT_LISTED)  # more behind than that: the bytes (a stat a log), no log read
     if not lag:
         return ""
-    for sid in lag:
-        index.schedule(session_dir(agent.workspace, sid))
+    ws = agent.workspace  # resolved once, not once per session
+    index.schedule(*(session_dir(ws, sid) for sid in lag))
     entries = sum(v.entries for v in lag.values() if v.counted)
     uncounted = sum(v.bytes for v in lag.values() if not v.counted)
     parts = [f"{entries:,} entries"] if entries else []

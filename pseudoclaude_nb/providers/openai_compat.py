@@ -30,11 +30,13 @@ from .models import clamp_output, default_model, model_info
 # names are re-exported because they were importable from here before the split.
 from .openai_messages import IMAGE_LIMIT, REASONING_FIELDS, ImageParts, wire_messages
 from .openai_stream import STOP_REASONS, ChunkReader, call_arguments, new_call_id, usage_of
+from .wire_prefix import EncodedHistory, dumps
 
 SERVICE = "the OpenAI-compatible endpoint"
 KEY_VAR, URL_VAR = "OPENAI_API_KEY", "OPENAI_BASE_URL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 TIMEOUT = httpx.Timeout(600.0, connect=10.0)
+JSON = {"Content-Type": "application/json"}
 RETRY_STATUSES = frozenset({408, 409, 429}) | frozenset(range(500, 600))
 # A server asking for a longer pause than this gets an error instead: a notebook cell
 # that sits silent for minutes looks hung.
@@ -82,8 +84,10 @@ class OpenAIProvider:
         self.backoff = backoff
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout or TIMEOUT, headers=headers)
+        self._client = httpx.Client(timeout=timeout or TIMEOUT, headers=headers, verify=wire.tls())
         self._service = "OpenAI" if self.is_openai else SERVICE
+        # issue 34: each step encodes only the new messages, also in the next %agent run
+        self._encoded = EncodedHistory.shared((self.base_url, self.model, self.send_images))
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
@@ -145,7 +149,9 @@ class OpenAIProvider:
     def _body(self, request: Request) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.model,
-            "messages": wire_messages(request.system, request.messages, self._image_parts(request)),
+            "messages": wire_messages(
+                request.system, request.messages, self._image_parts(request), self._encoded.using(request.images)
+            ),
         }
         # Chosen by model, not by host: OpenAI's reasoning models refuse max_tokens (also on
         # Azure); other servers may not know its successor. Never more than the model takes.
@@ -194,7 +200,8 @@ class OpenAIProvider:
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             try:
-                response = self._client.send(self._client.build_request("POST", url, json=body), stream=True)
+                request = self._client.build_request("POST", url, content=dumps(body), headers=JSON)
+                response = self._client.send(request, stream=True)
             except httpx.TimeoutException as exc:
                 if not last:
                     self._pause(attempt, None)

@@ -7,6 +7,7 @@ never contains a key (server messages are scrubbed before they are quoted).
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from typing import Any
@@ -42,6 +43,15 @@ def endpoint(
     return api_key or env(key_var), base_url or env(url_var)
 
 
+@functools.cache
+def tls() -> Any:
+    """httpx's default TLS context, made once per process: loading the CA bundle took ~150 ms,
+    and every ``%agent`` run makes its provider (and client) anew."""
+    import httpx
+
+    return httpx.create_ssl_context()
+
+
 def turns(messages: list[Message]) -> list[list[Message]]:
     """Consecutive messages of one role, grouped: each group becomes one wire turn.
 
@@ -54,13 +64,18 @@ def turns(messages: list[Message]) -> list[list[Message]]:
     """
     groups: list[list[Message]] = []
     for msg in cap_images(messages):
-        if not (msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts):
+        if not sendable(msg):
             continue
         if groups and groups[-1][0].role == msg.role:
             groups[-1].append(msg)
         else:
             groups.append([msg])
     return groups
+
+
+def sendable(msg: Message) -> bool:
+    """Whether a message has anything to send (one that has not is left out of its turn)."""
+    return bool(msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts)
 
 
 def quote(text: object, secret: str | None = None) -> str:

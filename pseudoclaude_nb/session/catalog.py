@@ -159,6 +159,28 @@ def _time(value: object) -> float:
     return out if 0.0 <= out <= time.time() + sidecar.CLOCK_SKEW else 0.0
 
 
+@dataclass(frozen=True)
+class WholeLog:
+    """What a full replay says of a session's whole log, as its sidecar keeps it."""
+
+    physical_messages: int
+    replaces: int | None  # None: counted by no sidecar yet (one stored before the count was kept)
+    problems: list[str]
+
+
+def whole_log(session_dir: Path) -> WholeLog:
+    """Counts and problems of the whole log from the sidecar (caught up from its offset), not
+    a replay of every line: ``%sessions show`` of a 200 MB log took ~1.2 s for these alone."""
+    meta = sidecar.refresh(Path(session_dir))
+    replaces = meta.get("replaces")
+    problems = meta.get("problems")
+    return WholeLog(
+        _count(meta.get("physical_messages")),
+        replaces if type(replaces) is int and replaces >= 0 else None,
+        [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else [],
+    )
+
+
 def load_session(path: Path) -> LoadResult:
     """The catalog's load: the whole log (``full``), so counts and unreadable lines cover all of it."""
     return loader.load_session(path, full=True)
@@ -194,6 +216,61 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
             os.close(root_fd)
     infos.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
     return infos
+
+
+def latest_session(workspace: Path) -> SessionInfo | None:
+    """The session ``list_sessions`` would put first, without a listing's checks for every one.
+
+    ``%sessions resume --last`` wants one session: each folder's sidecar says its last
+    activity (one read and one stat); then, newest first, a session gets the full checks of
+    a listing row (a folder with a link, or a stale sidecar, may come out older) until the
+    best so far is newer than every one left.
+    """
+    root = sessions_dir(workspace)
+    if not root.is_dir():
+        return None
+    try:
+        root_fd = safeio.open_dir(root)
+    except OSError:
+        return next(iter(list_sessions(workspace)), None)
+    try:
+        with os.scandir(root_fd) as it:
+            names = [e.name for e in it if not e.name.startswith(".")]
+        claims = sorted(((_claimed_activity(root_fd, name), name) for name in names), reverse=True)
+        best: SessionInfo | None = None
+        for claim, name in claims:
+            if best is not None and (best.last_activity, best.id) >= (claim, name):
+                break
+            folder = root / name
+            if not os.path.lexists(folder / LOG_NAME) and not folder.is_symlink():
+                continue
+            try:
+                info = _clean_info(root_fd, folder) or session_info(folder)
+            except FileNotFoundError:
+                continue
+            if best is None or (info.last_activity, info.id) > (best.last_activity, best.id):
+                best = info
+        return best
+    finally:
+        os.close(root_fd)
+
+
+def _claimed_activity(root_fd: int, name: str) -> float:
+    """The last activity a current sidecar claims; infinity when it cannot say (check it in full)."""
+    try:
+        dfd = os.open(name, _DIR_FLAGS, dir_fd=root_fd)
+    except OSError:
+        return float("inf")
+    try:
+        st = os.stat(LOG_NAME, dir_fd=dfd, follow_symlinks=False)
+        meta = _read_meta_at(dfd)
+        if not sidecar.is_current(meta, st):
+            return float("inf")
+        return _time(meta.get("last_activity"))  # type: ignore[union-attr]
+    except OSError:
+        return float("inf")
+    finally:
+        os.close(dfd)
 
 
 _DIR_FLAGS = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC

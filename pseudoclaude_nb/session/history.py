@@ -118,9 +118,9 @@ class HistoryIndex:
 
     # --- the background indexer ---------------------------------------------------------------
 
-    def schedule(self, session_dir: Path) -> None:
-        """Have the background indexer catch ``session_dir`` up (soon, off the caller's thread)."""
-        self._backlog.add(session_dir)
+    def schedule(self, *session_dirs: Path) -> None:
+        """Have the background indexer catch ``session_dirs`` up (soon, off the caller's thread)."""
+        self._backlog.add(*session_dirs)
 
     def flush(self) -> None:
         """Catch up, in this thread, every session the background indexer has still to do.
@@ -133,7 +133,7 @@ class HistoryIndex:
         for text in deferred:
             self._notice(text)
 
-    def lag(self) -> dict[str, Lag]:
+    def lag(self, *, count: int = 1 << 62) -> dict[str, Lag]:
         """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
 
         Reads the committed offsets; never raises, never waits long for a catch-up under way
@@ -147,7 +147,7 @@ class HistoryIndex:
             return {}
         finally:
             self._lock.release()
-        return lag(self.workspace, rows)
+        return lag(self.workspace, rows, count=count)
 
     def close(self) -> None:
         if self._backlog:

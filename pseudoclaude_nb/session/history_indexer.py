@@ -31,7 +31,7 @@ from .history_rows import (
     spill_chunks,
     spill_path,
 )
-from .history_schema import KIND, gram_text, index_text, quote, words_of
+from .history_schema import KIND, PAIR, gram_text, index_text, quote, words_of
 from .paths import LOG_NAME
 
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
@@ -388,7 +388,10 @@ def add_terms(con: sqlite3.Connection, words: set[str]) -> None:
 def fill_terms(con: sqlite3.Connection) -> int:
     """The whole vocabulary from a finished ``words`` index (a rebuild: once, in C, not per row)."""
     con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")
-    con.execute("INSERT OR IGNORE INTO terms(term) SELECT term FROM temp.words_vocab")
+    # Pair tokens (``history_schema.PAIR``) are not words: no fragment search looks them up.
+    con.execute(
+        "INSERT OR IGNORE INTO terms(term) SELECT term FROM temp.words_vocab WHERE instr(term, ?) = 0", (PAIR,)
+    )
     con.execute("DROP TABLE temp.words_vocab")
     con.create_function("pc_gram_text", 1, gram_text, deterministic=True)
     con.execute("INSERT INTO terms_g(rowid, g) SELECT id, pc_gram_text(term) FROM terms")

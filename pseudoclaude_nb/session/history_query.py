@@ -5,6 +5,10 @@ only reads it. A query matches substrings, case-insensitively, newest first. The
 narrows the rows: each word of a term must be a word of the row (a word inside the term),
 start one (the term's last word), end one (its first) or contain one (a term that is one
 word); the vocabulary (``terms``, by its ``terms_g`` grams) says which words those are.
+Two neighbouring words of a term, one of them a common word (``history_schema.COMMON``),
+must also be neighbours in the row: the index holds each such pair as one token, so a phrase of words that are everywhere ("fix the
+error in the file") reads only the rows where they meet in that order, not every row that
+holds them all.
 Every candidate is then read from the log by offset and kept only if it really holds every
 term, so the answer is the brute-force answer. A fragment that more than ``MAX_WORDS``
 words contain does not narrow (a query of nothing else reads rows newest first until it has
@@ -21,10 +25,12 @@ from pathlib import Path
 from typing import Any
 
 from .history_rows import SEARCH_TOOL, Folders, RowReader
-from .history_schema import CJK_RUN, WORD, fragment_grams, quote
+from .history_schema import CJK_RUN, COMMON, PAIR, PAIR_STANDIN, WORD, fragment_grams, pair_token, quote
 
 SNIPPET_CHARS = 90  # each side of the match
 MAX_WORDS = 64  # a fragment in more words than this does not narrow the candidates
+MAX_PAIR_ALTERNATIVES = 128  # a pair of words that could be more pairs than this does not narrow
+CJK_MARK = "\x00"  # stands for a CJK run while a term is split into words (never a word character)
 _ROW = "d.id, d.sid, d.kind, d.part, d.off, d.len, d.line, d.src, d.slen"
 
 __all__ = ["SEARCH_TOOL", "Hit", "match", "render_hits"]
@@ -137,26 +143,69 @@ def candidates(con: sqlite3.Connection, terms: list[str]) -> str | None | bool:
     """The ``words`` MATCH expression every row holding all ``terms`` (lower-cased) satisfies.
 
     ``None``: the index cannot narrow them (read every row); ``False``: no row can match.
+    Neighbouring words of a term narrow by their pair token (``history_schema.index_text``):
+    a phrase of common words then reads only the rows where they are neighbours.
     """
-    groups: list[tuple[str, ...]] = []
+    groups: list[tuple[str, ...]] = []  # a row matches one expression of every group
     for term in terms:
+        term = term.replace(PAIR, PAIR_STANDIN)
         for run in CJK_RUN.findall(term):
             # Each CJK character and each pair of neighbours is a token of its own.
             grams = [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
-            groups.extend((g,) for g in dict.fromkeys(grams))
-        spaced = CJK_RUN.sub(" ", term)
-        for m in WORD.finditer(spaced):
-            word = m.group()
-            before, after = m.start() > 0, m.end() < len(spaced)
+            groups.extend((quote(g),) for g in dict.fromkeys(grams))
+        marked = CJK_RUN.sub(CJK_MARK, term)  # a CJK run: no word, and words across it never pair
+        words: list[tuple[re.Match[str], list[str] | None]] = []
+        for m in WORD.finditer(marked):
+            before, after = m.start() > 0, m.end() < len(marked)
             mode = "exact" if before and after else "prefix" if before else "suffix" if after else "inside"
-            found = _words(con, word, mode)
+            found = _words(con, m.group(), mode)
             if found is not None and not found:
                 return False
-            if found is not None:
-                groups.append(tuple(found))
+            words.append((m, found))
+        paired: set[int] = set()
+        for i in range(len(words) - 1):
+            (m, left), (n, right) = words[i], words[i + 1]
+            if CJK_MARK in marked[m.end() : n.start()]:
+                continue
+            group = _pair(left, n.group(), right, whole=n.end() < len(marked))
+            if group is not None:
+                groups.append(group)
+                paired.update((i, i + 1))  # a pair's row holds both words: their own groups add nothing
+        groups.extend(
+            tuple(quote(w) for w in found) for i, (_, found) in enumerate(words) if found and i not in paired
+        )
     if not groups:
         return None
-    return " AND ".join("(" + " OR ".join(quote(w) for w in g) + ")" for g in dict.fromkeys(groups))
+    return " AND ".join("(" + " OR ".join(g) + ")" for g in dict.fromkeys(groups))
+
+
+def _pair(left: list[str] | None, b: str, right: list[str] | None, whole: bool) -> tuple[str, ...] | None:
+    """The rows where a word of ``left`` is followed by ``b`` (``whole``) or a word it begins (``right``).
+
+    The index holds a pair only if one of its words is COMMON, so the group is: the pairs of
+    a left word that is COMMON (then any right word, as a prefix query), the pairs of the
+    others with a COMMON right word, and, for the pairs the index does not hold, the rows
+    that merely hold both words. None: too many words to say (no narrowing by this pair).
+    """
+    if left is None:
+        return None
+    common_right = [c for c in COMMON if (c == b if whole else c.startswith(b))]
+    if whole:
+        rare_right: list[str] | None = [] if b in COMMON else [b]
+    else:
+        rare_right = None if right is None else [r for r in right if r not in COMMON]
+    out = []
+    for w in left:
+        if w in COMMON:
+            out.append(quote(pair_token(w, b)) + ("" if whole else "*"))
+        else:
+            out.extend(quote(pair_token(w, c)) for c in common_right)
+    rare_left = [w for w in left if w not in COMMON]
+    if rare_left and rare_right is None:
+        return None
+    if rare_left and rare_right:
+        out.append(f"(({' OR '.join(map(quote, rare_left))}) AND ({' OR '.join(map(quote, rare_right))}))")
+    return tuple(out) if 0 < len(out) <= MAX_PAIR_ALTERNATIVES else None
 
 
 def _words(con: sqlite3.Connection, fragment: str, mode: str) -> list[str] | None:

@@ -141,13 +141,28 @@ class RowReader:
     def __init__(self, folders: Folders | dict[int, Path]) -> None:
         self.folders = folders  # sid -> session directory
         self._fds: dict[Path, int] = {}
+        self._dirs: dict[Path, int] = {}  # folders opened on the way, to open the next file beside them
         self._lines: dict[tuple[int, int], Any] = {}
 
     def close(self) -> None:
-        for fd in self._fds.values():
+        for fd in (*self._fds.values(), *self._dirs.values()):
             os.close(fd)
         self._fds.clear()
+        self._dirs.clear()
         self._lines.clear()
+
+    def _open(self, path: Path) -> int:
+        """``safeio.open_file(path)``, its grandparent opened once: a search's candidates are
+        spread over many sessions, and walking the whole path again for each cost more than
+        reading its rows."""
+        parent = path.parent
+        dfd = self._dirs.get(parent)
+        if dfd is None:
+            top = self._dirs.get(parent.parent)
+            if top is None:
+                top = self._dirs[parent.parent] = safeio.open_dir(parent.parent)
+            dfd = self._dirs[parent] = safeio.open_subdir(top, parent.name, shown=parent)
+        return safeio.open_at(dfd, path.name, os.O_RDONLY, shown=path)
 
     def __enter__(self) -> RowReader:
         return self
@@ -159,7 +174,7 @@ class RowReader:
         fd = self._fds.get(path)
         try:
             if fd is None:
-                fd = self._fds[path] = safeio.open_file(path)
+                fd = self._fds[path] = self._open(path)
             return os.pread(fd, length, off)
         except OSError:
             return None

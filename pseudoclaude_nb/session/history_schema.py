@@ -2,8 +2,9 @@
 
 The index stores no text. ``docs`` says where each searchable piece is (a log line and the
 part of it, or a byte range of a spilled file); ``words`` is a contentless FTS5 table
-(detail=none) of each piece's *words*, lower-cased; ``terms`` is the vocabulary of those
-words, and ``terms_g`` a contentless FTS5 table of each word's characters, character
+(detail=none) of each piece's *words*, lower-cased, and of each pair of neighbouring words
+one of which is a ``COMMON`` word (``the\ufdd0error``: one token, so a phrase of common
+words narrows to the rows where they are neighbours, without positions in the index); ``terms`` is the vocabulary of the words, and ``terms_g`` a contentless FTS5 table of each word's characters, character
 pairs and trigrams, so that a fragment of a word (``Wrapper`` in ``TextWrapper``, ``压缩``
 inside a sentence, ``qz``) finds the words that contain it. A query becomes candidate rows
 through these tables; the query module reads each candidate's text from the log by offset
@@ -25,7 +26,7 @@ import functools
 import re
 import sqlite3
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8  # 8: pairs of neighbouring words in ``words``
 APPLICATION_ID = 0x50434E42  # "PCNB"; files made before it was set say 0
 KIND_NAMES = ("text", "tool_call", "tool_result", "spill")
 KIND = {name: i for i, name in enumerate(KIND_NAMES)}
@@ -33,6 +34,25 @@ KIND = {name: i for i, name in enumerate(KIND_NAMES)}
 WORD = re.compile(r"[0-9a-z_\u0080-\U0010ffff]+")
 # Marks the character grams of a word (never in a word, so never confused with one of its trigrams).
 GRAM_MARK = "\x01"
+# Joins two neighbouring words into one token of ``words`` (a Unicode noncharacter: a word
+# character to the tokenizer). A text's own U+FDD0 is indexed as ``PAIR_STANDIN``, so no word
+# of the vocabulary holds it.
+PAIR = "\ufdd0"
+PAIR_STANDIN = "\ufdd1"
+# The words whose neighbours pair (common-grams): the glue of everyday phrases. A phrase of
+# words found everywhere nearly always holds one ("fix the error in the file"), and a pair of
+# two other words would double the index for phrases a rare word already narrows. Part of
+# the index's format: a change needs a new ``SCHEMA_VERSION``.
+COMMON = frozenset(
+    "a an and are as at be by can do for from has have if in is it no not of on or that the this to was will with".split()  # noqa: SIM905
+)
+_COMMON_BYTES = frozenset(w.encode() for w in COMMON)
+_PAIR_BYTES = PAIR.encode()
+# Bytes that end a word: every ASCII byte but [0-9a-z_] (the text is lower-cased first); UTF-8
+# bytes of other characters are word bytes, as they are to the tokenizer.
+_SEPARATORS = bytes(
+    c if c >= 0x80 or chr(c) in "0123456789abcdefghijklmnopqrstuvwxyz_" else 0x20 for c in range(256)
+)
 
 FTS_TABLES = ("words", "terms_g")
 # The full-text settings of a live index (``history_build.finish`` leaves them after a rebuild;
@@ -149,14 +169,42 @@ def _cjk_tokens(m: re.Match[str]) -> str:
 
 
 def index_text(text: str) -> str:
-    """What ``words`` is given for a piece of text: lower-cased (the tokenizer splits it), CJK split."""
+    """What ``words`` is given for a piece of text: its words (lower-cased, CJK split), then its pairs.
+
+    The pairs are the neighbouring words of which one is in ``COMMON`` (a text's words with
+    its CJK runs taken out: words that meet across only non-word characters, ``error: in``,
+    pair; a query never pairs across CJK). Split as bytes: a table lookup in C, where the
+    ``WORD`` regex costs more than the rest of indexing a row.
+    """
     low = text.lower()
-    return low if low.isascii() else CJK_RUN.sub(_cjk_tokens, low)
+    if low.isascii():
+        data = low.encode()
+    else:
+        if PAIR in low:
+            low = low.replace(PAIR, PAIR_STANDIN)
+        data = CJK_RUN.sub(" ", low).encode()
+        low = CJK_RUN.sub(_cjk_tokens, low)
+    tokens = data.translate(_SEPARATORS).split()
+    pairs = {
+        a + _PAIR_BYTES + b
+        for a, b in zip(tokens, tokens[1:], strict=False)
+        if a in _COMMON_BYTES or b in _COMMON_BYTES
+    }
+    if not pairs:
+        return low
+    return f"{low}\n{b' '.join(pairs).decode()}"
 
 
-def words_of(low: str) -> set[str]:
-    """The distinct tokens ``words`` makes of lower-cased text."""
-    return set(WORD.findall(low))
+def words_of(indexed: str) -> set[str]:
+    """The distinct words (not pairs) ``words`` makes of what ``index_text`` gave."""
+    cut = indexed.rfind("\n")
+    if cut >= 0 and PAIR in indexed[cut:]:
+        indexed = indexed[:cut]
+    return set(WORD.findall(indexed))
+
+
+def pair_token(left: str, right: str) -> str:
+    return f"{left}{PAIR}{right}"
 
 
 def gram_text(term: str) -> str:

@@ -104,6 +104,16 @@ def open_dir(path: str | os.PathLike[str], *, create: bool = False, mode: int = 
     return fd
 
 
+def open_subdir(dfd: int, name: str, *, shown: Path) -> int:
+    """An fd of the directory ``name`` in the directory ``dfd``, not following a link (``open_dir``'s step)."""
+    try:
+        return os.open(name, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=dfd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise _refuse(shown, _what_is(shown)) from None
+        raise _os_error(shown, exc) from exc
+
+
 def _os_error(path: Path, exc: OSError) -> OSError:
     """The OSError again, with the path named (FileNotFoundError stays FileNotFoundError)."""
     return type(exc)(exc.errno, exc.strerror, str(path))

@@ -139,6 +139,7 @@ def new_state() -> dict[str, Any]:
         "last_model": None,
         "title": "",
         "physical": 0,
+        "replaces": 0,  # committed; absent from a state stored before it was counted (then unknown)
         "acc": _acc(),
         "pending": None,  # [replace_id, count, got, acc, marker offset]
         "eff": 0,  # where the effective state begins: the offset of the last committed replace
@@ -191,6 +192,7 @@ class Replay:
             "last_model": s["last_model"],
             "physical_messages": s["physical"],
             "effective_messages": effective,
+            "replaces": s.get("replaces"),
             "bytes": size,
             "created": dated(s["first_ts"], mtime, now),
             "last_activity": dated(s["last_ts"], mtime, now),
@@ -254,6 +256,7 @@ class Replay:
                 pending[2] += 1
                 if pending[2] == pending[1]:
                     s["acc"], s["pending"], s["eff"] = pending[3], None, pending[4]
+                    _count_replace(s)
         elif kind == "usage":
             self._model(entry)
         elif kind in PIN_TYPES:
@@ -266,6 +269,7 @@ class Replay:
                 s["bad"].append([index + 1, _torn_note_part(raw)])
             elif count == 0:
                 s["acc"], s["eff"] = _acc(), at
+                _count_replace(s)
             else:
                 s["pending"] = [rid, count, 0, _acc(), at]
 
@@ -279,6 +283,11 @@ class Replay:
 
 CLOCK_SKEW = 86_400.0  # a time this far past now is another clock's, or crafted
 MIN_MESSAGE_BYTES = 16  # no line holds a message in fewer bytes: '"type":"message"' alone is 16
+
+
+def _count_replace(s: dict[str, Any]) -> None:
+    if type(s.get("replaces")) is int:
+        s["replaces"] += 1
 
 
 def _time_ok(value: object, now: float) -> bool:
@@ -458,7 +467,7 @@ def _resumed(fd: int, meta: dict[str, Any] | None, size: int) -> Replay:
         or (offset and os.pread(fd, 1, offset - 1) != b"\n")
     ):
         return Replay()
-    if set(state) != set(new_state()):
+    if set(state) | {"replaces"} != set(new_state()):  # stored before replaces were counted: still good
         return Replay()
     lines, bad = state.get("lines"), state.get("bad")
     if type(lines) is not int or not 0 <= lines <= offset or type(bad) is not list or len(bad) > lines:
