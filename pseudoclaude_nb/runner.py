@@ -208,10 +208,17 @@ class Runner:
     # --- stops a reader must know about --------------------------------------------------
 
     def _named_stop(self, response: Response, summary: RunSummary) -> Response:
-        """A tool call cut by the output cap never enters the conversation: the step is
+        """Whole calls before the cut run (``_keep_whole_calls``). A tool call cut by the
+        output cap never enters the conversation: when no call is whole, the step is
         retried once with the model's full cap when that is larger, else the run stops with
         advice that can work (the same request would hit the same cap forever)."""
-        if response.stop_reason != "max_tokens" or not response.cut_calls:
+        if response.stop_reason != "max_tokens":
+            return response
+        if response.tool_calls:
+            response = self._keep_whole_calls(response)
+            if response.tool_calls or not response.cut_calls:
+                return response
+        if not response.cut_calls:
             return response
         request = self.last_request or self._request()
         cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
@@ -228,6 +235,8 @@ class Runner:
             summary.usage = summary.usage + response.usage
             self.last_request = replace(request, max_tokens=cap)
             response = self._ask(self.last_request)
+            if response.stop_reason == "max_tokens" and response.tool_calls:
+                response = self._keep_whole_calls(response)
             if response.stop_reason != "max_tokens" or not response.cut_calls:
                 return response
             used, names = cap, ", ".join(response.cut_calls)
@@ -240,6 +249,49 @@ class Runner:
             "(create it with the first part, then add one part per call) — or, if the model allows "
             "more, raise %config PseudoClaude.agent_output_tokens"
         )
+
+    def _keep_whole_calls(self, response: Response) -> Response:
+        """An answer the output cap ended after some whole calls: those run (issue 32).
+
+        A kept call's arguments are a whole JSON object that its tool's schema accepts; any
+        other call is dropped, named in a notice, and the answer's text says so to the model
+        (so it does not take the dropped call for done). With nothing kept, the answer goes
+        back unchanged but for the dropped names, for the cut-call handling.
+        """
+        kept: list[ToolCall] = []
+        invalid: list[str] = []
+        for call in response.tool_calls:
+            tool = self.surface.get(call.name)
+            try:
+                valid = tool is not None and tool.args.model_validate(call.arguments) is not None
+            except ValueError:  # pydantic's ValidationError is a ValueError
+                valid = False
+            if valid:
+                kept.append(call)
+            else:
+                invalid.append(call.name)
+        dropped = list(response.cut_calls) + invalid
+        if not kept:
+            return replace(response, tool_calls=[], cut_calls=dropped)
+        used = self._cap_used(self.last_request)
+        names = ", ".join(call.name for call in kept)
+        what = ""
+        if response.cut_calls:
+            what += f"; dropped {', '.join(response.cut_calls)}: cut before its arguments were complete"
+        if invalid:
+            what += f"; dropped {', '.join(invalid)}: its arguments do not fit the tool"
+        text = response.text
+        if dropped:
+            text = f"{text}\n\n" if text else ""
+            text += f"[the output cap cut this answer; the {', '.join(dropped)} call was dropped, not run]"
+        self.emit(
+            Notice(
+                f"the output cap ({used:,} tokens) ended the answer; kept {len(kept)} whole "
+                f"call{'s' if len(kept) != 1 else ''} ({names}), which run{what or '; nothing was cut'}",
+                "warning" if dropped else "info",
+            )
+        )
+        return replace(response, text=text, tool_calls=kept, cut_calls=dropped, stop_reason="tool_use")
 
     def _add_answer(self, response: Response, *, notice: bool = True) -> Message:
         stop = response.stop_reason if response.stop_reason in STOP_STATUS else None
