@@ -177,8 +177,8 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
 
     def compact_settings(self, context_window: int) -> CompactSettings:
         s = self.settings
-        return CompactSettings(
-            context_window=context_window,
+        return CompactSettings.fitted(
+            context_window,
             spill_bytes=s.spill_bytes,
             spill_batch_bytes=s.spill_batch_bytes,
             summary_reserve=s.summary_reserve,

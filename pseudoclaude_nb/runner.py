@@ -49,6 +49,8 @@ from .tools import Permissions, ToolRegistry
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
 # How a run ends when its last answer stopped for a reason the user must know about.
 STOP_STATUS = {"max_tokens": "truncated", "refusal": "refused"}
+# Asked for even when the window leaves less: the server then stops at its context's end.
+MIN_OUTPUT_TOKENS = 64
 
 
 class _Interrupted(Exception):
@@ -222,6 +224,8 @@ class Runner:
             return response
         request = self.last_request or self._request()
         cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
+        room = self._window_room()
+        cap = cap if room is None else min(cap, room)  # a retry never asks past the window either
         used = self._cap_used(request)
         names = ", ".join(response.cut_calls)
         if cap > request.max_tokens:
@@ -303,8 +307,21 @@ class Runner:
             stop_reason=stop,  # type: ignore[arg-type]
         )
         message = self.conversation.append(self._admitted(answer, "the model's answer"))
-        if notice and stop == "max_tokens":
-            cap = self._cap_used(self.last_request)
+        window = self.context.settings.context_window if self.context is not None else 0
+        used = response.usage.prompt_total + response.usage.output_tokens
+        cap = self._cap_used(self.last_request)
+        if notice and stop == "max_tokens" and window and response.usage.output_tokens < cap and used >= window * 0.97:
+            # Not the output cap: the server stopped where its context ran out.
+            self.emit(
+                Notice(
+                    f"the answer was cut where the context window ran out ({used:,} of {window:,} tokens: "
+                    f"{response.usage.prompt_total:,} prompt + {response.usage.output_tokens:,} answer), "
+                    "before the output cap; it is marked as truncated. Ask for a shorter answer, or "
+                    "compact (%compact) to make room",
+                    "warning",
+                )
+            )
+        elif notice and stop == "max_tokens":
             self.emit(
                 Notice(
                     f"the answer was cut at the output cap (about {cap:,} tokens) and is marked as "
@@ -378,6 +395,18 @@ class Runner:
             status=exc.status,
         )
 
+    def _output_room(self) -> int:
+        """What an agent request asks for: the setting, at most what the window leaves after
+        the prompt (issue 32: 8,192 asked of a 4,096 window ran until the context was full)."""
+        room = self._window_room()
+        return self.max_tokens if room is None else min(self.max_tokens, room)
+
+    def _window_room(self) -> int | None:
+        """Output tokens the window leaves after the next request's prompt (estimated)."""
+        if self.context is None:
+            return None
+        return max(MIN_OUTPUT_TOKENS, self.context.settings.context_window - self.context.estimate())
+
     def _request(self) -> Request:
         messages, problems = self._pairing(self.conversation.messages(), strict=self.strict)
         if problems:
@@ -391,7 +420,7 @@ class Runner:
             system=self.system_prompt,
             messages=messages,
             tools=self.surface.schemas(),
-            max_tokens=self.max_tokens,
+            max_tokens=self._output_room(),
             images=partial(images.read, self.writer.dir) if self.writer is not None else None,
         )
         self.last_request = request

@@ -34,7 +34,7 @@ def agent_for(workspace: Path, agents: list, **settings) -> Agent:
         workspace=str(workspace),
         provider="openai",
         model=rec.MODEL,
-        context_window=200_000,  # stated, so the server is not asked for it
+        context_window=32_768,  # stated, so the server is not asked for it
         permission_mode="auto",
         fsync=False,
         memory_policy="off",
