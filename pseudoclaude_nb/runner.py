@@ -15,7 +15,7 @@ what the conversation holds must be what the log holds, because the log is repla
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from functools import partial
 
@@ -73,8 +73,10 @@ class Runner:
         context: ContextManager | None = None,
         max_tokens: int = Request.max_tokens,
         review: Review | None = None,
+        on_window: Callable[[int], None] | None = None,
     ) -> None:
         self.conversation = conversation
+        self.on_window = on_window  # told the window a context-length error named
         self.provider = provider
         self.tools = tools
         self.permissions = permissions
@@ -170,8 +172,9 @@ class Runner:
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
-            # The estimate was wrong (or there is no anchor yet): shrink once (compact, or a
-            # forced rollover), retry once.
+            # The estimate was wrong (or there is no anchor yet, or the window was): shrink
+            # once (compact, or a forced rollover), retry once.
+            self._adopt_window(exc)
             if self.context is None or not self.context.recover(self.provider, self.emit, self.review):
                 raise self._too_long(exc) from exc
             self.surface = self.context.surface(self.tools)
@@ -386,6 +389,23 @@ class Runner:
             )
         )
         return message.model_copy(update=update)
+
+    def _adopt_window(self, exc: ContextTooLong) -> None:
+        """A context-length error that names a smaller window than the one assumed: use it
+        from now on (issue 32: after llama.cpp's 400 said n_ctx 2,048, 128,000 was kept)."""
+        if self.context is None or not exc.window or self.on_window is None:
+            return
+        assumed = self.context.settings.context_window
+        if exc.window >= assumed:
+            return
+        self.on_window(exc.window)
+        self.emit(
+            Notice(
+                f"the server's window is {exc.window:,} tokens (its error says so), not {assumed:,}: "
+                "using it from now on (and for this server and model next time)",
+                "warning",
+            )
+        )
 
     @staticmethod
     def _too_long(exc: ContextTooLong) -> ProviderError:

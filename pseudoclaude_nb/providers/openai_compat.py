@@ -30,6 +30,7 @@ from .models import clamp_output, default_model, model_info
 # names are re-exported because they were importable from here before the split.
 from .openai_messages import IMAGE_LIMIT, REASONING_FIELDS, ImageParts, wire_messages
 from .openai_stream import STOP_REASONS, ChunkReader, call_arguments, new_call_id, usage_of
+from .window import Learned, cached, probe, remember, window_in_error
 
 SERVICE = "the OpenAI-compatible endpoint"
 KEY_VAR, URL_VAR = "OPENAI_API_KEY", "OPENAI_BASE_URL"
@@ -70,6 +71,12 @@ class OpenAIProvider:
         self.model = model or default_model("openai")
         self.info = model_info("openai", self.model)
         self.context_window = context_window or self.info.window
+        # Where the window came from, for %context; a local server is asked (learn_window).
+        self.window_stated = bool(context_window)
+        self.window_source = "--context-window" if context_window else (
+            "the model table" if self.info.known else "the default for an unknown model"
+        )
+        self.supports_tools: bool | None = None  # llama.cpp /props says, when asked
         self.max_output_tokens = max_output_tokens or self.info.output
         if reasoning_effort and self.info.known and self.info.thinking != "effort":
             raise ConfigError(
@@ -87,6 +94,29 @@ class OpenAIProvider:
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def learn_window(self) -> Learned | None:
+        """Ask the server for its window once per base URL and model (cached); adopt it.
+
+        An explicit ``--context-window`` wins and OpenAI's own API is not asked (its
+        models are in the table). None when nothing was asked.
+        """
+        if self.window_stated or self.is_openai:
+            return None
+        learned = cached(self.base_url, self.model)
+        if learned is None:
+            learned = probe(self._client, self.base_url, self.model)
+            if learned is None:
+                return None  # nobody listened: ask again next time
+            remember(self.base_url, self.model, learned)
+        self.adopt_window(learned)
+        return learned
+
+    def adopt_window(self, learned: Learned) -> None:
+        if learned.window and not self.window_stated:
+            self.context_window, self.window_source = learned.window, learned.source
+        if learned.supports_tools is not None:
+            self.supports_tools = learned.supports_tools
 
     # --- requests -------------------------------------------------------------------------
 
@@ -244,7 +274,9 @@ class OpenAIProvider:
             payload = None
         if status in (400, 413) and _too_long(payload):
             return ContextTooLong(
-                f"{self._service}: {wire.quote(_message(payload), self._key)}", status=status
+                f"{self._service}: {wire.quote(_message(payload), self._key)}",
+                status=status,
+                window=window_in_error(payload),
             )
         detail = wire.quote(_message(payload) or response.reason_phrase or "no details", self._key)
         if 300 <= status < 400:
@@ -267,7 +299,7 @@ class OpenAIProvider:
         """An error object sent as a ``data:`` chunk after the stream began."""
         text = wire.quote(_message(payload) or payload, self._key)
         if _too_long(payload):
-            return ContextTooLong(f"{self._service}: {text}", status=400)
+            return ContextTooLong(f"{self._service}: {text}", status=400, window=window_in_error(payload))
         return StreamError(
             f"{self._service} reported an error mid-stream ({text}); nothing from this response was "
             "kept — try again"
