@@ -36,7 +36,7 @@ from .base import (
     UsageEvent,
 )
 from .models import clamp_output, default_model, model_info
-from .window import window_in_error
+from .window import prompt_in_error, window_in_error
 
 SERVICE = "Anthropic"
 KEY_VAR, URL_VAR = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
@@ -287,7 +287,12 @@ class AnthropicProvider:
                 status=code,
             )
         if status in (400, 413) and any(hint in message.lower() for hint in TOO_LONG):
-            return ContextTooLong(f"{SERVICE}: {detail}", status=status, window=window_in_error(message))
+            return ContextTooLong(
+                f"{SERVICE}: {detail}",
+                status=status,
+                window=window_in_error(message),
+                prompt=prompt_in_error(message),
+            )
         if status == 413:
             return ContextTooLong(f"{SERVICE}: the request is too large ({detail})", status=status)
         if status in (401, 403):

@@ -30,9 +30,11 @@ from .models import clamp_output, default_model, model_info
 # names are re-exported because they were importable from here before the split.
 from .openai_messages import IMAGE_LIMIT, REASONING_FIELDS, ImageParts, wire_messages
 from .openai_stream import STOP_REASONS, ChunkReader, call_arguments, new_call_id, usage_of
-from .window import Learned, cached, probe, remember, window_in_error
+from .window import Learned, cached, probe, prompt_in_error, remember, window_in_error
 
 SERVICE = "the OpenAI-compatible endpoint"
+# reasoning_effort as the OpenAI API documents it (gpt-5.x: none and xhigh; o-series: low to high).
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 KEY_VAR, URL_VAR = "OPENAI_API_KEY", "OPENAI_BASE_URL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 TIMEOUT = httpx.Timeout(600.0, connect=10.0)
@@ -78,6 +80,11 @@ class OpenAIProvider:
         )
         self.supports_tools: bool | None = None  # llama.cpp /props says, when asked
         self.max_output_tokens = max_output_tokens or self.info.output
+        if reasoning_effort and reasoning_effort.lower() not in EFFORTS:
+            raise ConfigError(
+                f"--effort {reasoning_effort!r} is not a reasoning_effort the OpenAI API documents; "
+                f"use one of {', '.join(EFFORTS)} (or leave it empty)"
+            )
         if reasoning_effort and self.info.known and self.info.thinking != "effort":
             raise ConfigError(
                 f"model {self.model} takes no reasoning_effort: leave it empty "
@@ -277,6 +284,7 @@ class OpenAIProvider:
                 f"{self._service}: {wire.quote(_message(payload), self._key)}",
                 status=status,
                 window=window_in_error(payload),
+                prompt=prompt_in_error(payload),
             )
         detail = wire.quote(_message(payload) or response.reason_phrase or "no details", self._key)
         if 300 <= status < 400:
@@ -299,7 +307,12 @@ class OpenAIProvider:
         """An error object sent as a ``data:`` chunk after the stream began."""
         text = wire.quote(_message(payload) or payload, self._key)
         if _too_long(payload):
-            return ContextTooLong(f"{self._service}: {text}", status=400, window=window_in_error(payload))
+            return ContextTooLong(
+                f"{self._service}: {text}",
+                status=400,
+                window=window_in_error(payload),
+                prompt=prompt_in_error(payload),
+            )
         return StreamError(
             f"{self._service} reported an error mid-stream ({text}); nothing from this response was "
             "kept — try again"

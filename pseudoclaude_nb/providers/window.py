@@ -175,6 +175,27 @@ def window_in_error(payload: Any) -> int | None:
     return None
 
 
+_PROMPT_WORDINGS = (
+    r"request \((\d+) tokens\) exceeds",  # llama.cpp
+    r"messages resulted in (\d+) tokens",  # OpenAI
+    r"you requested (\d+) tokens",  # vLLM
+    r"prompt is too long: (\d+) tokens",  # Anthropic
+)
+
+
+def prompt_in_error(payload: Any) -> int | None:
+    """The prompt's real size a context-length error names (llama.cpp's ``n_prompt_tokens``)."""
+    error = payload.get("error") if isinstance(payload, dict) else None
+    if isinstance(error, dict) and _int(error.get("n_prompt_tokens")):
+        return error["n_prompt_tokens"]
+    text = (payload if isinstance(payload, str) else json.dumps(payload)).replace(",", "")
+    for pattern in _PROMPT_WORDINGS:
+        match = re.search(pattern, text, re.IGNORECASE)
+        if match and int(match.group(1)) > 0:
+            return int(match.group(1))
+    return None
+
+
 # --- the cache -----------------------------------------------------------------------------------
 
 
