@@ -183,7 +183,8 @@ class Runner(Limits):
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
         if self.context is not None:
-            self.context.on_usage(response.usage, len(self.conversation))
+            sent = self.last_request.tools if self.last_request is not None else None
+            self.context.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
