@@ -22,7 +22,7 @@ import httpx
 
 from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
 from ..messages import Message, Reasoning, ToolCall
-from . import wire
+from . import clients, wire
 from .base import Request, Response, StreamEvent
 from .models import clamp_output, default_model, model_info
 
@@ -96,8 +96,15 @@ class OpenAIProvider:
         self.backoff = backoff
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout or TIMEOUT, headers=headers)
+        timeout = timeout or TIMEOUT
+        # One client per configuration, reused by every run (a new one costs 0.3–0.6 s).
+        self._client_key = ("openai", self.base_url, key, repr(timeout))
+        self._make_client = lambda: httpx.Client(timeout=timeout, headers=headers)
         self._service = "OpenAI" if self.is_openai else SERVICE
+
+    @property
+    def _client(self) -> httpx.Client:
+        return clients.shared(self._client_key, self._make_client)
 
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
