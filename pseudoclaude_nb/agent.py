@@ -222,6 +222,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         tools = self._tools(config.strategy, memory_index, relay)
         system = join_sections(self._sections(config.strategy, memory_index))
         window_notes = self.learn_window(provider)
+        window_notes += self.tools_notice(tools.schemas(), provider.context_window, self.settings.compact_tools)
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from .compact.estimate import estimate_request
 from .errors import ConfigError
 from .providers.window import Learned, remember
+from .tools.compact_set import TOOLS_SHARE_NOTICE
 
 
 class AgentWindow:
@@ -52,3 +54,19 @@ class AgentWindow:
             remember(provider.base_url, provider.model, learned)
         else:
             provider.context_window = window
+
+    def tools_notice(self, schemas: list[dict[str, Any]], window: int, compact_on: bool) -> list[str]:
+        """Say once per window size when the tool schemas take a large share of the window."""
+        tokens = estimate_request("", [], schemas)
+        said = getattr(self, "_windows_said", None)
+        if said is None:
+            said = self._windows_said = set()
+        key = ("tools", str(compact_on), window)
+        if compact_on or window <= 0 or tokens <= window * TOOLS_SHARE_NOTICE or key in said:
+            return []
+        said.add(key)
+        return [
+            f"the tool schemas are ~{tokens:,} tokens, {tokens / window:.0%} of the {window:,}-token "
+            "window; %config PseudoClaude.compact_tools = True offers a smaller set (file and shell "
+            "tools, short descriptions)"
+        ]

@@ -18,6 +18,7 @@ from .errors import ContextTooLong, HookError, ProviderError
 from .events import Notice, RunEvent, RunSummary
 from .messages import Message, ToolCall
 from .providers.base import Provider, Request, Response
+from .tools.compact_set import CompactTool
 
 if TYPE_CHECKING:
     from .context import ContextManager
@@ -223,8 +224,15 @@ class Limits:
         else:
             window, strategy = self.context.settings.context_window, self.context.strategy.name
         prompts = sum(1 for m in messages if m.role == "user" and m.tool_result is None)
+        smaller = any(not isinstance(tool, CompactTool) for tool in self.surface)
         text = too_long_advice(
-            str(exc), window, parts, strategy=strategy, compactable=prompts > 1, history=len(messages) > 1
+            str(exc),
+            window,
+            parts,
+            strategy=strategy,
+            compactable=prompts > 1,
+            history=len(messages) > 1,
+            smaller_tools=smaller,
         )
         self._drop_unanswered()
         return ProviderError(text, status=exc.status)

@@ -89,3 +89,43 @@ def test_an_undocumented_effort_is_a_usage_error(ip, server) -> None:
     with pytest.raises(UsageError, match="'bogus' is not a reasoning_effort.*low, medium, high"):
         ip.run_line_magic("agent", "--provider openai --model o3 --effort bogus hello")
     assert server.requests == []
+
+
+# --- the compact tool set ---------------------------------------------------------------------------
+
+
+def test_large_tool_schemas_are_said_once_and_the_compact_set_is_smaller(
+    server, workspace: Path, agents
+) -> None:
+    from tests.fakes import openai_server as wire
+
+    server.play(wire.answer("one"), wire.answer("two"), wire.answer("three"))
+    agent = agent_for(workspace, agents, context_window=4_096)
+    seen: list = []
+    agent.run("hi", listeners=[seen.append])
+    agent.run("again", listeners=[seen.append])
+    said = [e.text for e in seen if type(e).__name__ == "Notice" and "tool schemas are" in e.text]
+    assert len(said) == 1 and "of the 4,096-token window" in said[0] and "compact_tools = True" in said[0]
+    full = server.bodies[0]["tools"]
+    agent.settings.compact_tools = True
+    agent.run("small now", listeners=[seen.append])
+    small = server.bodies[2]["tools"]
+    assert [t["function"]["name"] for t in small] == [
+        "read_file",
+        "write_file",
+        "edit_file",
+        "list_files",
+        "grep",
+        "bash",
+    ]
+    assert all(len(t["function"]["description"]) <= 160 for t in small)
+    assert "description" not in str(small[0]["function"]["parameters"])
+    assert len(str(small)) * 2 < len(str(full))
+    assert len(said) == 1  # nothing more said with the compact set on
+
+
+def test_the_compact_set_is_not_advised_when_it_is_on(server, workspace: Path, agents) -> None:
+    server.play(rec.reply("context_error_400"))
+    agent = agent_for(workspace, agents, compact_tools=True)
+    summary = agent.run("read data.txt")
+    assert "compact_tools" not in str(summary.error) and "a window of at least" in str(summary.error)

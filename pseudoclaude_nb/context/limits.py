@@ -68,10 +68,18 @@ def measure(system: str, tools: Sequence[dict[str, Any]], messages: Sequence[Mes
 
 
 def too_long_advice(
-    reason: str, window: int, parts: FixedPrompt, *, strategy: str, compactable: bool, history: bool
+    reason: str,
+    window: int,
+    parts: FixedPrompt,
+    *,
+    strategy: str,
+    compactable: bool,
+    history: bool,
+    smaller_tools: bool = False,
 ) -> str:
     """The error text: why, with numbers, and only advice that can work. ``compactable``:
-    there is old history to summarize; ``history``: more than this run's prompt."""
+    there is old history to summarize; ``history``: more than this run's prompt;
+    ``smaller_tools``: the compact tool set would be smaller than what was sent."""
     need = parts.fixed + ANSWER_ROOM
     numbers = (
         f"system prompt (with memory) ~{parts.system:,} + tool schemas ~{parts.tools:,} "
@@ -85,7 +93,7 @@ def too_long_advice(
             f"a window of at least ~{_round_up(need):,} tokens (start the server with a larger "
             "context, e.g. llama-server -c, and let it be learned or pass --context-window)"
         ]
-        if parts.tool_count > 4:
+        if smaller_tools:
             fits.append("a smaller tool set (%config PseudoClaude.compact_tools = True)")
         if parts.notebook:
             fits.append("no notebook block (--no-notebook)")
