@@ -14,15 +14,16 @@ llama.cpp, vLLM, OpenAI, Ollama, LM Studio and Anthropic.
 from __future__ import annotations
 
 import json
+import os
 import re
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
 
 from ..errors import UnsafePathError
-from ..memory.store import pseudoclaude_home
 from ..session import safeio
 
 FILE = "windows.json"
@@ -203,8 +204,11 @@ def _key(base_url: str, model: str) -> str:
     return f"{base_url.rstrip('/')} {model}"
 
 
-def _path():
-    return pseudoclaude_home() / FILE
+def _path() -> Path:
+    # $PSEUDOCLAUDE_HOME as memory.store reads it (not imported: memory imports providers).
+    configured = os.environ.get("PSEUDOCLAUDE_HOME")
+    home = Path(configured).expanduser() if configured else Path.home() / ".pseudoclaude"
+    return home / FILE
 
 
 def _load() -> dict[str, dict[str, Any]]:
