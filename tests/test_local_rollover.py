@@ -87,3 +87,25 @@ def test_the_fallback_steps_small_tool_set_does_not_hide_the_hard_limit(
         estimate_request(system, rest, third["tools"])
         < agent.session.context.settings.rollover_limits["base"]
     )
+
+
+def test_no_reminder_before_the_first_answer_in_a_small_window(server, workspace: Path, agents) -> None:
+    # 4,096 tokens: the reminder mark (1,197) is below the fixed prompt alone (~2,600).
+    server.play(wire.answer("Hello.", usage=usage(2_400), dialect="llamacpp"))
+    agent = Agent(
+        PseudoClaude(
+            workspace=str(workspace),
+            provider="openai",
+            model=rec.MODEL,
+            context_window=4_096,
+            strategy="rollover",
+            permission_mode="auto",
+            fsync=False,
+            memory_policy="off",
+        )
+    )
+    agents.append(agent)
+    seen: list = []
+    agent.run("hi", listeners=[seen.append])
+    assert not [e for e in seen if "rollover reminder" in getattr(e, "text", "")]
+    assert "[host note]" not in str(server.bodies[0]["messages"])

@@ -162,6 +162,10 @@ class RolloverStrategy:
                 emit,
             )
             emit(RolloverFallback(state.current_tokens, ROLLOVER_TOOLS))
+        elif action.type == "remind" and not self._has_work():
+            # Issue 32: in a small window the fixed prompt alone is past the reminder mark;
+            # "finish and hand off" before any answer is a reminder no model can act on.
+            acted = False
         elif action.type == "remind":
             self.reminded = True
             self._host_note(
