@@ -20,6 +20,7 @@ from .agent_notebook import NOTEBOOK_IMAGES, NotebookActivity
 from .agent_session import ActiveSession
 from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
+from .agent_window import AgentWindow
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from .context import CompactSettings, ContextManager
 from .context.confirm import Ask, Review, text_ask
@@ -46,7 +47,7 @@ from .tools import Permissions
 __all__ = ["MEMORY_WAIT_SECONDS", "NOTEBOOK_IMAGES", "ActiveSession", "Agent"]
 
 
-class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
+class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
     """The composition root: sessions and runs here; what a run offers (``RunSurface``), its
     memory (``RunMemory``), its notebook activity (``NotebookActivity``) and what ``%context``
     shows (``ContextViews``) are mixins over the same state."""
@@ -74,6 +75,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         self._last_memory_index: str | None = None  # what the last run's requests carried
         self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
         self.pins = Pins()  # the current session's, or held for the session the next run starts
+        self.window_source: str | None = None  # where %context's window came from (issue 32)
 
     @property
     def workspace(self) -> Path:
@@ -178,8 +180,8 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
 
     def compact_settings(self, context_window: int) -> CompactSettings:
         s = self.settings
-        return CompactSettings(
-            context_window=context_window,
+        return CompactSettings.fitted(
+            context_window,
             spill_bytes=s.spill_bytes,
             spill_batch_bytes=s.spill_batch_bytes,
             summary_reserve=s.summary_reserve,
@@ -220,9 +222,16 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
         mcp_problems = self.prepare_mcp()
         tools = self._tools(config.strategy, memory_index, relay)
         system = join_sections(self._sections(config.strategy, memory_index))
+        window_notes = self.learn_window(provider)
+        window_notes += self.tools_notice(tools.schemas(), provider.context_window, self.settings.compact_tools)
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
+
+        def on_window(window: int) -> None:
+            self.adopt_window(provider, window)
+            context.configure(self.compact_settings(window), system=system, tools=tools.schemas())
+
         self.last_provider = provider
         permissions = Permissions(config.permission_mode, ask=self.ask)
         permissions.always_allowed |= {t.name for t in tools if getattr(t, "preapproved", False)}
@@ -239,6 +248,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             listeners=listeners,
             max_tokens=config.agent_output_tokens,
             review=self._review(config, confirm),
+            on_window=on_window,
         )
         relay.target = runner.emit
         self.last_runner = runner
@@ -248,6 +258,8 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity):
             runner.emit(Notice(block.summary()))
         for event in memory_events:
             runner.emit(event)
+        for text in window_notes:
+            runner.emit(Notice(text))
         for text in env_notices + mcp_problems:
             runner.emit(Notice(text, "warning"))
         if not config.memory:

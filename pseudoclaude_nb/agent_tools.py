@@ -29,6 +29,7 @@ from .prompt import system_sections, with_memory, with_pins
 from .rollover.handoff import GUIDANCE, Intent
 from .session.history import HistoryIndex
 from .tools import MemoryReader, ToolRegistry, build_tools
+from .tools.compact_set import compact
 from .tools.notebook import notebook_tools
 from .tools.registry import Tool
 from .tools.rollover import new_context_tool, search_history_tool
@@ -89,6 +90,8 @@ class RunSurface:
                 continue
             tools.add(tool)
             origin[tool.name] = source
+        if self.settings.compact_tools:
+            tools = compact(tools)  # issue 32: a small window's set
         return tools
 
     # --- MCP servers -------------------------------------------------------------------------

@@ -34,6 +34,7 @@ class AgentParts(Protocol):
     last_provider: Provider | None
     last_runner: Runner | None
     _last_memory_index: str | None
+    window_source: str | None
 
     @property
     def workspace(self) -> Path: ...
@@ -60,12 +61,19 @@ class ContextViews:
         return provider_for(self.config(strategy=self._strategy()))
 
     def _context_window(self: AgentParts) -> int:
+        """The window %context shows; ``window_source`` says where it came from."""
         if self.settings.context_window:
+            self.window_source = "--context-window"
             return self.settings.context_window
         try:
-            return self.provider_for_context().context_window
+            provider = self.provider_for_context()
         except ConfigError:
             return CompactSettings().context_window
+        learn = getattr(provider, "learn_window", None)
+        if learn is not None:
+            learn()  # asked once per server and model, then cached (issue 32)
+        self.window_source = getattr(provider, "window_source", None)
+        return provider.context_window
 
     def _prepared_context(
         self: AgentParts,
@@ -90,6 +98,7 @@ class ContextViews:
         strategy = self._strategy()
         threshold = threshold_for(strategy, settings)
         extra: dict = {
+            "window_source": self.window_source,
             "strategy": strategy,
             "session_id": None,
             "memory_policy": self.settings.memory_policy,

@@ -116,6 +116,10 @@ class PseudoClaude(Configurable):
     notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
         config=True
     )
+    compact_tools = Bool(
+        False,
+        help="Offer a compact tool set (file and shell tools, short descriptions) for small windows.",
+    ).tag(config=True)
 
 
 @dataclass(frozen=True)

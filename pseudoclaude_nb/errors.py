@@ -105,7 +105,19 @@ class ProviderError(PseudoClaudeError):
 
 
 class ContextTooLong(ProviderError):
-    """The provider refused the request as longer than the model's window."""
+    """The provider refused the request as longer than the model's window.
+
+    ``window`` is the window the error named, when it named one (issue 32: llama.cpp's
+    400 says ``"n_ctx":2048``); the runner adopts it before it compacts and retries.
+    ``prompt`` is the prompt's size the error named (``n_prompt_tokens``).
+    """
+
+    def __init__(
+        self, message: str, *, status: int | None = None, window: int | None = None, prompt: int | None = None
+    ) -> None:
+        super().__init__(message, status=status)
+        self.window = window
+        self.prompt = prompt  # the prompt's tokens as the server counted them, when it said
 
 
 class ScriptError(ProviderError):

@@ -15,14 +15,13 @@ what the conversation holds must be what the log holds, because the log is repla
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
 from functools import partial
 
 from .context import ContextManager
 from .context.confirm import Review
 from .conversation import Conversation
-from .errors import ContextTooLong, HookError, ProviderError, PseudoClaudeError, SpillWriteError
+from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
 from .events import (
     AssistantDelta,
     Listener,
@@ -41,21 +40,22 @@ from .events import (
 from .messages import ImagePart, Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
+
+# STOP_STATUS lived here before the split; callers import it from here.
+from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
-# How a run ends when its last answer stopped for a reason the user must know about.
-STOP_STATUS = {"max_tokens": "truncated", "refusal": "refused"}
 
 
 class _Interrupted(Exception):
     pass
 
 
-class Runner:
+class Runner(Limits):
     def __init__(
         self,
         *,
@@ -71,8 +71,10 @@ class Runner:
         context: ContextManager | None = None,
         max_tokens: int = Request.max_tokens,
         review: Review | None = None,
+        on_window: Callable[[int], None] | None = None,
     ) -> None:
         self.conversation = conversation
+        self.on_window = on_window  # told the window a context-length error named
         self.provider = provider
         self.tools = tools
         self.permissions = permissions
@@ -86,6 +88,7 @@ class Runner:
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self._pairing = PairingCheck()  # each request walks only the messages since the last
+        self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
@@ -105,10 +108,8 @@ class Runner:
         started = time.monotonic()
         allowed, refused = self.permissions.allowed, self.permissions.refused
         try:
-            if isinstance(prompt, Message):
-                self.conversation.append(self._admitted(prompt, "the prompt"))
-            else:
-                self.conversation.append(self._admitted(Message(role="user", content=prompt), "the prompt"))
+            first = prompt if isinstance(prompt, Message) else Message(role="user", content=prompt)
+            self._prompt_id = self.conversation.append(self._admitted(first, "the prompt")).id
             summary.status = "max-steps"
             for step in range(1, self.max_steps + 1):
                 summary.steps = step
@@ -168,8 +169,9 @@ class Runner:
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
-            # The estimate was wrong (or there is no anchor yet): shrink once (compact, or a
-            # forced rollover), retry once.
+            # The estimate was wrong (or there is no anchor yet, or the window was): shrink
+            # once (compact, or a forced rollover), retry once.
+            self._adopt_window(exc)
             if self.context is None or not self.context.recover(self.provider, self.emit, self.review):
                 raise self._too_long(exc) from exc
             self.surface = self.context.surface(self.tools)
@@ -181,7 +183,8 @@ class Runner:
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
         if self.context is not None:
-            self.context.on_usage(response.usage, len(self.conversation))
+            sent = self.last_request.tools if self.last_request is not None else None
+            self.context.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
@@ -204,77 +207,6 @@ class Runner:
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
         return assembler.finish()
-
-    # --- stops a reader must know about --------------------------------------------------
-
-    def _named_stop(self, response: Response, summary: RunSummary) -> Response:
-        """A tool call cut by the output cap never enters the conversation: the step is
-        retried once with the model's full cap when that is larger, else the run stops with
-        advice that can work (the same request would hit the same cap forever)."""
-        if response.stop_reason != "max_tokens" or not response.cut_calls:
-            return response
-        request = self.last_request or self._request()
-        cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
-        used = self._cap_used(request)
-        names = ", ".join(response.cut_calls)
-        if cap > request.max_tokens:
-            self.emit(
-                Notice(
-                    f"the output cap ({used:,} tokens) cut the {names} call before its arguments were "
-                    f"complete; it was dropped, and the step is retried once with {cap:,} tokens",
-                    "warning",
-                )
-            )
-            summary.usage = summary.usage + response.usage
-            self.last_request = replace(request, max_tokens=cap)
-            response = self._ask(self.last_request)
-            if response.stop_reason != "max_tokens" or not response.cut_calls:
-                return response
-            used, names = cap, ", ".join(response.cut_calls)
-        summary.usage = summary.usage + response.usage
-        if response.text.strip():  # what it said is kept, marked as cut; the call is not
-            self._add_answer(replace(response, tool_calls=[]), notice=False)
-        raise ProviderError(
-            f"the model's output cap ({used:,} tokens) cut the {names} call before its arguments were "
-            "complete, so nothing of it was run. Ask for smaller steps — e.g. write the file in parts "
-            "(create it with the first part, then add one part per call) — or, if the model allows "
-            "more, raise %config PseudoClaude.agent_output_tokens"
-        )
-
-    def _add_answer(self, response: Response, *, notice: bool = True) -> Message:
-        stop = response.stop_reason if response.stop_reason in STOP_STATUS else None
-        answer = Message(
-            role="assistant",
-            content=response.text,
-            tool_calls=tuple(response.tool_calls),
-            reasoning=tuple(response.reasoning),
-            stop_reason=stop,  # type: ignore[arg-type]
-        )
-        message = self.conversation.append(self._admitted(answer, "the model's answer"))
-        if notice and stop == "max_tokens":
-            cap = self._cap_used(self.last_request)
-            self.emit(
-                Notice(
-                    f"the answer was cut at the output cap (about {cap:,} tokens) and is marked as "
-                    "truncated; ask the agent to continue, or raise %config PseudoClaude.agent_output_tokens",
-                    "warning",
-                )
-            )
-        elif notice and stop == "refusal":
-            self.emit(
-                Notice(
-                    "the model refused this request (stop reason: refusal); its answer is shown and kept "
-                    "as it is",
-                    "warning",
-                )
-            )
-        return message
-
-    def _cap_used(self, request: Request | None) -> int:
-        """The output cap a request went out with: what it asked, clamped to the model's."""
-        asked = request.max_tokens if request is not None else self.max_tokens
-        cap = int(getattr(self.provider, "max_output_tokens", 0) or 0)
-        return min(asked, cap) if cap else asked
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
@@ -318,14 +250,6 @@ class Runner:
         )
         return message.model_copy(update=update)
 
-    @staticmethod
-    def _too_long(exc: ContextTooLong) -> ProviderError:
-        return ProviderError(
-            f"{exc} — even after compacting once. Try %compact, start afresh with "
-            "%sessions new, or run with --strategy rollover.",
-            status=exc.status,
-        )
-
     def _request(self) -> Request:
         messages, problems = self._pairing(self.conversation.messages(), strict=self.strict)
         if problems:
@@ -339,7 +263,7 @@ class Runner:
             system=self.system_prompt,
             messages=messages,
             tools=self.surface.schemas(),
-            max_tokens=self.max_tokens,
+            max_tokens=self._output_room(),
             images=partial(images.read, self.writer.dir) if self.writer is not None else None,
         )
         self.last_request = request

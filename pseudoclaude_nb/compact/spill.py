@@ -121,14 +121,20 @@ def head_at_boundary(text: str, limit: int = PREVIEW_BYTES) -> str:
     return head[: cut + 1] if cut >= len(head) // 2 else head
 
 
-def preview(text: str, shown_path: str, *, redact: bool = True) -> str:
+def preview_bytes(spill_bytes: int) -> int:
+    """The head a preview shows: 2,000 bytes, at most a third of the spill limit (a small
+    window's limit is ~1,200 bytes; its preview must be well under it)."""
+    return min(PREVIEW_BYTES, max(256, spill_bytes // 3))
+
+
+def preview(text: str, shown_path: str, *, redact: bool = True, limit: int = PREVIEW_BYTES) -> str:
     """What the model sees instead of a spilled result.
 
     The text is redacted *before* its head is cut (``redact``), so the cut cannot leave a
     secret's value without the label that identifies it.
     """
     size = len(text.encode("utf-8"))
-    head = head_at_boundary(Redactor().text(text) if redact else text)
+    head = head_at_boundary(Redactor().text(text) if redact else text, limit)
     return (
         f"[Tool result too large for the context: {size:,} bytes, saved in full to {shown_path}]\n"
         f"Read it in parts with read_file(path={shown_path!r}, offset=N, limit=M), or search "

@@ -55,7 +55,7 @@ class CompactStrategy:
                     )
                 )
             return False
-        layer2.compact(s, provider, "auto", emit, review)
+        layer2.compact(s, provider, "auto", emit, review, before=estimate)
         return True
 
     def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:

@@ -12,7 +12,15 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ..compact import spill as _spill
-from ..compact.spill import Ledger, Spill, batch_to_spill, head_at_boundary, preview, unsaved_preview
+from ..compact.spill import (
+    Ledger,
+    Spill,
+    batch_to_spill,
+    head_at_boundary,
+    preview,
+    preview_bytes,
+    unsaved_preview,
+)
 from ..errors import SessionWriteError, SpillWriteError
 from ..events import Notice, RunEvent, Spilled
 from ..messages import Message, ToolCall, ToolResult
@@ -33,11 +41,11 @@ def is_spill_preview(msg: Message) -> bool:
     return msg.is_spill_preview
 
 
-def _previewed(result: ToolResult, spill: Spill, shown: str) -> ToolResult:
+def _previewed(result: ToolResult, spill: Spill, shown: str, limit: int) -> ToolResult:
     """The preview standing for ``result``, marked with the spill file."""
     return ToolResult(
         call_id=result.call_id,
-        content=preview(result.content, shown),
+        content=preview(result.content, shown, limit=preview_bytes(limit)),
         is_error=result.is_error,
         spilled=spill.path,
     )
@@ -60,7 +68,7 @@ class Spiller:
         except SessionWriteError as exc:
             raise self._unsaved(call, result, exc) from exc.__cause__
         shown = self._record(spill, "single", emit)
-        return _previewed(result, spill, shown)
+        return _previewed(result, spill, shown, limit)
 
     def _unsaved(self, call: ToolCall, result: ToolResult, exc: SessionWriteError) -> SpillWriteError:
         """The spill file of ``result`` could not be written (a full disk).
@@ -171,7 +179,7 @@ class Spiller:
             for m in batch:
                 if is_spill_preview(m) or m.id in singles:
                     scratch.record(m.tool_result.call_id, "spilled")  # type: ignore[union-attr]
-            sized = [_as_preview(m) if m.id in singles else m for m in batch]
+            sized = [_as_preview(m, s.settings.spill_bytes) if m.id in singles else m for m in batch]
             chosen.update(m.id for m in batch_to_spill(sized, scratch, s.settings.spill_batch_bytes))
         if chosen:
             self._replace_results(chosen, "manual", emit)
@@ -260,7 +268,8 @@ class Spiller:
             if msg.tool_result is not None and msg.id in written:
                 spill, result = written[msg.id]
                 shown = self._shown_path(spill.path)
-                msg = msg.model_copy(update={"tool_result": _previewed(result, spill, shown)})
+                previewed = _previewed(result, spill, shown, s.settings.spill_bytes)
+                msg = msg.model_copy(update={"tool_result": previewed})
             new.append(msg)
         # The log explains the snapshot before it comes: spill entries first.
         if s.writer is not None:
@@ -272,11 +281,11 @@ class Spiller:
             self._record(spill, why, emit, logged=True)
 
 
-def _as_preview(msg: Message) -> Message:
+def _as_preview(msg: Message, spill_bytes: int) -> Message:
     """The message as it will be once spilled, for sizing a batch (the path is a stand-in)."""
     result = msg.tool_result
     assert result is not None
-    stand_in = preview(result.content, "x" * 90)
+    stand_in = preview(result.content, "x" * 90, limit=preview_bytes(spill_bytes))
     return msg.model_copy(
         update={"tool_result": result.model_copy(update={"content": stand_in, "spilled": "x"})}
     )

@@ -18,7 +18,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
 from ..compact.breaker import MIN_FREED
-from ..compact.estimate import estimate_tokens
+from ..compact.estimate import estimate_request, estimate_tokens
 from ..compact.summarize import (
     SUMMARY_SYSTEM,
     compacted,
@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from .state import SharedState
 
 SUMMARY_RETRIES = 3
+MIN_SUMMARY_TOKENS = 64
 
 
 def plan(state: SharedState, provider: Provider) -> Plan:
@@ -70,13 +71,16 @@ def compact(
     trigger: str = "manual",
     emit: Emit = ignore,
     review: Review | None = None,
+    before: int | None = None,
 ) -> Compacted:
     """One Layer 2 attempt (``trigger`` auto | manual | forced); ``ok`` False replaces nothing.
 
-    With ``review``, a plan that would replace is put to the person first.
+    With ``review``, a plan that would replace is put to the person first. ``before`` is the
+    estimate that triggered it, when one did: the compaction line shows that very number.
     """
     messages = state.conversation.messages()
-    before = state.estimate_of(messages)
+    if before is None:
+        before = state.estimate_of(messages)
     emit(CompactStarted(trigger, before))
     p = _plan(state, provider, messages, before)
     if review is not None and p.new is not None and p.summary is not None:
@@ -159,10 +163,11 @@ def _summarize(state: SharedState, provider: Provider, head: list[Message]) -> t
     if not head:
         return None, "nothing old enough to summarize: the recent tail is the whole conversation"
     for _ in range(1 + SUMMARY_RETRIES):
+        messages = summary_messages(head)
         request = Request(
             system=SUMMARY_SYSTEM,
-            messages=summary_messages(head),
-            max_tokens=state.settings.summary_reserve,
+            messages=messages,
+            max_tokens=_summary_cap(state, messages),
             purpose="summary",
         )
         try:
@@ -174,7 +179,29 @@ def _summarize(state: SharedState, provider: Provider, head: list[Message]) -> t
             continue
         except ProviderError as exc:
             return None, f"the summary request failed: {exc}"
-        if not response.text.strip():
-            return None, "the model returned an empty summary"
-        return response.text, None
+        return _judged(response.text, response.stop_reason, request.max_tokens, head)
     return None, f"the summary request was still too long after {SUMMARY_RETRIES} retries"
+
+
+def _judged(text: str, stop: str | None, cap: int, head: list[Message]) -> tuple[str | None, str | None]:
+    """The summary, or why it is junk (issue 32: a small model's summary, cut by the cap,
+    echoed the instructions and replaced the history). The breaker counts a rejection."""
+    if not text.strip():
+        return None, "the model returned an empty summary"
+    if stop == "max_tokens":
+        return None, f"the summary was cut by the output cap ({cap:,} tokens) before it ended"
+    size, replaced = estimate_tokens([Message(role="assistant", content=text)]), estimate_tokens(head)
+    if size >= replaced:
+        return None, f"the summary (~{size:,} tokens) is not shorter than what it replaces (~{replaced:,})"
+    return text, None
+
+
+def _summary_cap(state: SharedState, messages: list[Message]) -> int:
+    """The summary's output cap: the summary reserve, at most what the window leaves.
+
+    A request that leaves (by the estimate) less than ``MIN_SUMMARY_TOKENS`` asks for the
+    whole reserve: a server that counts it too long says so, and the oldest exchange goes.
+    """
+    reserve = state.settings.summary_reserve
+    room = state.settings.context_window - estimate_request(SUMMARY_SYSTEM, messages, [])
+    return min(reserve, room) if room >= MIN_SUMMARY_TOKENS else reserve

@@ -118,8 +118,8 @@ class ContextManager:
     def forget_anchor(self) -> None:
         self.shared.forget_anchor()
 
-    def on_usage(self, usage: Usage, length: int) -> None:
-        self.shared.on_usage(usage, length)
+    def on_usage(self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None) -> None:
+        self.shared.on_usage(usage, length, tools)
 
     def state(self, estimate: int | None = None) -> ContextState:
         """Where the context stands, for gauges; ``estimate`` when the caller has it already."""

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
+from ..compact.estimate import BYTES_PER_TOKEN
 from ..errors import BoundaryError, SessionWriteError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
@@ -50,6 +51,9 @@ from .strategy import Marks, marks_for
 
 if TYPE_CHECKING:
     from .state import SharedState
+
+# A new window's first message gets at least this much room, however full the fixed prompt.
+MIN_HANDOFF_TOKENS = 200
 
 # How the host notes begin (for the model and a reader); they are recognised by ``Message.host``.
 REMIND_MARK = "[host note] context rollover reminder"
@@ -158,6 +162,10 @@ class RolloverStrategy:
                 emit,
             )
             emit(RolloverFallback(state.current_tokens, ROLLOVER_TOOLS))
+        elif action.type == "remind" and not self._has_work():
+            # Issue 32: in a small window the fixed prompt alone is past the reminder mark;
+            # "finish and hand off" before any answer is a reminder no model can act on.
+            acted = False
         elif action.type == "remind":
             self.reminded = True
             self._host_note(
@@ -266,6 +274,7 @@ class RolloverStrategy:
             later_user_text=_later_user_text(messages),
             images=_window_images(messages, s.session_dir),
         )
+        text = self._fitted(text)
         if review is not None:
             reviewed = self._reviewed(review, reason, intent.handoff, text, before, len(messages), emit)
             if reviewed is None:
@@ -298,6 +307,24 @@ class RolloverStrategy:
         )
         emit(event)
         return event
+
+    def _fitted(self, text: str) -> str:
+        """The new window's first message, at most half of what the base limit leaves after
+        the fixed prompt (issue 32: a ~4 KB host handoff filled a new 4,096-token window)."""
+        s = self.state
+        fixed = s.estimate_of([])
+        budget = max(MIN_HANDOFF_TOKENS, (s.settings.rollover_limits["base"] - fixed) // 2)
+        data = text.encode("utf-8")
+        limit = int(budget * BYTES_PER_TOKEN)
+        if len(data) <= limit:
+            return text
+        note = (
+            f"\n[… cut here to fit the {s.settings.context_window:,}-token window; the previous "
+            "window is whole in durable storage: search_history finds it …]\n"
+        )
+        head = data[: int(limit * 0.6)].decode("utf-8", errors="ignore")
+        tail = data[len(data) - int(limit * 0.4) :].decode("utf-8", errors="ignore")
+        return head + note + tail
 
     def _reviewed(
         self, review: Review, reason: str, handoff: Handoff, text: str, before: int, count: int, emit: Emit

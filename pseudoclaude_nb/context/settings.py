@@ -11,6 +11,7 @@ from dataclasses import dataclass
 
 from ..compact.summarize import layer2_threshold
 from ..rollover.budget import REMINDER_THRESHOLD, BudgetState, limits, reminder_threshold_for
+from .reserves import reserves_for
 
 
 @dataclass(frozen=True)
@@ -25,6 +26,28 @@ class CompactSettings:
     # Rollover: remind this many tokens before the base limit (capped per window, see
     # ``effective_reminder_threshold``).
     reminder_threshold: int = REMINDER_THRESHOLD
+
+    @classmethod
+    def fitted(cls, context_window: int, **settings: int) -> CompactSettings:
+        """The settings for ``context_window``: reserves as the window's shares where the
+        settings' own numbers would not fit it (``reserves``); the rest as given."""
+        r = reserves_for(
+            context_window,
+            summary_reserve=settings.pop("summary_reserve", cls.summary_reserve),
+            safety_margin=settings.pop("safety_margin", cls.safety_margin),
+            recent_tokens=settings.pop("recent_tokens", cls.recent_tokens),
+            spill_bytes=settings.pop("spill_bytes", cls.spill_bytes),
+            spill_batch_bytes=settings.pop("spill_batch_bytes", cls.spill_batch_bytes),
+        )
+        return cls(
+            context_window=context_window,
+            summary_reserve=r.summary_reserve,
+            safety_margin=r.safety_margin,
+            recent_tokens=r.recent_tokens,
+            spill_bytes=r.spill_bytes,
+            spill_batch_bytes=r.spill_batch_bytes,
+            **settings,
+        )
 
     @property
     def threshold(self) -> int:

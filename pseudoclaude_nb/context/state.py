@@ -118,11 +118,24 @@ class SharedState:
         """A fresh (seed-ratio) estimate of a request holding ``messages``."""
         return estimate_request(self.system, messages, self.tools)
 
-    def on_usage(self, usage: Usage, length: int) -> None:
+    def on_usage(self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None) -> None:
+        """A response's usage: the new anchor. ``tools``: what that request offered, when it
+        was not the full set (rollover's fallback step offers two tools): the anchor is
+        then raised by the schemas it left out, so the next full request is not
+        under-estimated (issue 32: the estimate fell 44 % short and rollover never came)."""
         if usage.prompt_total or usage.output_tokens:
             tokens = usage.prompt_total + usage.output_tokens
-            self._calibrate(tokens, length)
-            self.anchor = (tokens, length)
+            missing = 0
+            if tools is not None:
+                missing = max(0, self.tools_tokens(self.tools) - self.tools_tokens(tools))
+            if missing:
+                self.observed = None  # not the same request shape: no calibration sample
+            else:
+                self._calibrate(tokens, length)
+            self.anchor = (tokens + missing, length)
+
+    def tools_tokens(self, tools: list[dict[str, Any]]) -> int:
+        return estimate_request("", [], tools)
 
     def _calibrate(self, tokens: int, length: int) -> None:
         """One sample, from the last reported anchor to this one, when both count one conversation."""

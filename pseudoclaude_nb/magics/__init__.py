@@ -8,6 +8,7 @@ from ..agent import Agent
 from ..config import PseudoClaude
 from ..envtrust import remember_user_env
 from ..notebook import CellStore
+from ..providers import clients
 from .agent import AgentMagics
 from .context import ContextMagics
 from .mcp import McpMagics
@@ -73,6 +74,7 @@ def unregister(shell: Any) -> None:
     if agent is not None:
         agent.close()
         shell.configurables[:] = [c for c in shell.configurables if c is not agent.settings]
+    clients.close_all()  # the providers' kept HTTP clients (atexit closes them at kernel exit too)
     for name, kind in (
         ("agent", "line"),
         ("agent", "cell"),

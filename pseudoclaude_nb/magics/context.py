@@ -73,6 +73,7 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
     pct = 100 * est / window if window else 0.0
     lines = [
         f"{title}: ~{est:,} of {window:,} tokens ({pct:.0f}%) · {limits_phrase(m)}"
+        + (f" · window from {m['window_source']}" if m.get("window_source") else "")
         + (f" · breaker {m['breaker']}" if "breaker" in m else "")
     ]
     if m.get("anchor_tokens"):

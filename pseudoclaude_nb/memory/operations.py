@@ -80,6 +80,10 @@ def _label(item: dict[str, Any]) -> str:
     return f"{item.get('op', '?')} {item.get('level', '?')}/{item.get('name', '?')}"
 
 
+# Words of the update instructions around an empty array: the model repeated them.
+INSTRUCTION_ECHOES = ("when nothing changes", "json array of operations")
+
+
 def parse_operations(text: str) -> list[Any]:
     """The JSON array in a model's answer (fences and chatter around it are tolerated)."""
     start, end = text.find("["), text.rfind("]")
@@ -100,4 +104,8 @@ def parse_operations(text: str) -> list[Any]:
         raise InvalidOperation(f"the answer's operations are not valid JSON: {exc}") from None
     if not isinstance(data, list):
         raise InvalidOperation("the answer's operations are not a JSON array")
+    if not data and any(echo in text.lower() for echo in INSTRUCTION_ECHOES):
+        # Issue 32: a small model echoed "… and [] when nothing changes"; that [] is the
+        # instruction's, not an answer.
+        raise InvalidOperation(f"the answer echoes the instructions instead of answering: {text.strip()[:120]!r}")
     return data

@@ -90,6 +90,15 @@ def make_provider(
     if name == "openai":
         from .openai_compat import OpenAIProvider
 
+        if thinking_budget:
+            # Issue 32: it was ignored silently. A budget is Anthropic's extended thinking.
+            raise ConfigError(
+                f"--thinking {thinking_budget} is Anthropic's extended thinking; the OpenAI-compatible "
+                "provider has no thinking budget. For a reasoning model use --effort LEVEL "
+                "(PseudoClaude.reasoning_effort); otherwise leave --thinking off "
+                "(%config PseudoClaude.thinking_budget = 0)"
+            )
+
         return OpenAIProvider(
             model=model or None,
             context_window=context_window or None,

@@ -180,15 +180,34 @@ class StreamAssembler:
                 "the response stream ended without a stop reason (connection cut?); "
                 "nothing from it was kept — run %agent again to retry"
             )
-        if self._stop in ("max_tokens", "refusal") and self._calls:
-            # A call cut by the output cap has partial arguments; after a refusal none is
-            # meant. Neither may run or enter the conversation; the runner says why.
+        if self._stop == "refusal" and self._calls:
+            # After a refusal no call is meant: none may run or enter the conversation.
             return Response(
                 text=self.text,
                 usage=self._usage,
                 stop_reason=self._stop,
                 reasoning=self._reasoning,
                 cut_calls=[name for name, _ in self._calls.values()],
+            )
+        if self._stop == "max_tokens" and self._calls:
+            # The output cap cuts the answer's *last* piece: calls before it arrived whole
+            # (issue 32: four complete calls, then "length"). A call is kept when its
+            # arguments are one whole JSON object; the rest were cut and never run. The
+            # runner checks the kept ones against their tools' schemas.
+            kept, cut = [], []
+            for call_id, (name, parts) in self._calls.items():
+                arguments = whole_arguments("".join(parts))
+                if arguments is None:
+                    cut.append(name)
+                else:
+                    kept.append(ToolCall(id=call_id, name=name, arguments=arguments))
+            return Response(
+                text=self.text,
+                tool_calls=kept,
+                usage=self._usage,
+                stop_reason=self._stop,
+                reasoning=self._reasoning,
+                cut_calls=cut,
             )
         calls = []
         for call_id, (name, parts) in self._calls.items():
@@ -201,6 +220,22 @@ class StreamAssembler:
             stop_reason=self._stop,
             reasoning=self._reasoning,
         )
+
+
+def whole_arguments(raw: str) -> dict[str, Any] | None:
+    """A tool call's arguments when their text is one whole JSON object, else None (cut).
+
+    Empty text is ``{}``, as in ``parse_arguments``; whether that is enough is the tool
+    schema's say. Too deep a nesting counts as cut: it is never run.
+    """
+    raw = raw.strip() or "{}"
+    try:
+        arguments = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(arguments, dict) or value_depth(arguments, MAX_ARGUMENT_DEPTH) > MAX_ARGUMENT_DEPTH:
+        return None
+    return arguments
 
 
 def parse_arguments(raw: str, call: str) -> dict[str, Any]:

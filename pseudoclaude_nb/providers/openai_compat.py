@@ -22,7 +22,7 @@ import httpx
 
 from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
 from ..messages import Message, Reasoning, ToolCall
-from . import wire
+from . import clients, wire
 from .base import Request, Response, StreamEvent
 from .models import clamp_output, default_model, model_info
 
@@ -31,8 +31,11 @@ from .models import clamp_output, default_model, model_info
 from .openai_messages import IMAGE_LIMIT, REASONING_FIELDS, ImageParts, wire_messages
 from .openai_stream import STOP_REASONS, ChunkReader, call_arguments, new_call_id, usage_of
 from .wire_prefix import EncodedHistory, dumps
+from .window import Learned, cached, probe, prompt_in_error, remember, window_in_error
 
 SERVICE = "the OpenAI-compatible endpoint"
+# reasoning_effort as the OpenAI API documents it (gpt-5.x: none and xhigh; o-series: low to high).
+EFFORTS = ("none", "minimal", "low", "medium", "high", "xhigh")
 KEY_VAR, URL_VAR = "OPENAI_API_KEY", "OPENAI_BASE_URL"
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 TIMEOUT = httpx.Timeout(600.0, connect=10.0)
@@ -72,7 +75,18 @@ class OpenAIProvider:
         self.model = model or default_model("openai")
         self.info = model_info("openai", self.model)
         self.context_window = context_window or self.info.window
+        # Where the window came from, for %context; a local server is asked (learn_window).
+        self.window_stated = bool(context_window)
+        self.window_source = "--context-window" if context_window else (
+            "the model table" if self.info.known else "the default for an unknown model"
+        )
+        self.supports_tools: bool | None = None  # llama.cpp /props says, when asked
         self.max_output_tokens = max_output_tokens or self.info.output
+        if reasoning_effort and reasoning_effort.lower() not in EFFORTS:
+            raise ConfigError(
+                f"--effort {reasoning_effort!r} is not a reasoning_effort the OpenAI API documents; "
+                f"use one of {', '.join(EFFORTS)} (or leave it empty)"
+            )
         if reasoning_effort and self.info.known and self.info.thinking != "effort":
             raise ConfigError(
                 f"model {self.model} takes no reasoning_effort: leave it empty "
@@ -84,13 +98,43 @@ class OpenAIProvider:
         self.backoff = backoff
         self._key = key
         headers = {"Authorization": f"Bearer {key}"} if key else {}
-        self._client = httpx.Client(timeout=timeout or TIMEOUT, headers=headers, verify=wire.tls())
+        timeout = timeout or TIMEOUT
+        # One client per configuration, reused by every run (a new one costs 0.3–0.6 s).
+        self._client_key = ("openai", self.base_url, key, repr(timeout))
+        self._make_client = lambda: httpx.Client(timeout=timeout, headers=headers, verify=wire.tls())
         self._service = "OpenAI" if self.is_openai else SERVICE
         # issue 34: each step encodes only the new messages, also in the next %agent run
         self._encoded = EncodedHistory.shared((self.base_url, self.model, self.send_images))
 
+    @property
+    def _client(self) -> httpx.Client:
+        return clients.shared(self._client_key, self._make_client)
+
     def __repr__(self) -> str:
         return f"OpenAIProvider(model={self.model!r}, base_url={self.base_url!r})"
+
+    def learn_window(self) -> Learned | None:
+        """Ask the server for its window once per base URL and model (cached); adopt it.
+
+        An explicit ``--context-window`` wins and OpenAI's own API is not asked (its
+        models are in the table). None when nothing was asked.
+        """
+        if self.window_stated or self.is_openai:
+            return None
+        learned = cached(self.base_url, self.model)
+        if learned is None:
+            learned = probe(self._client, self.base_url, self.model)
+            if learned is None:
+                return None  # nobody listened: ask again next time
+            remember(self.base_url, self.model, learned)
+        self.adopt_window(learned)
+        return learned
+
+    def adopt_window(self, learned: Learned) -> None:
+        if learned.window and not self.window_stated:
+            self.context_window, self.window_source = learned.window, learned.source
+        if learned.supports_tools is not None:
+            self.supports_tools = learned.supports_tools
 
     # --- requests -------------------------------------------------------------------------
 
@@ -251,7 +295,10 @@ class OpenAIProvider:
             payload = None
         if status in (400, 413) and _too_long(payload):
             return ContextTooLong(
-                f"{self._service}: {wire.quote(_message(payload), self._key)}", status=status
+                f"{self._service}: {wire.quote(_message(payload), self._key)}",
+                status=status,
+                window=window_in_error(payload),
+                prompt=prompt_in_error(payload),
             )
         detail = wire.quote(_message(payload) or response.reason_phrase or "no details", self._key)
         if 300 <= status < 400:
@@ -274,7 +321,12 @@ class OpenAIProvider:
         """An error object sent as a ``data:`` chunk after the stream began."""
         text = wire.quote(_message(payload) or payload, self._key)
         if _too_long(payload):
-            return ContextTooLong(f"{self._service}: {text}", status=400)
+            return ContextTooLong(
+                f"{self._service}: {text}",
+                status=400,
+                window=window_in_error(payload),
+                prompt=prompt_in_error(payload),
+            )
         return StreamError(
             f"{self._service} reported an error mid-stream ({text}); nothing from this response was "
             "kept — try again"

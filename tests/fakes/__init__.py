@@ -53,9 +53,21 @@ class Stream:
 Answer = Reply | Stream
 
 
+def _window_probe(method: str, path: str) -> bool:
+    """A request the OpenAI-compatible provider makes to learn a local server's window (issue 32)."""
+    path = path.split("?", 1)[0]
+    if method == "POST":
+        return path.endswith("/api/show")
+    return path.endswith(("/props", "/models")) or "/api/v0/models/" in path
+
+
 class FakeServer:
-    def __init__(self, name: str = "fake") -> None:
+    """``probes``: script the window probes too; by default they get a 404, unrecorded, so a
+    test about something else sees only its own requests."""
+
+    def __init__(self, name: str = "fake", *, probes: bool = False) -> None:
         self.name = name
+        self.probes = probes
         self.requests: list[Recorded] = []
         self.problems: list[str] = []
         self._answers: deque[Answer] = deque()
@@ -149,6 +161,9 @@ class _Handler(BaseHTTPRequestHandler):
             body = json.loads(raw) if raw else None
         except ValueError:
             body = raw.decode("utf-8", "replace")
+        if not self.server.fake.probes and _window_probe(self.command, self.path):
+            self._reply(Reply(404, {"error": "not found (the fake server answers no window probes)"}))
+            return
         recorded = Recorded(
             method=self.command,
             path=self.path,
