@@ -30,8 +30,8 @@ from .models import clamp_output, default_model, model_info
 # names are re-exported because they were importable from here before the split.
 from .openai_messages import IMAGE_LIMIT, REASONING_FIELDS, ImageParts, wire_messages
 from .openai_stream import STOP_REASONS, ChunkReader, call_arguments, new_call_id, usage_of
-from .wire_prefix import EncodedHistory, dumps
 from .window import Learned, cached, probe, prompt_in_error, remember, window_in_error
+from .wire_prefix import EncodedHistory, dumps
 
 SERVICE = "the OpenAI-compatible endpoint"
 # reasoning_effort as the OpenAI API documents it (gpt-5.x: none and xhigh; o-series: low to high).
