@@ -23,6 +23,9 @@ from tests.test_browser import (
 )
 
 FIRST, SECOND = "read notes.txt please", "and now the second question"
+# The notebook on screen: Lab may restore another tab (the quickstart, whose saved outputs
+# hold a step view too) from the workspace of an earlier test.
+HERE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
 
 
 def _scripts() -> str:
@@ -66,32 +69,33 @@ def test_the_step_slider_shows_the_request_of_the_step_it_lands_on(lab) -> None:
         page.wait_for_function(KERNEL_IDLE, timeout=90_000)
         _set_theme(page, "JupyterLab Light", True)
         page.evaluate("() => { window.jupyterapp.commands.execute('notebook:run-all-cells'); }")
-        page.wait_for_selector(".pc-timeline svg", state="attached", timeout=120_000)
-        page.wait_for_selector("text=step 3 of 3", state="attached", timeout=60_000)
+        page.wait_for_selector(f"{HERE} .pc-timeline svg", state="attached", timeout=120_000)
+        page.wait_for_selector(f"{HERE} >> text=step 3 of 3", state="attached", timeout=60_000)
         page.wait_for_function(KERNEL_IDLE, timeout=30_000)
-        view = page.query_selector(".pc-context-step")
+        view = page.query_selector(f"{HERE} .pc-context-step")
         assert view is not None and FIRST in view.inner_text() and SECOND in view.inner_text()
 
-        handle = page.query_selector(".pc-step-scrubber .noUi-handle")
+        handle = page.query_selector(f"{HERE} .pc-step-scrubber .noUi-handle")
         assert handle is not None, "the step slider is on the page"
         handle.scroll_into_view_if_needed()
         handle.focus()
         page.keyboard.press("Home")  # to step 1, as a person would with the keyboard
-        page.wait_for_selector("text=step 1 of 3", state="attached", timeout=30_000)
+        page.wait_for_selector(f"{HERE} >> text=step 1 of 3", state="attached", timeout=30_000)
         page.wait_for_function(
-            f"() => !document.querySelector('.pc-context-step').innerText.includes({json.dumps(SECOND)})",
+            f"() => !document.querySelector({json.dumps(HERE + ' .pc-context-step')}).innerText"
+            f".includes({json.dumps(SECOND)})",
             timeout=30_000,
         )
-        text = page.query_selector(".pc-context-step").inner_text()
+        text = page.query_selector(f"{HERE} .pc-context-step").inner_text()
         assert FIRST in text and SECOND not in text, text
         page.keyboard.press("ArrowRight")  # step 2: the tool result came back
-        page.wait_for_selector("text=step 2 of 3", state="attached", timeout=30_000)
+        page.wait_for_selector(f"{HERE} >> text=step 2 of 3", state="attached", timeout=30_000)
         page.wait_for_function(
-            "() => document.querySelector('.pc-context-step').innerText.includes('tool result')",
+            f"() => document.querySelector({json.dumps(HERE + ' .pc-context-step')}).innerText.includes('tool result')",
             timeout=30_000,
         )
         for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
             _set_theme(page, theme, light)
-            low = [c for c in _contrast(page, ".pc-context-step, .pc-context-step *") if c["ratio"] < 4.5]
+            low = [c for c in _contrast(page, f"{HERE} .pc-context-step, {HERE} .pc-context-step *") if c["ratio"] < 4.5]
             assert not low, (theme, low)
         browser.close()
