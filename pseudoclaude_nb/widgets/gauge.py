@@ -11,6 +11,8 @@ read after the run still says how close the context came to the line.
 from __future__ import annotations
 
 import html
+import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -132,7 +134,11 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
             f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
             f'text-anchor="{_anchor(px, width)}" {fill(FG2)}>{html.escape(label)} {value:,}</text>'
         )
-    head = f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
+    head = (
+        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
+        if s.context_window
+        else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
+    )
     parts.append(
         f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
     )
@@ -233,17 +239,44 @@ STICKY_CSS = (
 )
 
 
+LIVE_EVERY = 0.25  # seconds between a live gauge's re-renders: a tool loop's steps are coalesced
+
+
 @dataclass
 class ContextGauge:
-    """A live gauge: feed it run events (it is a runner listener)."""
+    """A gauge: feed it run events (it is a runner listener).
+
+    A snapshot (``%context``) is an HTML widget. A ``live`` one, a running ``%agent``'s, is
+    no widget: an output the renderer shows (``live_bundle``) and hands over as ``handle``,
+    updated in place at most every ``LIVE_EVERY`` seconds, the last state always shown (a
+    timer sends what a burst of events left). When the run ends ``static_bundle`` replaces
+    it, without the sticky style: the saved notebook holds HTML and text, nothing to load.
+    """
 
     state: GaugeState = field(default_factory=GaugeState)
     widget: Any = None
     finished: bool = False  # set by RunFinished: later events change nothing
     live: bool = False  # the gauge of a running %agent (sticky), not a snapshot
+    handle: Any = None  # the live gauge's display handle
+    _lock: Any = field(default_factory=threading.Lock, repr=False)
+    _timer: Any = field(default=None, repr=False)
+    _shown_at: float = field(default=0.0, repr=False)
 
     def __post_init__(self) -> None:
-        self.widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+        if not self.live:
+            self.widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+
+    def live_bundle(self) -> dict[str, str]:
+        return {"text/html": self._html(self.state), "text/plain": gauge_text(self.state)}
+
+    def static_bundle(self) -> dict[str, str]:
+        """The gauge as it ended, as HTML and text; no further re-render is sent."""
+        with self._lock:
+            self.finished = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        return {"text/html": gauge_html(self.state), "text/plain": gauge_text(self.state)}
 
     def _html(self, state: GaugeState) -> str:
         if not self.live:
@@ -295,5 +328,31 @@ class ContextGauge:
 
     def update(self, state: GaugeState) -> None:
         self.state = state
-        self.widget.text = gauge_text(state)
-        self.widget.value = self._html(state)
+        if not self.live:
+            self._render()
+            return
+        with self._lock:
+            if self.finished or self._timer is not None:
+                return  # the run's end replaces it / the pending re-render will show this state
+            wait = self._shown_at + LIVE_EVERY - time.monotonic()
+            if wait <= 0:
+                self._render()
+                return
+            self._timer = threading.Timer(wait, self._trailing)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _trailing(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self.finished:
+                self._render()
+
+    def _render(self) -> None:
+        self._shown_at = time.monotonic()
+        if self.live:
+            if self.handle is not None:
+                self.handle.update(self.live_bundle(), raw=True)
+            return
+        self.widget.text = gauge_text(self.state)
+        self.widget.value = self._html(self.state)
