@@ -23,6 +23,7 @@ from typing import Any
 from IPython.display import display
 
 from ..textsafe import printable
+from .output_batch import OutputBatch, show
 
 START_AFTER = 0.5  # seconds of streaming before the answer is shown live (short ones: at the end)
 START_CHARS = 600  # ... or this much text, whichever comes first
@@ -39,8 +40,9 @@ def markdown_bundle(text: str) -> dict[str, str]:
 class AnswerStream:
     """The answer of one step. ``add`` each delta, ``finish`` when the step ends (or is cut)."""
 
-    def __init__(self, kernel: Any) -> None:
+    def __init__(self, kernel: Any, batch: OutputBatch | None = None) -> None:
         self.text = ""
+        self._batch = batch
         self._kernel = kernel if _can_stream(kernel) else None
         self._sent = 0  # characters of ``text`` already on the wire
         self._first = 0.0
@@ -76,8 +78,11 @@ class AnswerStream:
             out.__exit__(None, None, None)  # later outputs of the cell are the cell's again
             self._handle.update(markdown_bundle(self.text), raw=True)
             out.close()  # its view is gone; the front end can drop the model
-        elif self.text.strip():
-            display(markdown_bundle(self.text), raw=True)
+        elif self.text.strip():  # a short answer: with the tool lines around it, in one output
+            if self._batch is not None:
+                self._batch.add_markdown(self.text)
+            else:
+                display(markdown_bundle(self.text), raw=True)
         self.text, self._sent, self._sends = "", 0, 0
 
     def _start(self) -> None:
@@ -87,7 +92,7 @@ class AnswerStream:
         if _LAYOUT is None:  # one Layout for every answer: a widget model fewer to open per step
             _LAYOUT = ipywidgets.Layout()
         self._out = ipywidgets.Output(layout=_LAYOUT)
-        self._handle = display(self._out, display_id=True)
+        self._handle = show(self._batch, self._out, display_id=True)
         self._out.__enter__()  # the front end now routes this cell's stream output into it
 
     def _send(self, now: float) -> None:

@@ -35,6 +35,7 @@ from ..events import (
 from ..textsafe import printable
 from ..widgets.theme import BRAND, ERROR, FG1, FG2, WARN
 from .answer_stream import AnswerStream, markdown_bundle
+from .output_batch import OutputBatch, show
 from .tool_line import WAITING, ToolLine, call_brief, result_brief, tool_result_bundle
 
 __all__ = [
@@ -203,7 +204,8 @@ class NotebookRenderer:
         self.gauge = ContextGauge(live=True)
         self._gauge_handle: Any = None
         self._kernel = kernel if kernel is not None else getattr(get_ipython(), "kernel", None)
-        self._answer = AnswerStream(self._kernel)
+        self._batch = OutputBatch()  # finished tool lines and short answers, shown a few at a time
+        self._answer = AnswerStream(self._kernel, self._batch)
         self._context: ContextState | None = None
         self._compacting: Any = None
         self._reasoning = ""  # this step's thinking, shown collapsed above its answer
@@ -214,7 +216,7 @@ class NotebookRenderer:
     def __call__(self, event: RunEvent) -> None:
         self.gauge(event)
         if self._gauge_handle is None and isinstance(event, StepStarted):
-            self._gauge_handle = display(self.gauge.live_bundle(), raw=True, display_id=True)
+            self._gauge_handle = show(self._batch, self.gauge.live_bundle(), raw=True, display_id=True)
             self.gauge.handle = self._gauge_handle
         if isinstance(event, ContextState):
             self._context = event
@@ -227,6 +229,7 @@ class NotebookRenderer:
             # The live gauge gives way to its final state as HTML and text: the saved notebook
             # reopens readable anywhere, with no widget state to find.
             final = self.gauge.static_bundle()
+            self._batch.flush()
             if self._gauge_handle is None:
                 display(final, raw=True)
             else:
@@ -241,7 +244,7 @@ class NotebookRenderer:
             # Shown while the summary request runs, then replaced by its outcome.
             self._flush()
             line = context_line(event)
-            self._compacting = display(_html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
+            self._compacting = show(self._batch, _html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
             return
         if isinstance(event, ANNOUNCED):
             self._flush()
@@ -253,10 +256,10 @@ class NotebookRenderer:
                 self._compacting.update(data, raw=True)
                 self._compacting = None
             else:
-                display(data, raw=True)
+                show(self._batch, data, raw=True)
             return
         if isinstance(event, Notice):
-            self._flush()
+            self.flush()
             _show_html(html.escape(event.text), f"[{event.level}] {event.text}", FG1, WARN)
             return
         if self.quiet:
@@ -269,7 +272,9 @@ class NotebookRenderer:
             self._reasoning += event.text
             now = time.monotonic()
             if self._reasoning_handle is None:
-                self._reasoning_handle = display(_thinking_live(self._reasoning), raw=True, display_id=True)
+                self._reasoning_handle = show(
+                    self._batch, _thinking_live(self._reasoning), raw=True, display_id=True
+                )
                 self._reasoning_update = now
             elif now - self._reasoning_update >= THINKING_EVERY:
                 self._reasoning_handle.update(_thinking_live(self._reasoning), raw=True)
@@ -283,14 +288,14 @@ class NotebookRenderer:
         elif isinstance(event, ToolStarted):
             self._end_reasoning()
             self._flush()
-            self._tool = ToolLine(event.call)
+            self._tool = ToolLine(event.call, batch=self._batch)
         elif isinstance(event, PermissionAsked) and self._tool is not None:
             self._tool.waiting()
         elif isinstance(event, PermissionAnswered) and self._tool is not None:
             self._tool.resumed()
         elif isinstance(event, ToolFinished):
             self._end_reasoning()
-            line, self._tool = self._tool or ToolLine(event.call), None
+            line, self._tool = self._tool or ToolLine(event.call, batch=self._batch), None
             line.finished(event)
 
     def _end_reasoning(self) -> None:
@@ -300,6 +305,11 @@ class NotebookRenderer:
 
     def _flush(self) -> None:
         self._answer.finish()
+
+    def flush(self) -> None:
+        """Show everything the run has shown so far (before a prompt or a line of another kind)."""
+        self._answer.finish()
+        self._batch.flush()
 
 
 MEMORY_NOTICE_WAIT = 10.0  # seconds the cell waits for the memory update to say what it did
