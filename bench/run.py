@@ -18,10 +18,10 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import agent_steps, catalog, cost, history, overhead, report, storage, svg, timeline, tokens
+from . import agent_steps, catalog, cost, history, notebook_wire, overhead, report, storage, svg, timeline, tokens
 from .common import FULL, QUICK, Row, Sizes
 
-SECTIONS = ("storage", "overhead", "agent", "catalog", "history", "timeline", "tokens", "cost")
+SECTIONS = ("storage", "overhead", "agent", "catalog", "history", "timeline", "wire", "tokens", "cost")
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
 
@@ -90,6 +90,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("catalog", lambda: rows.extend(catalog.list_many(scratch, sizes)))
         section("history", do_history)
         section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
+        section("wire", lambda: rows.extend(notebook_wire.wire_rows(scratch)))  # issue 30
         section("tokens", do_tokens)
         section("cost", do_cost)
     finally:
@@ -109,6 +110,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "history_search",
         "largest_line",
         "timeline",
+        "wire",
         "estimator",
     ]
     rows.sort(key=lambda r: next((i for i, k in enumerate(order) if r.key.startswith(k)), len(order)))
