@@ -27,6 +27,7 @@ class Cell:
     times: list[float] = field(default_factory=list)  # monotonic arrival of each
     types: list[str] = field(default_factory=list)
     outputs: list[dict[str, Any]] = field(default_factory=list)
+    streamed: list[str] = field(default_factory=list)  # the text of every stream message, in order
     seconds: float = 0.0
 
     @property
@@ -86,6 +87,8 @@ class Wire:
             if msg["parent_header"].get("msg_id") != msg_id:
                 continue
             content = msg["content"]
+            if kind == "stream":
+                cell.streamed.append(content["text"])
             if kind == "status" and content["execution_state"] == "idle":
                 break
             if kind == "comm_open":
