@@ -49,7 +49,8 @@ def test_a_long_answer_goes_over_the_wire_once_then_stays_as_markdown(tmp_path: 
     assert cell.bytes <= 5 * len(answer.encode()), (cell.bytes, len(answer))
     assert cell.types.count("update_display_data") <= 3  # the answer's and the gauge's final states
     assert cell.types.count("stream") >= 5  # it was live while it streamed
-    assert "".join(cell.streamed) == answer  # each character sent once while it streamed
+    streamed = "".join(cell.streamed)  # each character sent once while it streamed (the last
+    assert answer.startswith(streamed) and len(streamed) > len(answer) // 2  # few go with the Markdown)
     # The saved cell: the answer as Markdown once, with its text; no widget view anywhere.
     assert not [o for o in cell.outputs if WIDGET in o.get("data", {})]
     (shown,) = [o for o in cell.outputs if "text/markdown" in o.get("data", {})]
