@@ -18,7 +18,19 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from . import agent_steps, catalog, cost, history, notebook_wire, overhead, report, storage, svg, timeline, tokens
+from . import (
+    agent_steps,
+    catalog,
+    cost,
+    history,
+    notebook_wire,
+    overhead,
+    report,
+    storage,
+    svg,
+    timeline,
+    tokens,
+)
 from .common import FULL, QUICK, Row, Sizes
 
 SECTIONS = ("storage", "overhead", "agent", "catalog", "history", "timeline", "wire", "tokens", "cost")

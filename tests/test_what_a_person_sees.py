@@ -19,8 +19,7 @@ from pydantic import BaseModel
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import RunFinished, RunSummary, ToolFinished, ToolStarted
-from pseudoclaude_nb.magics import current_agent
-from pseudoclaude_nb.magics import tool_line
+from pseudoclaude_nb.magics import current_agent, tool_line
 from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, result_brief, tool_result_bundle
 from pseudoclaude_nb.magics.sessions import _title, _window
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage

@@ -85,7 +85,9 @@ def test_a_tool_loop_saves_a_few_static_outputs_that_read_as_text(tmp_path: Path
     workspace.mkdir()
     steps = 40
     nb = _loop_notebook(workspace, steps)
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workspace)}}).execute()
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workspace)}}
+    ).execute()
     path = workspace / "loop.ipynb"
     nbformat.write(nb, path)
     saved = nbformat.read(path, as_version=4)

@@ -1,8 +1,9 @@
 """The notebook side of the agent, over IPython: cell recording, the host, the ``?`` fix.
 
 ``CellRecorder`` listens to ``pre_run_cell``/``post_run_cell``. While a user cell runs it
-tees ``sys.stdout``/``sys.stderr`` (what the user sees is unchanged: every write goes
-to the original stream first) into bounded buffers, and notes displayed outputs and the
+copies what it prints into bounded buffers (in a kernel, the batches ipykernel sends,
+``magics.stream_tap``; elsewhere a tee of ``sys.stdout``/``sys.stderr``, every write going
+to the original stream first), and notes displayed outputs and the
 result by wrapping the shell's display publisher and display hook. Cells of this
 package's magics are not recorded and not teed; a cell marked ``agent-skip`` (its first
 line ``# agent-skip``, or the tag, found through the ``cellId`` the frontend sends and the
@@ -22,6 +23,7 @@ from typing import Any
 from ..notebook import BoundedText, CellRecord, CellStore, describe_display, error_info, package_cell
 from ..notebook.record import CELL_IMAGES, STDERR_CAP, STDOUT_CAP, display_image
 from ..notebook.skip import NotebookTags, marked_in_source
+from .stream_tap import StreamTap, can_tap
 
 DISPLAYS_KEPT = 20
 
@@ -113,6 +115,7 @@ class CellRecorder:
         self._tags = NotebookTags()
         self._tees: tuple[Any, Any] | None = None  # the streams the tees replaced
         self._made: tuple[_Tee, ...] = ()  # the tees themselves
+        self._taps: tuple[StreamTap, ...] = ()  # in a kernel: no tees, the sent batches are copied
         self.paused = 0
         self._publish: Any = None
         self._write_format: Any = None
@@ -120,6 +123,8 @@ class CellRecorder:
     # --- wiring ------------------------------------------------------------------------------
 
     def install(self) -> None:
+        if can_tap(sys.stdout) and can_tap(sys.stderr):
+            self._taps = (StreamTap(sys.stdout, self._sink("stdout")), StreamTap(sys.stderr, self._sink("stderr")))
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
         pub = self.shell.display_pub
@@ -138,7 +143,18 @@ class CellRecorder:
         for obj, attr in self._quieted:
             setattr(obj, attr, self._quiet(getattr(obj, attr)))
 
+    def _sink(self, which: str) -> Callable[[str], None]:
+        def write(data: str) -> None:
+            running = self._running
+            if running is not None and not self.paused:
+                getattr(running, which).write(data)
+
+        return write
+
     def uninstall(self) -> None:
+        for tap in self._taps:
+            tap.remove()
+        self._taps = ()
         for name, fn in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
             try:
                 self.shell.events.unregister(name, fn)
@@ -165,6 +181,12 @@ class CellRecorder:
         if self._skipped(source, info):
             self._running, self._skipping = None, True
             return
+        if self._taps:
+            self._running = None
+            for tap in self._taps:
+                tap.flush()  # what an earlier cell left pending is not this cell's
+            self._running = _Running(source)
+            return
         self._running = running = _Running(source)
         self._tees = (sys.stdout, sys.stderr)
         sys.stdout = _Tee(sys.stdout, running.stdout, self)
@@ -172,6 +194,9 @@ class CellRecorder:
         self._made = (sys.stdout, sys.stderr)
 
     def post_run_cell(self, result: Any) -> None:
+        if self._running is not None:
+            for tap in self._taps:
+                tap.flush()  # the last batch is sent (and copied) before the record is made
         running, self._running = self._running, None
         skipping, self._skipping = self._skipping, False
         self._untee()

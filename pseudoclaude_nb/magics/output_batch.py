@@ -77,7 +77,9 @@ class OutputBatch:
         self._shown_at = time.monotonic()
         plain = "\n".join(p for _, _, p in pieces)
         if all(kind == "html" for kind, _, _ in pieces):
-            display_functions.display({"text/html": "".join(m for _, m, _ in pieces), "text/plain": plain}, raw=True)
+            display_functions.display(
+                {"text/html": "".join(m for _, m, _ in pieces), "text/plain": plain}, raw=True
+            )
             return
         markdown = "\n\n".join(m if kind == "md" else one_line_html(m) for kind, m, _ in pieces)
         display_functions.display({"text/markdown": markdown, "text/plain": plain}, raw=True)

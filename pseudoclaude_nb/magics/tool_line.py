@@ -11,7 +11,6 @@ import json
 import re
 import threading
 import time
-
 from typing import Any
 
 from IPython.display import display
