@@ -23,6 +23,7 @@ from typing import Any
 from IPython.display import display
 
 from ..textsafe import printable
+from ..widgets.settle import close_tree
 from .output_batch import OutputBatch, show
 
 START_AFTER = 0.5  # seconds of streaming before the answer is shown live (short ones: at the end)
@@ -77,7 +78,7 @@ class AnswerStream:
             out, self._out = self._out, None
             out.__exit__(None, None, None)  # later outputs of the cell are the cell's again
             self._handle.update(markdown_bundle(self.text), raw=True)
-            out.close()  # its view is gone; the front end can drop the model
+            close_tree(out)  # its view is gone: no model is left for a saved notebook's widget state
         elif self.text.strip():  # a short answer: with the tool lines around it, in one output
             if self._batch is not None:
                 self._batch.add_markdown(self.text)
@@ -88,10 +89,7 @@ class AnswerStream:
     def _start(self) -> None:
         import ipywidgets
 
-        global _LAYOUT
-        if _LAYOUT is None:  # one Layout for every answer: a widget model fewer to open per step
-            _LAYOUT = ipywidgets.Layout()
-        self._out = ipywidgets.Output(layout=_LAYOUT)
+        self._out = ipywidgets.Output()
         self._handle = show(self._batch, self._out, display_id=True)
         self._out.__enter__()  # the front end now routes this cell's stream output into it
 
@@ -109,9 +107,6 @@ class AnswerStream:
             parent=kernel.get_parent(),
             ident=b"stream.stdout",
         )
-
-
-_LAYOUT: Any = None
 
 
 def _can_stream(kernel: Any) -> bool:

@@ -18,6 +18,7 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import build_timeline
+from .settle import Settles
 from .theme import AXIS, FG1, fill, stroke
 from .timeline import Drop, Marks, drops
 
@@ -133,7 +134,7 @@ def curves_svg(
     return "".join(out)
 
 
-class UsageCurves(ipywidgets.HTML):
+class UsageCurves(Settles, ipywidgets.HTML):
     """``UsageCurves({"compact": dir1, "rollover": dir2}, marks=[("Layer 2", 27_000)])``:
     tokens per step, compared, with each session's drops and the strategy's lines."""
 

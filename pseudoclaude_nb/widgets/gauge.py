@@ -52,6 +52,11 @@ class GaugeState:
         return min(self.estimated_tokens / self.context_window, 1.0) if self.context_window else 0.0
 
     @property
+    def share(self) -> float:
+        """The estimate over the window, not capped: the number said everywhere (the bar caps)."""
+        return self.estimated_tokens / self.context_window if self.context_window else 0.0
+
+    @property
     def shown_peak(self) -> int:
         """The peak worth a mark: one above where the estimate is now (0: none)."""
         return self.peak_tokens if self.peak_tokens > self.estimated_tokens else 0
@@ -78,7 +83,7 @@ def gauge_text(s: GaugeState, width: int = 30) -> str:
         u = s.last_usage
         usage = f" · cache read {u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
     return (
-        f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.fraction:.0%})"
+        f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.share:.0%})"
         + (f" · peak ~{s.shown_peak:,}" if s.shown_peak else "")
         + (f" · {marks}" if marks else "")
         + (f" · {_drop_text(s)}" if s.last_drop else "")
@@ -135,7 +140,7 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
             f'text-anchor="{_anchor(px, width)}" {fill(FG2)}>{html.escape(label)} {value:,}</text>'
         )
     head = (
-        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
+        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.share:.0%})"
         if s.context_window
         else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
     )
@@ -254,7 +259,6 @@ class ContextGauge:
     """
 
     state: GaugeState = field(default_factory=GaugeState)
-    widget: Any = None
     finished: bool = False  # set by RunFinished: later events change nothing
     live: bool = False  # the gauge of a running %agent (sticky), not a snapshot
     handle: Any = None  # the live gauge's display handle
@@ -262,9 +266,15 @@ class ContextGauge:
     _timer: Any = field(default=None, repr=False)
     _shown_at: float = field(default=0.0, repr=False)
 
-    def __post_init__(self) -> None:
-        if not self.live:
-            self.widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+    _widget: Any = field(default=None, repr=False)
+
+    @property
+    def widget(self) -> Any:
+        """The snapshot's HTML widget, made when first asked for (a gauge only shown as
+        ``static_bundle`` opens no widget model at all)."""
+        if self._widget is None and not self.live:
+            self._widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+        return self._widget
 
     def live_bundle(self) -> dict[str, str]:
         return {"text/html": self._html(self.state), "text/plain": gauge_text(self.state)}
@@ -354,5 +364,6 @@ class ContextGauge:
             if self.handle is not None:
                 self.handle.update(self.live_bundle(), raw=True)
             return
-        self.widget.text = gauge_text(self.state)
-        self.widget.value = self._html(self.state)
+        if self._widget is not None:
+            self._widget.text = gauge_text(self.state)
+            self._widget.value = self._html(self.state)

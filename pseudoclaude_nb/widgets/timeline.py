@@ -26,6 +26,7 @@ import ipywidgets
 from ..session.timeline import Item, Timeline
 from ..session.timeline_items import KINDS
 from ..textsafe import printable
+from .settle import Settles
 from .steps import StepScrubber
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
 
@@ -323,7 +324,7 @@ def _option(it: Item) -> str:
 PAGE = 200  # entries in the list at a time: the widget's state stays small at any log size
 
 
-class SessionTimeline(ipywidgets.VBox):
+class SessionTimeline(Settles, ipywidgets.VBox):
     """The overview, a page of entries (a slider picks the page) and the chosen entry's content.
 
     Entries are read from the log by their offsets: only the shown page and the chosen entry.
