@@ -19,7 +19,7 @@ import ipywidgets
 
 from ..session.timeline import build_timeline
 from .settle import Settles
-from .theme import AXIS, FG1, fill, stroke
+from .theme import AXIS, FG1, fill, spaced, stroke
 from .timeline import Drop, Marks, drops
 
 # Mid tones: visible on light and dark backgrounds alike.
@@ -131,7 +131,7 @@ def curves_svg(
             f"{html.escape(label)}</text>"
         )
     out.append("</svg>")
-    return "".join(out)
+    return spaced("".join(out))
 
 
 class UsageCurves(Settles, ipywidgets.HTML):

@@ -29,7 +29,7 @@ from ..events import (
     StepFinished,
 )
 from ..messages import Usage
-from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, stroke
+from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, spaced, stroke
 
 
 @dataclass(frozen=True)
@@ -118,6 +118,14 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
         f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
+    head = (
+        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.share:.0%})"
+        if s.context_window
+        else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
+    )
+    parts.append(  # first: the headline is what a sanitized notebook reads first
+        f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
+    )
     if peak:  # where the run went before its last drop: a thin solid tick, unlike the dashed lines
         px, row = x(peak), rows[-1]
         over = s.marks and peak >= min(v for _, v in s.marks)  # red: the peak that crossed a line
@@ -139,16 +147,8 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
             f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
             f'text-anchor="{_anchor(px, width)}" {fill(FG2)}>{html.escape(label)} {value:,}</text>'
         )
-    head = (
-        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.share:.0%})"
-        if s.context_window
-        else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
-    )
-    parts.append(
-        f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
-    )
     parts.append("</svg>")
-    return "".join(parts)
+    return spaced("".join(parts))
 
 
 LABEL_ROW = 12  # px between rows of mark labels

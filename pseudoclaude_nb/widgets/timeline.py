@@ -28,7 +28,7 @@ from ..session.timeline_items import KINDS
 from ..textsafe import printable
 from .settle import Settles
 from .steps import StepScrubber
-from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
+from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, spaced, stroke
 
 COLORS = {
     "user": "#2e7d32",
@@ -210,7 +210,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         out.append(f'<g font-size="10" {fill(ERROR)}>{"".join(replace_labels)}</g>')
     out.extend(strips)
     out.append("</svg>")
-    return "".join(out)
+    return spaced("".join(out))
 
 
 def _lines_and_drops(
