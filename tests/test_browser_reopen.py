@@ -37,7 +37,10 @@ def test_the_saved_quickstart_reopens_readable_in_both_themes(tmp_path: Path) ->
             assert "Error displaying widget" not in text, theme
             assert "model not found" not in text, theme
             assert "~11,551 / 50,000 tokens" in text or "~11,551 / 50,000" in text, theme
-            assert "→ bash('python check_sample.py')" in page.inner_text(".jp-Notebook") or "check_sample.py" in text
+            assert (
+                "→ bash('python check_sample.py')" in page.inner_text(".jp-Notebook")
+                or "check_sample.py" in text
+            )
             assert "✓ done · 11 steps" in text, theme
             # Labels apart: the sanitized gauge reads "Layer 2 17,000 … tokens", not run together.
             assert "17,000~" not in text and "tokensLayer" not in text, theme

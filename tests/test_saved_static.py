@@ -27,7 +27,9 @@ SCRIPT = {
 def run_and_save(workspace: Path, cells: list[str]) -> nbformat.NotebookNode:
     nb = nbformat.v4.new_notebook()
     nb.cells = [nbformat.v4.new_code_cell(c) for c in cells]
-    NotebookClient(nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workspace)}}).execute()
+    NotebookClient(
+        nb, timeout=120, kernel_name="python3", resources={"metadata": {"path": str(workspace)}}
+    ).execute()
     path = workspace / "saved.ipynb"
     nbformat.write(nb, path)
     return nbformat.read(path, as_version=4)
@@ -65,7 +67,9 @@ def test_a_saved_run_and_its_browsers_hold_html_and_text_not_widgets(tmp_path: P
     text = "\n".join(_plain(o) for o in run)
     assert text.splitlines()[0].startswith("context ▕") and "→ bash('seq 1 3000') ✓ 3,000 lines" in text
     assert "The numbers run from **1** to `3000`." in text and "✓ done · 2 steps" in text
-    html = "".join(o.get("data", {}).get("text/html", "") + o.get("data", {}).get("text/markdown", "") for o in run)
+    html = "".join(
+        o.get("data", {}).get("text/html", "") + o.get("data", {}).get("text/markdown", "") for o in run
+    )
     assert "color:#2e7d32;color:var(--jp-success-color1" in html  # a plain colour a sanitizer keeps
     # %compact --status: the gauge as HTML and text, and the same headline percentage as its table.
     gauge = next(o for o in status if "pc-gauge" in o.get("data", {}).get("text/html", ""))
