@@ -57,7 +57,7 @@ def test_a_long_answer_goes_over_the_wire_once_then_stays_as_markdown(tmp_path: 
     assert shown["data"]["text/markdown"] == answer == shown["data"]["text/plain"]
     assert not [o for o in cell.outputs if o["output_type"] == "stream"]  # the live text was replaced
     gauge = [o for o in cell.outputs if "pc-gauge" in o.get("data", {}).get("text/html", "")]
-    assert gauge and "pc-gauge-live" not in gauge[0]["data"]["text/html"]  # static, not sticky
+    assert gauge and gauge[0]["data"]["text/plain"].startswith("context")  # static HTML and text
 
 
 def _loop_notebook(workspace: Path, steps: int) -> nbformat.NotebookNode:

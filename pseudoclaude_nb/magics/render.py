@@ -214,6 +214,10 @@ class NotebookRenderer:
         self._tool: ToolLine | None = None
 
     def __call__(self, event: RunEvent) -> None:
+        if self._answer.live and not isinstance(event, (AssistantDelta, ReasoningDelta)):
+            # While an answer streams live, the front end hands the cell's messages to its
+            # Output widget (a gauge update too): it ends before anything else is shown.
+            self._flush()
         self.gauge(event)
         if self._gauge_handle is None and isinstance(event, StepStarted):
             self._gauge_handle = show(self._batch, self.gauge.live_bundle(), raw=True, display_id=True)
@@ -304,7 +308,11 @@ class NotebookRenderer:
             self._reasoning_handle = None
 
     def _flush(self) -> None:
-        self._answer.finish()
+        if self._answer.live:
+            self._answer.finish()
+            self.gauge.update(self.gauge.state)  # an update sent while it streamed went to its widget
+        else:
+            self._answer.finish()
 
     def flush(self) -> None:
         """Show everything the run has shown so far (before a prompt or a line of another kind)."""

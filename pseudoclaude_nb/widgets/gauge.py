@@ -131,7 +131,7 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         over = s.marks and peak >= min(v for _, v in s.marks)  # red: the peak that crossed a line
         parts.append(  # a 2 px rect, not a line: a zero-width box counts as invisible to some checks
             f'<rect class="pc-gauge-peak" x="{px - 1:.1f}" y="{top - 2}" width="2" height="{bar_h + 4}" '
-            f"{fill(ERROR if over else FG1)}><title>peak of this run: ~{peak:,} tokens</title></rect>"
+            f"{fill(ERROR if over else FG1)}/>"
         )
         parts.append(
             f'<text class="pc-gauge-peak-label" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" '
@@ -141,7 +141,7 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         px = x(value)
         parts.append(
             f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" '
-            f"{stroke(FG1, 'stroke-dasharray:3,2')}><title>{html.escape(label)}: {value:,} tokens</title></line>"
+            f"{stroke(FG1, 'stroke-dasharray:3,2')}/>"
         )
         parts.append(
             f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
@@ -255,7 +255,7 @@ class ContextGauge:
     no widget: an output the renderer shows (``live_bundle``) and hands over as ``handle``,
     updated in place at most every ``LIVE_EVERY`` seconds, the last state always shown (a
     timer sends what a burst of events left). When the run ends ``static_bundle`` replaces
-    it, without the sticky style: the saved notebook holds HTML and text, nothing to load.
+    it: the saved notebook holds HTML and text, nothing to load.
     """
 
     state: GaugeState = field(default_factory=GaugeState)
@@ -286,7 +286,8 @@ class ContextGauge:
             if self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
-        return {"text/html": gauge_html(self.state), "text/plain": gauge_text(self.state)}
+        # A run's gauge keeps its sticky style: its long output still scrolls under it.
+        return {"text/html": self._html(self.state), "text/plain": gauge_text(self.state)}
 
     def _html(self, state: GaugeState) -> str:
         if not self.live:

@@ -413,6 +413,6 @@ def timeline_html(
     if t.count > limit:
         rows.append(f"… {t.count - limit:,} more entries")
     return (
-        f"<div class='pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
+        f"<div class='pc-timeline pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
     )
