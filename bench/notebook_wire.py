@@ -58,16 +58,16 @@ _answer_bytes = len(text.encode())
 """
 
 
-def stream_row(scratch: Path) -> Row:
+def stream_row(scratch: Path, tokens: int = ANSWER_TOKENS, pace: int = TOKENS_PER_SECOND) -> Row:
     with Wire(scratch, env={"PSEUDOCLAUDE_HOME": str(scratch / "home")}) as wire:
         wire.run("import pseudoclaude_nb.magics.render")
-        cell = wire.run(STREAM.format(tokens=ANSWER_TOKENS, pace=TOKENS_PER_SECOND))
+        cell = wire.run(STREAM.format(tokens=tokens, pace=pace))
         answer = int(wire.run("print(_answer_bytes)").outputs[-1]["text"])
     ratio = cell.bytes / answer
     widgets = [o for o in cell.outputs if "application/vnd.jupyter.widget-view+json" in o.get("data", {})]
     return Row(
         "wire_stream",
-        f"a {ANSWER_TOKENS:,}-token answer streamed at {TOKENS_PER_SECOND} tokens/s: iopub bytes per answer byte",
+        f"a {tokens:,}-token answer streamed at {pace} tokens/s: iopub bytes per answer byte",
         "≤ 5",
         round(ratio, 2),
         "×",
@@ -124,8 +124,8 @@ def loop_rows(scratch: Path, steps: int = LOOP_STEPS) -> list[Row]:
     ]
 
 
-def recorder_row(scratch: Path, repeat: int = 8) -> Row:
-    work = f"for i in range({PRINTS}):\n    print(i, 'an ordinary line of output')"
+def recorder_row(scratch: Path, repeat: int = 8, prints: int = PRINTS) -> Row:
+    work = f"for i in range({prints}):\n    print(i, 'an ordinary line of output')"
     toggle = "from pseudoclaude_nb.magics import _RECORDERS\nfor _rec in _RECORDERS.values():\n    _rec.{}()"
 
     def cpu(wire: Wire) -> float:
@@ -151,7 +151,7 @@ def recorder_row(scratch: Path, repeat: int = 8) -> Row:
     tax = statistics.median(a / b for a, b in zip(on, off, strict=True)) - 1
     return Row(
         "wire_recorder_tax",
-        f"an ordinary cell printing {PRINTS:,} lines: extra kernel CPU with the cell recorder on",
+        f"an ordinary cell printing {prints:,} lines: extra kernel CPU with the cell recorder on",
         "≤ 0.10",
         round(tax, 3),
         "×",
@@ -160,7 +160,13 @@ def recorder_row(scratch: Path, repeat: int = 8) -> Row:
     )
 
 
-def wire_rows(scratch: Path) -> list[Row]:
+def wire_rows(scratch: Path, quick: bool = False) -> list[Row]:
+    """The four rows; ``quick`` (``python -m bench --quick``) runs each smaller and faster."""
+    if quick:
+        rows = [stream_row(scratch, tokens=2_000, pace=1_000)]
+        rows.extend(loop_rows(scratch, steps=30))
+        rows.append(recorder_row(scratch, repeat=2, prints=10_000))
+        return rows
     rows = [stream_row(scratch)]
     rows.extend(loop_rows(scratch))
     rows.append(recorder_row(scratch))

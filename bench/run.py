@@ -102,7 +102,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("catalog", lambda: rows.extend(catalog.list_many(scratch, sizes)))
         section("history", do_history)
         section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
-        section("wire", lambda: rows.extend(notebook_wire.wire_rows(scratch)))  # issue 30
+        section("wire", lambda: rows.extend(notebook_wire.wire_rows(scratch, quick=sizes.name == "quick")))  # issue 30
         section("tokens", do_tokens)
         section("cost", do_cost)
     finally:
