@@ -24,6 +24,7 @@ from . import (
     cost,
     history,
     magic_paths,
+    notebook_wire,
     overhead,
     provider_steps,
     report,
@@ -39,6 +40,7 @@ SECTIONS = (
     "overhead",
     "agent",
     "wire",
+    "notebook",
     "catalog",
     "magics",
     "history",
@@ -116,6 +118,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("magics", lambda: rows.extend(magic_paths.magic_paths(scratch, sizes)))
         section("history", do_history)
         section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
+        section("notebook", lambda: rows.extend(notebook_wire.wire_rows(scratch, quick=sizes.name == "quick")))  # issue 30
         section("tokens", do_tokens)
         section("cost", do_cost)
     finally:
@@ -137,6 +140,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "history_search",
         "largest_line",
         "timeline",
+        "wire",
         "estimator",
     ]
     rows.sort(key=lambda r: next((i for i, k in enumerate(order) if r.key.startswith(k)), len(order)))

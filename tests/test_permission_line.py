@@ -57,7 +57,7 @@ def test_terminal_says_waiting_for_permission_and_times_only_the_tool(workspace:
     assert summary.status == "done"
     (screen,) = user.screens
     # When the prompt is out, the call's line says it waits, on a line of its own.
-    assert screen.endswith(f"→ bash('{SLEEP}') … ⏸ waiting for permission\n")
+    assert screen.endswith(f"→ bash('{SLEEP}') … ‖ waiting for permission\n")
     assert "running" not in screen
     after = out.getvalue()[len(screen) :]
     assert after.startswith(f"→ bash('{SLEEP}') … ✓")
@@ -85,7 +85,7 @@ def test_interrupted_at_the_prompt_the_line_says_the_call_never_ran(workspace: P
     agent = _agent(workspace, FakeUser("interrupt", out.getvalue), agents)
     summary = agent.run("sleep a bit", listeners=[TerminalRenderer(out=out)])
     assert summary.status == "interrupted"
-    assert "⏸ waiting for permission\n■ interrupted while waiting for permission\n" in out.getvalue()
+    assert "‖ waiting for permission\n■ interrupted while waiting for permission\n" in out.getvalue()
 
 
 def test_notebook_line_waits_without_ticking_then_runs_from_the_answer(
@@ -107,12 +107,12 @@ def test_notebook_line_waits_without_ticking_then_runs_from_the_answer(
     with capture_output():
         summary = agent.run("sleep a bit", listeners=[NotebookRenderer()])
     assert summary.status == "done"
-    assert user.screens == [f"→ bash('{SLEEP}') ⏸ waiting for permission"]
+    assert user.screens == [f"→ bash('{SLEEP}') ‖ waiting for permission"]
     texts = [text for _, text in lines]
-    asked = texts.index(f"→ bash('{SLEEP}') ⏸ waiting for permission")
-    answered = next(i for i, (_, t) in enumerate(lines) if i > asked and "⏳" in t)
+    asked = texts.index(f"→ bash('{SLEEP}') ‖ waiting for permission")
+    answered = next(i for i, (_, t) in enumerate(lines) if i > asked and "… running" in t)
     # No tick while the user thinks (THINK is longer than a tick): the line stays "waiting".
     assert all("waiting" in t for t in texts[asked:answered])
-    assert texts[answered] == f"→ bash('{SLEEP}') ⏳ running 0 s"
+    assert texts[answered] == f"→ bash('{SLEEP}') … running 0 s"
     assert lines[answered][0] - lines[asked][0] >= THINK - 0.05
     assert texts[-1].startswith(f"→ bash('{SLEEP}') ✓")

@@ -8,9 +8,16 @@ import json
 from pathlib import Path
 
 from pseudoclaude_nb.compact.estimate import estimate_tokens
-from pseudoclaude_nb.events import AssistantDelta, ReasoningDelta, RunFinished, RunSummary, StepStarted
+from pseudoclaude_nb.events import (
+    AssistantDelta,
+    ReasoningDelta,
+    RunFinished,
+    RunSummary,
+    StepFinished,
+    StepStarted,
+)
 from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, end_line
-from pseudoclaude_nb.messages import Message, Reasoning, ToolCall
+from pseudoclaude_nb.messages import Message, Reasoning, ToolCall, Usage
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import message_entry
 from tests.scripts import read_log, script, scripted_agent, turn
@@ -162,15 +169,17 @@ def test_notebook_shows_thinking_collapsed_above_the_answer(ip) -> None:
         render(StepStarted(1))
         render(ReasoningDelta("Let me think <carefully>."))
         render(AssistantDelta("The answer."))
+        render(StepFinished(1, Usage(), Message(role="assistant", content="The answer.")))
     html_parts = [o.data.get("text/html", "") for o in captured.outputs]
     markdown = [o.data.get("text/markdown", "") for o in captured.outputs]
+    # While it streams, its size; when the answer starts, its text, collapsed.
     thinking = [h for h in html_parts if "thinking…" in h]
     assert (
         thinking
-        and "<details" in thinking[0]
-        and "<details style='margin:2px 0;color:#777' open" not in thinking[0]
+        and "<details" in thinking[-1]
+        and "<details style='margin:2px 0;color:#777' open" not in thinking[-1]
     )
-    assert "Let me think &lt;carefully&gt;." in thinking[0]
+    assert "Let me think &lt;carefully&gt;." in thinking[-1]
     assert "The answer." in "".join(markdown) and "Let me think" not in "".join(markdown)
 
 

@@ -225,7 +225,12 @@ def test_demo_run_shows_compacting_for_at_least_a_second(
     )
     gauge = ContextGauge(live=True)
     shown: list[tuple[float, str]] = []
-    gauge.widget.observe(lambda change: shown.append((time.monotonic(), gauge.state.status)), names="value")
+
+    class Shown:  # the live gauge's output: each state sent to the front end
+        def update(self, data: dict, raw: bool = False) -> None:
+            shown.append((time.monotonic(), gauge.state.status))
+
+    gauge.handle = Shown()
     assert agent.run("Add a stats module", listeners=[gauge]).status == "done"
     start = next(t for t, status in shown if status == "compacting…")
     end = next(t for t, status in shown if t > start and status != "compacting…")

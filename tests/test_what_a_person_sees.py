@@ -19,7 +19,7 @@ from pydantic import BaseModel
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import RunFinished, RunSummary, ToolFinished, ToolStarted
-from pseudoclaude_nb.magics import current_agent
+from pseudoclaude_nb.magics import current_agent, tool_line
 from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, result_brief, tool_result_bundle
 from pseudoclaude_nb.magics.sessions import _title, _window
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage
@@ -165,6 +165,7 @@ def _outputs(captured) -> list[dict]:
 
 
 def test_notebook_tool_line_appears_at_start_and_is_replaced_in_place(ip, monkeypatch) -> None:
+    monkeypatch.setattr(tool_line, "SHOW_AFTER", 0)  # the running line at once, not after 0.5 s
     monkeypatch.setattr(ip, "kernel", object(), raising=False)
     updates: list[tuple[str, dict]] = []
     from IPython.core import display_functions
@@ -182,7 +183,7 @@ def test_notebook_tool_line_appears_at_start_and_is_replaced_in_place(ip, monkey
     with capture_output() as captured:
         renderer(ToolStarted(call))
         first = _outputs(captured)[-1]
-        assert first["text/plain"] == "→ bash('sleep 3') ⏳ running 0 s"
+        assert first["text/plain"] == "→ bash('sleep 3') … running 0 s"
         assert "pc-tool-running" in first["text/html"]
         renderer(ToolFinished(call, ToolResult(call_id="c", content="done"), 3.0))
     assert updates and updates[-1][1]["text/plain"] == "→ bash('sleep 3') ✓ done"
@@ -190,6 +191,7 @@ def test_notebook_tool_line_appears_at_start_and_is_replaced_in_place(ip, monkey
 
 
 def test_an_interrupted_tool_keeps_its_line_marked(ip, monkeypatch) -> None:
+    monkeypatch.setattr(tool_line, "SHOW_AFTER", 0)  # the running line at once, not after 0.5 s
     monkeypatch.setattr(ip, "kernel", object(), raising=False)
     updates: list[dict] = []
     from IPython.core import display_functions

@@ -14,6 +14,7 @@ from ..errors import PseudoClaudeError
 from ..events import Notice
 from ..notebook.skip import parse_counts
 from ..providers.demo_script import DEMO_PROMPT
+from ..run_marker import RunMarker
 from ..widgets.confirm import notebook_ask
 from .args import parse
 from .render import in_notebook, memory_outcome, renderer_for
@@ -107,12 +108,14 @@ class AgentMagics(Magics):
         if (args.provider or self._agent.settings.provider) == "demo" and prompt.strip() != DEMO_PROMPT:
             renderer(Notice(DEMO_PLAYS_A_SCRIPT))
         self._agent.skip_counts = skip
+        session = self._agent
+        marker = RunMarker(lambda: session.session.dir if session.session else None, renderer)
         try:
             self._agent.run(
                 prompt,
                 new=args.new,
                 session_id=args.session,
-                listeners=[renderer],
+                listeners=[renderer, marker],
                 provider=args.provider,
                 model=args.model,
                 strategy=args.strategy,

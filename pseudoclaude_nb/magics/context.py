@@ -300,7 +300,7 @@ class ContextMagics(Magics):
             if args.status:
                 data = self._agent.context_manifest()
                 if in_notebook(self.shell):
-                    display(status_gauge(data).widget)
+                    display(status_gauge(data).static_bundle(), raw=True)  # HTML + text, no widget
                 print(render_manifest(data, title="context"))
                 self._last_compact()
                 return

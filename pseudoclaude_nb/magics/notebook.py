@@ -1,8 +1,9 @@
 """The notebook side of the agent, over IPython: cell recording, the host, the ``?`` fix.
 
 ``CellRecorder`` listens to ``pre_run_cell``/``post_run_cell``. While a user cell runs it
-tees ``sys.stdout``/``sys.stderr`` (what the user sees is unchanged: every write goes
-to the original stream first) into bounded buffers, and notes displayed outputs and the
+copies what it prints into bounded buffers (in a kernel, the batches ipykernel sends,
+``magics.stream_tap``; elsewhere a tee of ``sys.stdout``/``sys.stderr``, every write going
+to the original stream first), and notes displayed outputs and the
 result by wrapping the shell's display publisher and display hook. Cells of this
 package's magics are not recorded and not teed; a cell marked ``agent-skip`` (its first
 line ``# agent-skip``, or the tag, found through the ``cellId`` the frontend sends and the
@@ -22,24 +23,41 @@ from typing import Any
 from ..notebook import BoundedText, CellRecord, CellStore, describe_display, error_info, package_cell
 from ..notebook.record import CELL_IMAGES, STDERR_CAP, STDOUT_CAP, display_image
 from ..notebook.skip import NotebookTags, marked_in_source
+from .stream_tap import StreamTap, can_tap
 
 DISPLAYS_KEPT = 20
 
 
+DRAIN_EVERY = 256  # writes a tee holds before it copies them into its sink
+
+
 class _Tee:
-    """A stream that writes through to ``stream`` and copies into ``sink`` unless paused."""
+    """A stream that writes through to ``stream`` and copies into ``sink`` unless paused.
+
+    A print loop writes ~4 times a line; each write here is one list append (the copy into
+    the bounded sink happens every ``DRAIN_EVERY`` writes, joined), so the recorder adds a
+    few percent to an output-heavy cell, not a third.
+    """
 
     def __init__(self, stream: Any, sink: BoundedText, recorder: CellRecorder) -> None:
         self._stream, self._sink, self._recorder = stream, sink, recorder
+        self._pending: list[Any] = []
 
     def write(self, text: Any) -> Any:
         written = self._stream.write(text)
         if not self._recorder.paused:
-            try:
-                self._sink.write(text)
-            except Exception:  # noqa: BLE001 - recording must never break the user's print
-                pass
+            pending = self._pending
+            pending.append(text)
+            if len(pending) >= DRAIN_EVERY:
+                self.drain()
         return written
+
+    def drain(self) -> None:
+        pending, self._pending = self._pending, []
+        try:
+            self._sink.write("".join(t if isinstance(t, str) else _as_text(t) for t in pending))
+        except Exception:  # noqa: BLE001 - recording must never break the user's print
+            pass
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -47,6 +65,10 @@ class _Tee:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def _as_text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
 
 class _Running:
@@ -92,6 +114,8 @@ class CellRecorder:
         self._skipping = False  # the running cell is marked agent-skip
         self._tags = NotebookTags()
         self._tees: tuple[Any, Any] | None = None  # the streams the tees replaced
+        self._made: tuple[_Tee, ...] = ()  # the tees themselves
+        self._taps: tuple[StreamTap, ...] = ()  # in a kernel: no tees, the sent batches are copied
         self.paused = 0
         self._publish: Any = None
         self._write_format: Any = None
@@ -99,6 +123,8 @@ class CellRecorder:
     # --- wiring ------------------------------------------------------------------------------
 
     def install(self) -> None:
+        if can_tap(sys.stdout) and can_tap(sys.stderr):
+            self._taps = (StreamTap(sys.stdout, self._sink("stdout")), StreamTap(sys.stderr, self._sink("stderr")))
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
         pub = self.shell.display_pub
@@ -117,7 +143,18 @@ class CellRecorder:
         for obj, attr in self._quieted:
             setattr(obj, attr, self._quiet(getattr(obj, attr)))
 
+    def _sink(self, which: str) -> Callable[[str], None]:
+        def write(data: str) -> None:
+            running = self._running
+            if running is not None and not self.paused:
+                getattr(running, which).write(data)
+
+        return write
+
     def uninstall(self) -> None:
+        for tap in self._taps:
+            tap.remove()
+        self._taps = ()
         for name, fn in (("pre_run_cell", self.pre_run_cell), ("post_run_cell", self.post_run_cell)):
             try:
                 self.shell.events.unregister(name, fn)
@@ -144,12 +181,22 @@ class CellRecorder:
         if self._skipped(source, info):
             self._running, self._skipping = None, True
             return
+        if self._taps:
+            self._running = None
+            for tap in self._taps:
+                tap.flush()  # what an earlier cell left pending is not this cell's
+            self._running = _Running(source)
+            return
         self._running = running = _Running(source)
         self._tees = (sys.stdout, sys.stderr)
         sys.stdout = _Tee(sys.stdout, running.stdout, self)
         sys.stderr = _Tee(sys.stderr, running.stderr, self)
+        self._made = (sys.stdout, sys.stderr)
 
     def post_run_cell(self, result: Any) -> None:
+        if self._running is not None:
+            for tap in self._taps:
+                tap.flush()  # the last batch is sent (and copied) before the record is made
         running, self._running = self._running, None
         skipping, self._skipping = self._skipping, False
         self._untee()
@@ -190,6 +237,9 @@ class CellRecorder:
         if self._tees is None:
             return
         out, err = self._tees
+        for tee in self._made:
+            tee.drain()  # what it holds goes into the record before it is read (wherever it is now)
+        self._made = ()
         # Only undo our own tee: a cell that set sys.stdout itself keeps what it set.
         if isinstance(sys.stdout, _Tee) and sys.stdout._recorder is self:
             sys.stdout = out

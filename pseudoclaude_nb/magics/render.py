@@ -34,6 +34,8 @@ from ..events import (
 )
 from ..textsafe import printable
 from ..widgets.theme import BRAND, ERROR, FG1, FG2, WARN
+from .answer_stream import AnswerStream, markdown_bundle
+from .output_batch import OutputBatch, show
 from .tool_line import WAITING, ToolLine, call_brief, result_brief, tool_result_bundle
 
 __all__ = [
@@ -49,7 +51,7 @@ __all__ = [
     "tool_result_bundle",
 ]
 
-UPDATE_EVERY = 0.15  # seconds between Markdown re-renders: smooth without flooding the frontend
+THINKING_EVERY = 1.0  # seconds between updates of the "thinking… (N characters)" line
 
 
 def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
@@ -193,15 +195,17 @@ class NotebookRenderer:
     """Markdown that grows in place while the answer streams; tool calls as <details>;
     the context gauge on top, updated after every step."""
 
-    def __init__(self, quiet: bool = False) -> None:
+    def __init__(self, quiet: bool = False, kernel: Any = None) -> None:
+        from IPython import get_ipython
+
         from ..widgets import ContextGauge
 
         self.quiet = quiet
         self.gauge = ContextGauge(live=True)
         self._gauge_handle: Any = None
-        self._text = ""
-        self._handle: Any = None
-        self._last_update = 0.0
+        self._kernel = kernel if kernel is not None else getattr(get_ipython(), "kernel", None)
+        self._batch = OutputBatch()  # finished tool lines and short answers, shown a few at a time
+        self._answer = AnswerStream(self._kernel, self._batch)
         self._context: ContextState | None = None
         self._compacting: Any = None
         self._reasoning = ""  # this step's thinking, shown collapsed above its answer
@@ -210,9 +214,14 @@ class NotebookRenderer:
         self._tool: ToolLine | None = None
 
     def __call__(self, event: RunEvent) -> None:
+        if self._answer.live and not isinstance(event, (AssistantDelta, ReasoningDelta)):
+            # While an answer streams live, the front end hands the cell's messages to its
+            # Output widget (a gauge update too): it ends before anything else is shown.
+            self._flush()
         self.gauge(event)
-        if self._gauge_handle is None and isinstance(event, (StepStarted, RunFinished)):
-            self._gauge_handle = display(self.gauge.widget, display_id=True)
+        if self._gauge_handle is None and isinstance(event, StepStarted):
+            self._gauge_handle = show(self._batch, self.gauge.live_bundle(), raw=True, display_id=True)
+            self.gauge.handle = self._gauge_handle
         if isinstance(event, ContextState):
             self._context = event
             return
@@ -221,8 +230,14 @@ class NotebookRenderer:
             if self._tool is not None:  # cut off by an interrupt or an error: the line stays, marked
                 self._tool.stopped(event.summary.status)
                 self._tool = None
-            # The saved notebook keeps the gauge's final state as text/plain and text/html.
-            self._gauge_handle.update(self.gauge.widget)
+            # The live gauge gives way to its final state as HTML and text: the saved notebook
+            # reopens readable anywhere, with no widget state to find.
+            final = self.gauge.static_bundle()
+            self._batch.flush()
+            if self._gauge_handle is None:
+                display(final, raw=True)
+            else:
+                self._gauge_handle.update(final, raw=True)
             s = event.summary
             if s.error is not None:
                 _show_html(f"<b>error:</b> {html.escape(str(s.error))}", f"error: {s.error}", ERROR)
@@ -233,7 +248,7 @@ class NotebookRenderer:
             # Shown while the summary request runs, then replaced by its outcome.
             self._flush()
             line = context_line(event)
-            self._compacting = display(_html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
+            self._compacting = show(self._batch, _html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
             return
         if isinstance(event, ANNOUNCED):
             self._flush()
@@ -245,50 +260,46 @@ class NotebookRenderer:
                 self._compacting.update(data, raw=True)
                 self._compacting = None
             else:
-                display(data, raw=True)
+                show(self._batch, data, raw=True)
             return
         if isinstance(event, Notice):
-            self._flush()
+            self.flush()
             _show_html(html.escape(event.text), f"[{event.level}] {event.text}", FG1, WARN)
             return
         if self.quiet:
             return
         if isinstance(event, StepStarted):
-            self._text, self._handle = "", None
+            self._flush()
             self._reasoning, self._reasoning_handle = "", None
         elif isinstance(event, ReasoningDelta):
+            # While it streams, only its size (a line of constant size); the text once, at its end.
             self._reasoning += event.text
             now = time.monotonic()
             if self._reasoning_handle is None:
-                self._reasoning_handle = display(_thinking(self._reasoning), raw=True, display_id=True)
+                self._reasoning_handle = show(
+                    self._batch, _thinking_live(self._reasoning), raw=True, display_id=True
+                )
                 self._reasoning_update = now
-            elif now - self._reasoning_update >= UPDATE_EVERY:
-                self._reasoning_handle.update(_thinking(self._reasoning), raw=True)
+            elif now - self._reasoning_update >= THINKING_EVERY:
+                self._reasoning_handle.update(_thinking_live(self._reasoning), raw=True)
                 self._reasoning_update = now
         elif isinstance(event, AssistantDelta):
             self._end_reasoning()
-            self._text += event.text
-            now = time.monotonic()
-            if self._handle is None:
-                self._handle = display(_markdown(self._text), raw=True, display_id=True)
-                self._last_update = now
-            elif now - self._last_update >= UPDATE_EVERY:
-                self._handle.update(_markdown(self._text), raw=True)
-                self._last_update = now
+            self._answer.add(event.text)
         elif isinstance(event, StepFinished):
             self._end_reasoning()
             self._flush()
         elif isinstance(event, ToolStarted):
             self._end_reasoning()
             self._flush()
-            self._tool = ToolLine(event.call)
+            self._tool = ToolLine(event.call, batch=self._batch)
         elif isinstance(event, PermissionAsked) and self._tool is not None:
             self._tool.waiting()
         elif isinstance(event, PermissionAnswered) and self._tool is not None:
             self._tool.resumed()
         elif isinstance(event, ToolFinished):
             self._end_reasoning()
-            line, self._tool = self._tool or ToolLine(event.call), None
+            line, self._tool = self._tool or ToolLine(event.call, batch=self._batch), None
             line.finished(event)
 
     def _end_reasoning(self) -> None:
@@ -297,9 +308,16 @@ class NotebookRenderer:
             self._reasoning_handle = None
 
     def _flush(self) -> None:
-        if self._handle is not None:
-            self._handle.update(_markdown(self._text), raw=True)
-            self._handle = None
+        if self._answer.live:
+            self._answer.finish()
+            self.gauge.update(self.gauge.state)  # an update sent while it streamed went to its widget
+        else:
+            self._answer.finish()
+
+    def flush(self) -> None:
+        """Show everything the run has shown so far (before a prompt or a line of another kind)."""
+        self._answer.finish()
+        self._batch.flush()
 
 
 MEMORY_NOTICE_WAIT = 10.0  # seconds the cell waits for the memory update to say what it did
@@ -342,9 +360,12 @@ def _thinking(text: str) -> dict[str, str]:
     return {"text/html": markup, "text/plain": f"thinking… ({len(text):,} characters)"}
 
 
-def _markdown(text: str) -> dict[str, str]:
-    # text/plain carries the same text, for terminals, nbval and text-only frontends.
-    return {"text/markdown": text, "text/plain": printable(text)}
+def _thinking_live(text: str) -> dict[str, str]:
+    line = f"thinking… ({len(text):,} characters)"
+    return {"text/html": f"<div style='margin:2px 0;color:#777'>{line}</div>", "text/plain": line}
+
+
+_markdown = markdown_bundle
 
 
 def _html_line(markup: str, plain: str, color: str, accent: str | None = None) -> dict[str, str]:
@@ -365,4 +386,4 @@ def in_notebook(shell: Any) -> bool:
 
 
 def renderer_for(shell: Any, quiet: bool = False) -> TerminalRenderer | NotebookRenderer:
-    return NotebookRenderer(quiet) if in_notebook(shell) else TerminalRenderer(quiet)
+    return NotebookRenderer(quiet, shell.kernel) if in_notebook(shell) else TerminalRenderer(quiet)

@@ -11,6 +11,7 @@ import json
 import re
 import threading
 import time
+from typing import Any
 
 from IPython.display import display
 
@@ -19,9 +20,17 @@ from ..messages import ToolCall, ToolResult
 from ..textsafe import printable
 from ..widgets.theme import ERROR, FG2, SUCCESS, WARN
 from ..widgets.thumbs import thumbnail
+from .output_batch import OutputBatch, show
 
 TICK_EVERY = 1.0  # seconds between updates of a running tool's elapsed time
-WAITING = "⏸ waiting for permission"  # the call's line while the user answers the prompt
+SHOW_AFTER = 0.5  # seconds a tool runs before its running line is shown (0: at once)
+# Status glyphs from fonts every system has (geometric shapes, not emoji: ⏳/⏸ are boxes
+# where no emoji font is installed).
+RUNNING = "… running"
+WAITING = "‖ waiting for permission"  # the call's line while the user answers the prompt
+PREVIEW_LINES = 6  # what a finished line keeps of the output: the full output is in the session log
+PREVIEW_CHARS = 300
+ARGUMENTS_CHARS = 300
 
 
 def call_brief(call: ToolCall, width: int = 70) -> str:
@@ -60,45 +69,63 @@ def _result_brief(result: ToolResult) -> str:
 
 
 class ToolLine:
-    """One tool call's line: shown when the tool starts (with its elapsed time, ticking),
-    replaced in place by the outcome when it finishes, or marked when it is cut off."""
+    """One tool call's line. A call that ends within ``SHOW_AFTER`` seconds is shown once, its
+    outcome, through the run's batch (a tool loop's lines then share outputs); a longer one
+    gets its running line (its elapsed time ticking), replaced in place by the outcome, or
+    marked when it is cut off. A permission prompt shows the line at once."""
 
-    def __init__(self, call: ToolCall, tick: float = TICK_EVERY) -> None:
+    def __init__(self, call: ToolCall, tick: float = TICK_EVERY, batch: OutputBatch | None = None) -> None:
         self.call = call
         self.brief = call_brief(call)
         self.started = time.monotonic()
         self.asking = False  # the permission prompt is out: the line waits, the clock does not run
+        self._batch = batch
         self._lock = threading.Lock()
         self._done = threading.Event()
-        self._handle = display(self._running(0.0), raw=True, display_id=True)
+        self._handle: Any = None
+        if SHOW_AFTER <= 0:
+            self._show(self._running(0.0))
         self._ticker = threading.Thread(target=self._tick, args=(tick,), name="pseudoclaude-tool-line", daemon=True)
         self._ticker.start()
 
+    def _show(self, data: dict[str, str]) -> None:
+        if self._handle is None:
+            self._handle = show(self._batch, data, raw=True, display_id=True)
+        else:
+            self._handle.update(data, raw=True)
+
     def _running(self, seconds: float) -> dict[str, str]:
-        return tool_line_bundle(self.call, f"⏳ running {seconds:.0f} s", FG2, running=True)
+        return tool_line_bundle(self.call, f"{RUNNING} {seconds:.0f} s", FG2, running=True)
 
     def _tick(self, every: float) -> None:
-        while not self._done.wait(every):
+        wait = SHOW_AFTER if SHOW_AFTER > 0 else every
+        while not self._done.wait(wait):
+            wait = every
             with self._lock:
                 if not self._done.is_set() and not self.asking:
-                    self._handle.update(self._running(time.monotonic() - self.started), raw=True)
+                    self._show(self._running(time.monotonic() - self.started))
 
     def waiting(self) -> None:
         """The user is asked for permission: the line says so and no tool time ticks."""
         with self._lock:
             self.asking = True
-            self._handle.update(tool_line_bundle(self.call, WAITING, WARN, running=True), raw=True)
+            self._show(tool_line_bundle(self.call, WAITING, WARN, running=True))
 
     def resumed(self) -> None:
         """The user answered: the tool's own time starts now."""
         with self._lock:
             self.asking, self.started = False, time.monotonic()
-            self._handle.update(self._running(0.0), raw=True)
+            self._show(self._running(0.0))
 
     def _final(self, data: dict[str, str]) -> None:
         with self._lock:
             self._done.set()
-            self._handle.update(data, raw=True)
+            if self._handle is not None:
+                self._handle.update(data, raw=True)
+            elif self._batch is not None:
+                self._batch.add_html(data)
+            else:
+                display(data, raw=True)
 
     def finished(self, event: ToolFinished) -> None:
         self._final(tool_result_bundle(event))
@@ -116,36 +143,63 @@ def tool_line_bundle(call: ToolCall, outcome: str, color: str, *, running: bool 
     cls = "pc-tool pc-tool-running" if running else "pc-tool"
     markup = (
         f"<div class='{cls}' style='margin:2px 0'><code>{html.escape(brief)}</code> "
-        f"<span style='color:{color}'>{html.escape(outcome)}</span></div>"
+        f"<span style='{_colour(color, _FALLBACK[color])}'>{html.escape(outcome)}</span></div>"
     )
     return {"text/html": markup, "text/plain": f"→ {brief} {outcome}"}
 
 
+def _colour(color: str, fallback: str) -> str:
+    """A colour that survives an untrusted notebook's sanitizer: a plain value first, the
+    theme's variable after it (a sanitizer drops the ``var()`` declaration, not the line)."""
+    return f"color:{fallback};color:{color}"
+
+
+_FALLBACK = {ERROR: "#d32f2f", SUCCESS: "#2e7d32", WARN: "#b26a00", FG2: "#777"}
+
+
+def preview(content: str) -> str:
+    """The first lines of a tool's output, short: the saved notebook keeps this, the session
+    log and the spill browser keep all of it."""
+    lines = content.splitlines()
+    shown = "\n".join(lines[:PREVIEW_LINES])
+    if len(shown) > PREVIEW_CHARS:
+        shown = shown[: PREVIEW_CHARS - 1] + "…"
+    rest = len(content) - len(shown)
+    if len(lines) > PREVIEW_LINES or rest > 0:
+        shown += f"\n… {len(lines):,} lines, {len(content):,} characters in all (the session log keeps them)"
+    return shown
+
+
 def tool_result_bundle(event: ToolFinished) -> dict[str, str]:
-    """The finished call: one line (✓ or ✗ in its colour) that expands to arguments and output."""
+    """The finished call: one line (✓ or ✗ in its colour) that opens to its arguments (when the
+    line cuts them) and the first lines of its output."""
     brief = call_brief(event.call)
     outcome = result_brief(event.result)
-    body = event.result.content
-    shown = body if len(body) <= 4000 else body[:4000] + f"\n… ({len(body) - 4000:,} more characters)"
-    args = json.dumps(event.call.arguments, indent=1, ensure_ascii=False)
-    if len(args) > 2000:
-        args = args[:2000] + "\n…"
     # A command that exited non-zero is not an error result for the model, but it failed.
     color = ERROR if event.result.is_error or outcome.startswith("✗") else SUCCESS
     summary = (
-        f"<code>{html.escape(brief)}</code> <span style='color:{color}'>{html.escape(outcome)}</span>"
-        f" <span style='color:{FG2}'>{event.seconds:.1f} s</span>"
+        f"<code>{html.escape(brief)}</code> <span style='{_colour(color, _FALLBACK[color])}'>"
+        f"{html.escape(outcome)}</span> <small>{event.seconds:.1f} s</small>"
     )
     pictures = event.result.images  # issue-14: what the code displayed, as thumbnails
     plain = f"→ {brief} {outcome}"
     if pictures:
         summary += " " + "".join(thumbnail(data, kind, px=32) for data, kind in pictures)
         plain += f" · {len(pictures)} image{'s' if len(pictures) > 1 else ''}"
+    parts = []
+    if brief.endswith("…)"):  # the line cut the arguments: they are one click away
+        args = json.dumps(event.call.arguments, indent=1, ensure_ascii=False)
+        if len(args) > ARGUMENTS_CHARS:
+            args = args[: ARGUMENTS_CHARS - 1] + "…"
+        parts.append(args)
+    body = printable(preview(event.result.content))
+    if body.strip() and body.strip() != outcome[2:].strip():
+        parts.append(body)
+    if not parts:
+        return {"text/html": f"<div class='pc-tool' style='margin:2px 0'>{summary}</div>", "text/plain": plain}
     markup = (
         f"<details class='pc-tool' style='margin:2px 0'><summary>{summary}</summary>"
-        f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(args)}</pre>"
-        f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(shown)}</pre>"
-        + "".join(thumbnail(data, kind, px=240) for data, kind in pictures)
+        + "".join(f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(p)}</pre>" for p in parts)
         + "</details>"
     )
     return {"text/html": markup, "text/plain": plain}

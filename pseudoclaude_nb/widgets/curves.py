@@ -18,7 +18,8 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import build_timeline
-from .theme import AXIS, FG1, fill, stroke
+from .settle import Settles
+from .theme import AXIS, FG1, fill, spaced, stroke
 from .timeline import Drop, Marks, drops
 
 # Mid tones: visible on light and dark backgrounds alike.
@@ -130,10 +131,10 @@ def curves_svg(
             f"{html.escape(label)}</text>"
         )
     out.append("</svg>")
-    return "".join(out)
+    return spaced("".join(out))
 
 
-class UsageCurves(ipywidgets.HTML):
+class UsageCurves(Settles, ipywidgets.HTML):
     """``UsageCurves({"compact": dir1, "rollover": dir2}, marks=[("Layer 2", 27_000)])``:
     tokens per step, compared, with each session's drops and the strategy's lines."""
 

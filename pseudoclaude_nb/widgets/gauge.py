@@ -11,6 +11,8 @@ read after the run still says how close the context came to the line.
 from __future__ import annotations
 
 import html
+import threading
+import time
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -27,7 +29,7 @@ from ..events import (
     StepFinished,
 )
 from ..messages import Usage
-from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, stroke
+from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, spaced, stroke
 
 
 @dataclass(frozen=True)
@@ -48,6 +50,11 @@ class GaugeState:
     @property
     def fraction(self) -> float:
         return min(self.estimated_tokens / self.context_window, 1.0) if self.context_window else 0.0
+
+    @property
+    def share(self) -> float:
+        """The estimate over the window, not capped: the number said everywhere (the bar caps)."""
+        return self.estimated_tokens / self.context_window if self.context_window else 0.0
 
     @property
     def shown_peak(self) -> int:
@@ -76,7 +83,7 @@ def gauge_text(s: GaugeState, width: int = 30) -> str:
         u = s.last_usage
         usage = f" · cache read {u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
     return (
-        f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.fraction:.0%})"
+        f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.share:.0%})"
         + (f" · peak ~{s.shown_peak:,}" if s.shown_peak else "")
         + (f" · {marks}" if marks else "")
         + (f" · {_drop_text(s)}" if s.last_drop else "")
@@ -111,6 +118,14 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
         f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
+    head = (
+        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.share:.0%})"
+        if s.context_window
+        else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
+    )
+    parts.append(  # first: the headline is what a sanitized notebook reads first
+        f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
+    )
     if peak:  # where the run went before its last drop: a thin solid tick, unlike the dashed lines
         px, row = x(peak), rows[-1]
         over = s.marks and peak >= min(v for _, v in s.marks)  # red: the peak that crossed a line
@@ -132,12 +147,8 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
             f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
             f'text-anchor="{_anchor(px, width)}" {fill(FG2)}>{html.escape(label)} {value:,}</text>'
         )
-    head = f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.fraction:.0%})"
-    parts.append(
-        f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
-    )
     parts.append("</svg>")
-    return "".join(parts)
+    return spaced("".join(parts))
 
 
 LABEL_ROW = 12  # px between rows of mark labels
@@ -233,17 +244,50 @@ STICKY_CSS = (
 )
 
 
+LIVE_EVERY = 0.25  # seconds between a live gauge's re-renders: a tool loop's steps are coalesced
+
+
 @dataclass
 class ContextGauge:
-    """A live gauge: feed it run events (it is a runner listener)."""
+    """A gauge: feed it run events (it is a runner listener).
+
+    A snapshot (``%context``) is an HTML widget. A ``live`` one, a running ``%agent``'s, is
+    no widget: an output the renderer shows (``live_bundle``) and hands over as ``handle``,
+    updated in place at most every ``LIVE_EVERY`` seconds, the last state always shown (a
+    timer sends what a burst of events left). When the run ends ``static_bundle`` replaces
+    it: the saved notebook holds HTML and text, nothing to load.
+    """
 
     state: GaugeState = field(default_factory=GaugeState)
-    widget: Any = None
     finished: bool = False  # set by RunFinished: later events change nothing
     live: bool = False  # the gauge of a running %agent (sticky), not a snapshot
+    handle: Any = None  # the live gauge's display handle
+    _lock: Any = field(default_factory=threading.Lock, repr=False)
+    _timer: Any = field(default=None, repr=False)
+    _shown_at: float = field(default=0.0, repr=False)
 
-    def __post_init__(self) -> None:
-        self.widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+    _widget: Any = field(default=None, repr=False)
+
+    @property
+    def widget(self) -> Any:
+        """The snapshot's HTML widget, made when first asked for (a gauge only shown as
+        ``static_bundle`` opens no widget model at all)."""
+        if self._widget is None and not self.live:
+            self._widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+        return self._widget
+
+    def live_bundle(self) -> dict[str, str]:
+        return {"text/html": self._html(self.state), "text/plain": gauge_text(self.state)}
+
+    def static_bundle(self) -> dict[str, str]:
+        """The gauge as it ended, as HTML and text; no further re-render is sent."""
+        with self._lock:
+            self.finished = True
+            if self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
+        # A run's gauge keeps its sticky style: its long output still scrolls under it.
+        return {"text/html": self._html(self.state), "text/plain": gauge_text(self.state)}
 
     def _html(self, state: GaugeState) -> str:
         if not self.live:
@@ -295,5 +339,32 @@ class ContextGauge:
 
     def update(self, state: GaugeState) -> None:
         self.state = state
-        self.widget.text = gauge_text(state)
-        self.widget.value = self._html(state)
+        if not self.live:
+            self._render()
+            return
+        with self._lock:
+            if self.finished or self._timer is not None:
+                return  # the run's end replaces it / the pending re-render will show this state
+            wait = self._shown_at + LIVE_EVERY - time.monotonic()
+            if wait <= 0:
+                self._render()
+                return
+            self._timer = threading.Timer(wait, self._trailing)
+            self._timer.daemon = True
+            self._timer.start()
+
+    def _trailing(self) -> None:
+        with self._lock:
+            self._timer = None
+            if not self.finished:
+                self._render()
+
+    def _render(self) -> None:
+        self._shown_at = time.monotonic()
+        if self.live:
+            if self.handle is not None:
+                self.handle.update(self.live_bundle(), raw=True)
+            return
+        if self._widget is not None:
+            self._widget.text = gauge_text(self.state)
+            self._widget.value = self._html(self.state)

@@ -15,6 +15,7 @@ from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
 from ..session.paths import SPILL_DIR
 from ..textsafe import printable
+from .settle import Settles
 from .theme import FG2
 from .thumbs import thumbnail
 
@@ -145,7 +146,7 @@ def spills_html(rows: list[dict[str, Any]]) -> str:
     return f"<div class='pc-spills-static'><b>{len(rows)} spilled tool result(s)</b><ul>{items}</ul></div>"
 
 
-class SpillBrowser(ipywidgets.VBox):
+class SpillBrowser(Settles, ipywidgets.VBox):
     """One row per spilled result: what the call worked on, its size and file, a preview,
     and a button that shows the full text below (press again to hide it)."""
 

@@ -21,6 +21,7 @@ import ipywidgets
 from ..errors import PseudoClaudeError
 from ..session.steps import StepIndex, request_at, scan
 from ..textsafe import printable
+from .settle import Settles
 from .step_view import request_html
 
 CACHED = 128  # step views kept (each a bounded table); the oldest chosen is dropped first
@@ -45,7 +46,7 @@ class StepView:
         return f"{head} — {self.messages:,} {noun}, ~{self.tokens:,} tokens"
 
 
-class StepScrubber(ipywidgets.VBox):
+class StepScrubber(Settles, ipywidgets.VBox):
     """A slider over steps 1..N and, below it, the request the model received at the chosen one.
 
     ``now``: today's system prompt, memory and tool schema tokens (``magics.context_steps.now_tokens``),

@@ -34,3 +34,11 @@ def fill(color: str, opacity: float | None = None) -> str:
 
 def stroke(color: str, extra: str = "") -> str:
     return f'style="stroke:{color}' + (f";{extra}" if extra else "") + '"'
+
+
+def spaced(svg: str) -> str:
+    """``svg`` with a line break after each label and tooltip. Drawn, nothing changes (SVG
+    ignores whitespace between elements); an untrusted notebook's sanitizer drops the SVG and
+    keeps its text, which then reads "Layer 2 17,000 ~11,551 / 50,000 tokens", not
+    "Layer 2 17,000~11,551 / 50,000 tokens"."""
+    return svg.replace("</text>", "</text>\n").replace("</title>", "</title>\n")

@@ -26,8 +26,9 @@ import ipywidgets
 from ..session.timeline import Item, Timeline
 from ..session.timeline_items import KINDS
 from ..textsafe import printable
+from .settle import Settles
 from .steps import StepScrubber
-from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, stroke
+from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, spaced, stroke
 
 COLORS = {
     "user": "#2e7d32",
@@ -209,7 +210,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         out.append(f'<g font-size="10" {fill(ERROR)}>{"".join(replace_labels)}</g>')
     out.extend(strips)
     out.append("</svg>")
-    return "".join(out)
+    return spaced("".join(out))
 
 
 def _lines_and_drops(
@@ -323,7 +324,7 @@ def _option(it: Item) -> str:
 PAGE = 200  # entries in the list at a time: the widget's state stays small at any log size
 
 
-class SessionTimeline(ipywidgets.VBox):
+class SessionTimeline(Settles, ipywidgets.VBox):
     """The overview, a page of entries (a slider picks the page) and the chosen entry's content.
 
     Entries are read from the log by their offsets: only the shown page and the chosen entry.
@@ -412,6 +413,6 @@ def timeline_html(
     if t.count > limit:
         rows.append(f"… {t.count - limit:,} more entries")
     return (
-        f"<div class='pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
+        f"<div class='pc-timeline pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
     )

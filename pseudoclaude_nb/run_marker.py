@@ -1,0 +1,89 @@
+"""A run that a kernel restart cut off is said, when its session next runs.
+
+A restart kills the kernel mid-run: no ``RunFinished``, nothing in the log says the run
+ended, and the notebook keeps the cell's last output (a running tool line, forever). This
+listener keeps ``running.json`` in the session's folder while a run goes (its pid and
+step, rewritten at each step) and removes it when the run finishes, whatever the status.
+The next run of that session in another process that finds one says so first, as a
+notice: "the last run was cut by a kernel restart at step N". (The frozen output goes when
+its cell is run again: a front end clears a cell's outputs when it runs it.)
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+from typing import Any
+
+from .events import Notice, RunEvent, RunFinished, StepStarted
+
+MARKER = "running.json"
+
+
+def cut_run(session_dir: Path) -> dict[str, Any] | None:
+    """The marker another process left in ``session_dir`` (its run never finished), if any."""
+    try:
+        data = json.loads((session_dir / MARKER).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    if not isinstance(data, dict) or data.get("pid") == os.getpid():
+        return None
+    return data
+
+
+def cut_line(data: dict[str, Any]) -> str:
+    when = data.get("started")
+    at = (
+        time.strftime(" (started %Y-%m-%d %H:%M)", time.localtime(when))
+        if isinstance(when, (int, float))
+        else ""
+    )
+    return (
+        f"the last run was cut by a kernel restart at step {data.get('step', '?')}{at}; "
+        "this run continues from what the session log holds"
+    )
+
+
+class RunMarker:
+    """A runner listener. ``session_dir`` is asked for at each step (a run can start one)."""
+
+    def __init__(self, session_dir: Any, say: Any) -> None:
+        self._dir = session_dir  # () -> Path | None
+        self._say = say  # (RunEvent) -> None: the renderer, for the notice
+        self._path: Path | None = None
+        self._started = time.time()
+
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, StepStarted):
+            folder = self._dir()
+            if folder is None:
+                return
+            path = Path(folder) / MARKER
+            if path != self._path:  # the run's first step in this session: was the last one cut?
+                found = cut_run(Path(folder))
+                if found is not None:
+                    self._say(Notice(cut_line(found), level="warning"))
+                self._clear()
+                self._path = path
+            self._write(event.step)
+        elif isinstance(event, RunFinished):
+            self._clear()
+
+    def _write(self, step: int) -> None:
+        data = {"pid": os.getpid(), "step": step, "started": self._started}
+        try:
+            tmp = self._path.with_suffix(".tmp")
+            tmp.write_text(json.dumps(data), encoding="utf-8")
+            os.replace(tmp, self._path)
+        except OSError:
+            pass  # a marker is a courtesy: never the run's problem
+
+    def _clear(self) -> None:
+        if self._path is not None:
+            try:
+                self._path.unlink()
+            except OSError:
+                pass
+            self._path = None
