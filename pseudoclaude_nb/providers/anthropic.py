@@ -120,8 +120,13 @@ class AnthropicProvider:
         with self._mapped_errors():
             events = self._client.messages.create(**self._params(request), stream=True)
             with events:
-                for event in events:
-                    yield from reader.feed(event)
+                try:
+                    for event in events:
+                        yield from reader.feed(event)
+                except anthropic.APIConnectionError as exc:
+                    # The server answered and the body broke off: SDK 2.17 wraps this in a
+                    # connection error, which would wrongly say the server cannot be reached.
+                    raise _broke_off(exc) from exc
         # Only a stream that said why it stopped ends with Stop; anything else makes the
         # runner's assembler raise StreamError and keep nothing of this response.
         if reader.stopped and reader.stop_reason:
@@ -275,11 +280,8 @@ class AnthropicProvider:
             reason = wire.quote(exc.__cause__ or exc, self._key)
             raise wire.unreachable(SERVICE, self.base_url, URL_VAR, reason) from exc
         except httpx2.HTTPError as exc:
-            # The SDK passes a connection dropped mid-body straight through.
-            raise StreamError(
-                f"the {SERVICE} response stream broke off ({type(exc).__name__}); nothing from it was "
-                "kept — run %agent again to retry"
-            ) from exc
+            # SDKs before 2.17 pass a connection dropped mid-body straight through.
+            raise _broke_off(exc) from exc
 
     def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
         status = exc.status_code
@@ -452,3 +454,11 @@ def _error_body(body: object) -> tuple[str | None, str]:
     if isinstance(error, dict):
         return error.get("type"), str(error.get("message") or "")
     return None, ""
+
+
+def _broke_off(exc: BaseException) -> StreamError:
+    cause = exc.__cause__ if isinstance(exc, anthropic.APIConnectionError) and exc.__cause__ else exc
+    return StreamError(
+        f"the {SERVICE} response stream broke off ({type(cause).__name__}); nothing from it was "
+        "kept — run %agent again to retry"
+    )
