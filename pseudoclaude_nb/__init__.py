@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .lazy import exports as _exports
+
 if TYPE_CHECKING:
     from .tools.user import tool
 
@@ -19,12 +21,8 @@ __all__ = ["load_ipython_extension", "tool", "unload_ipython_extension"]
 __version__ = "0.1.0"
 
 
-def __getattr__(name: str) -> Any:
-    if name == "tool":  # the tool registry pulls in every tool module: only when asked for
-        from .tools.user import tool
-
-        return tool
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+# The tool registry pulls in every tool module: imported when ``tool`` is first asked for.
+__getattr__, __dir__ = _exports(__name__, {".tools.user": ("tool",)})
 
 
 def load_ipython_extension(ipython: Any) -> None:

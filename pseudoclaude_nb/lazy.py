@@ -16,9 +16,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 
-def exports(package: str, where: Mapping[str, tuple[str, ...]]) -> Callable[[str], Any]:
-    """A module ``__getattr__`` for ``package``: ``where`` maps each submodule (".gauge") to
-    the names it gives."""
+def exports(
+    package: str, where: Mapping[str, tuple[str, ...]]
+) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
+    """A module's ``__getattr__`` and ``__dir__`` for ``package``: ``where`` maps each submodule
+    (".gauge") to the names it gives. ``__dir__`` lists them before they are imported, so
+    tab completion sees them."""
     owner = {name: module for module, names in where.items() for name in names}
 
     def __getattr__(name: str) -> Any:
@@ -29,4 +32,7 @@ def exports(package: str, where: Mapping[str, tuple[str, ...]]) -> Callable[[str
         setattr(sys.modules[package], name, value)  # asked once: a plain attribute from now on
         return value
 
-    return __getattr__
+    def __dir__() -> list[str]:
+        return sorted(set(vars(sys.modules[package])) | set(owner))
+
+    return __getattr__, __dir__

@@ -136,7 +136,7 @@ __all__ = [
 ]
 
 # The Magics classes and the executor import the agent's world: only when asked for.
-__getattr__ = exports(
+__getattr__, __dir__ = exports(
     __name__,
     {
         ".agent": ("AgentMagics",),

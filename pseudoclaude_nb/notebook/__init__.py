@@ -52,7 +52,7 @@ __all__ = [
     "strip_ansi",
 ]
 
-__getattr__ = exports(
+__getattr__, __dir__ = exports(
     __name__,
     {
         ".activity": ("ActivityBlock", "ShownCell", "cells_for_run", "package_cell", "render_activity", "split_skipped"),

@@ -31,7 +31,7 @@ __all__ = [
     "usage_per_step",
 ]
 
-__getattr__ = exports(
+__getattr__, __dir__ = exports(
     __name__,
     {
         ".curves": ("UsageCurves", "curves_text", "usage_per_step"),
