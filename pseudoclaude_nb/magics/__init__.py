@@ -12,7 +12,7 @@ or ``deferred`` may import the agent, providers, widgets, MCP or their libraries
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude
@@ -40,7 +40,6 @@ class _Loaded:
     store: CellStore
     recorder: CellRecorder
     notebook_file: str | None
-    magics: list[deferred.DeferredMagics] = field(default_factory=list)
     agent: Agent | None = None
 
 
@@ -89,9 +88,7 @@ def register(shell: Any) -> None:
 
     table = shell.magics_manager.magics
     for class_name in deferred.MAGICS:
-        magics = deferred.DeferredMagics(class_name, build)
-        loaded.magics.append(magics)
-        for kind, name, stand_in in magics.stand_ins():
+        for kind, name, stand_in in deferred.DeferredMagics(class_name, build).stand_ins():
             table[kind][name] = stand_in  # what IPython's register_magics records, minus the class
     recorder.install()
     shell.input_transformers_cleanup.append(question_transformer(package_names))
