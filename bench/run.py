@@ -28,6 +28,7 @@ from . import (
     overhead,
     provider_steps,
     report,
+    startup,
     storage,
     svg,
     timeline,
@@ -47,6 +48,7 @@ SECTIONS = (
     "timeline",
     "tokens",
     "cost",
+    "startup",
 )
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
@@ -121,6 +123,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("notebook", lambda: rows.extend(notebook_wire.wire_rows(scratch, quick=sizes.name == "quick")))  # issue 30
         section("tokens", do_tokens)
         section("cost", do_cost)
+        section("startup", lambda: rows.extend(startup.startup_rows(scratch, sizes)))  # issue 30
     finally:
         if keep:
             log(f"scratch data kept in {scratch}")
@@ -142,6 +145,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "timeline",
         "wire",
         "estimator",
+        "startup",
     ]
     rows.sort(key=lambda r: next((i for i, k in enumerate(order) if r.key.startswith(k)), len(order)))
     host = report.machine()

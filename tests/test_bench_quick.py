@@ -154,3 +154,14 @@ def test_issue_18_rows_time_the_shipped_path(quick):
     # The full load's memory against what it returns, by tracemalloc.
     memory = rows["load_memory"]["detail"]
     assert rows["load_memory"]["ok"] in (True, False) and memory["result_traced_mb"] > 0
+
+
+def test_issue_30_startup_row_compares_load_ext_with_import_ipython(quick):
+    rows = {r["key"]: r for r in json.loads((quick / "results.json").read_text())["rows"]}
+    load = rows["startup_load_ext"]
+    assert load["ok"] in (True, False) and load["target"] == "≤ 2.0×"
+    detail = load["detail"]
+    assert detail["load_ext_ms"] > 0 and detail["import_ipython_ms"] > 0
+    assert abs(load["value"] - detail["load_ext_ms"] / detail["import_ipython_ms"]) < 0.02  # the ratio of the two
+    assert 0 < detail["own_modules_added"] <= detail["modules_added_by_load_ext"]
+    assert rows["startup_first_agent"]["detail"]["modules_added"] > 0

@@ -1,66 +1,97 @@
-"""The IPython face of the package: thin magics and renderers over the core."""
+"""The IPython face of the package: thin magics and renderers over the core.
+
+``register`` is all ``%load_ext`` runs, and it stays cheap (issue 30: at most twice
+``import IPython``): it keeps the user's environment, makes the settings, installs the cell
+recorder and the ``?`` fix, and registers each magic name (``deferred``). The agent, the
+Magics classes and everything a run needs are imported and built on the first magic call
+(``current_agent``). Keep it so: nothing imported at the top of this module, ``notebook``
+or ``deferred`` may import the agent, providers, widgets, MCP or their libraries
+(``tests/test_startup.py`` checks).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from ..agent import Agent
 from ..config import PseudoClaude
 from ..envtrust import remember_user_env
-from ..notebook import CellStore
-from ..providers import clients
-from .agent import AgentMagics
-from .context import ContextMagics
-from .mcp import McpMagics
-from .memory import MemoryMagics
+from ..lazy import exports
+from ..notebook.store import CellStore
+from . import deferred
 from .notebook import CellRecorder, IPythonNotebook, question_transformer
-from .python_exec import python_executor
-from .sessions import SessionMagics
 
-_AGENTS: dict[int, Agent] = {}
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from .agent import AgentMagics
+    from .context import ContextMagics
+    from .mcp import McpMagics
+    from .memory import MemoryMagics
+    from .python_exec import python_executor
+    from .sessions import SessionMagics
+
+
+@dataclass
+class _Loaded:
+    """What ``%load_ext`` set up in one shell; the agent comes with the first magic call."""
+
+    settings: PseudoClaude
+    store: CellStore
+    recorder: CellRecorder
+    notebook_file: str | None
+    agent: Agent | None = None
+
+
+_LOADED: dict[int, _Loaded] = {}
+# The recorders by shell: the wire benchmark pauses and resumes them from inside a kernel.
 _RECORDERS: dict[int, CellRecorder] = {}
 
 
 def current_agent(shell: Any) -> Agent:
-    """The agent of this shell (for tests and power users)."""
-    return _AGENTS[id(shell)]
+    """The agent of this shell (for the magics, tests and power users), built on first ask."""
+    loaded = _LOADED[id(shell)]
+    if loaded.agent is None:
+        from ..agent import Agent
+        from .python_exec import python_executor
+
+        loaded.agent = Agent(
+            loaded.settings,
+            notebook_file=loaded.notebook_file,
+            python_executor=python_executor(shell),
+            notebook=IPythonNotebook(shell, loaded.store),
+        )
+    return loaded.agent
 
 
-def register(shell: Any) -> Agent:
-    if id(shell) in _AGENTS:
-        return _AGENTS[id(shell)]
+def register(shell: Any) -> None:
+    if id(shell) in _LOADED:
+        return
     # What the user's environment holds now is theirs: tool commands keep those of its
     # startup variables (BASH_ENV, LD_PRELOAD, …) and no others (workspace trust, SPEC §19).
     remember_user_env()
     settings = PseudoClaude(parent=shell)
     shell.configurables.append(settings)
-    notebook_file = shell.user_ns.get("__vsc_ipynb_file__")
     store = CellStore()
-    agent = Agent(
-        settings,
-        notebook_file=notebook_file,
-        python_executor=python_executor(shell),
-        notebook=IPythonNotebook(shell, store),
-    )
-    magics = [
-        AgentMagics(shell, agent),
-        SessionMagics(shell, agent),
-        ContextMagics(shell, agent),
-        MemoryMagics(shell, agent),
-        McpMagics(shell, agent),
-    ]
-    shell.register_magics(*magics)
-    names = {name for m in magics for kind in m.magics.values() for name in kind}
+    names = deferred.magic_names()
 
     def package_names() -> set[str]:
         return names
 
     recorder = CellRecorder(shell, store, package_names)
+    loaded = _Loaded(settings, store, recorder, notebook_file=shell.user_ns.get("__vsc_ipynb_file__"))
+    _LOADED[id(shell)] = loaded
+    _RECORDERS[id(shell)] = recorder
+
+    def build(cls: type) -> Any:
+        return cls(shell, current_agent(shell))
+
+    table = shell.magics_manager.magics
+    for class_name in deferred.MAGICS:
+        for kind, name, stand_in in deferred.DeferredMagics(class_name, build).stand_ins():
+            table[kind][name] = stand_in  # what IPython's register_magics records, minus the class
     recorder.install()
     shell.input_transformers_cleanup.append(question_transformer(package_names))
-    _AGENTS[id(shell)] = agent
-    _RECORDERS[id(shell)] = recorder
-    return agent
 
 
 def unregister(shell: Any) -> None:
@@ -70,22 +101,20 @@ def unregister(shell: Any) -> None:
     shell.input_transformers_cleanup[:] = [
         t for t in shell.input_transformers_cleanup if not getattr(t, "pseudoclaude", False)
     ]
-    agent = _AGENTS.pop(id(shell), None)
-    if agent is not None:
-        agent.close()
-        shell.configurables[:] = [c for c in shell.configurables if c is not agent.settings]
-    clients.close_all()  # the providers' kept HTTP clients (atexit closes them at kernel exit too)
-    for name, kind in (
-        ("agent", "line"),
-        ("agent", "cell"),
-        ("sessions", "line"),
-        ("context", "line"),
-        ("compact", "line"),
-        ("memory", "line"),
-        ("memory", "cell"),
-        ("mcp", "line"),
-    ):
-        shell.magics_manager.magics[kind].pop(name, None)
+    loaded = _LOADED.pop(id(shell), None)
+    if loaded is not None:
+        if loaded.agent is not None:
+            loaded.agent.close()
+        shell.configurables[:] = [c for c in shell.configurables if c is not loaded.settings]
+    # The providers' kept HTTP clients (atexit closes them at kernel exit too); none were made
+    # if no run ever imported the module.
+    clients = sys.modules.get("pseudoclaude_nb.providers.clients")
+    if clients is not None:
+        clients.close_all()
+    for _, kinds in deferred.MAGICS.values():
+        for kind, names in kinds.items():
+            for name in names:
+                shell.magics_manager.magics[kind].pop(name, None)
 
 
 __all__ = [
@@ -102,3 +131,16 @@ __all__ = [
     "register",
     "unregister",
 ]
+
+# The Magics classes and the executor import the agent's world: only when asked for.
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".agent": ("AgentMagics",),
+        ".context": ("ContextMagics",),
+        ".mcp": ("McpMagics",),
+        ".memory": ("MemoryMagics",),
+        ".python_exec": ("python_executor",),
+        ".sessions": ("SessionMagics",),
+    },
+)

@@ -20,9 +20,19 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from ..notebook import BoundedText, CellRecord, CellStore, describe_display, error_info, package_cell
-from ..notebook.record import CELL_IMAGES, STDERR_CAP, STDOUT_CAP, display_image
+from ..notebook.activity import package_cell
+from ..notebook.record import (
+    CELL_IMAGES,
+    STDERR_CAP,
+    STDOUT_CAP,
+    BoundedText,
+    CellRecord,
+    describe_display,
+    display_image,
+    error_info,
+)
 from ..notebook.skip import NotebookTags, marked_in_source
+from ..notebook.store import CellStore
 from .stream_tap import StreamTap, can_tap
 
 DISPLAYS_KEPT = 20

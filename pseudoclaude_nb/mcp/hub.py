@@ -32,7 +32,6 @@ from ..errors import ServerGone, ToolError
 from ..tools.registry import ToolOutput
 from .approval import Approvals
 from .config import McpConfig, ServerConfig, Trust
-from .stdio import TOO_BIG
 from .tools import McpTool, RemoteTool, make_tools, result_output, screen
 
 Status = Literal["not started", "needs approval", "starting", "running", "crashed", "failed", "stopped"]
@@ -201,6 +200,8 @@ class McpHub:
     def call(self, tool: RemoteTool, arguments: dict[str, Any]) -> str | ToolOutput:
         """One tool call, synchronously; every failure is a ``ToolError`` for the model."""
         from mcp.shared.exceptions import MCPError
+
+        from .stdio import TOO_BIG  # the SDK with it: a kernel without MCP servers never loads it
 
         state = self._usable(tool.server)
         loop = self._ensure_loop()

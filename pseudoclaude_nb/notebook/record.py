@@ -18,8 +18,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..redact import Redactor
-
 # Per-field caps, in characters. Sized so that ten ordinary cells fit the 8,000-byte block.
 SOURCE_CAP = 2_000
 STDOUT_CAP = 2_000
@@ -54,6 +52,8 @@ def clean(text: str) -> str:
 
 def cap(text: str, limit: int) -> str:
     """``text`` redacted and cut to about ``limit`` characters: head and tail kept, the middle counted."""
+    from ..redact import Redactor  # on the first recorded cell, not at %load_ext (issue 30)
+
     redactor = Redactor()
     if len(text) <= limit + 2 * REDACT_MARGIN:
         text = redactor.text(text)
@@ -116,6 +116,8 @@ class BoundedText:
         head, tail = "".join(self._head), self._tail
         if self.total <= self.head_cut + self.tail_cut:
             return head + tail  # whole: the record's cap redacts it
+        from ..redact import Redactor  # as in cap(): loaded when a cell is first recorded
+
         redactor = Redactor()
         if self.total == len(head) + len(tail):  # nothing dropped yet: redacted as one text
             head = tail = redactor.text(head + tail)

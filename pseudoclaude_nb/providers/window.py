@@ -19,16 +19,17 @@ import re
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
-
-import httpx
+from typing import TYPE_CHECKING, Any
 
 from ..errors import UnsafePathError
 from ..session import safeio
 
+if TYPE_CHECKING:
+    import httpx
+
 FILE = "windows.json"
 VERSION = 1
-PROBE_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
+PROBE_SECONDS, PROBE_CONNECT_SECONDS = 2.0, 1.0
 _LIMIT = 1 << 20
 # Fields that hold a served window, best first; training lengths (n_ctx_train) are not one.
 _FIELDS = (
@@ -62,7 +63,10 @@ def probe(client: httpx.Client, base_url: str, model: str) -> Learned | None:
 
     None when nothing listens there (not worth keeping: the server may start later).
     """
+    import httpx  # only a run against a server that may know its window asks: not the offline ones
+
     root = server_root(base_url)
+    timeout = httpx.Timeout(PROBE_SECONDS, connect=PROBE_CONNECT_SECONDS)
     tries = (
         ("GET", f"{root}/props", None, _from_props),
         ("GET", f"{base_url.rstrip('/')}/models", None, lambda d: _from_models(d, model)),
@@ -71,7 +75,7 @@ def probe(client: httpx.Client, base_url: str, model: str) -> Learned | None:
     )
     for method, url, body, read in tries:
         try:
-            response = client.request(method, url, json=body, timeout=PROBE_TIMEOUT)
+            response = client.request(method, url, json=body, timeout=timeout)
         except httpx.ConnectError:
             return None  # nobody listens: the run says so with the real request
         except httpx.HTTPError:
