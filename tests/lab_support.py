@@ -38,6 +38,9 @@ def lab_server(root: Path, scratch: Path, env: dict[str, str] | None = None) -> 
     lab_env = dict(
         os.environ,
         JUPYTERLAB_SETTINGS_DIR=str(scratch / "lab-settings"),
+        # Each server its own workspace: a shared one (under HOME) reopens an earlier test's
+        # tabs, and "run all cells" may then run another notebook than the one under test.
+        JUPYTERLAB_WORKSPACES_DIR=str(scratch / "lab-workspaces"),
         JUPYTER_RUNTIME_DIR=str(scratch / "runtime"),
         **(env or {}),
     )

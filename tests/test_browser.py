@@ -160,6 +160,9 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         os.environ,
         PSEUDOCLAUDE_DEMO_PACE="0.01",  # slow enough to watch the gauge move
         JUPYTERLAB_SETTINGS_DIR=str(tmp_path / "lab-settings"),
+        # Each server its own workspace: a shared one (under HOME) reopens an earlier test's
+        # tabs, and "run all cells" may then run another notebook than the one under test.
+        JUPYTERLAB_WORKSPACES_DIR=str(tmp_path / "lab-workspaces"),
         JUPYTER_RUNTIME_DIR=str(tmp_path / "runtime"),
     )
     log = (tmp_path / "lab.log").open("wb")  # noqa: SIM115 (closed in the finally below)
