@@ -306,7 +306,9 @@ class SessionMagics(Magics):
         for i in shown:
             if i is None:
                 hidden = len(loaded.messages) - len(shown) + 1
-                table.across(f"… {hidden:,} more messages (%sessions show {session_id} --tail N or --limit N)")
+                table.across(
+                    f"… {hidden:,} more messages (%sessions show {session_id} --tail N or --limit N)"
+                )
             else:
                 table.add(*message_cells(i, loaded.messages[i]))
         emit(self.shell, *head, *([table] if shown else []))
@@ -327,7 +329,9 @@ class SessionMagics(Magics):
         scrub = size <= SCRUB_BYTES
         display(SessionTimeline(timeline, steps=scrub, now=now_tokens(self._agent)))
         if not scrub:
-            print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
+            print(
+                f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)"
+            )
 
     def _resume(self, session_id: str | None) -> None:
         loaded = self._agent.resume(session_id)
@@ -385,7 +389,13 @@ class SessionMagics(Magics):
         )
         for t in trashed:
             via = " (gc)" if t.reason == "gc" else ""
-            table.add(safe_line(t.id), _when(t.trashed_at), _when(t.last_activity), _size(t.bytes), safe_line(t.title) + via)
+            table.add(
+                safe_line(t.id),
+                _when(t.trashed_at),
+                _when(t.last_activity),
+                _size(t.bytes),
+                safe_line(t.title) + via,
+            )
         total = sum(t.bytes for t in trashed)
         emit(
             self.shell,

@@ -60,7 +60,10 @@ class Table:
     def text(self) -> str:
         rows = [tuple(_lines(c) for c in row) for row in self.rows if not isinstance(row, str)]
         header = tuple([c.name] for c in self.columns)
-        widths = [max(width(line) for cells in (header, *rows) for line in cells[i]) for i in range(len(self.columns))]
+        widths = [
+            max(width(line) for cells in (header, *rows) for line in cells[i])
+            for i in range(len(self.columns))
+        ]
         out = [self._line([c.name for c in self.columns], widths)]
         for row in self.rows:
             if isinstance(row, str):
@@ -74,7 +77,7 @@ class Table:
     def _line(self, cells: list[str], widths: list[int]) -> str:
         parts = []
         last = len(cells) - 1
-        for i, (text, col) in enumerate(zip(cells, self.columns)):
+        for i, (text, col) in enumerate(zip(cells, self.columns, strict=True)):
             pad = " " * (widths[i] - width(text))
             if i == last:
                 parts.append(pad + text if col.right else text)
@@ -91,7 +94,9 @@ class Table:
                 f"white-space:pre-wrap;overflow-wrap:normal{font}{extra}'>{_escape(text)}</{tag}>"
             )
 
-        head = "".join(cell("th", c.name, c, f";border-bottom:1px solid {BORDER2};font-weight:600") for c in self.columns)
+        head = "".join(
+            cell("th", c.name, c, f";border-bottom:1px solid {BORDER2};font-weight:600") for c in self.columns
+        )
         body = []
         for row in self.rows:
             if isinstance(row, str):
@@ -101,7 +106,11 @@ class Table:
                 )
             else:
                 line = f";border-top:1px solid {BORDER2}"
-                body.append("<tr>" + "".join(cell("td", t, c, line) for t, c in zip(row, self.columns)) + "</tr>")
+                body.append(
+                    "<tr>"
+                    + "".join(cell("td", t, c, line) for t, c in zip(row, self.columns, strict=True))
+                    + "</tr>"
+                )
         # Lab centres tables, fixes their layout and right-aligns cells by default (for
         # DataFrames): a listing is read from the left, its columns as wide as their text.
         return (
@@ -144,7 +153,8 @@ def emit(shell: Any, *parts: Part) -> None:
 def width(text: str) -> int:
     """Columns a terminal gives ``text``: wide (CJK) characters take two, combining marks none."""
     return sum(
-        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
     )
 
 
