@@ -38,7 +38,7 @@ from ..widgets import SessionTimeline
 from ..widgets.timeline import timeline_text
 from .args import parse, unknown, usage_line
 from .context_steps import now_tokens
-from .history import ReindexProgress, reindex_action, search_action
+from .history import ReindexProgress, reindex_action, search_parts
 from .render import in_notebook
 from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_cells, safe_line
 from .tables import Column, Note, Table, emit
@@ -211,7 +211,7 @@ class SessionMagics(Magics):
         elif action == "fork":
             self._fork(target, at=args.at, strategy=args.strategy)
         elif action == "search":
-            print(search_action(self._agent, " ".join(args.targets), all_sessions=args.all))
+            emit(self.shell, *search_parts(self._agent, " ".join(args.targets), all_sessions=args.all))
         elif action == "reindex":
             progress = ReindexProgress(in_notebook(self.shell))
             try:
