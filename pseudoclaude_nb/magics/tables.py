@@ -36,6 +36,7 @@ class Column:
     right: bool = False  # numbers and sizes line up on their last digit
     gap: int = 2  # spaces after the column in the text
     mono: bool = False  # ids and paths: a monospace cell in HTML
+    code: bool = False  # Markdown `code` spans (a tool's description) shown as code in HTML
 
 
 class Note(str):
@@ -89,9 +90,12 @@ class Table:
         def cell(tag: str, text: str, col: Column, extra: str = "") -> str:
             align = "right" if col.right else "left"
             font = f";font-family:{MONO}" if col.mono and tag == "td" else ""
+            markup = _escape(text)
+            if col.code and tag == "td":
+                markup = _CODE_SPAN.sub(r"<code>\1</code>", markup)
             return (
                 f"<{tag} style='text-align:{align};vertical-align:top;padding:2px 10px 2px 0;"
-                f"white-space:pre-wrap;overflow-wrap:normal{font}{extra}'>{_escape(text)}</{tag}>"
+                f"white-space:pre-wrap;overflow-wrap:normal{font}{extra}'>{markup}</{tag}>"
             )
 
         head = "".join(
@@ -121,6 +125,7 @@ class Table:
 
 
 Part = str | Table
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")  # on escaped text: the span holds no markup of its own
 
 
 def bundle(*parts: Part) -> dict[str, str]:
