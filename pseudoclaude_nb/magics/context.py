@@ -205,7 +205,9 @@ class ContextMagics(Magics):
     @argument("--last", action="store_true", help="the last request actually sent, not the next one")
     @argument("--at", type=int, metavar="STEP", help="the request the model received at step STEP")
     @argument("--diff", type=int, nargs=2, metavar=("A", "B"), help="what changed between steps A and B")
-    @argument("words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N")
+    @argument(
+        "words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N"
+    )
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
@@ -299,10 +301,16 @@ class ContextMagics(Magics):
         try:
             if args.status:
                 data = self._agent.context_manifest()
-                if in_notebook(self.shell):
-                    display(status_gauge(data).static_bundle(), raw=True)  # HTML + text, no widget
-                print(render_manifest(data, title="context"))
-                self._last_compact()
+                text = render_manifest(data, title="context")
+                lines = self._last_compact()
+                if not in_notebook(self.shell):
+                    print("\n".join([text, *lines]))
+                    return
+                # The gauge, then the parts as %context's table (not its text again, in monospace).
+                display(status_gauge(data).static_bundle(), raw=True)  # HTML + text, no widget
+                display(
+                    {"text/html": status_html(data, lines), "text/plain": "\n".join([text, *lines])}, raw=True
+                )
                 return
             if args.preview:
                 return self._show_preview(self._agent.compact_preview())
@@ -329,9 +337,11 @@ class ContextMagics(Magics):
         else:
             print(preview_text(plan))
 
-    def _last_compact(self) -> None:
+    def _last_compact(self) -> list[str]:
+        """The pending preview and the last compaction, a line each (none if neither)."""
         session = self._agent.session
         plan = session.context.pending_preview() if session else None
+        lines = []
         if plan is not None:
             what = (
                 f"summarizes {_plural(plan.head, 'message')}, ~{plan.before:,} → ~{plan.after:,}; "
@@ -339,13 +349,32 @@ class ContextMagics(Magics):
                 if plan.new is not None
                 else printable(f"would fail ({plan.error})", one_line=True)
             )
-            print(f"  preview pending: {what}")
+            lines.append(f"  preview pending: {what}")
         last = session.context.last_compact if session else None
         if last is not None:
             outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
-            print(
+            lines.append(
                 f"  last compaction ({last.trigger}): {last.before_tokens:,} → {last.after_tokens:,}, {outcome}"
             )
+        return lines
+
+
+def status_html(m: dict[str, Any], lines: list[str]) -> str:
+    """``%compact --status`` under its gauge: the parts table, then what only the status says
+    (where the window comes from, the breaker, the session's spills and compactions)."""
+    said = [f"window from {m['window_source']}"] if m.get("window_source") else []
+    if "breaker" in m:
+        said.append(f"breaker {m['breaker']}")
+    if m.get("session_id"):
+        said.append(
+            f"session {m['session_id']} · {m.get('spills', 0)} spilled results · {m.get('compactions', 0)} compactions"
+        )
+    notes = "".join(
+        f"<div style='font-size:85%;color:{FG2}'>{html.escape(printable(line.strip()))}</div>"
+        for line in [" · ".join(said), *lines]
+        if line
+    )
+    return manifest_html(m, title="context") + notes
 
 
 def _verb(line: str) -> tuple[str, str]:
