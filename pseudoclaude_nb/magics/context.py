@@ -212,9 +212,7 @@ class ContextMagics(Magics):
     @argument("--last", action="store_true", help="the last request actually sent, not the next one")
     @argument("--at", type=int, metavar="STEP", help="the request the model received at step STEP")
     @argument("--diff", type=int, nargs=2, metavar=("A", "B"), help="what changed between steps A and B")
-    @argument(
-        "words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N"
-    )
+    @argument("words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N")
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,

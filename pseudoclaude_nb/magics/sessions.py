@@ -329,9 +329,7 @@ class SessionMagics(Magics):
         scrub = size <= SCRUB_BYTES
         display(SessionTimeline(timeline, steps=scrub, now=now_tokens(self._agent)))
         if not scrub:
-            print(
-                f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)"
-            )
+            print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
 
     def _resume(self, session_id: str | None) -> None:
         loaded = self._agent.resume(session_id)
