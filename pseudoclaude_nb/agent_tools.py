@@ -155,7 +155,7 @@ class RunSurface:
             kind = "changes things" if tool.side_effect else "read-only"
             origin = " · yours (@tool)" if tool.name in mine and mine[tool.name].args is tool.args else ""
             summary = tool.description.split(". ")[0].strip().rstrip(".")
-            rows.append((tool.name, kind + origin, summary[:90]))
+            rows.append((tool.name, kind + origin, summary if len(summary) <= 90 else summary[:89] + "…"))
         notes = [] if mine else ["(no @tool functions registered: from pseudoclaude_nb import tool)"]
         notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes

@@ -88,7 +88,7 @@ class AgentMagics(Magics):
         args = parse(self.agent, line)
         if args.tools:
             head, rows, notes = self._agent.tool_listing()
-            table = Table((Column("tool", mono=True), Column("effect"), Column("does")), indent="  ")
+            table = Table((Column("tool", mono=True), Column("effect"), Column("does", code=True)), indent="  ")
             for row in rows:
                 table.add(*row)
             emit(self.shell, head, table, *(Note(f"  {note}") for note in notes))

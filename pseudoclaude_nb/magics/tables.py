@@ -37,6 +37,9 @@ class Column:
     gap: int = 2  # spaces after the column in the text
     mono: bool = False  # ids and paths: a monospace cell in HTML
     code: bool = False  # Markdown `code` spans (a tool's description) shown as code in HTML
+    # In HTML, whether the cell's text may wrap (at spaces, never inside a word); default:
+    # only the last column (a title, a message), so ids, times and sizes stay on one line.
+    wrap: bool | None = None
 
 
 class Note(str):
@@ -87,15 +90,19 @@ class Table:
         return (self.indent + "".join(parts)).rstrip()
 
     def html(self) -> str:
+        last = self.columns[-1]
+
         def cell(tag: str, text: str, col: Column, extra: str = "") -> str:
             align = "right" if col.right else "left"
+            wraps = col.wrap if col.wrap is not None else col is last
+            space = "pre-wrap;overflow-wrap:normal" if wraps else "pre"
             font = f";font-family:{MONO}" if col.mono and tag == "td" else ""
             markup = _escape(text)
             if col.code and tag == "td":
                 markup = _CODE_SPAN.sub(r"<code>\1</code>", markup)
             return (
                 f"<{tag} style='text-align:{align};vertical-align:top;padding:2px 10px 2px 0;"
-                f"white-space:pre-wrap;overflow-wrap:normal{font}{extra}'>{markup}</{tag}>"
+                f"white-space:{space}{font}{extra}'>{markup}</{tag}>"
             )
 
         head = "".join(
