@@ -137,22 +137,28 @@ class RunSurface:
         return out
 
     def describe_tools(self) -> str:
-        """``%agent --tools``: every tool the next run offers, the user's own marked."""
+        """``%agent --tools`` as text: every tool the next run offers, the user's own marked."""
+        head, rows, notes = self.tool_listing()
+        lines = [head, *(f"  {name:<18} {kind} — {summary}" for name, kind, summary in rows)]
+        return "\n".join(lines + [f"  {note}" for note in notes])
+
+    def tool_listing(self) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+        """The tools the next run offers: a heading, a row per tool (name, what it may do and
+        whose it is, the first sentence of its description) and the notes under them."""
         clashes: list[RunEvent] = []
         tools = self._tools(
             self._strategy(), self._memory_index(self.settings.memory_policy != "off"), clashes.append
         )
         mine = {t.name: t for t in user_tools()}
-        lines = [f"{len(tools)} tools (permission mode {self.settings.permission_mode}):"]
+        rows = []
         for tool in tools:
             kind = "changes things" if tool.side_effect else "read-only"
             origin = " · yours (@tool)" if tool.name in mine and mine[tool.name].args is tool.args else ""
             summary = tool.description.split(". ")[0].strip().rstrip(".")
-            lines.append(f"  {tool.name:<18} {kind}{origin} — {summary[:90]}")
-        if not mine:
-            lines.append("  (no @tool functions registered: from pseudoclaude_nb import tool)")
-        lines += [f"  note: {event.text}" for event in clashes if isinstance(event, Notice)]
-        return "\n".join(lines)
+            rows.append((tool.name, kind + origin, summary if len(summary) <= 90 else summary[:89] + "…"))
+        notes = [] if mine else ["(no @tool functions registered: from pseudoclaude_nb import tool)"]
+        notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
+        return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
     def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
         sections = system_sections(self.workspace)

@@ -6,6 +6,7 @@ runs the edge server over streamable HTTP on 127.0.0.1 for the length of a ``wit
 
 from __future__ import annotations
 
+import re
 import socket
 import subprocess
 import sys
@@ -120,3 +121,9 @@ def alive(pids: set[int]) -> set[int]:
         except psutil.NoSuchProcess:
             pass
     return out
+
+
+def listed(listing: str, *cells: str) -> bool:
+    """Whether ``%mcp``'s text holds a table row with these cells in order (columns padded by
+    two spaces or more)."""
+    return re.search(r"(^|\n) *" + r" {2,}".join(re.escape(c) for c in cells), listing) is not None

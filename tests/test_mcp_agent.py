@@ -13,7 +13,7 @@ from pseudoclaude_nb.events import Notice, ToolStarted
 from pseudoclaude_nb.magics import current_agent
 from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as anthropic_wire
-from tests.mcp_support import alive, approve_project, children, edge, time_server
+from tests.mcp_support import alive, approve_project, children, edge, listed, time_server
 from tests.scripts import read_log, run_magic, script, turn
 from tests.scripts import scripted_agent as make_agent
 
@@ -203,7 +203,8 @@ def test_anthropic_request_carries_mcp_schemas(workspace: Path, agents, monkeypa
 def test_magics_agent_mcp_and_unload_leaves_no_process(ip, workspace: Path) -> None:
     mcp_json(workspace, {"time": time_server(), "edge": edge()})
     out = run_magic(ip, "mcp")
-    assert "time  stdio  not started" in out and "edge  stdio  not started" in out
+    assert listed(out, "time", "stdio", "not started")
+    assert listed(out, "edge", "stdio", "not started")
     before = children()
     path = write_script(workspace, turn("", ("mcp__edge__pid", {}, "c_pid")), turn("Got it."))
     out = run_magic(ip, f'agent --provider scripted --script {path} --mode auto "which pid?"')
@@ -214,9 +215,10 @@ def test_magics_agent_mcp_and_unload_leaves_no_process(ip, workspace: Path) -> N
     assert edge_pid in pids and len(pids) >= 2
 
     listing = run_magic(ip, "mcp")
-    assert "time  stdio  running · 2 tools" in listing and "edge  stdio  running · 9 tools" in listing
-    assert "mcp__time__get_current_time  [read-only]" in listing
-    assert "mcp__edge__write_note  [side effects]" in listing
+    assert listed(listing, "time", "stdio", "running · 2 tools")
+    assert listed(listing, "edge", "stdio", "running · 9 tools")
+    assert listed(listing, "mcp__time__get_current_time", "read-only")
+    assert listed(listing, "mcp__edge__write_note", "side effects")
     assert sys_executable_not_shown(listing)
 
     context = run_magic(ip, "context")
@@ -257,7 +259,7 @@ def test_mcp_magic_usage_errors_and_empty(ip, workspace: Path) -> None:
 def test_config_setting_and_start(ip, workspace: Path) -> None:
     ip.run_line_magic("config", f"PseudoClaude.mcp_servers = {{'edge': {edge()!r}}}")
     out = run_magic(ip, "mcp start")
-    assert "edge  stdio  running · 9 tools" in out
+    assert listed(out, "edge", "stdio", "running · 9 tools")
     assert "%config PseudoClaude.mcp_servers" in out.splitlines()[0]
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from jupyter_client.manager import start_new_kernel
 
-from tests.mcp_support import alive, approve_project, edge, survivors, time_server
+from tests.mcp_support import alive, approve_project, edge, listed, survivors, time_server
 
 
 def run_code(kc, code: str) -> str:
@@ -21,6 +21,8 @@ def run_code(kc, code: str) -> str:
     def collect(msg: dict) -> None:
         if msg["msg_type"] == "stream":
             out.append(msg["content"]["text"])
+        elif msg["msg_type"] == "display_data":  # %mcp's tables: their text beside the HTML
+            out.append(msg["content"]["data"].get("text/plain", "") + "\n")
         elif msg["msg_type"] == "error":
             out.append("\n".join(msg["content"]["traceback"]))
 
@@ -40,7 +42,8 @@ def kernel_with_servers(workspace: Path, tmp_path: Path):
     km, kc = start_new_kernel(kernel_name="python3", env=env, cwd=str(workspace))
     run_code(kc, f"%load_ext pseudoclaude_nb\n%config PseudoClaude.workspace = {str(workspace)!r}")
     listing = run_code(kc, "%mcp start")
-    assert "edge  stdio  running" in listing and "time  stdio  running" in listing
+    assert listed(listing, "edge", "stdio", "running")
+    assert listed(listing, "time", "stdio", "running")
     pids = json.loads(
         run_code(
             kc,

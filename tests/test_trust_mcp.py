@@ -25,7 +25,7 @@ from pseudoclaude_nb.mcp.tools import MAX_RESULT_BYTES, SURROGATE_NOTE
 from pseudoclaude_nb.memory.store import pseudoclaude_home
 from pseudoclaude_nb.messages import ToolCall
 from pseudoclaude_nb.tools import Permissions, ToolRegistry
-from tests.mcp_support import time_server
+from tests.mcp_support import listed, time_server
 from tests.scripts import run_magic, script, turn
 from tests.scripts import scripted_agent as make_agent
 
@@ -227,18 +227,20 @@ def test_mcp_magic_lists_approves_starts_and_revokes(ip, workspace: Path, tmp_pa
     mcp_json(workspace, {"evil": marker_server(marker), "time": time_server()})
     current_agent(ip).ask = no_stdin
     listing = run_magic(ip, "mcp")
-    assert "evil  stdio  needs approval" in listing and "time  stdio  needs approval" in listing
+    assert listed(listing, "evil", "stdio", "needs approval")
+    assert listed(listing, "time", "stdio", "needs approval")
     assert "%mcp approve evil" in listing and json.dumps(marker_server(marker)["args"]) in listing
     approved = run_magic(ip, "mcp approve time")
     assert approved.startswith("Approved MCP server 'time'") and '"mcp_server_time"' in approved
     started = run_magic(ip, "mcp start")
-    assert "time  stdio  running · 2 tools" in started and "evil  stdio  needs approval" in started
+    assert listed(started, "time", "stdio", "running · 2 tools")
+    assert listed(started, "evil", "stdio", "needs approval")
     with pytest.raises(UsageError, match="not approved"):
         ip.run_line_magic("mcp", "restart evil")
     time.sleep(0.2)
     assert not marker.exists()
     assert "it is stopped" in run_magic(ip, "mcp revoke time")
-    assert "time  stdio  needs approval" in run_magic(ip, "mcp")
+    assert listed(run_magic(ip, "mcp"), "time", "stdio", "needs approval")
     with pytest.raises(UsageError, match="no MCP server named 'nope'"):
         ip.run_line_magic("mcp", "approve nope")
 

@@ -18,6 +18,7 @@ from ..run_marker import RunMarker
 from ..widgets.confirm import notebook_ask
 from .args import parse
 from .render import in_notebook, memory_outcome, renderer_for
+from .tables import Column, Note, Table, emit
 
 DEMO_PLAYS_A_SCRIPT = (
     "the demo provider plays a fixed script (the stats-module task of the quickstart), whatever the "
@@ -86,7 +87,11 @@ class AgentMagics(Magics):
         """
         args = parse(self.agent, line)
         if args.tools:
-            print(self._agent.describe_tools())
+            head, rows, notes = self._agent.tool_listing()
+            table = Table((Column("tool", mono=True), Column("effect"), Column("does", code=True)), indent="  ")
+            for row in rows:
+                table.add(*row)
+            emit(self.shell, head, table, *(Note(f"  {note}") for note in notes))
             return
         prompt = " ".join(_unquote(word) for word in args.prompt)
         if cell is not None:

@@ -20,7 +20,7 @@ from ..context.layer2 import Plan
 from ..context.undo import Undone
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
-from ..widgets.theme import FG2
+from ..widgets.theme import BRAND, FG1, FG2
 from .args import parse
 from .render import in_notebook
 
@@ -38,6 +38,11 @@ PART_LABELS = {
     "spill_previews": "spill previews",
     "images": "images",
 }
+# Lab centres a table, fixes its layout and right-aligns its cells (for DataFrames): these
+# are read from the left, their columns as wide as their text, in the theme's text colour.
+TABLE_STYLE = (
+    f"font-size:90%;border-collapse:collapse;margin:4px 0;margin-left:0;table-layout:auto;color:{FG1}"
+)
 
 
 def manifest_html(m: dict[str, Any], *, title: str) -> str:
@@ -48,12 +53,13 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
         value = m["parts"].get(key, 0)
         width = 100 * value / window
         rows.append(
-            f"<tr><td>{html.escape(label)}</td><td style='text-align:right'>{value:,}</td>"
-            f"<td style='width:240px'><div style='background:#1565c0;height:10px;width:{width:.2f}%'></div></td></tr>"
+            f"<tr><td style='text-align:left'>{html.escape(label)}</td><td style='text-align:right'>{value:,}</td>"
+            f"<td style='width:240px'><div style='background:#1565c0;background:{BRAND};height:10px;"
+            f"width:{width:.2f}%'></div></td></tr>"
         )
         if key == "notebook":
             rows += [
-                f"<tr style='color:{FG2}'><td style='padding-left:1.5em'>{html.escape(name)}</td>"
+                f"<tr style='color:{FG2}'><td style='text-align:left;padding-left:1.5em'>{html.escape(name)}</td>"
                 f"<td style='text-align:right'>{f'{tokens:,}' if tokens >= 0 else ''}</td><td></td></tr>"
                 for name, tokens in _notebook_rows(m)
             ]
@@ -61,7 +67,8 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
     return (
         f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m['estimated_tokens']:,} of "
         f"{m['context_window']:,} tokens · {html.escape(limits_phrase(m))} · {m['message_count']} messages"
-        f"<table style='font-size:90%'><tr><th>part</th><th>tokens</th><th>share of window</th></tr>"
+        f"<table style='{TABLE_STYLE}'><tr><th style='text-align:left'>part</th><th style='text-align:right'>tokens</th>"
+        "<th style='text-align:left'>share of window</th></tr>"
         f"{''.join(rows)}</table>"
         f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
         f" · memory {'included' if m['memory_included'] else 'not included'}</div></div>"
@@ -299,10 +306,16 @@ class ContextMagics(Magics):
         try:
             if args.status:
                 data = self._agent.context_manifest()
-                if in_notebook(self.shell):
-                    display(status_gauge(data).static_bundle(), raw=True)  # HTML + text, no widget
-                print(render_manifest(data, title="context"))
-                self._last_compact()
+                text = render_manifest(data, title="context")
+                lines = self._last_compact()
+                if not in_notebook(self.shell):
+                    print("\n".join([text, *lines]))
+                    return
+                # The gauge, then the parts as %context's table (not its text again, in monospace).
+                display(status_gauge(data).static_bundle(), raw=True)  # HTML + text, no widget
+                display(
+                    {"text/html": status_html(data, lines), "text/plain": "\n".join([text, *lines])}, raw=True
+                )
                 return
             if args.preview:
                 return self._show_preview(self._agent.compact_preview())
@@ -329,9 +342,11 @@ class ContextMagics(Magics):
         else:
             print(preview_text(plan))
 
-    def _last_compact(self) -> None:
+    def _last_compact(self) -> list[str]:
+        """The pending preview and the last compaction, a line each (none if neither)."""
         session = self._agent.session
         plan = session.context.pending_preview() if session else None
+        lines = []
         if plan is not None:
             what = (
                 f"summarizes {_plural(plan.head, 'message')}, ~{plan.before:,} → ~{plan.after:,}; "
@@ -339,13 +354,32 @@ class ContextMagics(Magics):
                 if plan.new is not None
                 else printable(f"would fail ({plan.error})", one_line=True)
             )
-            print(f"  preview pending: {what}")
+            lines.append(f"  preview pending: {what}")
         last = session.context.last_compact if session else None
         if last is not None:
             outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
-            print(
+            lines.append(
                 f"  last compaction ({last.trigger}): {last.before_tokens:,} → {last.after_tokens:,}, {outcome}"
             )
+        return lines
+
+
+def status_html(m: dict[str, Any], lines: list[str]) -> str:
+    """``%compact --status`` under its gauge: the parts table, then what only the status says
+    (where the window comes from, the breaker, the session's spills and compactions)."""
+    said = [f"window from {m['window_source']}"] if m.get("window_source") else []
+    if "breaker" in m:
+        said.append(f"breaker {m['breaker']}")
+    if m.get("session_id"):
+        said.append(
+            f"session {m['session_id']} · {m.get('spills', 0)} spilled results · {m.get('compactions', 0)} compactions"
+        )
+    notes = "".join(
+        f"<div style='font-size:85%;color:{FG2}'>{html.escape(printable(line.strip()))}</div>"
+        for line in [" · ".join(said), *lines]
+        if line
+    )
+    return manifest_html(m, title="context") + notes
 
 
 def _verb(line: str) -> tuple[str, str]:
@@ -402,7 +436,7 @@ def preview_text(plan: Plan) -> str:
 
 def preview_html(plan: Plan) -> str:
     rows = "".join(
-        f"<tr><td>{html.escape(label)}</td><td>{html.escape(value)}</td></tr>"
+        f"<tr><td style='text-align:left'>{html.escape(label)}</td><td style='text-align:left'>{html.escape(value)}</td></tr>"
         for label, value in _preview_rows(plan)
     )
     summary = (
@@ -413,7 +447,7 @@ def preview_html(plan: Plan) -> str:
     outcome = PREVIEW_NEXT if plan.new is not None else f"would not compact: {plan.error}"
     return (
         "<div class='pc-compact-preview'><b>compaction preview</b> (nothing was written)"
-        f"<table style='font-size:90%'>{rows}</table>{summary}"
+        f"<table style='{TABLE_STYLE}'>{rows}</table>{summary}"
         f"<div style='font-size:85%;color:{FG2}'>{html.escape(outcome)}</div></div>"
     )
 

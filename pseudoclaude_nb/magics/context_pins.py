@@ -15,6 +15,7 @@ from ..compact.estimate import estimate_text
 from ..context.pins import first_prompt, message_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
+from .tables import Column, Table, emit
 
 USAGE = (
     "usage: %context pin TEXT | %context pin --first | %context pin --message N | "
@@ -30,7 +31,7 @@ def pins_action(magics: Any, verb: str, rest: str) -> None:
         if verb == "pin":
             _pin(agent, rest)
         elif verb == "pins" and not rest:
-            _list(agent)
+            _list(agent, magics.shell)
         elif verb == "unpin" and rest and len(rest.split()) == 1:
             _unpin(agent, rest)
         else:
@@ -79,19 +80,21 @@ def _message(agent: Any, words: list[str]) -> str:
     return text
 
 
-def _list(agent: Any) -> None:
+def _list(agent: Any, shell: Any) -> None:
     pins = agent.pins.items()
     if not pins:
         print("no pins")
         return
     total = sum(estimate_text(p.text) for p in pins)
     held = " (held for the session the next run starts)" if agent.pins.held else ""
-    lines = [f"{len(pins)} pin{'s' if len(pins) != 1 else ''}, ~{total:,} tokens in every request{held}:"]
+    table = Table((Column("#"), Column("tokens"), Column("pin")), indent="  ")
     for n, pin in enumerate(pins, 1):
-        lines.append(
-            printable(f"  #{n}  ~{estimate_text(pin.text):,} tokens  {_shown(pin.text)}", one_line=True)
-        )
-    print("\n".join(lines))
+        table.add(f"#{n}", f"~{estimate_text(pin.text):,}", _shown(pin.text))
+    emit(
+        shell,
+        f"{len(pins)} pin{'s' if len(pins) != 1 else ''}, ~{total:,} tokens in every request{held}:",
+        table,
+    )
 
 
 def _unpin(agent: Any, word: str) -> None:

@@ -1,4 +1,4 @@
-"""``%sessions search`` and ``%sessions reindex``: the actions, as text for the magic to print.
+"""``%sessions search`` and ``%sessions reindex``: the actions, as text or tables for the magic to show.
 
 Thin: the index lives in ``session.history``; these only choose the scope and phrase the answer.
 """
@@ -13,13 +13,18 @@ from ..agent import Agent
 from ..errors import ConfigError
 from ..session.history import ProgressCallback
 from ..session.history_query import Hit
-from ..textsafe import printable
+from .tables import Column, Part, Table, bundle, json_unescaped
 
 SEARCH_LIMIT = 20
 
 
 def search_action(agent: Agent, query: str, all_sessions: bool = False) -> str:
-    """Matches for ``query`` in the current session, or with ``all_sessions`` in every one."""
+    """Matches for ``query`` in the current session, or with ``all_sessions`` in every one, as text."""
+    return bundle(*search_parts(agent, query, all_sessions))["text/plain"]
+
+
+def search_parts(agent: Agent, query: str, all_sessions: bool = False) -> list[Part]:
+    """The matches as ``tables`` parts: the notices, the scope said once, a table of hits."""
     if not query.strip():
         raise ConfigError('%sessions search needs a query: %sessions search "text to find" [--all]')
     if all_sessions:
@@ -31,39 +36,42 @@ def search_action(agent: Agent, query: str, all_sessions: bool = False) -> str:
             "no current session to search; add --all to search every session, or %sessions resume ID first"
         )
     hits = agent.history.search(query, session_id=session_id, limit=SEARCH_LIMIT)
-    text = hits_for_people(hits, query, scope, all_sessions=all_sessions)
+    parts = hits_for_people(hits, query, scope, all_sessions=all_sessions)
     if not hits and not all_sessions:
-        text += " Add --all to search every session."
-    return _with_notices(agent, text)
+        parts[-1] += " Add --all to search every session."
+    notices, agent.history.notices[:] = list(agent.history.notices), []
+    return [*(f"! {n}" for n in notices), *parts]
 
 
-def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bool = False) -> str:
-    """The matches as a person reads them: the scope said once, no 32-hex ids.
+_WHAT = {"text": "said", "tool_call": "called a tool", "tool_result": "tool result", "spill": "spilled result"}
+
+
+def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bool = False) -> list[Part]:
+    """The matches as a person reads them: the scope said once, no 32-hex ids, a table of hits.
 
     (The model's ``search_history`` tool gets ``render_hits``, with the full ids it needs.)
     """
     if not hits:
-        return f"no match for {query!r} in {scope}."
-    lines = [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:"]
+        return [f"no match for {query!r} in {scope}."]
+    columns = [Column("#", right=True), Column("when"), Column("who"), Column("match")]
+    if all_sessions:
+        columns.insert(1, Column("session", mono=True))
+    table = Table(tuple(columns), indent="  ")
     for i, h in enumerate(hits, 1):
         try:
             when = time.strftime("%Y-%m-%d %H:%M", time.localtime(h.ts)) if h.ts else "?"
         except (OverflowError, ValueError, OSError):  # a time no calendar holds
             when = "?"
-        what = {
-            "text": "said",
-            "tool_call": "called a tool",
-            "tool_result": "tool result",
-            "spill": "spilled result",
-        }
-        where = f"session {h.session_id} · " if all_sessions else ""
-        # The snippet and the names come from logs, maybe a cloned repository's: escaped.
-        said = printable(f"{where}{h.role} {what.get(h.kind, h.kind)}", one_line=True)
-        lines.append(f"{i:>3}. {said} · {when}")
+        # A tool call is indexed as its name and its arguments as JSON: read back, a proposed
+        # cell's "a\nb" shows as two lines, not as an escaped string.
+        snippet = json_unescaped(h.snippet) if h.kind == "tool_call" else h.snippet
         if h.ref:
-            lines.append(f"     in {printable(str(h.ref), one_line=True)}, line {h.line}")
-        lines.append(f"     {printable(h.snippet, one_line=True)}")
-    return "\n".join(lines)
+            snippet = f"in {h.ref}, line {h.line}\n{snippet}"
+        cells = [str(i), when, f"{h.role} {_WHAT.get(h.kind, h.kind)}", snippet]
+        if all_sessions:
+            cells.insert(1, h.session_id)
+        table.add(*cells)  # the snippet and the names come from logs: tables escapes them
+    return [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:", table]
 
 
 def reindex_action(agent: Agent, progress: ProgressCallback | None = None) -> str:

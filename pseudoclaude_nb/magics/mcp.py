@@ -1,7 +1,7 @@
 """``%mcp``: the kernel's MCP servers: status, tools, last error; start and restart them;
 approve and revoke the workspace's own (``.mcp.json``) servers.
 
-Thin: it parses, calls the agent's ``McpHub`` and prints. It never shows an expanded value
+Thin: it parses, calls the agent's ``McpHub`` and shows the listing as tables (``tables``). It never shows an expanded value
 (``env`` and ``headers`` values, ``${VAR}``s): only names and states, and for a project
 server waiting for approval its entry as written (what approving it would run).
 """
@@ -19,6 +19,7 @@ from ..mcp import McpHub, ServerState
 from ..mcp.approval import describe
 from ..textsafe import printable
 from .args import parse
+from .tables import Column, Part, Table, bundle, emit
 
 ACTIONS = ("list", "start", "restart", "approve", "revoke")
 _NAMED = ("restart", "approve", "revoke")
@@ -77,7 +78,7 @@ class McpMagics(Magics):
                 raise UsageError(str(exc.args[0])) from None
             print(f"{state.name}: {_status_line(state)}")
             return
-        print(render(hub, problems))
+        emit(self.shell, *listing(hub, problems))
 
 
 def approve(hub: McpHub, name: str, problems: list[str]) -> str:
@@ -108,30 +109,45 @@ def revoke(hub: McpHub, name: str) -> str:
 
 
 def render(hub: McpHub, problems: list[str]) -> str:
+    """The listing as text (what a terminal shows)."""
+    return bundle(*listing(hub, problems))["text/plain"]
+
+
+def listing(hub: McpHub, problems: list[str]) -> list[Part]:
+    """The servers (name, transport, status) and their tools (name, effect, first line of the
+    description) as tables; what approving a server would run and its errors as lines."""
     config = hub.config
     if not hub.servers and not problems:
-        return (
+        return [
             'No MCP servers configured. Add them to .mcp.json in the workspace ({"mcpServers": '
             '{"NAME": {"command": …, "args": […]}}}), to $PSEUDOCLAUDE_HOME/mcp.json or to '
             "%config PseudoClaude.mcp_servers."
-        )
-    lines = [f"MCP servers (from {', '.join(config.sources) or 'nowhere'}):"]
+        ]
+    parts: list[Part] = [f"MCP servers (from {', '.join(config.sources) or 'nowhere'}):"]
+    servers = Table((Column("server"), Column("type"), Column("status")), indent="  ")
+    tools = Table((Column("tool", mono=True), Column("effect"), Column("description", code=True)), indent="  ")
+    said: list[str] = []
     for state in hub.servers.values():
-        lines.append(f"  {printable(state.name, one_line=True)}  {state.config.type}  {_status_line(state)}")
+        name = printable(state.name, one_line=True)
+        servers.add(name, state.config.type, _status_line(state))
         if state.status == "needs approval":
-            lines.append(f"    from {state.config.source}; approving it runs:")
-            lines += [f"  {line}" for line in describe(state.config)]
-        lines += [f"    {why}" for why in state.left_out]
+            said.append(f"  {name}: from {state.config.source}; approving it runs:")
+            said += [f"  {line}" for line in describe(state.config)]
+        said += [f"  {name}: {why}" for why in state.left_out]
         if state.last_error:
-            lines.append(f"    last error: {state.last_error}")
+            said.append(f"  {name}: last error: {state.last_error}")
         for tool in hub.tools():
             if tool.server != state.name:
                 continue
             effect = "read-only" if not tool.side_effect else "auto" if tool.preapproved else "side effects"
             about = (tool.description.strip().splitlines() or [""])[0][:_FIRST_LINE]
-            lines.append(f"    {tool.name}  [{effect}]  {about}")
-    lines += [f"  problem: {text}" for text in problems]
-    return "\n".join(lines)
+            tools.add(tool.name, effect, about)
+    parts.append(servers)
+    parts += said
+    if tools.rows:
+        parts.append(tools)
+    parts += [f"  problem: {text}" for text in problems]
+    return parts
 
 
 def _status_line(state: ServerState) -> str:

@@ -12,15 +12,18 @@ from typing import Any
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_cell_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
+from IPython.display import display
 
 from ..agent import Agent
 from ..errors import PseudoClaudeError
 from ..memory import TYPES, MemoryStore, Topic
-from ..memory.index import HEADINGS, entry_line
+from ..memory.index import HEADINGS, entry_line, entry_parts
 from ..memory.store import INDEX_NAME, read_topic_file
 from ..textsafe import printable
 from .agent import _unquote
 from .args import parse, unknown
+from .render import in_notebook
+from .tables import markdown_text
 
 ACTIONS = ("show", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
 NAMED = ("add", "edit", "rm", "verify", "stale")
@@ -176,29 +179,51 @@ class MemoryMagics(Magics):
         return found[0]
 
     def _show(self, level: str | None) -> None:
+        """Both indexes: text in a terminal; in a notebook Markdown too (a heading per level, a
+        list of notes), with everything read from the notes escaped as literal text."""
         agent, memory = self._agent, self._agent.memory
         memory.wait(agent.memory_wait)  # the last run's update, so what is shown is settled
+        text: list[str] = []
+        md: list[str] = []
+
+        def say(line: str, markdown: str | None = None) -> None:
+            text.append(printable(line))  # notes can come with a cloned repo
+            md.append(markdown_text(line) if markdown is None else markdown)
+
         policy = agent.settings.memory_policy
         if policy == "off":
-            print("memory is off: requests carry no memory (%memory on to bring it back)")
+            say("memory is off: requests carry no memory (%memory on to bring it back)")
         else:
-            print(f"memory is on (policy {policy}): the index below goes into each request")
+            say(f"memory is on (policy {policy}): the index below goes into each request")
         now = dt.datetime.now(dt.timezone.utc)
         topics = memory.topics()
         for lv in [level] if level else ["project", "user"]:
             store = memory.store(lv)
             items = topics[lv]
             count = f"{len(items)} note{'s' if len(items) != 1 else ''}"
-            print(f"{HEADINGS[lv]}  ({self._agent.memory.shown(store.root)}, {count})")
+            where = self._agent.memory.shown(store.root)
+            heading = HEADINGS[lv].lstrip("# ")
+            say(f"{HEADINGS[lv]}  ({where}, {count})", f"\n**{heading}** ({markdown_text(where)}, {count})\n")
             for topic in items:
-                print(printable(entry_line(topic, now)))  # notes can come with a cloned repo
+                name, description, details = entry_parts(topic, now)
+                say(
+                    entry_line(topic, now),
+                    f"- **{markdown_text(name)}** — {markdown_text(description)} {markdown_text(details)}",
+                )
             if not items:
-                print("(none)")
-        for notice in memory.take_notices():
-            print(printable(f"! {notice}"))
+                say("(none)", "*(none)*")
+        notices = [f"! {notice}" for notice in memory.take_notices()]
         report = memory.last_report
+        if notices or report is not None:
+            md.append("")
+        for notice in notices:
+            say(notice, markdown_text(notice) + "  ")
         if report is not None:
-            print(f"last update: {report.summary()}")
+            say(f"last update: {report.summary()}")
+        if in_notebook(self.shell):
+            display({"text/markdown": "\n".join(md), "text/plain": "\n".join(text)}, raw=True)
+        else:
+            print("\n".join(text))
 
     def _show_one(self, name: str, level: str | None) -> None:
         topic = self._resolve(name, level)

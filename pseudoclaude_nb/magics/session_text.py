@@ -1,7 +1,7 @@
 """How sessions read as text in ``%sessions``: sizes, times, titles, statuses, message lines.
 
 Pure formatting, no I/O (a bad ``--limit``/``--tail`` pair is a ``UsageError``);
-``magics.sessions`` prints what these return. Everything read from a log or a sidecar goes
+``magics.sessions`` shows what these return. Everything read from a log or a sidecar goes
 through ``safe_line`` or ``_title`` (``textsafe.printable``): a cloned session's title of
 terminal escapes (OSC 52 sets the clipboard, ``ESC[2J`` clears the screen) prints as text.
 """
@@ -82,7 +82,8 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-def message_line(i: int, m: Message, width: int = 100) -> str:
+def message_cells(i: int, m: Message, width: int = 100) -> tuple[str, str, str]:
+    """A message as a row of ``%sessions show``: its number, role and first ``width`` characters."""
     if m.tool_result is not None:
         flag = " error" if m.tool_result.is_error else ""
         body = f"tool result{flag} [{m.tool_result.call_id}] {len(m.tool_result.content):,} chars: {m.tool_result.content}"
@@ -94,4 +95,4 @@ def message_line(i: int, m: Message, width: int = 100) -> str:
     body = safe_line(" ".join(body.split()))
     if len(body) > width:
         body = body[: width - 1] + "…"
-    return f"{i:>4}  {safe_line(m.role):<9} {body}"
+    return str(i), safe_line(m.role), body

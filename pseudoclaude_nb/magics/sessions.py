@@ -38,9 +38,10 @@ from ..widgets import SessionTimeline
 from ..widgets.timeline import timeline_text
 from .args import parse, unknown, usage_line
 from .context_steps import now_tokens
-from .history import ReindexProgress, reindex_action, search_action
+from .history import ReindexProgress, reindex_action, search_parts
 from .render import in_notebook
-from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_line, safe_line
+from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_cells, safe_line
+from .tables import Column, Note, Table, emit
 
 ACTIONS = (
     "list",
@@ -210,7 +211,7 @@ class SessionMagics(Magics):
         elif action == "fork":
             self._fork(target, at=args.at, strategy=args.strategy)
         elif action == "search":
-            print(search_action(self._agent, " ".join(args.targets), all_sessions=args.all))
+            emit(self.shell, *search_parts(self._agent, " ".join(args.targets), all_sessions=args.all))
         elif action == "reindex":
             progress = ReindexProgress(in_notebook(self.shell))
             try:
@@ -256,44 +257,61 @@ class SessionMagics(Magics):
                 print(in_trash)
             return
         current = self._agent.session.id if self._agent.session else None
-        print(f"  {'id':<21} {'last activity':<16} {'messages':>9} {'size':>9}  {'status':<10} title")
-        for s in sessions:
-            mark = "*" if s.id == current else " "
-            counts = f"{s.effective_messages}/{s.physical_messages}"
-            print(
-                f"{mark} {safe_line(s.id):<21} {_when(s.last_activity):<16} {counts:>9} {_size(s.bytes):>9}"
-                f"  {_status(s.status, s.id == current):<10} {_title(s.title)}"
+        table = Table(
+            (
+                Column("", gap=1),
+                Column("id", mono=True),
+                Column("last activity"),
+                Column("messages", right=True),
+                Column("size", right=True),
+                Column("status"),
+                Column("title"),
             )
-        print("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")
+        )
+        for s in sessions:
+            table.add(
+                "*" if s.id == current else "",
+                safe_line(s.id),
+                _when(s.last_activity),
+                f"{s.effective_messages}/{s.physical_messages}",
+                _size(s.bytes),
+                _status(s.status, s.id == current),
+                _title(s.title),
+            )
+        notes = [Note("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")]
         lag_line = _index_lag(self._agent)
         if lag_line:
-            print(lag_line)
+            notes.append(Note(lag_line))
         if trashed:
-            print(in_trash)
+            notes.append(Note(in_trash))
+        emit(self.shell, table, *notes)
 
     def _show(self, session_id: str, *, limit: int | None = None, tail: int | None = None) -> None:
         path = session_dir(self._agent.workspace, session_id)
         loaded = load_session(path)  # from the last replace; the counts and problems of the
         logged = whole_log(path)  # whole log are its sidecar's (a replay of 200 MB took ~1.2 s)
-        print(f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}")
-        model = safe_line(loaded.last_model or "?")
-        replaces = "" if logged.replaces is None else f" · {logged.replaces} replaces"
-        print(
-            f"{len(loaded.messages)} effective messages of {logged.physical_messages} logged"
-            f"{replaces} · {_size(loaded.bytes)} · model {model}"
-        )
-        for problem in logged.problems:
-            print(f"! {safe_line(problem)}")
         for n in (limit, tail):
             if n is not None and n < 1:
                 raise UsageError(f"--limit and --tail take a number of messages, at least 1, not {n}")
         shown = _window(len(loaded.messages), limit=limit, tail=tail)
+        model = safe_line(loaded.last_model or "?")
+        replaces = "" if logged.replaces is None else f" · {logged.replaces} replaces"
+        head: list[str] = [
+            f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}",
+            f"{len(loaded.messages)} effective messages of {logged.physical_messages} logged"
+            f"{replaces} · {_size(loaded.bytes)} · model {model}",
+            *(f"! {safe_line(problem)}" for problem in logged.problems),
+        ]
+        table = Table((Column("#", right=True), Column("role"), Column("message")), indent="  ")
         for i in shown:
             if i is None:
                 hidden = len(loaded.messages) - len(shown) + 1
-                print(f"   … {hidden:,} more messages (%sessions show {session_id} --tail N or --limit N)")
+                table.across(
+                    f"… {hidden:,} more messages (%sessions show {session_id} --tail N or --limit N)"
+                )
             else:
-                print(message_line(i, loaded.messages[i]))
+                table.add(*message_cells(i, loaded.messages[i]))
+        emit(self.shell, *head, *([table] if shown else []))
         if in_notebook(self.shell):
             self._timeline(path, loaded.bytes)
 
@@ -357,17 +375,33 @@ class SessionMagics(Magics):
         if not trashed:
             print("the trash is empty (.pseudoclaude/trash/)")
             return
-        print(f"  {'trash id':<24} {'trashed':<16} {'last activity':<16} {'size':>9}  title")
+        table = Table(
+            (
+                Column("trash id", mono=True),
+                Column("trashed"),
+                Column("last activity"),
+                Column("size", right=True),
+                Column("title"),
+            ),
+            indent="  ",
+        )
         for t in trashed:
             via = " (gc)" if t.reason == "gc" else ""
-            print(
-                f"  {safe_line(t.id):<24} {_when(t.trashed_at):<16} {_when(t.last_activity):<16} {_size(t.bytes):>9}"
-                f"  {safe_line(t.title)}{via}"
+            table.add(
+                safe_line(t.id),
+                _when(t.trashed_at),
+                _when(t.last_activity),
+                _size(t.bytes),
+                safe_line(t.title) + via,
             )
         total = sum(t.bytes for t in trashed)
-        print(
-            f"{_count(len(trashed), 'trashed session')}, {_size(total)}. %sessions restore ID · "
-            "%sessions purge ID --yes · %sessions purge --all-trash --yes"
+        emit(
+            self.shell,
+            table,
+            Note(
+                f"{_count(len(trashed), 'trashed session')}, {_size(total)}. %sessions restore ID · "
+                "%sessions purge ID --yes · %sessions purge --all-trash --yes"
+            ),
         )
 
     def _trash(self, session_id: str) -> None:
@@ -408,12 +442,15 @@ class SessionMagics(Magics):
         if not report.moved:
             print(f"no session idle for more than {days} days; nothing moved")
             return
-        print(f"moved {_count(len(report.moved), 'session')} idle for more than {days} days to the trash:")
+        table = Table((Column("id", mono=True), Column("last activity"), Column("title")), indent="  ")
         for t in report.moved:
-            print(
-                f"  {safe_line(t.original_id):<21} last activity {_when(t.last_activity):<16} {safe_line(t.title)}"
-            )
-        print("Nothing was deleted: %sessions restore ID brings one back; %sessions trash lists them")
+            table.add(safe_line(t.original_id), _when(t.last_activity), safe_line(t.title))
+        emit(
+            self.shell,
+            f"moved {_count(len(report.moved), 'session')} idle for more than {days} days to the trash:",
+            table,
+            Note("Nothing was deleted: %sessions restore ID brings one back; %sessions trash lists them"),
+        )
 
     # --- export and import -----------------------------------------------------------------------
 

@@ -31,6 +31,7 @@ WAITING = "‖ waiting for permission"  # the call's line while the user answers
 PREVIEW_LINES = 6  # what a finished line keeps of the output: the full output is in the session log
 PREVIEW_CHARS = 300
 ARGUMENTS_CHARS = 300
+CODE_LINES, CODE_CHARS = 20, 800  # what a finished line keeps of an argument that is code
 
 
 def call_brief(call: ToolCall, width: int = 70) -> str:
@@ -186,20 +187,50 @@ def tool_result_bundle(event: ToolFinished) -> dict[str, str]:
     if pictures:
         summary += " " + "".join(thumbnail(data, kind, px=32) for data, kind in pictures)
         plain += f" · {len(pictures)} image{'s' if len(pictures) > 1 else ''}"
-    parts = []
-    if brief.endswith("…)"):  # the line cut the arguments: they are one click away
-        args = json.dumps(event.call.arguments, indent=1, ensure_ascii=False)
-        if len(args) > ARGUMENTS_CHARS:
-            args = args[: ARGUMENTS_CHARS - 1] + "…"
-        parts.append(args)
+    blocks = _argument_blocks(event.call, cut=brief.endswith("…)"))
     body = printable(preview(event.result.content))
     if body.strip() and body.strip() != outcome[2:].strip():
-        parts.append(body)
-    if not parts:
-        return {"text/html": f"<div class='pc-tool' style='margin:2px 0'>{summary}</div>", "text/plain": plain}
+        blocks.append(_pre(body))
+    if not blocks:
+        return {
+            "text/html": f"<div class='pc-tool' style='margin:2px 0'>{summary}</div>",
+            "text/plain": plain,
+        }
     markup = (
         f"<details class='pc-tool' style='margin:2px 0'><summary>{summary}</summary>"
-        + "".join(f"<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(p)}</pre>" for p in parts)
+        + "".join(blocks)
         + "</details>"
     )
     return {"text/html": markup, "text/plain": plain}
+
+
+def _pre(text: str, label: str = "") -> str:
+    said = (
+        f"<div style='font-size:85%;{_colour(FG2, _FALLBACK[FG2])}'>{html.escape(label)}</div>"
+        if label
+        else ""
+    )
+    return f"{said}<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(text)}</pre>"
+
+
+def _argument_blocks(call: ToolCall, *, cut: bool) -> list[str]:
+    """The arguments under an opened tool line. Code and other text of several lines
+    (``propose_cell``'s cell, a script) is shown as itself, one block per argument, not as a
+    JSON string of ``\\n``s; the rest as JSON when the line cut it."""
+    code = {k: v for k, v in call.arguments.items() if isinstance(v, str) and "\n" in v.strip()}
+    rest = {k: v for k, v in call.arguments.items() if k not in code}
+    blocks = []
+    if rest and (cut or code):
+        args = json.dumps(rest, indent=1, ensure_ascii=False)
+        if len(args) > ARGUMENTS_CHARS:
+            args = args[: ARGUMENTS_CHARS - 1] + "…"
+        blocks.append(_pre(printable(args)))
+    for name, text in code.items():
+        lines = text.strip("\n").splitlines()
+        shown = "\n".join(lines[:CODE_LINES])
+        if len(shown) > CODE_CHARS:
+            shown = shown[: CODE_CHARS - 1] + "…"
+        if len(shown) < len(text.strip("\n")):
+            shown += f"\n… {len(lines):,} lines in all (the session log keeps them)"
+        blocks.append(_pre(printable(shown), f"{name}:"))
+    return blocks

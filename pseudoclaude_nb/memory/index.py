@@ -104,11 +104,18 @@ def age_phrase(updated: dt.datetime | None, now: dt.datetime) -> str:
     return f"updated {int(days // 365)} years ago"
 
 
-def entry_line(topic: Topic, now: dt.datetime) -> str:
+def entry_parts(topic: Topic, now: dt.datetime) -> tuple[str, str, str]:
+    """A note's entry in the index: its name, its description, and "(type, age, status)"."""
     return (
-        f"- {_one_line(topic.name, MAX_NAME)} — {_one_line(topic.description, MAX_DESCRIPTION)} "
-        f"({topic.type}, {age_phrase(topic.updated, now)}, {topic.status})"
+        _one_line(topic.name, MAX_NAME),
+        _one_line(topic.description, MAX_DESCRIPTION),
+        f"({topic.type}, {age_phrase(topic.updated, now)}, {topic.status})",
     )
+
+
+def entry_line(topic: Topic, now: dt.datetime) -> str:
+    name, description, details = entry_parts(topic, now)
+    return f"- {name} — {description} {details}"
 
 
 def prompt_index(

@@ -1,0 +1,203 @@
+"""A magic's listing as one output: an HTML table in a notebook, aligned columns in a terminal.
+
+A listing is a sequence of parts: lines of text (``str``, or ``Note`` for a quieter one) and
+``Table``s. ``bundle`` makes one display bundle of them: ``text/html`` with ``<table>``s
+coloured by the front end's theme variables (they read in light and dark themes) and
+``text/plain`` with the same information in aligned columns (what a terminal, an untrusted
+notebook's fallback or a converter shows). ``emit`` displays the bundle where the shell has a
+rich front end and prints the text where it has none, as the other magics decide
+(``render.in_notebook``).
+
+Everything in a cell may come from disk (a cloned session's title, a note's description): it
+is made printable for the text and escaped for the HTML here, so callers pass it as it is.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..textsafe import printable
+from ..widgets.theme import FG1, FG2
+
+# Lines between rows and under the header; Lab's own table CSS uses the same variables.
+BORDER2 = "var(--jp-border-color2, var(--vscode-panel-border, rgba(128, 128, 128, 0.3)))"
+HEAD_BG = "var(--jp-layout-color2, var(--vscode-editorWidget-background, rgba(128, 128, 128, 0.12)))"
+BODY_BG = "var(--jp-layout-color1, transparent)"
+MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, monospace))"
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    right: bool = False  # numbers and sizes line up on their last digit
+    gap: int = 2  # spaces after the column in the text
+    mono: bool = False  # ids and paths: a monospace cell in HTML
+    code: bool = False  # Markdown `code` spans (a tool's description) shown as code in HTML
+    # In HTML, whether the cell's text may wrap (at spaces, never inside a word); default:
+    # only the last column (a title, a message), so ids, times and sizes stay on one line.
+    wrap: bool | None = None
+
+
+class Note(str):
+    """A line said more quietly than the listing around it (a hint, a legend)."""
+
+
+@dataclass
+class Table:
+    columns: tuple[Column, ...]
+    rows: list[tuple[str, ...] | str] = field(default_factory=list)  # a str: a line across the table
+    indent: str = ""  # the text's left margin (HTML tables sit at the left edge)
+
+    def add(self, *cells: object) -> None:
+        if len(cells) != len(self.columns):
+            raise ValueError(f"{len(cells)} cells for {len(self.columns)} columns")
+        self.rows.append(tuple("" if c is None else str(c) for c in cells))
+
+    def across(self, line: str) -> None:
+        """A line that spans the table ("… 20 more messages")."""
+        self.rows.append(line)
+
+    def text(self) -> str:
+        rows = [tuple(_lines(c) for c in row) for row in self.rows if not isinstance(row, str)]
+        header = tuple([c.name] for c in self.columns)
+        widths = [
+            max(width(line) for cells in (header, *rows) for line in cells[i])
+            for i in range(len(self.columns))
+        ]
+        out = [self._line([c.name for c in self.columns], widths)]
+        for row in self.rows:
+            if isinstance(row, str):
+                out.append(self.indent + printable(row, one_line=True))
+                continue
+            cells = [_lines(c) for c in row]
+            for k in range(max(len(c) for c in cells)):  # a multi-line cell: its lines under it
+                out.append(self._line([c[k] if k < len(c) else "" for c in cells], widths))
+        return "\n".join(out)
+
+    def _line(self, cells: list[str], widths: list[int]) -> str:
+        parts = []
+        last = len(cells) - 1
+        for i, (text, col) in enumerate(zip(cells, self.columns, strict=True)):
+            pad = " " * (widths[i] - width(text))
+            if i == last:
+                parts.append(pad + text if col.right else text)
+            else:
+                parts.append((pad + text if col.right else text + pad) + " " * col.gap)
+        return (self.indent + "".join(parts)).rstrip()
+
+    def html(self) -> str:
+        last = self.columns[-1]
+
+        def cell(tag: str, text: str, col: Column, extra: str = "") -> str:
+            align = "right" if col.right else "left"
+            wraps = col.wrap if col.wrap is not None else col is last
+            space = "pre-wrap;overflow-wrap:normal" if wraps else "pre"
+            font = f";font-family:{MONO}" if col.mono and tag == "td" else ""
+            markup = _escape(text)
+            if col.code and tag == "td":
+                markup = _CODE_SPAN.sub(r"<code>\1</code>", markup)
+            return (
+                f"<{tag} style='text-align:{align};vertical-align:top;padding:2px 10px 2px 0;"
+                f"white-space:{space}{font}{extra}'>{markup}</{tag}>"
+            )
+
+        head = "".join(
+            cell("th", c.name, c, f";border-bottom:1px solid {BORDER2};font-weight:600") for c in self.columns
+        )
+        body = []
+        for row in self.rows:
+            if isinstance(row, str):
+                body.append(
+                    f"<tr><td colspan='{len(self.columns)}' style='text-align:left;color:{FG2};"
+                    f"padding:2px 0'>{_escape(row, one_line=True)}</td></tr>"
+                )
+            else:
+                line = f";border-top:1px solid {BORDER2}"
+                body.append(
+                    "<tr>"
+                    + "".join(cell("td", t, c, line) for t, c in zip(row, self.columns, strict=True))
+                    + "</tr>"
+                )
+        # Lab centres tables, fixes their layout and right-aligns cells by default (for
+        # DataFrames): a listing is read from the left, its columns as wide as their text.
+        return (
+            f"<table class='pc-table' style='border-collapse:collapse;margin:4px 0;margin-left:0;"
+            f"table-layout:auto;color:{FG1};background:{BODY_BG};font-size:90%'>"
+            f"<thead style='background:{HEAD_BG}'><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
+        )
+
+
+Part = str | Table
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")  # on escaped text: the span holds no markup of its own
+
+
+def bundle(*parts: Part) -> dict[str, str]:
+    """One output: ``text/html`` and an aligned ``text/plain`` of the same parts."""
+    plain, markup = [], []
+    for part in parts:
+        if isinstance(part, Table):
+            plain.append(part.text())
+            markup.append(part.html())
+        else:
+            plain.append(printable(part))
+            color = FG2 if isinstance(part, Note) else FG1
+            markup.append(f"<div style='color:{color};white-space:pre-wrap'>{_escape(part)}</div>")
+    return {"text/html": f"<div class='pc-listing'>{''.join(markup)}</div>", "text/plain": "\n".join(plain)}
+
+
+def emit(shell: Any, *parts: Part) -> None:
+    """Show the parts: one display bundle in a notebook, the aligned text in a terminal."""
+    from .render import in_notebook
+
+    data = bundle(*parts)
+    if in_notebook(shell):
+        from IPython.display import display
+
+        display(data, raw=True)
+    else:
+        print(data["text/plain"])
+
+
+def width(text: str) -> int:
+    """Columns a terminal gives ``text``: wide (CJK) characters take two, combining marks none."""
+    return sum(
+        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
+        for ch in text
+    )
+
+
+def _lines(text: str) -> list[str]:
+    return [printable(line, one_line=True) for line in text.split("\n")] or [""]
+
+
+def _escape(text: str, *, one_line: bool = False) -> str:
+    return html.escape(printable(text, one_line=one_line))
+
+
+_MD_SPECIAL = re.compile(r"([\\`*_{}\[\]()#+\-.!|~>])")
+
+
+def markdown_text(text: str) -> str:
+    """``text`` as literal Markdown: no emphasis, link, heading or HTML of its own (a note's name
+    or description can come with a cloned repository)."""
+    text = html.escape(printable(text, one_line=True), quote=False)
+    return _MD_SPECIAL.sub(r"\\\1", text)
+
+
+_JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[\"\\/bfnrt])")
+_JSON_CHARS = {'"': '"', "\\": "\\", "/": "/", "b": "\b", "f": "\f", "n": "\n", "r": "\r", "t": "\t"}
+
+
+def json_unescaped(text: str) -> str:
+    """A snippet of JSON (a tool call's arguments, maybe cut) with its string escapes read:
+    ``\\n`` a line break, ``\\"`` a quote. Not a parse: a cut snippet is not valid JSON."""
+
+    def one(m: re.Match[str]) -> str:
+        s = m.group(1)
+        return chr(int(s[1:], 16)) if s[0] == "u" else _JSON_CHARS[s]
+
+    return _JSON_ESCAPE.sub(one, text)
