@@ -45,6 +45,7 @@ from .providers.base import ReasoningDelta as StreamReasoning
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
+from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
@@ -132,6 +133,8 @@ class Runner(Limits):
             self.emit(
                 Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning")
             )
+        if self.writer is not None:
+            summary.session_spend = session_spend(self.writer.path)
         self.emit(RunFinished(summary))
         return summary
 
@@ -182,13 +185,14 @@ class Runner(Limits):
         response = self._named_stop(response, summary)
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
+        summary.spend.add(response.usage, self.provider.model)
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
             self.context.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
-        self.emit(StepFinished(step, response.usage, message))
+        self.emit(StepFinished(step, response.usage, message, self.provider.model))
         return message
 
     def _ask(self, request: Request) -> Response:
