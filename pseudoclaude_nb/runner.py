@@ -88,6 +88,7 @@ class Runner(Limits):
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
+        self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
         # The tools of the current step: what its request offered is what its calls may use.
@@ -106,6 +107,7 @@ class Runner(Limits):
     def run(self, prompt: str | Message) -> RunSummary:
         """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
+        self.last_summary = summary
         started = time.monotonic()
         allowed, refused = self.permissions.allowed, self.permissions.refused
         try:

@@ -64,7 +64,9 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
         f"<table style='font-size:90%'><tr><th>part</th><th>tokens</th><th>share of window</th></tr>"
         f"{''.join(rows)}</table>"
         f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
-        f" · memory {'included' if m['memory_included'] else 'not included'}</div></div>"
+        f" · memory {'included' if m['memory_included'] else 'not included'}</div>"
+        + "".join(f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m))
+        + "</div>"
     )
 
 
@@ -112,8 +114,25 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
             f"  session {m['session_id']} · {m.get('spills', 0)} spilled results · "
             f"{m.get('compactions', 0)} compactions"
         )
+    lines += [f"  {row}" for row in cost_rows(m)]
     # Section titles (PSEUDOCLAUDE.md headings), tool and server names come from the workspace.
     return printable("\n".join(lines))
+
+
+def cost_rows(m: dict[str, Any]) -> list[str]:
+    """issue 31: the run's and session's cost with the cache hit ratio, then the cache outlook."""
+    cost = m.get("cost")
+    if not cost:
+        return []
+    rows = []
+    if cost.get("session"):
+        ratio = cost.get("cache_hit_ratio")
+        hit = "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+        run = f"last run {cost['run']} · " if cost.get("run") else ""
+        saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""
+        n = cost["session_requests"]
+        rows.append(f"cost: {run}session {cost['session']} ({n} request{'s' if n != 1 else ''}{saved}) · {hit}")
+    return rows + list(m.get("cache_lines") or [])
 
 
 # What JSON leaves as it is but a terminal acts on: C1 controls and the bidi overrides.

@@ -86,8 +86,11 @@ def cost_phrase(summary: RunSummary) -> str:
     run = summary.spend.cost()
     saved = run.saved_text() if run.known else ""
     text = f" · cost {run.text()}" + (f" ({saved})" if saved else "")
-    if summary.session_spend is not None and summary.session_spend.requests:
-        text += f" · session cost {summary.session_spend.cost().text()}"
+    session = summary.session_spend
+    if session is not None and session.requests:
+        whole = session.cost()
+        if whole.known or whole.text() != run.text():  # not "price unknown (x)" twice
+            text += f" · session cost {whole.text()}"
     return text
 
 

@@ -18,6 +18,7 @@ from typing import Any
 
 import ipywidgets
 
+from ..cost import Spend, ratio_text
 from ..events import (
     Compacted,
     CompactStarted,
@@ -28,7 +29,6 @@ from ..events import (
     Spilled,
     StepFinished,
 )
-from ..cost import Spend, ratio_text
 from ..messages import Usage
 from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, spaced, stroke
 
