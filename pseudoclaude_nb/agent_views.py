@@ -18,8 +18,8 @@ from .context import CompactSettings, threshold_for
 from .context.cache import outlook
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
-from .session.spend import session_spend
 from .providers import Provider, provider_for
+from .session.spend import session_spend
 from .tools.memory import withhold_bodies
 from .tools.user import user_tools
 
