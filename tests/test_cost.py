@@ -261,3 +261,19 @@ def test_the_demo_script_reports_cache_reads_offline(ip, workspace) -> None:
     assert all(e["cache_read_input_tokens"] > 0 for e in lines[1:])  # each step reads the last one's prefix
     assert "cost price unknown (scripted-test)" in out
     assert time.time() - session_spend(current_agent(ip).session.dir).last_ts < 300
+
+
+def test_the_gauge_shows_the_runs_cost_and_hit_ratio_then_the_sessions() -> None:
+    from pseudoclaude_nb.events import ContextState, RunFinished, RunSummary, StepFinished
+    from pseudoclaude_nb.widgets.gauge import ContextGauge, gauge_html, gauge_text
+
+    gauge = ContextGauge()
+    gauge(ContextState(5_000, 4_000, 200_000, 167_000, False, 0, 0))
+    answer = Message(role="assistant", content="ok")
+    gauge(StepFinished(1, Usage(cache_creation_input_tokens=1_000_000), answer, "claude-sonnet-4-5"))
+    gauge(StepFinished(2, Usage(cache_read_input_tokens=1_000_000), answer, "claude-sonnet-4-5"))
+    assert "cache read 1,000,000 / write 0 · run $4.05 · cache hit 50%" in gauge_text(gauge.state)
+    summary = RunSummary(status="done", session_spend=cost.Spend([("claude-sonnet-4-5", Usage(input_tokens=10_000_000))]))
+    gauge(RunFinished(summary))
+    assert "run $4.05 · cache hit 50% · session $30.00" in gauge_text(gauge.state)
+    assert "run $4.05 · cache hit 50% · session $30.00" in gauge_html(gauge.state)

@@ -343,10 +343,18 @@ class ContextMagics(Magics):
             print(printable(f"compaction failed: {result.error}; nothing was replaced"))
 
     def _show_preview(self, plan: Plan) -> None:
+        lost = self._cached_conversation() if plan.new is not None else 0
         if in_notebook(self.shell):
-            display({"text/html": preview_html(plan), "text/plain": preview_text(plan)}, raw=True)
+            display({"text/html": preview_html(plan, lost), "text/plain": preview_text(plan, lost)}, raw=True)
         else:
-            print(preview_text(plan))
+            print(preview_text(plan, lost))
+
+    def _cached_conversation(self) -> int:
+        """The cached conversation tokens a replace now would invalidate (issue 31); 0 if unknown."""
+        try:
+            return int(self._agent.context_manifest().get("cache", {}).get("invalidated_by_replace") or 0)
+        except PseudoClaudeError:
+            return 0
 
     def _last_compact(self) -> None:
         session = self._agent.session
@@ -397,18 +405,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def _preview_rows(plan: Plan) -> list[tuple[str, str]]:
-    return [
+def _preview_rows(plan: Plan, lost: int = 0) -> list[tuple[str, str]]:
+    rows = [
         ("summarize", f"{_plural(plan.head, 'message')}, ~{plan.head_tokens:,} tokens"),
         ("keep (recent tail)", f"{_plural(plan.tail, 'message')}, ~{plan.tail_tokens:,} tokens"),
         ("estimate", f"~{plan.before:,} → ~{plan.after:,} tokens"),
     ]
+    if lost:
+        rows.append(("prompt cache", f"invalidates ~{lost:,} cached tokens (system prompt and tools stay cached)"))
+    return rows
 
 
-def preview_text(plan: Plan) -> str:
+def preview_text(plan: Plan, lost: int = 0) -> str:
     """The preview for a terminal; the summary (the model's text) with control characters escaped."""
     lines = ["compaction preview (nothing was written):"]
-    lines += [f"  {label:<20}{value}" for label, value in _preview_rows(plan)]
+    lines += [f"  {label:<20}{value}" for label, value in _preview_rows(plan, lost)]
     if plan.summary is not None:
         lines.append("  summary:")
         lines += [f"    {row}" for row in plan.summary.strip().splitlines()]
@@ -419,10 +430,10 @@ def preview_text(plan: Plan) -> str:
     return printable("\n".join(lines))
 
 
-def preview_html(plan: Plan) -> str:
+def preview_html(plan: Plan, lost: int = 0) -> str:
     rows = "".join(
         f"<tr><td>{html.escape(label)}</td><td>{html.escape(value)}</td></tr>"
-        for label, value in _preview_rows(plan)
+        for label, value in _preview_rows(plan, lost)
     )
     summary = (
         f"<pre style='white-space:pre-wrap;font-size:90%'>{html.escape(plan.summary.strip())}</pre>"
