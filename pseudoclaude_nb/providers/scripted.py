@@ -139,6 +139,7 @@ class ScriptedProvider:
         # Anchor + delta: (messages counted, first and last of them, their bytes) of the last
         # agent request, so each step estimates only what was added (see _input_tokens).
         self._counted: tuple[int, Message | None, Message | None, int] = (0, None, None, 0)
+        self._cached = 0  # of the last request counted: its tokens a cache would have read
 
     @property
     def remaining_turns(self) -> int:
@@ -176,7 +177,8 @@ class ScriptedProvider:
         smallest cacheable size (1,024 tokens) is plain input. The total is the estimate's,
         so anchors and the window see the same numbers as before.
         """
-        total, cached = self._input_tokens(request)
+        total = self._input_tokens(request)
+        cached = self._cached
         usage = estimated_usage(request, text, calls, total)
         if total < MIN_CACHEABLE:
             return usage
@@ -186,7 +188,7 @@ class ScriptedProvider:
             cache_creation_input_tokens=total - cached,
         )
 
-    def _input_tokens(self, request: Request) -> tuple[int, int]:
+    def _input_tokens(self, request: Request) -> int:
         """``estimate_request`` of an agent request, walking only the messages added since the last.
 
         The same figure (the estimate sums bytes, then rounds): the earlier messages' bytes
@@ -215,7 +217,8 @@ class ScriptedProvider:
         key = (request.system, schema_bytes)
         cached = (head if key in _HEADS else 0) + (tokens_for_bytes(prefix) if n else 0)
         _HEADS.add(key)
-        return full, min(cached, full)
+        self._cached = min(cached, full)  # the part a caching provider would read (_cached_usage)
+        return full
 
     def complete(self, request: Request) -> Response:
         if request.purpose == "agent":
