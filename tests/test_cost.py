@@ -222,6 +222,13 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     assert f"session {cost.money(dollars)} (2 requests, cache saved" in shown and "cache hit 50%" in shown
     assert "next request reads ~30,050 tokens from the cache" in shown
     assert "breakpoint 2: after message 3, where the previous request ended" in shown
+    # A usage line with the 1-hour field is still a usage point of the timeline, and the log loads.
+    from pseudoclaude_nb.session import load_session
+    from pseudoclaude_nb.session.timeline import build_timeline
+
+    folder = current_agent(ip).session.dir
+    assert [tokens for _, tokens in build_timeline(folder).usage] == [30_420, 30_150]
+    assert load_session(folder).usage_anchor == (30_150, 4)
     data = json.loads(run_magic(ip, "context --json"))
     assert data["cache"]["expected_cache_read"] == 30_050 and data["cost"]["cache_hit_ratio"] == round(30_000 / 60_070, 4)
 
