@@ -18,7 +18,7 @@ from .context import CompactSettings, threshold_for
 from .context.cache import outlook
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
-from .providers import Provider, provider_for
+from .providers import Provider, auto_provider, provider_for
 from .session.spend import session_spend
 from .tools.memory import withhold_bodies
 from .tools.user import user_tools
@@ -163,6 +163,8 @@ class ContextViews:
         run = summary.spend if summary is not None and summary.session_id == self.session.id else None
         last_model, last = (spend.requests[-1] if spend.requests else (None, None))
         provider = self.last_runner.provider.name if self.last_runner is not None else self.settings.provider
+        if provider == "auto":
+            provider = auto_provider()  # the one a run would pick now
         head = sum(data["parts"].get(k, 0) for k in ("system", "pins", "memory", "tool_schemas", "mcp_tool_schemas"))
         cache = outlook(
             provider=provider,
