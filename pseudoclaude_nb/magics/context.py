@@ -128,7 +128,8 @@ def cost_rows(m: dict[str, Any]) -> list[str]:
     if cost.get("session"):
         ratio = cost.get("cache_hit_ratio")
         hit = "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
-        run = f"last run {cost['run']} · " if cost.get("run") else ""
+        same_unknown = cost.get("run") == cost["session"] and "$" not in cost["session"]
+        run = f"last run {cost['run']} · " if cost.get("run") and not same_unknown else ""
         saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""
         n = cost["session_requests"]
         rows.append(f"cost: {run}session {cost['session']} ({n} request{'s' if n != 1 else ''}{saved}) · {hit}")
