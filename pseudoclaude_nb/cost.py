@@ -175,10 +175,6 @@ class Spend:
     def add(self, usage: Usage, model: str | None) -> None:
         self.requests.append((model, usage))
 
-    def extend(self, other: Spend) -> None:
-        self.requests += other.requests
-        self.last_ts = other.last_ts or self.last_ts
-
     @property
     def usage(self) -> Usage:
         total = Usage()
