@@ -9,14 +9,17 @@ composition root, which wires sessions, runs and these views) provides.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .compact.manifest import manifest, notebook_cells
 from .context import CompactSettings, threshold_for
+from .context.cache import outlook
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
-from .providers import Provider, provider_for
+from .providers import Provider, auto_provider, provider_for
+from .session.spend import session_spend
 from .tools.memory import withhold_bodies
 from .tools.user import user_tools
 
@@ -51,6 +54,7 @@ class AgentParts(Protocol):
     def provider_for_context(self) -> Provider: ...
     def _context_window(self) -> int: ...
     def _prepared_context(self) -> tuple[list[tuple[str, str]], list[dict], CompactSettings, str | None]: ...
+    def _cache_and_cost(self, data: dict, messages: list, *, anchored: bool) -> dict: ...
 
 
 class ContextViews:
@@ -136,7 +140,7 @@ class ContextViews:
         messages = self.session.conversation.messages()
         if self.settings.memory_policy == "off":
             messages, _ = withhold_bodies(messages)
-        return manifest(
+        data = manifest(
             sections=sections,
             messages=messages,
             tools=tools,
@@ -148,6 +152,43 @@ class ContextViews:
             extra=extra,
             pending_notebook=pending,
         )
+        data.update(self._cache_and_cost(data, messages, anchored=state.anchor_tokens > 0))
+        return data
+
+    def _cache_and_cost(self: AgentParts, data: dict, messages: list, *, anchored: bool) -> dict:
+        """issue 31: the run's and the session's cost, the cache hit ratio, and the cache outlook
+        of the next request (breakpoints, expected cache read)."""
+        spend = session_spend(self.session.writer.path)
+        summary = self.last_runner.last_summary if self.last_runner is not None else None
+        run = summary.spend if summary is not None and summary.session_id == self.session.id else None
+        last_model, last = (spend.requests[-1] if spend.requests else (None, None))
+        provider = self.last_runner.provider.name if self.last_runner is not None else self.settings.provider
+        if provider == "auto":
+            provider = auto_provider()  # the one a run would pick now
+        head = sum(data["parts"].get(k, 0) for k in ("system", "pins", "memory", "tool_schemas", "mcp_tool_schemas"))
+        cache = outlook(
+            provider=provider,
+            head_tokens=head,
+            messages=messages,
+            last=last,
+            last_ts=spend.last_ts,
+            anchored=anchored,
+            now=time.time(),
+        )
+        ratio = spend.hit_ratio()
+        session_cost = spend.cost()
+        return {
+            "cost": {
+                "run": run.cost().text() if run is not None and run.requests else None,
+                "session": session_cost.text() if spend.requests else None,
+                "session_saved": session_cost.saved_text() if spend.requests and session_cost.known else "",
+                "session_requests": len(spend.requests),
+                "cache_hit_ratio": None if ratio is None else round(ratio, 4),
+                "model": last_model,
+            },
+            "cache": cache.as_dict(),
+            "cache_lines": cache.lines(),
+        }
 
     def last_manifest(self: AgentParts) -> dict | None:
         """The manifest of the last request actually sent (``%context --last``)."""

@@ -116,6 +116,24 @@ class PseudoClaude(Configurable):
     notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
         config=True
     )
+    # issue 31: prices per model, over the shipped table (pseudoclaude_nb/prices.json).
+    prices = Dict(
+        {},
+        help="Model prices in US dollars per million tokens, over the shipped table: "
+        '{MODEL: {"input": …, "output": …, "cache_write": …, "cache_write_1h": …, "cache_read": …}} '
+        '(optional "long_context": {"above": PROMPT_TOKENS, …rates}).',
+    ).tag(config=True)
+
+    @validate("prices")
+    def _check_prices(self, proposal: dict) -> dict:
+        from .cost import set_overrides
+
+        try:
+            set_overrides(proposal["value"])  # every pricing sees them from now on
+        except ValueError as exc:
+            raise TraitError(str(exc)) from None
+        return proposal["value"]
+
     compact_tools = Bool(
         False,
         help="Offer a compact tool set (file and shell tools, short descriptions) for small windows.",

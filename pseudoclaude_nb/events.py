@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from .cost import Spend
 from .errors import PseudoClaudeError
 from .messages import Message, ToolCall, ToolResult, Usage
 
@@ -61,6 +62,7 @@ class StepFinished:
     step: int
     usage: Usage
     message: Message
+    model: str | None = None  # the model that answered: what the step's usage is priced at
 
 
 @dataclass(frozen=True)
@@ -80,6 +82,10 @@ class RunSummary:
     final_text: str = ""
     allowed_calls: int = 0  # side-effecting tool calls let through
     refused_calls: int = 0  # side-effecting tool calls refused (read-only mode, or the user said no)
+    # issue 31: every paid request of the run with its model (a retried cut answer too), and
+    # the session's logged requests up to the run's end (None: no session log to read).
+    spend: Spend = field(default_factory=Spend)
+    session_spend: Spend | None = None
 
 
 @dataclass(frozen=True)

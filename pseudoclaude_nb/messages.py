@@ -80,6 +80,11 @@ class Usage(BaseModel):
     output_tokens: int = 0
     cache_creation_input_tokens: int = 0
     cache_read_input_tokens: int = 0
+    # issue 31: the part of the cache writes made with the 1-hour TTL (Anthropic's
+    # ``usage.cache_creation.ephemeral_1h_input_tokens``), priced at the 1-hour write rate; the
+    # rest of ``cache_creation_input_tokens`` is the 5-minute default. Written to the log only
+    # when not 0, so usage lines keep their layout (and older logs, without it, read as 0).
+    cache_creation_1h_input_tokens: int = 0
 
     @property
     def prompt_total(self) -> int:
@@ -92,10 +97,15 @@ class Usage(BaseModel):
             output_tokens=self.output_tokens + other.output_tokens,
             cache_creation_input_tokens=self.cache_creation_input_tokens + other.cache_creation_input_tokens,
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
+            cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens
+            + other.cache_creation_1h_input_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
-        return self.model_dump()
+        data = self.model_dump()
+        if not data["cache_creation_1h_input_tokens"]:
+            del data["cache_creation_1h_input_tokens"]
+        return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Usage:

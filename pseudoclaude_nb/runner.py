@@ -18,17 +18,20 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 
+from .compact.estimate import estimate_request
 from .context import ContextManager
 from .context.confirm import Review
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
 from .events import (
     AssistantDelta,
+    CompactStarted,
     Listener,
     Notice,
     PermissionAnswered,
     PermissionAsked,
     ReasoningDelta,
+    RolloverDeclared,
     RunEvent,
     RunFinished,
     RunSummary,
@@ -37,7 +40,7 @@ from .events import (
     ToolFinished,
     ToolStarted,
 )
-from .messages import ImagePart, Message, PairingCheck, ToolCall
+from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
@@ -45,6 +48,7 @@ from .providers.base import ReasoningDelta as StreamReasoning
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
+from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
@@ -87,12 +91,16 @@ class Runner(Limits):
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
+        self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
+        self._last_usage: Usage | None = None  # the last answer's, for what a replace un-caches
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
     def emit(self, event: RunEvent) -> None:
+        if isinstance(event, (CompactStarted, RolloverDeclared)):
+            self._say_cache_loss(event)
         # Listeners only observe: a broken display must not break the run (an interrupt,
         # though, is the user's and goes through).
         for listener in list(self.listeners):
@@ -102,9 +110,27 @@ class Runner(Limits):
                 self.listeners.remove(listener)
                 self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
 
+    def _say_cache_loss(self, event: CompactStarted | RolloverDeclared) -> None:
+        """issue 31: a replace makes the next request write the conversation to the prompt cache
+        again; say how much of it was cached (the last request's prompt, as measured, less the
+        system prompt and tools, which stay cached)."""
+        request, usage = self.last_request, self._last_usage
+        if request is None or usage is None:
+            return  # no request of this run yet: what is cached is not known here
+        cached = usage.prompt_total - estimate_request(request.system, [], request.tools)
+        if cached > 0:
+            what = "compaction" if isinstance(event, CompactStarted) else "handoff"
+            self.emit(
+                Notice(
+                    f"this {what} invalidates ~{cached:,} cached tokens of the prompt cache "
+                    "(the system prompt and tools stay cached)"
+                )
+            )
+
     def run(self, prompt: str | Message) -> RunSummary:
         """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
         summary = RunSummary(session_id=self.writer.id if self.writer else None)
+        self.last_summary = summary
         started = time.monotonic()
         allowed, refused = self.permissions.allowed, self.permissions.refused
         try:
@@ -132,6 +158,8 @@ class Runner(Limits):
             self.emit(
                 Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning")
             )
+        if self.writer is not None:
+            summary.session_spend = session_spend(self.writer.path)
         self.emit(RunFinished(summary))
         return summary
 
@@ -182,13 +210,15 @@ class Runner(Limits):
         response = self._named_stop(response, summary)
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
+        summary.spend.add(response.usage, self.provider.model)
+        self._last_usage = response.usage
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
             self.context.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
-        self.emit(StepFinished(step, response.usage, message))
+        self.emit(StepFinished(step, response.usage, message, self.provider.model))
         return message
 
     def _ask(self, request: Request) -> Response:

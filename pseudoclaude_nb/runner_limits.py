@@ -79,6 +79,7 @@ class Limits:
                 )
             )
             summary.usage = summary.usage + response.usage
+            summary.spend.add(response.usage, self.provider.model)
             self.last_request = replace(request, max_tokens=cap)
             response = self._ask(self.last_request)
             if response.stop_reason == "max_tokens" and response.tool_calls:
@@ -87,6 +88,7 @@ class Limits:
                 return response
             used, names = cap, ", ".join(response.cut_calls)
         summary.usage = summary.usage + response.usage
+        summary.spend.add(response.usage, self.provider.model)
         if response.text.strip():  # what it said is kept, marked as cut; the call is not
             self._add_answer(replace(response, tool_calls=[]), notice=False)
         raise ProviderError(

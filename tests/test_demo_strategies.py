@@ -48,6 +48,9 @@ def test_rollover_demo_is_reminded_after_work_and_hands_off_to_a_fresh_window(tm
     assert "context rollover fallback" not in out  # the model answered the reminder: no pruning
     # The model's own handoff, committed before the next step; no summary anywhere.
     assert "↻ rolled over to a new window with the model's handoff" in out
+    # issue 31: the handoff says what it costs the prompt cache, before it is committed
+    assert any("[info] this handoff invalidates ~" in line for line in _lines_before(out, "↻ rolled over"))
+    assert "% of input) · cost price unknown (pseudoclaude-demo)" in out
     # The hand-off line comes while new_context runs; its result still reads as its own line.
     assert "\n↻ the model handed off (new_context, 3 related files)" in out
     assert "\n→ new_context(handoff=" in out.split("↻ the model handed off")[1]
@@ -67,6 +70,7 @@ def test_rollover_demo_is_reminded_after_work_and_hands_off_to_a_fresh_window(tm
 def test_compact_demo_says_a_summary_replaced_the_older_turns(tmp_path: Path) -> None:
     out, log = _demo(tmp_path, "compact")
     assert "⟳ compacted (auto)" in out and "rolled over" not in out
+    assert "[info] this compaction invalidates ~" in _lines_before(out, "⟳ compacted (auto)")[-1]
     final = [e for e in log if e["type"] == "message" and e["role"] == "assistant"][-1]["content"]
     assert "replaced by a summary" in final and "new_context" not in final
     assert not [e for e in log if e["type"] == "rollover"]

@@ -171,7 +171,8 @@ def test_tool_use_and_results_pair_by_id_and_consecutive_turns_merge(server, pro
             "content": [
                 {"type": "tool_result", "tool_use_id": "toolu_a", "content": "1\tx = 1"},
                 {"type": "tool_result", "tool_use_id": "toolu_b", "content": "exit code 1", "is_error": True},
-                {"type": "text", "text": "and then?"},
+                # The last stable turn (the previous request's end) keeps a breakpoint too.
+                {"type": "text", "text": "and then?", "cache_control": EPHEMERAL},
             ],
         },
         {"role": "assistant", "content": [{"type": "text", "text": "Done."}]},
@@ -192,7 +193,8 @@ def test_the_last_block_gets_the_breakpoint_even_when_it_is_a_tool_result(server
         {"type": "tool_result", "tool_use_id": "t1", "content": "a.py", "cache_control": EPHEMERAL}
     ]
     marked = [b for turn in sent for b in turn["content"] if "cache_control" in b]
-    assert len(marked) == 1
+    # and the previous request's last block ("go"), where that request wrote the cache
+    assert marked == [{"type": "text", "text": "go", "cache_control": EPHEMERAL}, sent[-1]["content"][-1]]
 
 
 def test_thinking_blocks_go_back_unchanged_with_the_tool_results(server, provider) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+from pseudoclaude_nb.cost import Spend
 from pseudoclaude_nb.events import Compacted, ContextState, RunFinished, RunSummary, Spilled
 from pseudoclaude_nb.magics.render import TerminalRenderer, call_brief, context_line, end_line, result_brief
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage
@@ -33,8 +34,18 @@ def test_end_line_and_context_lines() -> None:
     summary.seconds, summary.session_id = 1.25, "20261130-000000-abcd"
     state = ContextState(2_000, 1_900, 50_000, 17_000, False, 0, 0)
     assert end_line(summary, state) == (
-        "✓ done · 3 steps · 100 in / 5 out · cache read 90 · context ~2,000/50,000 · 1.2 s · session 20261130-000000-abcd"
+        "✓ done · 3 steps · 100 in / 5 out · cache read 90 (90% of input) · context ~2,000/50,000 · 1.2 s"
+        " · session 20261130-000000-abcd"
     )
+    # issue 31: with the run's requests, their cost (and the session's) follow the cache figures.
+    summary.spend.add(
+        Usage(input_tokens=100_000, output_tokens=10_000, cache_read_input_tokens=900_000),
+        "claude-sonnet-4-5",
+    )
+    summary.session_spend = Spend([("claude-sonnet-4-5", Usage(input_tokens=1_000_000))])
+    line = end_line(summary, state)
+    # 0.1M x $3 + 0.01M x $15 + 0.9M x $0.30 = $0.72; uncached 1M x $3 + $0.15 = $3.15
+    assert " · cost $0.720 (cache saved $2.43) · session cost $3.00 · context" in line
     assert context_line(Spilled("c", "read_file", "x/c.txt", 60_000, "single")).startswith(
         "⤓ spilled the read_file result (60,000 bytes, over the spill limit) → x/c.txt"
     )

@@ -163,6 +163,8 @@ def test_the_magics_show_preview_apply_and_undo(ip, workspace: Path) -> None:
     assert "compaction preview (nothing was written)" in out
     assert "summarize" in out and "keep (recent tail)" in out and "SUMMARY-ONE <b>& co</b>" in out
     assert "messages, ~" in out and " → ~" in out and "%compact --apply" in out
+    # issue 31: what the replace would cost the prompt cache (the conversation cached by the last run)
+    assert "prompt cache        invalidates ~" in out and "(system prompt and tools stay cached)" in out
     assert "preview pending: summarizes " in run_magic(ip, "compact --status")
     out = run_magic(ip, "compact --apply")
     assert "preview pending" not in run_magic(ip, "compact --status")

@@ -71,7 +71,9 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
         "<th style='text-align:left'>share of window</th></tr>"
         f"{''.join(rows)}</table>"
         f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
-        f" · memory {'included' if m['memory_included'] else 'not included'}</div></div>"
+        f" · memory {'included' if m['memory_included'] else 'not included'}</div>"
+        + "".join(f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m))
+        + "</div>"
     )
 
 
@@ -119,8 +121,26 @@ def render_manifest(m: dict[str, Any], *, title: str) -> str:
             f"  session {m['session_id']} · {m.get('spills', 0)} spilled results · "
             f"{m.get('compactions', 0)} compactions"
         )
+    lines += [f"  {row}" for row in cost_rows(m)]
     # Section titles (PSEUDOCLAUDE.md headings), tool and server names come from the workspace.
     return printable("\n".join(lines))
+
+
+def cost_rows(m: dict[str, Any]) -> list[str]:
+    """issue 31: the run's and session's cost with the cache hit ratio, then the cache outlook."""
+    cost = m.get("cost")
+    if not cost:
+        return []
+    rows = []
+    if cost.get("session"):
+        ratio = cost.get("cache_hit_ratio")
+        hit = "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+        same_unknown = cost.get("run") == cost["session"] and "$" not in cost["session"]
+        run = f"last run {cost['run']} · " if cost.get("run") and not same_unknown else ""
+        saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""
+        n = cost["session_requests"]
+        rows.append(f"cost: {run}session {cost['session']} ({n} request{'s' if n != 1 else ''}{saved}) · {hit}")
+    return rows + list(m.get("cache_lines") or [])
 
 
 # What JSON leaves as it is but a terminal acts on: C1 controls and the bidi overrides.
@@ -337,10 +357,18 @@ class ContextMagics(Magics):
             print(printable(f"compaction failed: {result.error}; nothing was replaced"))
 
     def _show_preview(self, plan: Plan) -> None:
+        lost = self._cached_conversation() if plan.new is not None else 0
         if in_notebook(self.shell):
-            display({"text/html": preview_html(plan), "text/plain": preview_text(plan)}, raw=True)
+            display({"text/html": preview_html(plan, lost), "text/plain": preview_text(plan, lost)}, raw=True)
         else:
-            print(preview_text(plan))
+            print(preview_text(plan, lost))
+
+    def _cached_conversation(self) -> int:
+        """The cached conversation tokens a replace now would invalidate (issue 31); 0 if unknown."""
+        try:
+            return int(self._agent.context_manifest().get("cache", {}).get("invalidated_by_replace") or 0)
+        except PseudoClaudeError:
+            return 0
 
     def _last_compact(self) -> list[str]:
         """The pending preview and the last compaction, a line each (none if neither)."""
@@ -412,18 +440,21 @@ def _plural(n: int, word: str) -> str:
     return f"{n} {word}{'s' if n != 1 else ''}"
 
 
-def _preview_rows(plan: Plan) -> list[tuple[str, str]]:
-    return [
+def _preview_rows(plan: Plan, lost: int = 0) -> list[tuple[str, str]]:
+    rows = [
         ("summarize", f"{_plural(plan.head, 'message')}, ~{plan.head_tokens:,} tokens"),
         ("keep (recent tail)", f"{_plural(plan.tail, 'message')}, ~{plan.tail_tokens:,} tokens"),
         ("estimate", f"~{plan.before:,} → ~{plan.after:,} tokens"),
     ]
+    if lost:
+        rows.append(("prompt cache", f"invalidates ~{lost:,} cached tokens (system prompt and tools stay cached)"))
+    return rows
 
 
-def preview_text(plan: Plan) -> str:
+def preview_text(plan: Plan, lost: int = 0) -> str:
     """The preview for a terminal; the summary (the model's text) with control characters escaped."""
     lines = ["compaction preview (nothing was written):"]
-    lines += [f"  {label:<20}{value}" for label, value in _preview_rows(plan)]
+    lines += [f"  {label:<20}{value}" for label, value in _preview_rows(plan, lost)]
     if plan.summary is not None:
         lines.append("  summary:")
         lines += [f"    {row}" for row in plan.summary.strip().splitlines()]
@@ -434,10 +465,10 @@ def preview_text(plan: Plan) -> str:
     return printable("\n".join(lines))
 
 
-def preview_html(plan: Plan) -> str:
+def preview_html(plan: Plan, lost: int = 0) -> str:
     rows = "".join(
         f"<tr><td style='text-align:left'>{html.escape(label)}</td><td style='text-align:left'>{html.escape(value)}</td></tr>"
-        for label, value in _preview_rows(plan)
+        for label, value in _preview_rows(plan, lost)
     )
     summary = (
         f"<pre style='white-space:pre-wrap;font-size:90%'>{html.escape(plan.summary.strip())}</pre>"

@@ -71,11 +71,27 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     window = refused if summary.refused_calls else ""
     if context is not None:
         window += f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
+    hit = f" ({u.cache_read_input_tokens / u.prompt_total:.0%} of input)" if u.prompt_total else ""
     return (
         f"{head} · {summary.steps} step{'' if summary.steps == 1 else 's'} · {u.prompt_total:,} in / {u.output_tokens:,} out"
-        f" · cache read {u.cache_read_input_tokens:,}{window} · {summary.seconds:.1f} s"
+        f" · cache read {u.cache_read_input_tokens:,}{hit}{cost_phrase(summary)}{window} · {summary.seconds:.1f} s"
         f" · session {summary.session_id}"
     )
+
+
+def cost_phrase(summary: RunSummary) -> str:
+    """`` · cost $0.021 (cache saved $0.010) · session cost $0.340``; '' before any request."""
+    if not summary.spend.requests:
+        return ""
+    run = summary.spend.cost()
+    saved = run.saved_text() if run.known else ""
+    text = f" · cost {run.text()}" + (f" ({saved})" if saved else "")
+    session = summary.session_spend
+    if session is not None and session.requests:
+        whole = session.cost()
+        if whole.known or whole.text() != run.text():  # not "price unknown (x)" twice
+            text += f" · session cost {whole.text()}"
+    return text
 
 
 ContextChange = Spilled | CompactStarted | Compacted | RolloverDeclared | RolloverCommitted

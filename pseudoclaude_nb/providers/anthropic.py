@@ -170,6 +170,10 @@ class AnthropicProvider:
             params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
         if request.tools:
             params["tools"] = request.tools
+            if not request.system:
+                # No system prompt to carry the first breakpoint: the last tool definition does,
+                # so the tool schemas are still cached (tools come first in the prefix).
+                params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": EPHEMERAL}]
         return params
 
     def _thinking_for(self, request: Request) -> tuple[dict[str, Any] | None, int]:
@@ -193,12 +197,8 @@ class AnthropicProvider:
         # More than 20 images in one request: the API refuses any side over 2,000 px.
         side = MANY_IMAGES_MAX_SIDE if sum(len(m.parts) for m in messages) > MANY_IMAGES else IMAGE_MAX_SIDE
         out = [self._turn(group, images, side) for group in wire.turns(messages)]
-        # The second breakpoint: the whole conversation so far is cached, so the next step
-        # pays full price only for what it adds.
-        if out:
-            last = out[-1]["content"][-1]
-            if last["type"] not in THINKING:
-                last["cache_control"] = EPHEMERAL
+        for at in conversation_breakpoints(out):
+            out[at]["content"][-1]["cache_control"] = EPHEMERAL
         return out
 
     def _images(
@@ -386,6 +386,27 @@ class _Reader:
             block["signature"] += delta.signature
 
 
+def conversation_breakpoints(turns: list[dict[str, Any]]) -> list[int]:
+    """The turns whose last block gets a ``cache_control`` breakpoint (with the system prompt's,
+    at most 3 of the API's 4).
+
+    The last turn's: the whole conversation is cached, so the next step pays full price only
+    for what it adds. And the last stable turn's — the user turn that ended the previous
+    request, where that request's breakpoint wrote the cache: the API looks for an earlier
+    cache entry only up to 20 blocks before a breakpoint, and a step with many tool calls adds
+    more blocks than that, which would make the next request write the whole prefix again.
+    A breakpoint on that very block reads it back whatever the step added. Thinking blocks
+    take no breakpoint.
+    """
+    marks = []
+    stable = len(turns) - 3
+    if stable >= 0 and turns[stable]["role"] == "user" and turns[-1]["role"] == "user":
+        marks.append(stable)
+    if turns:
+        marks.append(len(turns) - 1)
+    return [at for at in marks if turns[at]["content"] and turns[at]["content"][-1]["type"] not in THINKING]
+
+
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
 
@@ -419,7 +440,19 @@ def _usage(u: Any) -> Usage:
         output_tokens=get("output_tokens"),
         cache_creation_input_tokens=get("cache_creation_input_tokens"),
         cache_read_input_tokens=get("cache_read_input_tokens"),
+        cache_creation_1h_input_tokens=_hour_writes(u) or 0,
     )
+
+
+def _hour_writes(u: Any) -> int | None:
+    """The 1-hour part of the cache writes: ``usage.cache_creation.ephemeral_1h_input_tokens``
+    (the breakdown by TTL; None when the server sent none)."""
+    split = getattr(u, "cache_creation", None)
+    if isinstance(split, dict):  # a server's extra field the SDK's model does not know
+        value = split.get("ephemeral_1h_input_tokens")
+    else:
+        value = getattr(split, "ephemeral_1h_input_tokens", None)
+    return None if value is None else int(value)
 
 
 def _retries_taken(exc: anthropic.APIStatusError, configured: int) -> int:
@@ -445,6 +478,9 @@ def _delta_usage(before: Usage, u: Any) -> Usage:
         output_tokens=pick("output_tokens", before.output_tokens),
         cache_creation_input_tokens=pick("cache_creation_input_tokens", before.cache_creation_input_tokens),
         cache_read_input_tokens=pick("cache_read_input_tokens", before.cache_read_input_tokens),
+        cache_creation_1h_input_tokens=(
+            before.cache_creation_1h_input_tokens if (hour := _hour_writes(u)) is None else hour
+        ),
     )
 
 

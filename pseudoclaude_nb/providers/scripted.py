@@ -111,6 +111,9 @@ def load_script(source: dict[str, Any] | str | Path) -> tuple[Script, str]:
 # The prefixes counted by the latest requests of any scripted provider: (messages, first, last, bytes).
 _RECENT: list[tuple[int, Message | None, Message | None, int]] = []
 _KEEP = 4
+# (system prompt, tool schema bytes) already sent: their cache breakpoint would read them.
+_HEADS: set[tuple[str, int]] = set()
+MIN_CACHEABLE = 1024  # Anthropic's smallest cacheable prompt for most models, tokens
 
 
 class ScriptedProvider:
@@ -136,6 +139,7 @@ class ScriptedProvider:
         # Anchor + delta: (messages counted, first and last of them, their bytes) of the last
         # agent request, so each step estimates only what was added (see _input_tokens).
         self._counted: tuple[int, Message | None, Message | None, int] = (0, None, None, 0)
+        self._cached = 0  # of the last request counted: its tokens a cache would have read
 
     @property
     def remaining_turns(self) -> int:
@@ -155,8 +159,7 @@ class ScriptedProvider:
         response = Response(
             text=turn.text,
             tool_calls=calls,
-            usage=turn.usage
-            or estimated_usage(request, turn.text + turn.reasoning, calls, self._input_tokens(request)),
+            usage=turn.usage or self._cached_usage(request, turn.text + turn.reasoning, calls),
             stop_reason=turn.stop_reason or ("tool_use" if calls else "end_turn"),
             reasoning=[Reasoning(kind="reasoning", text=turn.reasoning)] if turn.reasoning else [],
         )
@@ -164,6 +167,26 @@ class ScriptedProvider:
             if self.pace and isinstance(event, TextDelta):
                 time.sleep(self.pace)
             yield event
+
+    def _cached_usage(self, request: Request, text: str, calls: list[ToolCall]) -> Usage:
+        """``estimated_usage``, split the way a caching provider reports it (issue 31).
+
+        Like Anthropic with this package's breakpoints: the prefix the previous request sent
+        (system prompt, tools and the messages it had) is a cache read, the rest is written
+        to the cache; the first request of a system prompt writes it all; a prompt under the
+        smallest cacheable size (1,024 tokens) is plain input. The total is the estimate's,
+        so anchors and the window see the same numbers as before.
+        """
+        total = self._input_tokens(request)
+        cached = self._cached
+        usage = estimated_usage(request, text, calls, total)
+        if total < MIN_CACHEABLE:
+            return usage
+        return Usage(
+            output_tokens=usage.output_tokens,
+            cache_read_input_tokens=cached,
+            cache_creation_input_tokens=total - cached,
+        )
 
     def _input_tokens(self, request: Request) -> int:
         """``estimate_request`` of an agent request, walking only the messages added since the last.
@@ -179,6 +202,7 @@ class ScriptedProvider:
         for count, first, last, counted in (self._counted, *_RECENT):
             if n < count <= len(msgs) and msgs[0] is first and msgs[count - 1] is last:
                 n, total = count, counted
+        prefix = total
         total += sum(message_bytes(m) for m in msgs[n:])
         self._counted = (len(msgs), msgs[0] if msgs else None, msgs[-1] if msgs else None, total)
         _RECENT.insert(0, self._counted)
@@ -186,7 +210,15 @@ class ScriptedProvider:
         schema_bytes = (
             len(json.dumps(request.tools, ensure_ascii=False).encode("utf-8")) if request.tools else 0
         )
-        return tokens_for_bytes(total) + estimate_text(request.system) + tokens_for_bytes(schema_bytes)
+        head = estimate_text(request.system) + tokens_for_bytes(schema_bytes)
+        full = tokens_for_bytes(total) + head
+        # The system prompt and tools are cached once any request has sent them; the messages
+        # only as far as the previous request's prefix reaches (a replace starts them over).
+        key = (request.system, schema_bytes)
+        cached = (head if key in _HEADS else 0) + (tokens_for_bytes(prefix) if n else 0)
+        _HEADS.add(key)
+        self._cached = min(cached, full)  # the part a caching provider would read (_cached_usage)
+        return full
 
     def complete(self, request: Request) -> Response:
         if request.purpose == "agent":

@@ -18,6 +18,7 @@ from typing import Any
 
 import ipywidgets
 
+from ..cost import Spend, ratio_text
 from ..events import (
     Compacted,
     CompactStarted,
@@ -46,6 +47,17 @@ class GaugeState:
     status: str = "idle"  # idle | running | compacting… | done | error | interrupted
     peak_tokens: int = 0  # the largest estimate of the run so far
     last_drop: tuple[str, int, int] | None = None  # ("compacted" | "rolled over", before, after)
+    # issue 31: the run's requests (model, usage), priced when shown; the session's cost at the end
+    requests: tuple[tuple[str | None, Usage], ...] = ()
+    session_cost: str = ""
+
+    def cost_text(self) -> str:
+        """``run $0.012 · cache hit 82%`` (`` · session $0.34`` once the run ended); '' before any."""
+        if not self.requests:
+            return ""
+        spend = Spend(list(self.requests))
+        text = f"run {spend.cost().text()} · {ratio_text(spend.hit_ratio())}"
+        return text + (f" · session {self.session_cost}" if self.session_cost else "")
 
     @property
     def fraction(self) -> float:
@@ -82,6 +94,8 @@ def gauge_text(s: GaugeState, width: int = 30) -> str:
     if s.last_usage is not None:
         u = s.last_usage
         usage = f" · cache read {u.cache_read_input_tokens:,} / write {u.cache_creation_input_tokens:,}"
+    if s.requests:
+        usage += f" · {s.cost_text()}"
     return (
         f"context ▕{bar}▏ ~{s.estimated_tokens:,} / {s.context_window:,} ({s.share:.0%})"
         + (f" · peak ~{s.shown_peak:,}" if s.shown_peak else "")
@@ -189,6 +203,8 @@ def gauge_html(s: GaugeState) -> str:
         cache = f"last usage: cache read {u.cache_read_input_tokens:,} · cache write {u.cache_creation_input_tokens:,} · "
     else:  # a measured anchor is usage too (from the log); say "none yet" only when there is none
         cache = "" if s.anchor_tokens else "no usage yet · "
+    if s.requests:
+        cache += f"{html.escape(s.cost_text())} · "
     breaker = f"<b style='color:{ERROR}'>breaker OPEN</b>" if s.breaker_open else "breaker closed"
     status = f" · <b>{html.escape(s.status)}</b>" if s.status not in ("idle", "done") else ""
     peak = f"peak ~{s.shown_peak:,} · " if s.shown_peak else ""
@@ -305,8 +321,8 @@ class ContextGauge:
                 status = "running" if s.status != "compacting…" else s.status
                 peak = max(s.peak_tokens, estimated)
                 s = replace(s, **state_from_context(event), status=status, peak_tokens=peak)
-            case StepFinished(usage=usage):
-                s = replace(s, last_usage=usage)
+            case StepFinished(usage=usage, model=model):
+                s = replace(s, last_usage=usage, requests=(*s.requests, (model, usage)))
             case CompactStarted(before_tokens=before):
                 s = replace(s, status="compacting…", peak_tokens=max(s.peak_tokens, before))
             case Compacted(ok=ok, before_tokens=before, after_tokens=after):
@@ -331,7 +347,12 @@ class ContextGauge:
                     last_drop=("rolled over", before, after),
                 )
             case RunFinished(summary=summary):
-                s = replace(s, status="done" if summary.status == "done" else summary.status)
+                session = summary.session_spend
+                s = replace(
+                    s,
+                    status="done" if summary.status == "done" else summary.status,
+                    session_cost=session.cost().text() if session is not None and session.requests else "",
+                )
                 self.finished = True
             case _:
                 return

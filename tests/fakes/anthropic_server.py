@@ -44,11 +44,15 @@ def frames(
     stop_reason: str | None = None,
     thinking: tuple[str, str] | None = None,  # (text, signature)
     model: str = "claude-test",
+    cache_creation: dict[str, int] | None = None,  # the documented TTL split of the cache writes
+    delta_usage: dict[str, int] | None = None,  # message_delta's usage (default: output_tokens only)
 ) -> list[bytes]:
     u = _usage(usage)
-    start_usage = {
+    start_usage: dict[str, Any] = {
         k: u[k] for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
     }
+    if cache_creation is not None:
+        start_usage["cache_creation"] = cache_creation
     out = [
         sse(
             "message_start",
@@ -112,7 +116,7 @@ def frames(
                     "stop_reason": stop_reason or ("tool_use" if calls else "end_turn"),
                     "stop_sequence": None,
                 },
-                "usage": {"output_tokens": u["output_tokens"]},
+                "usage": delta_usage or {"output_tokens": u["output_tokens"]},
             },
         )
     )
