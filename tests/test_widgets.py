@@ -65,7 +65,7 @@ def test_gauge_text_and_svg_show_marks_anchor_and_breaker() -> None:
     assert bar.count("█") == 12 and bar.count("▓") == 6  # 40% measured + 20% estimated of 30 cells
     svg = gauge_svg(state)
     assert 'width="216.0"' in svg and 'width="324.0"' in svg  # anchor and estimate, of a 540-wide bar
-    assert "Layer 2: 17,000 tokens" in svg and "--jp-error-color1" in svg  # over the line: red
+    assert ">Layer 2 17,000</text>" in svg and "--jp-error-color1" in svg  # over the line: red
 
 
 def test_gauge_follows_events() -> None:

@@ -140,12 +140,14 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
     parts.append(  # first: the headline is what a sanitized notebook reads first
         f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
     )
+    # No <title> tooltips: the labels under the bar say the same, and a sanitized (untrusted)
+    # view prints every title as text beside its label.
     if peak:  # where the run went before its last drop: a thin solid tick, unlike the dashed lines
         px, row = x(peak), rows[-1]
         over = s.marks and peak >= min(v for _, v in s.marks)  # red: the peak that crossed a line
         parts.append(  # a 2 px rect, not a line: a zero-width box counts as invisible to some checks
             f'<rect class="pc-gauge-peak" x="{px - 1:.1f}" y="{top - 2}" width="2" height="{bar_h + 4}" '
-            f"{fill(ERROR if over else FG1)}><title>peak of this run: ~{peak:,} tokens</title></rect>"
+            f"{fill(ERROR if over else FG1)}/>"
         )
         parts.append(
             f'<text class="pc-gauge-peak-label" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" '
@@ -155,7 +157,7 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         px = x(value)
         parts.append(
             f'<line x1="{px:.1f}" y1="{top - 4}" x2="{px:.1f}" y2="{top + bar_h + 4}" '
-            f"{stroke(FG1, 'stroke-dasharray:3,2')}><title>{html.escape(label)}: {value:,} tokens</title></line>"
+            f"{stroke(FG1, 'stroke-dasharray:3,2')}/>"
         )
         parts.append(
             f'<text class="pc-gauge-mark" x="{px:.1f}" y="{top + bar_h + 16 + LABEL_ROW * row}" font-size="10" '
