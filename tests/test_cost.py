@@ -284,3 +284,17 @@ def test_the_gauge_shows_the_runs_cost_and_hit_ratio_then_the_sessions() -> None
     gauge(RunFinished(summary))
     assert "run $4.05 · cache hit 50% · session $30.00" in gauge_text(gauge.state)
     assert "run $4.05 · cache hit 50% · session $30.00" in gauge_html(gauge.state)
+
+
+def test_the_gauge_says_an_unknown_price_once_not_for_run_and_session() -> None:
+    from pseudoclaude_nb.events import ContextState, RunFinished, RunSummary, StepFinished
+    from pseudoclaude_nb.widgets.gauge import ContextGauge, gauge_text
+
+    gauge = ContextGauge()
+    gauge(ContextState(5_000, 4_000, 200_000, 167_000, False, 0, 0))
+    answer = Message(role="assistant", content="ok")
+    gauge(StepFinished(1, Usage(input_tokens=2_000, cache_read_input_tokens=2_000), answer, "local-model"))
+    spend = cost.Spend([("local-model", Usage(input_tokens=2_000, cache_read_input_tokens=2_000))])
+    gauge(RunFinished(RunSummary(status="done", session_spend=spend)))
+    text = gauge_text(gauge.state)
+    assert text.count("price unknown") == 1 and "price unknown (local-model) · cache hit 50%" in text

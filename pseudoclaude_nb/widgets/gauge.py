@@ -18,7 +18,7 @@ from typing import Any
 
 import ipywidgets
 
-from ..cost import Spend, ratio_text
+from ..cost import UNKNOWN, Spend, ratio_text
 from ..events import (
     Compacted,
     CompactStarted,
@@ -56,7 +56,10 @@ class GaugeState:
         if not self.requests:
             return ""
         spend = Spend(list(self.requests))
-        text = f"run {spend.cost().text()} · {ratio_text(spend.hit_ratio())}"
+        run = spend.cost().text()
+        if run.startswith(UNKNOWN) and self.session_cost == run:
+            return f"{run} · {ratio_text(spend.hit_ratio())}"  # said once, not for run and session
+        text = f"run {run} · {ratio_text(spend.hit_ratio())}"
         return text + (f" · session {self.session_cost}" if self.session_cost else "")
 
     @property
