@@ -9,8 +9,11 @@ whole and throws it away, then answers a ``read_file`` tool call (the last step 
 text). GC on, fsync on, the history index on, as a user runs it; sizes interleaved, each
 timed run on a fresh copy of the warmed workspace; the median per-step time of the runs.
 
-What stays above 1× at 10,000 messages is the body itself: joining and sending ~18 MB and
-the server reading it, every step. The bench also reports the encode share per step.
+What stays above 1× at 10,000 messages is the body itself: ~18 MB handed to the socket and
+read by the server, every step (a stateless chat-completions API gets the whole history each
+time). The row says how much that is: ``wire_ms_at_*`` sends the same number of bytes over a
+raw socket to the same server (the floor no client goes under), ``ratio_without_the_wire``
+is the ratio of what is left, and ``cpu_*`` is this process's CPU per step.
 """
 
 from __future__ import annotations
@@ -37,6 +40,8 @@ import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STEPS = int(sys.argv[1])
 count = [0]
+BUFFER = bytearray(4 << 20)
+VIEW = memoryview(BUFFER)
 def data(obj): return b"data: " + json.dumps(obj).encode() + b"\n\n"
 def chunk(delta, finish=None, **extra):
     return {"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
@@ -49,8 +54,11 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         left = n
-        while left:
-            left -= len(self.rfile.read(min(left, 1 << 20)))
+        while left:  # into one buffer, as a server in C would: the harness's reading stays cheap
+            got = self.rfile.readinto(VIEW[: min(left, len(BUFFER))])
+            if not got:
+                return
+            left -= got
         count[0] += 1
         last = count[0] % STEPS == 0
         frames = [data(chunk({"role": "assistant", "content": ""}))]
@@ -112,19 +120,19 @@ def _prepare(root: Path, shell: _Shell, count: int) -> tuple[Path, str]:
     return ws, sid
 
 
-def _timed_run(root: Path, shell: _Shell, template: Path, sid: str) -> float:
+def _timed_run(root: Path, shell: _Shell, template: Path, sid: str) -> tuple[float, float]:
     ws = Path(tempfile.mkdtemp(dir=root, prefix="wire-run-"))
     shutil.rmtree(ws)
     shutil.copytree(template, ws)
     _use(shell, ws)
     shell.magic("sessions", f"resume {sid}")
     shell.magic("agent", _agent_line())  # as in a kernel: not the first run (the provider's cache is warm)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     shell.magic("agent", _agent_line())
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     shell.agent.close()
     shutil.rmtree(ws, ignore_errors=True)
-    return seconds / STEPS
+    return seconds / STEPS, cpu / STEPS
 
 
 def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
@@ -136,11 +144,15 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
     try:
         ws_small, sid_small = _prepare(root, shell, small)
         ws_big, sid_big = _prepare(root, shell, big)
-        at_small, at_big = [], []
+        at_small, at_big, cpu_small, cpu_big = [], [], [], []
         for _ in range(max(2, sizes.repeat)):
-            at_small.append(_timed_run(root, shell, ws_small, sid_small))
-            at_big.append(_timed_run(root, shell, ws_big, sid_big))
-        body_mb = _body_mb(shell, ws_big, sid_big)
+            for at, cpu, ws, sid in ((at_small, cpu_small, ws_small, sid_small), (at_big, cpu_big, ws_big, sid_big)):
+                seconds, used = _timed_run(root, shell, ws, sid)
+                at.append(seconds)
+                cpu.append(used)
+        body_small, body_big = _body_bytes(ws_small, sid_small), _body_bytes(ws_big, sid_big)
+        # After the timed runs: these requests shift the server's count of a run's steps.
+        wire_small, wire_big = (_wire_time(server, n, sizes.repeat) if n else None for n in (body_small, body_big))
     finally:
         shell.close()
         server.close()
@@ -151,6 +163,9 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
                 os.environ[k] = v
     s, b = statistics.median(at_small), statistics.median(at_big)
     ratio = b / s
+    cs, cb = statistics.median(cpu_small), statistics.median(cpu_big)
+    # The user's process's own part of a step: all but moving the body to the server.
+    own = (b - wire_big) / (s - wire_small) if wire_small is not None and wire_big is not None else None
     return [
         Row(
             key="overhead_openai",
@@ -164,21 +179,31 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
                 f"ms_per_step_at_{big}": round(b * 1e3, 2),
                 f"min_max_ms_at_{small}": [round(min(at_small) * 1e3, 2), round(max(at_small) * 1e3, 2)],
                 f"min_max_ms_at_{big}": [round(min(at_big) * 1e3, 2), round(max(at_big) * 1e3, 2)],
-                "request_body_mb_at_big": body_mb,
+                # What this process spends (user + system CPU: building, encoding and handing
+                # the body to the socket), beside the wall time above that includes the wire.
+                f"cpu_ms_per_step_at_{small}": round(cs * 1e3, 2),
+                f"cpu_ms_per_step_at_{big}": round(cb * 1e3, 2),
+                "cpu_ratio": round(cb / cs, 3),
+                "request_body_mb_at_big": round(body_big / 1e6, 1) if body_big else None,
+                # The same number of bytes sent as one POST over a raw socket to the same server
+                # and its answer read: the floor no client can go under (bytes on the wire).
+                f"wire_ms_at_{small}": round(wire_small * 1e3, 2) if wire_small is not None else None,
+                f"wire_ms_at_{big}": round(wire_big * 1e3, 2) if wire_big is not None else None,
+                "ratio_without_the_wire": round(own, 3) if own is not None else None,
                 "steps_per_run": STEPS,
                 "runs_timed_each": len(at_small),
                 "method": "wall time of one %agent run / its requests (median of fresh copies, interleaved, GC on); "
-                "the server, in another process, reads each body whole, answers a read_file call",
+                "the server, in another process, reads each body whole into one buffer, answers a read_file "
+                "call; cpu: this process's CPU time over the same run",
             },
             note="" if big >= 10_000 else f"quick mode: {big:,} messages, no verdict",
         )
     ]
 
 
-def _body_mb(shell: _Shell, ws: Path, sid: str) -> float | None:
-    """The size of one request body at the large end, as the provider encodes it."""
+def _body_bytes(ws: Path, sid: str) -> int | None:
+    """The size of one request body for this session, as the provider encodes it."""
     try:
-        from pseudoclaude_nb.conversation import Conversation  # noqa: F401 - the same session, loaded
         from pseudoclaude_nb.providers.base import Request
         from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
         from pseudoclaude_nb.session import load_session
@@ -191,7 +216,35 @@ def _body_mb(shell: _Shell, ws: Path, sid: str) -> float | None:
         except ImportError:  # the code before issue 34
             import json
 
-            return round(len(json.dumps(body, ensure_ascii=False).encode()) / 1e6, 1)
-        return round(len(dumps(body)) / 1e6, 1)
+            return len(json.dumps(body, ensure_ascii=False).encode())
+        return len(dumps(body))
     except Exception:  # noqa: BLE001 - a figure for the reader only
         return None
+
+
+def _wire_time(server: _Server, size: int, repeat: int) -> float:
+    """Median time to POST ``size`` bytes over a raw socket and read the server's answer."""
+    import socket
+    from urllib.parse import urlsplit
+
+    port = urlsplit(server.url).port
+    body = memoryview(b" " * size)
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {size}\r\n\r\n"
+    ).encode()
+    times = []
+    with socket.create_connection(("127.0.0.1", port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(max(3, repeat)):
+            started = time.perf_counter()
+            sock.sendall(head)
+            sock.sendall(body)
+            answer = b""
+            while not answer.endswith(b"data: [DONE]\n\n"):
+                got = sock.recv(1 << 16)
+                if not got:
+                    raise ConnectionError("the bench server hung up")
+                answer += got
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
