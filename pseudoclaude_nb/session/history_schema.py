@@ -23,8 +23,10 @@ SQL (no trigger, view or extra table: a trigger would run inside every catch-up)
 from __future__ import annotations
 
 import functools
+import operator
 import re
 import sqlite3
+from itertools import compress, islice
 
 SCHEMA_VERSION = 8  # 8: pairs of neighbouring words in ``words``
 APPLICATION_ID = 0x50434E42  # "PCNB"; files made before it was set say 0
@@ -173,26 +175,43 @@ def index_text(text: str) -> str:
 
     The pairs are the neighbouring words of which one is in ``COMMON`` (a text's words with
     its CJK runs taken out: words that meet across only non-word characters, ``error: in``,
-    pair; a query never pairs across CJK). Split as bytes: a table lookup in C, where the
-    ``WORD`` regex costs more than the rest of indexing a row.
+    pair; a query never pairs across CJK).
+    """
+    return indexed(text, vocabulary=False)[0]
+
+
+def indexed(text: str, *, vocabulary: bool = True) -> tuple[str, set[bytes]]:
+    """``index_text`` of ``text``, and (with ``vocabulary``) its distinct words (``words_of``),
+    UTF-8 encoded: a batch's vocabulary is decoded once, for the words new to it.
+
+    Split as bytes, and every step a loop in C (the background indexer's cost per message
+    is what a durable append waits for, issue 34): the ``WORD`` regex, or a Python loop
+    over each pair of neighbours, cost more than the rest of indexing a row. ``words``
+    keeps no positions (detail=none), so an ASCII text is given each word once: FTS5 then
+    tokenizes about half as many.
     """
     low = text.lower()
     if low.isascii():
-        data = low.encode()
+        tokens = low.encode().translate(_SEPARATORS).split()
+        distinct = set(tokens)
+        low = b" ".join(distinct).decode()
+        words = distinct if vocabulary else set()
     else:
         if PAIR in low:
             low = low.replace(PAIR, PAIR_STANDIN)
-        data = CJK_RUN.sub(" ", low).encode()
+        tokens = CJK_RUN.sub(" ", low).encode().translate(_SEPARATORS).split()
         low = CJK_RUN.sub(_cjk_tokens, low)
-    tokens = data.translate(_SEPARATORS).split()
-    pairs = {
-        a + _PAIR_BYTES + b
-        for a, b in zip(tokens, tokens[1:], strict=False)
-        if a in _COMMON_BYTES or b in _COMMON_BYTES
-    }
+        words = set(" ".join(WORD.findall(low)).encode().split()) if vocabulary else set()
+    common = list(map(_COMMON_BYTES.__contains__, tokens))
+    if True not in common:
+        return low, words
+    # The neighbours either of which is common: pairs of tokens kept by flags, joined by PAIR.
+    neighbours = zip(tokens, islice(tokens, 1, None), strict=False)
+    either = map(operator.or_, common, islice(common, 1, None))
+    pairs = set(map(_PAIR_BYTES.join, compress(neighbours, either)))
     if not pairs:
-        return low
-    return f"{low}\n{b' '.join(pairs).decode()}"
+        return low, words
+    return f"{low}\n{b' '.join(pairs).decode()}", words
 
 
 def words_of(indexed: str) -> set[str]:
