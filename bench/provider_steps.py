@@ -146,13 +146,18 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
         ws_big, sid_big = _prepare(root, shell, big)
         at_small, at_big, cpu_small, cpu_big = [], [], [], []
         for _ in range(max(2, sizes.repeat)):
-            for at, cpu, ws, sid in ((at_small, cpu_small, ws_small, sid_small), (at_big, cpu_big, ws_big, sid_big)):
+            for at, cpu, ws, sid in (
+                (at_small, cpu_small, ws_small, sid_small),
+                (at_big, cpu_big, ws_big, sid_big),
+            ):
                 seconds, used = _timed_run(root, shell, ws, sid)
                 at.append(seconds)
                 cpu.append(used)
         body_small, body_big = _body_bytes(ws_small, sid_small), _body_bytes(ws_big, sid_big)
         # After the timed runs: these requests shift the server's count of a run's steps.
-        wire_small, wire_big = (_wire_time(server, n, sizes.repeat) if n else None for n in (body_small, body_big))
+        wire_small, wire_big = (
+            _wire_time(server, n, sizes.repeat) if n else None for n in (body_small, body_big)
+        )
     finally:
         shell.close()
         server.close()

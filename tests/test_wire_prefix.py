@@ -159,7 +159,9 @@ def test_a_body_made_before_the_next_step_is_still_whole(provider):
     assert json.loads(raw)["messages"] == json.loads(json.dumps(first["messages"]))
 
 
-def test_the_body_goes_out_in_pieces_with_its_length_and_arrives_whole(server, provider, encodes, monkeypatch):
+def test_the_body_goes_out_in_pieces_with_its_length_and_arrives_whole(
+    server, provider, encodes, monkeypatch
+):
     """Pieces far smaller than a message cut the prefix's buffer anywhere; the server still
     gets the very body, announced by Content-Length (not chunked: some servers refuse that)."""
     monkeypatch.setattr(wire_prefix.Body, "PIECE", 7)

@@ -415,7 +415,8 @@ def fill_terms(con: sqlite3.Connection) -> int:
     con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")
     # Pair tokens (``history_schema.PAIR``) are not words: no fragment search looks them up.
     con.execute(
-        "INSERT OR IGNORE INTO terms(term) SELECT term FROM temp.words_vocab WHERE instr(term, ?) = 0", (PAIR,)
+        "INSERT OR IGNORE INTO terms(term) SELECT term FROM temp.words_vocab WHERE instr(term, ?) = 0",
+        (PAIR,),
     )
     con.execute("DROP TABLE temp.words_vocab")
     con.create_function("pc_gram_text", 1, gram_text, deterministic=True)

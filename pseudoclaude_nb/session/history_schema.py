@@ -23,10 +23,8 @@ SQL (no trigger, view or extra table: a trigger would run inside every catch-up)
 from __future__ import annotations
 
 import functools
-import operator
 import re
 import sqlite3
-from itertools import compress, islice
 
 SCHEMA_VERSION = 8  # 8: pairs of neighbouring words in ``words``
 APPLICATION_ID = 0x50434E42  # "PCNB"; files made before it was set say 0
@@ -184,31 +182,25 @@ def indexed(text: str, *, vocabulary: bool = True) -> tuple[str, set[bytes]]:
     """``index_text`` of ``text``, and (with ``vocabulary``) its distinct words (``words_of``),
     UTF-8 encoded: a batch's vocabulary is decoded once, for the words new to it.
 
-    Split as bytes, and every step a loop in C (the background indexer's cost per message
-    is what a durable append waits for, issue 34): the ``WORD`` regex, or a Python loop
-    over each pair of neighbours, cost more than the rest of indexing a row. ``words``
-    keeps no positions (detail=none), so an ASCII text is given each word once: FTS5 then
-    tokenizes about half as many.
+    The words are the tokens split for the pairs (the background indexer's cost per message
+    is what a durable append waits for, issue 34): the ``WORD`` regex over the text again,
+    and decoding every word of every row, cost more than the rest of indexing a row.
     """
     low = text.lower()
     if low.isascii():
         tokens = low.encode().translate(_SEPARATORS).split()
-        distinct = set(tokens)
-        low = b" ".join(distinct).decode()
-        words = distinct if vocabulary else set()
+        words = set(tokens) if vocabulary else set()
     else:
         if PAIR in low:
             low = low.replace(PAIR, PAIR_STANDIN)
         tokens = CJK_RUN.sub(" ", low).encode().translate(_SEPARATORS).split()
         low = CJK_RUN.sub(_cjk_tokens, low)
         words = set(" ".join(WORD.findall(low)).encode().split()) if vocabulary else set()
-    common = list(map(_COMMON_BYTES.__contains__, tokens))
-    if True not in common:
-        return low, words
-    # The neighbours either of which is common: pairs of tokens kept by flags, joined by PAIR.
-    neighbours = zip(tokens, islice(tokens, 1, None), strict=False)
-    either = map(operator.or_, common, islice(common, 1, None))
-    pairs = set(map(_PAIR_BYTES.join, compress(neighbours, either)))
+    pairs = {
+        a + _PAIR_BYTES + b
+        for a, b in zip(tokens, tokens[1:], strict=False)
+        if a in _COMMON_BYTES or b in _COMMON_BYTES
+    }
     if not pairs:
         return low, words
     return f"{low}\n{b' '.join(pairs).decode()}", words
