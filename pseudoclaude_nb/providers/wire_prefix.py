@@ -34,6 +34,7 @@ from .wire import sendable
 
 Convert = Callable[[list[Message], set[str]], list[dict[str, Any]]]
 Changing = Callable[[list[Message], set[str]], bool]
+Last = Callable[[list[dict[str, Any]]], None]  # marks the last turn's wire messages (before encoding)
 
 
 SHARED_KEYS = 4  # endpoints/models whose prefix a process keeps (each holds ~ its history's size)
@@ -184,10 +185,15 @@ class EncodedHistory:
         convert: Convert,
         current_turn: Callable[[list[Message]], set[str]],
         changing: Changing,
+        last: Last | None = None,
     ) -> WireMessages:
-        """``head`` and the wire messages of ``messages``, reusing the prefix they share with the last."""
+        """``head`` and the wire messages of ``messages``, reusing the prefix they share with the last.
+
+        ``last`` changes the last turn's wire messages in place (Anthropic's cache breakpoint):
+        that turn is never part of the kept prefix.
+        """
         with self._lock:
-            return self._messages_locked(head, messages, convert, current_turn, changing)
+            return self._messages_locked(head, messages, convert, current_turn, changing, last)
 
     def _messages_locked(
         self,
@@ -196,6 +202,7 @@ class EncodedHistory:
         convert: Convert,
         current_turn: Callable[[list[Message]], set[str]],
         changing: Changing,
+        last: Last | None,
     ) -> WireMessages:
         loop_start = current_turn(messages)
         start = len(self._messages)
@@ -207,13 +214,20 @@ class EncodedHistory:
             # Only the newest images go (``cap_images``): older messages change form.
             self._reset()
             start, rest = 0, messages
-            return self._uncached(head, rest, convert, loop_start)
+            return self._uncached(head, rest, convert, loop_start, last)
         groups = _turns(rest, start)
+        if not groups and start and last is not None:
+            # Nothing after the kept prefix (a replace kept only its first messages): its
+            # last turn is the last one now, which ``last`` changes. Start over.
+            self._reset()
+            groups = _turns(messages, 0)
         settled = True
         entries: list[dict[str, Any]] = []
         pieces: list[bytes] = []
         for i, (_, group) in enumerate(groups):
             converted = convert(group, loop_start)
+            if last is not None and i == len(groups) - 1:
+                last(converted)
             encoded = [encode(e) for e in converted]
             settled = settled and i < len(groups) - 1 and not changing(group, loop_start)
             if settled:  # up to the next turn's first message (the empty ones between too)
@@ -235,13 +249,22 @@ class EncodedHistory:
         self._images += sum(len(m.parts) for m in added)
 
     def _uncached(
-        self, head: list[dict[str, Any]], messages: list[Message], convert: Convert, loop_start: set[str]
+        self,
+        head: list[dict[str, Any]],
+        messages: list[Message],
+        convert: Convert,
+        loop_start: set[str],
+        last: Last | None,
     ) -> WireMessages:
         from .wire import turns  # with ``cap_images``: the newest images only
 
         entries = [*head]
+        converted: list[dict[str, Any]] = []
         for group in turns(messages):
-            entries += convert(group, loop_start)
+            converted = convert(group, loop_start)
+            entries += converted
+        if last is not None:
+            last(converted)  # the dicts in ``entries`` too
         return WireMessages(entries, [encode(e) for e in entries], self._lock)
 
 
