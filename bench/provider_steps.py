@@ -25,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .agent_steps import WINDOW, _session, _Shell
@@ -33,16 +34,38 @@ from .common import Row, Sizes
 TARGET = 1.2
 STEPS = 12  # model requests per timed %agent run
 
-# A chat-completions server that reads and discards each body; a run of STEPS requests is
+# A server that reads and discards each body and answers in the provider's stream format
+# (argv[2]: "openai" chat completions, or "anthropic" messages); a run of STEPS requests is
 # STEPS - 1 tool calls and a final text. Usage says the body's size in tokens (bytes / 4).
 _SERVER = r"""
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STEPS = int(sys.argv[1])
+FORMAT = sys.argv[2]
 count = [0]
 BUFFER = bytearray(4 << 20)
 VIEW = memoryview(BUFFER)
 def data(obj): return b"data: " + json.dumps(obj).encode() + b"\n\n"
+def event(obj): return b"event: " + obj["type"].encode() + b"\n" + data(obj)
+ARGS = json.dumps({"path": "src/small.py", "limit": 40})
+def anthropic(n, last):
+    usage = {"input_tokens": n // 4, "output_tokens": 1}
+    message = {"id": "msg_b", "type": "message", "role": "assistant", "model": "bench", "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": usage}
+    text = "Finished." if last else "Reading the module again."
+    out = [event({"type": "message_start", "message": message}),
+           event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+           event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+           event({"type": "content_block_stop", "index": 0})]
+    if not last:
+        use = {"type": "tool_use", "id": f"toolu_{count[0]}", "name": "read_file", "input": {}}
+        out += [event({"type": "content_block_start", "index": 1, "content_block": use}),
+                event({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ARGS}}),
+                event({"type": "content_block_stop", "index": 1})]
+    out += [event({"type": "message_delta", "delta": {"stop_reason": "end_turn" if last else "tool_use",
+                   "stop_sequence": None}, "usage": {"output_tokens": 20}}),
+            event({"type": "message_stop"})]
+    return out
 def chunk(delta, finish=None, **extra):
     return {"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
 class H(BaseHTTPRequestHandler):
@@ -61,6 +84,8 @@ class H(BaseHTTPRequestHandler):
             left -= got
         count[0] += 1
         last = count[0] % STEPS == 0
+        if FORMAT == "anthropic":
+            return self.answer(anthropic(n, last))
         frames = [data(chunk({"role": "assistant", "content": ""}))]
         if last:
             frames += [data(chunk({"content": "Finished."})), data(chunk({}, "stop"))]
@@ -72,6 +97,8 @@ class H(BaseHTTPRequestHandler):
         usage = {"prompt_tokens": n // 4, "completion_tokens": 20, "total_tokens": n // 4 + 20}
         frames += [data({"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [], "usage": usage}),
                    b"data: [DONE]\n\n"]
+        self.answer(frames)
+    def answer(self, frames):
         body = b"".join(frames)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -89,42 +116,62 @@ def _agent_line() -> str:
     return f'--mode auto --context-window {WINDOW} "go on"'
 
 
+@dataclass(frozen=True)
+class _Provider:
+    name: str  # PseudoClaude.provider
+    key: str  # the bench row
+    env: tuple[str, str]  # the base URL and key variables
+    path: str  # under the base URL: the body's endpoint
+    api: str  # the base URL's path
+
+
+PROVIDERS = {
+    "openai": _Provider(
+        "openai", "overhead_openai", ("OPENAI_BASE_URL", "OPENAI_API_KEY"), "/chat/completions", "/v1"
+    ),
+    "anthropic": _Provider(
+        "anthropic", "overhead_anthropic", ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"), "/v1/messages", ""
+    ),
+}
+
+
 class _Server:
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, provider: _Provider) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(steps)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _SERVER, str(steps), provider.name], stdout=subprocess.PIPE, text=True
         )
-        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}/v1"  # type: ignore[union-attr]
+        self.port = int(self.proc.stdout.readline())  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{self.port}{provider.api}"
 
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
 
 
-def _use(shell: _Shell, ws: Path) -> None:
+def _use(shell: _Shell, ws: Path, provider: str) -> None:
     shell.agent.close()
     settings = shell.agent.settings
-    settings.workspace, settings.provider, settings.fsync = str(ws), "openai", True
+    settings.workspace, settings.provider, settings.fsync = str(ws), provider, True
     settings.model = "bench-model"
 
 
-def _prepare(root: Path, shell: _Shell, count: int) -> tuple[Path, str]:
+def _prepare(root: Path, shell: _Shell, count: int, provider: str) -> tuple[Path, str]:
     ws = Path(tempfile.mkdtemp(dir=root, prefix=f"wire-{count}-"))
     (ws / "src").mkdir()
     (ws / "src" / "small.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30)))
     sid = _session(ws, count)
-    _use(shell, ws)
+    _use(shell, ws, provider)
     shell.magic("sessions", f"resume {sid}")
     shell.magic("agent", _agent_line())  # resumes the log, indexes it, anchors the estimate
     shell.agent.close()
     return ws, sid
 
 
-def _timed_run(root: Path, shell: _Shell, template: Path, sid: str) -> tuple[float, float]:
+def _timed_run(root: Path, shell: _Shell, template: Path, sid: str, provider: str) -> tuple[float, float]:
     ws = Path(tempfile.mkdtemp(dir=root, prefix="wire-run-"))
     shutil.rmtree(ws)
     shutil.copytree(template, ws)
-    _use(shell, ws)
+    _use(shell, ws, provider)
     shell.magic("sessions", f"resume {sid}")
     shell.magic("agent", _agent_line())  # as in a kernel: not the first run (the provider's cache is warm)
     started, cpu = time.perf_counter(), time.process_time()
@@ -136,27 +183,43 @@ def _timed_run(root: Path, shell: _Shell, template: Path, sid: str) -> tuple[flo
 
 
 def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
+    return per_step_through(root, sizes, PROVIDERS["openai"])
+
+
+def per_step_through_anthropic(root: Path, sizes: Sizes) -> list[Row]:
+    return per_step_through(root, sizes, PROVIDERS["anthropic"])
+
+
+def per_step_through_all(root: Path, sizes: Sizes) -> list[Row]:
+    """The OpenAI-compatible row, then the Anthropic one (the same %agent runs, each API's format)."""
+    return [*per_step_through_openai(root, sizes), *per_step_through_anthropic(root, sizes)]
+
+
+def per_step_through(root: Path, sizes: Sizes, provider: _Provider) -> list[Row]:
     small, big = sizes.overhead_small, sizes.magic_big
-    server = _Server(STEPS)
-    saved = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = server.url, "sk-bench-local"
+    server = _Server(STEPS, provider)
+    url_var, key_var = provider.env
+    saved = {k: os.environ.get(k) for k in provider.env}
+    os.environ[url_var], os.environ[key_var] = server.url, "sk-bench-local"
     shell = _Shell()
     try:
-        ws_small, sid_small = _prepare(root, shell, small)
-        ws_big, sid_big = _prepare(root, shell, big)
+        ws_small, sid_small = _prepare(root, shell, small, provider.name)
+        ws_big, sid_big = _prepare(root, shell, big, provider.name)
         at_small, at_big, cpu_small, cpu_big = [], [], [], []
         for _ in range(max(2, sizes.repeat)):
             for at, cpu, ws, sid in (
                 (at_small, cpu_small, ws_small, sid_small),
                 (at_big, cpu_big, ws_big, sid_big),
             ):
-                seconds, used = _timed_run(root, shell, ws, sid)
+                seconds, used = _timed_run(root, shell, ws, sid, provider.name)
                 at.append(seconds)
                 cpu.append(used)
-        body_small, body_big = _body_bytes(ws_small, sid_small), _body_bytes(ws_big, sid_big)
+        body_small, body_big = (
+            _body_bytes(ws, sid, provider) for ws, sid in ((ws_small, sid_small), (ws_big, sid_big))
+        )
         # After the timed runs: these requests shift the server's count of a run's steps.
         wire_small, wire_big = (
-            _wire_time(server, n, sizes.repeat) if n else None for n in (body_small, body_big)
+            _wire_time(server, provider, n, sizes.repeat) if n else None for n in (body_small, body_big)
         )
     finally:
         shell.close()
@@ -173,8 +236,8 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
     own = (b - wire_big) / (s - wire_small) if wire_small is not None and wire_big is not None else None
     return [
         Row(
-            key="overhead_openai",
-            what=f"per step through %agent --provider openai (local server, real httpx) at {big:,} messages vs {small:,}",
+            key=provider.key,
+            what=f"per step through %agent --provider {provider.name} (local server, real httpx) at {big:,} messages vs {small:,}",
             target=f"≤ {TARGET}×",
             value=round(ratio, 3),
             unit="×",
@@ -206,16 +269,24 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
     ]
 
 
-def _body_bytes(ws: Path, sid: str) -> int | None:
+def _body_bytes(ws: Path, sid: str, which: _Provider) -> int | None:
     """The size of one request body for this session, as the provider encodes it."""
     try:
         from pseudoclaude_nb.providers.base import Request
-        from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
         from pseudoclaude_nb.session import load_session
 
         loaded = load_session(ws / ".pseudoclaude" / "sessions" / sid)
-        provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", model="bench-model")
-        body = provider._body(Request(system="", messages=list(loaded.messages)))  # noqa: SLF001
+        request = Request(system="", messages=list(loaded.messages))
+        if which.name == "anthropic":
+            from pseudoclaude_nb.providers.anthropic import AnthropicProvider
+
+            made = AnthropicProvider(api_key="sk-bench", base_url="http://127.0.0.1:9", model="bench-model")
+            body = made._params(request)  # noqa: SLF001
+        else:
+            from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
+
+            provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", model="bench-model")
+            body = provider._body(request)  # noqa: SLF001
         try:
             from pseudoclaude_nb.providers.wire_prefix import dumps
         except ImportError:  # the code before issue 34
@@ -227,29 +298,37 @@ def _body_bytes(ws: Path, sid: str) -> int | None:
         return None
 
 
-def _wire_time(server: _Server, size: int, repeat: int) -> float:
-    """Median time to POST ``size`` bytes over a raw socket and read the server's answer."""
+def _wire_time(server: _Server, provider: _Provider, size: int, repeat: int) -> float:
+    """Median time to POST ``size`` bytes over a raw socket and read the server's whole answer."""
     import socket
-    from urllib.parse import urlsplit
 
-    port = urlsplit(server.url).port
     body = memoryview(b" " * size)
     head = (
-        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-        f"Content-Length: {size}\r\n\r\n"
+        f"POST {provider.api}{provider.path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
     ).encode()
     times = []
-    with socket.create_connection(("127.0.0.1", port)) as sock:
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
         sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         for _ in range(max(3, repeat)):
             started = time.perf_counter()
             sock.sendall(head)
             sock.sendall(body)
             answer = b""
-            while not answer.endswith(b"data: [DONE]\n\n"):
+            while b"\r\n\r\n" not in answer or len(answer) < _answer_length(answer):
                 got = sock.recv(1 << 16)
                 if not got:
                     raise ConnectionError("the bench server hung up")
                 answer += got
             times.append(time.perf_counter() - started)
     return statistics.median(times)
+
+
+def _answer_length(answer: bytes) -> int:
+    """The whole answer's length: its head and the Content-Length it states."""
+    head, _, _ = answer.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    raise ConnectionError("the bench server's answer has no Content-Length")
