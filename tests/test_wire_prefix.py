@@ -184,3 +184,22 @@ def test_the_body_goes_out_in_pieces_with_its_length_and_arrives_whole(
         assert int(sent.headers["content-length"]) == len(compact)
         assert "transfer-encoding" not in sent.headers
     assert pieces.count(7) > 1000  # the prefix went out a few bytes at a time
+
+
+@pytest.mark.parametrize("block", [64, 1000])
+def test_the_prefix_in_full_blocks_sends_the_same_body_and_keeps_an_earlier_one_whole(
+    server, provider, encodes, monkeypatch, block
+):
+    """Full blocks of the prefix go out as they are; a body made before more blocks filled
+    (a retry) still sends its own bytes."""
+    monkeypatch.setattr(wire_prefix, "BLOCK", block)
+    messages = history(30)
+    send(server, provider, messages, encodes)
+    first = provider._body(Request(system="s", messages=list(messages)))
+    raw = wire_prefix.dumps(first)
+    for i in range(4):
+        messages += step(60 + i)
+        send(server, provider, messages, encodes)
+    assert len(provider._encoded._blocks) > 3  # the prefix filled blocks
+    assert wire_prefix.dumps(first) == raw
+    assert json.loads(raw)["messages"] == json.loads(json.dumps(first["messages"]))

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Callable, Hashable, Iterator
 from itertools import islice
 from operator import is_
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import orjson
 
@@ -38,14 +38,30 @@ Last = Callable[[list[dict[str, Any]]], None]  # marks the last turn's wire mess
 
 
 SHARED_KEYS = 4  # endpoints/models whose prefix a process keeps (each holds ~ its history's size)
-Chunk = bytes | tuple[bytearray, int]  # a message's JSON, or the first n bytes of the prefix's
+BLOCK = 1 << 20  # the prefix's JSON is kept in blocks of about this size, each sent as it is
+
+
+class Prefix(NamedTuple):
+    """The prefix's JSON as a request saw it: its full blocks, and the first ``size`` bytes of
+    the block still growing (later steps only append to it: a retry sends the same bytes)."""
+
+    blocks: tuple[bytes, ...]
+    tail: bytearray
+    size: int
+
+    @property
+    def length(self) -> int:
+        return sum(map(len, self.blocks)) + self.size
+
+
+Chunk = bytes | Prefix  # a message's JSON, or the prefix's
 
 
 class WireMessages(list):
     """Wire messages (dicts, to read) with their JSON (to send), while the list is unchanged.
 
-    The JSON is kept in pieces, the prefix's as the first bytes of its growing buffer: the
-    body (``Body``) is sent from them a piece at a time, never joined into one 18 MB copy.
+    The JSON is kept in pieces, the prefix's in blocks (``Prefix``): the body (``Body``) is
+    sent from them a piece at a time, never joined into one 18 MB copy.
     """
 
     def __init__(self, entries: list[dict[str, Any]], chunks: list[Chunk], lock: threading.Lock) -> None:
@@ -68,8 +84,9 @@ class Body:
 
     At 10,000 messages the body is ~18 MB. Joined into one ``bytes`` it cost a fresh 18 MB
     copy a step, and httpcore copies what is left of a ``bytes`` after each partial socket
-    send (another ~18 MB or more). In pieces of at most ``PIECE`` bytes each copy is small
-    and reuses the same memory; the bytes on the wire are the same. Iterable again (a retry).
+    send (another ~18 MB or more). Sent as the prefix's full blocks (no copy at all), its
+    growing block and the new messages in pieces of at most ``PIECE`` bytes, each copy is
+    small; the bytes on the wire are the same. Iterable again (a retry).
     """
 
     PIECE = 1 << 20
@@ -85,7 +102,7 @@ class Body:
             parts: list[Chunk] = [b'{"messages":[']
             first = True
             for chunk in messages.chunks:
-                if isinstance(chunk, tuple) and not chunk[1]:
+                if isinstance(chunk, Prefix) and not chunk.length:
                     continue  # an empty prefix
                 if not first:
                     parts.append(b",")
@@ -93,7 +110,7 @@ class Body:
                 first = False
             parts.append(b"]}" if rest == b"{}" else b"]," + rest[1:])
             self._parts = parts
-        self.length = sum(p[1] if isinstance(p, tuple) else len(p) for p in self._parts)
+        self.length = sum(p.length if isinstance(p, Prefix) else len(p) for p in self._parts)
 
     def __len__(self) -> int:
         return self.length
@@ -112,7 +129,8 @@ class Body:
             if pending:
                 yield b"".join(pending)
                 pending, held = [], 0
-            yield from self._slices(*part)
+            yield from part.blocks
+            yield from self._slices(part.tail, part.size)
         if pending:
             yield b"".join(pending)
 
@@ -173,8 +191,10 @@ class EncodedHistory:
     def _reset(self) -> None:
         self._messages: list[Message] = []  # the settled prefix, as sent
         self._entries: list[dict[str, Any]] = []
-        # The entries' JSON, comma-separated. Never cleared in place: a body made earlier may
-        # still hold its first bytes (a retry); a new prefix gets a new buffer.
+        # The entries' JSON, comma-separated: full blocks, then the one growing. Never cleared
+        # in place: a body made earlier may still hold its first bytes (a retry); a full
+        # block, or a new prefix, gets a new buffer.
+        self._blocks: list[bytes] = []
         self._json = bytearray()
         self._images = 0  # image parts in the prefix
 
@@ -236,16 +256,19 @@ class EncodedHistory:
                 entries += converted
                 pieces += encoded
         chunks: list[Chunk] = [encode(h) for h in head]
-        chunks += [(self._json, len(self._json)), *pieces]
+        chunks += [Prefix(tuple(self._blocks), self._json, len(self._json)), *pieces]
         return WireMessages([*head, *self._entries, *entries], chunks, self._lock)
 
     def _settle(self, added: list[Message], converted: list[dict[str, Any]], encoded: list[bytes]) -> None:
         self._messages += added
         self._entries += converted
         for piece in encoded:
-            if self._json:
+            if self._json or self._blocks:
                 self._json += b","
             self._json += piece
+            if len(self._json) >= BLOCK:
+                self._blocks.append(bytes(self._json))  # copied once, then sent as it is
+                self._json = bytearray()
         self._images += sum(len(m.parts) for m in added)
 
     def _uncached(
