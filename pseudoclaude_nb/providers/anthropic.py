@@ -125,8 +125,15 @@ class AnthropicProvider:
         with self._mapped_errors():
             events = self._create(request, stream=True)
             with events:
-                for event in events:
-                    yield from reader.feed(event)
+                try:
+                    for event in events:
+                        yield from reader.feed(event)
+                except anthropic.APITimeoutError:
+                    raise
+                except anthropic.APIConnectionError as exc:
+                    # The SDK (2.15 on) wraps a body broken after the answer began as a
+                    # connection error: the server was reached, its stream broke off.
+                    raise _broke_off(exc.__cause__ or exc) from exc
         # Only a stream that said why it stopped ends with Stop; anything else makes the
         # runner's assembler raise StreamError and keep nothing of this response.
         if reader.stopped and reader.stop_reason:
@@ -309,11 +316,8 @@ class AnthropicProvider:
             reason = wire.quote(exc.__cause__ or exc, self._key)
             raise wire.unreachable(SERVICE, self.base_url, URL_VAR, reason) from exc
         except httpx2.HTTPError as exc:
-            # The SDK passes a connection dropped mid-body straight through.
-            raise StreamError(
-                f"the {SERVICE} response stream broke off ({type(exc).__name__}); nothing from it was "
-                "kept — run %agent again to retry"
-            ) from exc
+            # The SDK (before 2.15) passes a connection dropped mid-body straight through.
+            raise _broke_off(exc) from exc
 
     def _status_error(self, exc: anthropic.APIStatusError) -> ProviderError:
         status = exc.status_code
@@ -343,6 +347,13 @@ class AnthropicProvider:
         if status in (408, 429) or status >= 500:
             return wire.busy(SERVICE, status, _retries_taken(exc, self.max_retries), detail)
         return wire.refused(SERVICE, status, detail)
+
+
+def _broke_off(exc: BaseException) -> StreamError:
+    return StreamError(
+        f"the {SERVICE} response stream broke off ({type(exc).__name__}); nothing from it was "
+        "kept — run %agent again to retry"
+    )
 
 
 def _no_loop(_messages: list[Message]) -> set[str]:
