@@ -1,19 +1,21 @@
-"""Per step through the OpenAI-compatible provider (SPEC §15 third wave, issue 34): 10,000 messages vs 100.
+"""Per step through the real providers (SPEC §15 third wave, issue 34): 10,000 messages vs 100.
 
 The scripted provider of ``agent_steps`` never builds a request body; a real provider sends
 the whole history on every step (~18 MB at 10,000 messages). Here ``%agent`` runs with
-``--provider openai`` against a local server on 127.0.0.1 in *another process* (so reading
-the body does not take this process's GIL): real httpx, the real body built and encoded by
-the provider, streamed answers in the chat-completions format. The server reads each body
-whole and throws it away, then answers a ``read_file`` tool call (the last step of a run:
-text). GC on, fsync on, the history index on, as a user runs it; sizes interleaved, each
-timed run on a fresh copy of the warmed workspace; the median per-step time of the runs.
+``--provider openai`` (``overhead_openai``: httpx) and ``--provider anthropic``
+(``overhead_anthropic``: the SDK and its httpx2) against a local server on 127.0.0.1 in
+*another process* (so reading the body does not take this process's GIL): the real body
+built and encoded by the provider, streamed answers in each API's format. The server reads
+each body whole into one buffer and throws it away, then answers a ``read_file`` tool call
+(the last step of a run: text). GC on, fsync on, the history index on, as a user runs it;
+sizes interleaved, each timed run on a fresh copy of the warmed workspace; the median
+per-step time of the runs.
 
 What stays above 1× at 10,000 messages is the body itself: ~18 MB handed to the socket and
-read by the server, every step (a stateless chat-completions API gets the whole history each
-time). The row says how much that is: ``wire_ms_at_*`` sends the same number of bytes over a
-raw socket to the same server (the floor no client goes under), ``ratio_without_the_wire``
-is the ratio of what is left, and ``cpu_*`` is this process's CPU per step.
+read by the server, every step (a stateless API gets the whole history each time). The row
+says how much that is: ``wire_ms_at_*`` sends the same number of bytes over a raw socket to
+the same server (the floor no client goes under), ``ratio_without_the_wire`` is the ratio of
+what is left, and ``cpu_*`` is this process's CPU per step.
 """
 
 from __future__ import annotations
