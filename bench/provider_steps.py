@@ -1,16 +1,21 @@
-"""Per step through the OpenAI-compatible provider (SPEC §15 third wave, issue 34): 10,000 messages vs 100.
+"""Per step through the real providers (SPEC §15 third wave, issue 34): 10,000 messages vs 100.
 
 The scripted provider of ``agent_steps`` never builds a request body; a real provider sends
 the whole history on every step (~18 MB at 10,000 messages). Here ``%agent`` runs with
-``--provider openai`` against a local server on 127.0.0.1 in *another process* (so reading
-the body does not take this process's GIL): real httpx, the real body built and encoded by
-the provider, streamed answers in the chat-completions format. The server reads each body
-whole and throws it away, then answers a ``read_file`` tool call (the last step of a run:
-text). GC on, fsync on, the history index on, as a user runs it; sizes interleaved, each
-timed run on a fresh copy of the warmed workspace; the median per-step time of the runs.
+``--provider openai`` (``overhead_openai``: httpx) and ``--provider anthropic``
+(``overhead_anthropic``: the SDK and its httpx2) against a local server on 127.0.0.1 in
+*another process* (so reading the body does not take this process's GIL): the real body
+built and encoded by the provider, streamed answers in each API's format. The server reads
+each body whole into one buffer and throws it away, then answers a ``read_file`` tool call
+(the last step of a run: text). GC on, fsync on, the history index on, as a user runs it;
+sizes interleaved, each timed run on a fresh copy of the warmed workspace; the median
+per-step time of the runs.
 
-What stays above 1× at 10,000 messages is the body itself: joining and sending ~18 MB and
-the server reading it, every step. The bench also reports the encode share per step.
+What stays above 1× at 10,000 messages is the body itself: ~18 MB handed to the socket and
+read by the server, every step (a stateless API gets the whole history each time). The row
+says how much that is: ``wire_ms_at_*`` sends the same number of bytes over a raw socket to
+the same server (the floor no client goes under), ``ratio_without_the_wire`` is the ratio of
+what is left, and ``cpu_*`` is this process's CPU per step.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 from .agent_steps import WINDOW, _session, _Shell
@@ -30,14 +36,38 @@ from .common import Row, Sizes
 TARGET = 1.2
 STEPS = 12  # model requests per timed %agent run
 
-# A chat-completions server that reads and discards each body; a run of STEPS requests is
+# A server that reads and discards each body and answers in the provider's stream format
+# (argv[2]: "openai" chat completions, or "anthropic" messages); a run of STEPS requests is
 # STEPS - 1 tool calls and a final text. Usage says the body's size in tokens (bytes / 4).
 _SERVER = r"""
 import json, sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 STEPS = int(sys.argv[1])
+FORMAT = sys.argv[2]
 count = [0]
+BUFFER = bytearray(4 << 20)
+VIEW = memoryview(BUFFER)
 def data(obj): return b"data: " + json.dumps(obj).encode() + b"\n\n"
+def event(obj): return b"event: " + obj["type"].encode() + b"\n" + data(obj)
+ARGS = json.dumps({"path": "src/small.py", "limit": 40})
+def anthropic(n, last):
+    usage = {"input_tokens": n // 4, "output_tokens": 1}
+    message = {"id": "msg_b", "type": "message", "role": "assistant", "model": "bench", "content": [],
+               "stop_reason": None, "stop_sequence": None, "usage": usage}
+    text = "Finished." if last else "Reading the module again."
+    out = [event({"type": "message_start", "message": message}),
+           event({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+           event({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": text}}),
+           event({"type": "content_block_stop", "index": 0})]
+    if not last:
+        use = {"type": "tool_use", "id": f"toolu_{count[0]}", "name": "read_file", "input": {}}
+        out += [event({"type": "content_block_start", "index": 1, "content_block": use}),
+                event({"type": "content_block_delta", "index": 1, "delta": {"type": "input_json_delta", "partial_json": ARGS}}),
+                event({"type": "content_block_stop", "index": 1})]
+    out += [event({"type": "message_delta", "delta": {"stop_reason": "end_turn" if last else "tool_use",
+                   "stop_sequence": None}, "usage": {"output_tokens": 20}}),
+            event({"type": "message_stop"})]
+    return out
 def chunk(delta, finish=None, **extra):
     return {"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}], **extra}
 class H(BaseHTTPRequestHandler):
@@ -49,10 +79,15 @@ class H(BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers.get("Content-Length") or 0)
         left = n
-        while left:
-            left -= len(self.rfile.read(min(left, 1 << 20)))
+        while left:  # into one buffer, as a server in C would: the harness's reading stays cheap
+            got = self.rfile.readinto(VIEW[: min(left, len(BUFFER))])
+            if not got:
+                return
+            left -= got
         count[0] += 1
         last = count[0] % STEPS == 0
+        if FORMAT == "anthropic":
+            return self.answer(anthropic(n, last))
         frames = [data(chunk({"role": "assistant", "content": ""}))]
         if last:
             frames += [data(chunk({"content": "Finished."})), data(chunk({}, "stop"))]
@@ -64,6 +99,8 @@ class H(BaseHTTPRequestHandler):
         usage = {"prompt_tokens": n // 4, "completion_tokens": 20, "total_tokens": n // 4 + 20}
         frames += [data({"id": "c", "object": "chat.completion.chunk", "model": "bench", "choices": [], "usage": usage}),
                    b"data: [DONE]\n\n"]
+        self.answer(frames)
+    def answer(self, frames):
         body = b"".join(frames)
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
@@ -81,66 +118,111 @@ def _agent_line() -> str:
     return f'--mode auto --context-window {WINDOW} "go on"'
 
 
+@dataclass(frozen=True)
+class _Provider:
+    name: str  # PseudoClaude.provider
+    key: str  # the bench row
+    env: tuple[str, str]  # the base URL and key variables
+    path: str  # under the base URL: the body's endpoint
+    api: str  # the base URL's path
+
+
+PROVIDERS = {
+    "openai": _Provider(
+        "openai", "overhead_openai", ("OPENAI_BASE_URL", "OPENAI_API_KEY"), "/chat/completions", "/v1"
+    ),
+    "anthropic": _Provider(
+        "anthropic", "overhead_anthropic", ("ANTHROPIC_BASE_URL", "ANTHROPIC_API_KEY"), "/v1/messages", ""
+    ),
+}
+
+
 class _Server:
-    def __init__(self, steps: int) -> None:
+    def __init__(self, steps: int, provider: _Provider) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", _SERVER, str(steps)], stdout=subprocess.PIPE, text=True
+            [sys.executable, "-c", _SERVER, str(steps), provider.name], stdout=subprocess.PIPE, text=True
         )
-        self.url = f"http://127.0.0.1:{int(self.proc.stdout.readline())}/v1"  # type: ignore[union-attr]
+        self.port = int(self.proc.stdout.readline())  # type: ignore[union-attr]
+        self.url = f"http://127.0.0.1:{self.port}{provider.api}"
 
     def close(self) -> None:
         self.proc.terminate()
         self.proc.wait(timeout=10)
 
 
-def _use(shell: _Shell, ws: Path) -> None:
+def _use(shell: _Shell, ws: Path, provider: str) -> None:
     shell.agent.close()
     settings = shell.agent.settings
-    settings.workspace, settings.provider, settings.fsync = str(ws), "openai", True
+    settings.workspace, settings.provider, settings.fsync = str(ws), provider, True
     settings.model = "bench-model"
 
 
-def _prepare(root: Path, shell: _Shell, count: int) -> tuple[Path, str]:
+def _prepare(root: Path, shell: _Shell, count: int, provider: str) -> tuple[Path, str]:
     ws = Path(tempfile.mkdtemp(dir=root, prefix=f"wire-{count}-"))
     (ws / "src").mkdir()
     (ws / "src" / "small.py").write_text("".join(f"def f{i}(x):\n    return x + {i}\n\n" for i in range(30)))
     sid = _session(ws, count)
-    _use(shell, ws)
+    _use(shell, ws, provider)
     shell.magic("sessions", f"resume {sid}")
     shell.magic("agent", _agent_line())  # resumes the log, indexes it, anchors the estimate
     shell.agent.close()
     return ws, sid
 
 
-def _timed_run(root: Path, shell: _Shell, template: Path, sid: str) -> float:
+def _timed_run(root: Path, shell: _Shell, template: Path, sid: str, provider: str) -> tuple[float, float]:
     ws = Path(tempfile.mkdtemp(dir=root, prefix="wire-run-"))
     shutil.rmtree(ws)
     shutil.copytree(template, ws)
-    _use(shell, ws)
+    _use(shell, ws, provider)
     shell.magic("sessions", f"resume {sid}")
     shell.magic("agent", _agent_line())  # as in a kernel: not the first run (the provider's cache is warm)
-    started = time.perf_counter()
+    started, cpu = time.perf_counter(), time.process_time()
     shell.magic("agent", _agent_line())
-    seconds = time.perf_counter() - started
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
     shell.agent.close()
     shutil.rmtree(ws, ignore_errors=True)
-    return seconds / STEPS
+    return seconds / STEPS, cpu / STEPS
 
 
 def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
+    return per_step_through(root, sizes, PROVIDERS["openai"])
+
+
+def per_step_through_anthropic(root: Path, sizes: Sizes) -> list[Row]:
+    return per_step_through(root, sizes, PROVIDERS["anthropic"])
+
+
+def per_step_through_all(root: Path, sizes: Sizes) -> list[Row]:
+    """The OpenAI-compatible row, then the Anthropic one (the same %agent runs, each API's format)."""
+    return [*per_step_through_openai(root, sizes), *per_step_through_anthropic(root, sizes)]
+
+
+def per_step_through(root: Path, sizes: Sizes, provider: _Provider) -> list[Row]:
     small, big = sizes.overhead_small, sizes.magic_big
-    server = _Server(STEPS)
-    saved = {k: os.environ.get(k) for k in ("OPENAI_BASE_URL", "OPENAI_API_KEY")}
-    os.environ["OPENAI_BASE_URL"], os.environ["OPENAI_API_KEY"] = server.url, "sk-bench-local"
+    server = _Server(STEPS, provider)
+    url_var, key_var = provider.env
+    saved = {k: os.environ.get(k) for k in provider.env}
+    os.environ[url_var], os.environ[key_var] = server.url, "sk-bench-local"
     shell = _Shell()
     try:
-        ws_small, sid_small = _prepare(root, shell, small)
-        ws_big, sid_big = _prepare(root, shell, big)
-        at_small, at_big = [], []
+        ws_small, sid_small = _prepare(root, shell, small, provider.name)
+        ws_big, sid_big = _prepare(root, shell, big, provider.name)
+        at_small, at_big, cpu_small, cpu_big = [], [], [], []
         for _ in range(max(2, sizes.repeat)):
-            at_small.append(_timed_run(root, shell, ws_small, sid_small))
-            at_big.append(_timed_run(root, shell, ws_big, sid_big))
-        body_mb = _body_mb(shell, ws_big, sid_big)
+            for at, cpu, ws, sid in (
+                (at_small, cpu_small, ws_small, sid_small),
+                (at_big, cpu_big, ws_big, sid_big),
+            ):
+                seconds, used = _timed_run(root, shell, ws, sid, provider.name)
+                at.append(seconds)
+                cpu.append(used)
+        body_small, body_big = (
+            _body_bytes(ws, sid, provider) for ws, sid in ((ws_small, sid_small), (ws_big, sid_big))
+        )
+        # After the timed runs: these requests shift the server's count of a run's steps.
+        wire_small, wire_big = (
+            _wire_time(server, provider, n, sizes.repeat) if n else None for n in (body_small, body_big)
+        )
     finally:
         shell.close()
         server.close()
@@ -151,10 +233,13 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
                 os.environ[k] = v
     s, b = statistics.median(at_small), statistics.median(at_big)
     ratio = b / s
+    cs, cb = statistics.median(cpu_small), statistics.median(cpu_big)
+    # The user's process's own part of a step: all but moving the body to the server.
+    own = (b - wire_big) / (s - wire_small) if wire_small is not None and wire_big is not None else None
     return [
         Row(
-            key="overhead_openai",
-            what=f"per step through %agent --provider openai (local server, real httpx) at {big:,} messages vs {small:,}",
+            key=provider.key,
+            what=f"per step through %agent --provider {provider.name} (local server, real httpx) at {big:,} messages vs {small:,}",
             target=f"≤ {TARGET}×",
             value=round(ratio, 3),
             unit="×",
@@ -164,34 +249,88 @@ def per_step_through_openai(root: Path, sizes: Sizes) -> list[Row]:
                 f"ms_per_step_at_{big}": round(b * 1e3, 2),
                 f"min_max_ms_at_{small}": [round(min(at_small) * 1e3, 2), round(max(at_small) * 1e3, 2)],
                 f"min_max_ms_at_{big}": [round(min(at_big) * 1e3, 2), round(max(at_big) * 1e3, 2)],
-                "request_body_mb_at_big": body_mb,
+                # What this process spends (user + system CPU: building, encoding and handing
+                # the body to the socket), beside the wall time above that includes the wire.
+                f"cpu_ms_per_step_at_{small}": round(cs * 1e3, 2),
+                f"cpu_ms_per_step_at_{big}": round(cb * 1e3, 2),
+                "cpu_ratio": round(cb / cs, 3),
+                "request_body_mb_at_big": round(body_big / 1e6, 1) if body_big else None,
+                # The same number of bytes sent as one POST over a raw socket to the same server
+                # and its answer read: the floor no client can go under (bytes on the wire).
+                f"wire_ms_at_{small}": round(wire_small * 1e3, 2) if wire_small is not None else None,
+                f"wire_ms_at_{big}": round(wire_big * 1e3, 2) if wire_big is not None else None,
+                "ratio_without_the_wire": round(own, 3) if own is not None else None,
                 "steps_per_run": STEPS,
                 "runs_timed_each": len(at_small),
                 "method": "wall time of one %agent run / its requests (median of fresh copies, interleaved, GC on); "
-                "the server, in another process, reads each body whole, answers a read_file call",
+                "the server, in another process, reads each body whole into one buffer, answers a read_file "
+                "call; cpu: this process's CPU time over the same run",
             },
             note="" if big >= 10_000 else f"quick mode: {big:,} messages, no verdict",
         )
     ]
 
 
-def _body_mb(shell: _Shell, ws: Path, sid: str) -> float | None:
-    """The size of one request body at the large end, as the provider encodes it."""
+def _body_bytes(ws: Path, sid: str, which: _Provider) -> int | None:
+    """The size of one request body for this session, as the provider encodes it."""
     try:
-        from pseudoclaude_nb.conversation import Conversation  # noqa: F401 - the same session, loaded
         from pseudoclaude_nb.providers.base import Request
-        from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
         from pseudoclaude_nb.session import load_session
 
         loaded = load_session(ws / ".pseudoclaude" / "sessions" / sid)
-        provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", model="bench-model")
-        body = provider._body(Request(system="", messages=list(loaded.messages)))  # noqa: SLF001
+        request = Request(system="", messages=list(loaded.messages))
+        if which.name == "anthropic":
+            from pseudoclaude_nb.providers.anthropic import AnthropicProvider
+
+            made = AnthropicProvider(api_key="sk-bench", base_url="http://127.0.0.1:9", model="bench-model")
+            body = made._params(request)  # noqa: SLF001
+        else:
+            from pseudoclaude_nb.providers.openai_compat import OpenAIProvider
+
+            provider = OpenAIProvider(base_url="http://127.0.0.1:9/v1", model="bench-model")
+            body = provider._body(request)  # noqa: SLF001
         try:
             from pseudoclaude_nb.providers.wire_prefix import dumps
         except ImportError:  # the code before issue 34
             import json
 
-            return round(len(json.dumps(body, ensure_ascii=False).encode()) / 1e6, 1)
-        return round(len(dumps(body)) / 1e6, 1)
+            return len(json.dumps(body, ensure_ascii=False).encode())
+        return len(dumps(body))
     except Exception:  # noqa: BLE001 - a figure for the reader only
         return None
+
+
+def _wire_time(server: _Server, provider: _Provider, size: int, repeat: int) -> float:
+    """Median time to POST ``size`` bytes over a raw socket and read the server's whole answer."""
+    import socket
+
+    body = memoryview(b" " * size)
+    head = (
+        f"POST {provider.api}{provider.path} HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {size}\r\n\r\n"
+    ).encode()
+    times = []
+    with socket.create_connection(("127.0.0.1", server.port)) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        for _ in range(max(3, repeat)):
+            started = time.perf_counter()
+            sock.sendall(head)
+            sock.sendall(body)
+            answer = b""
+            while b"\r\n\r\n" not in answer or len(answer) < _answer_length(answer):
+                got = sock.recv(1 << 16)
+                if not got:
+                    raise ConnectionError("the bench server hung up")
+                answer += got
+            times.append(time.perf_counter() - started)
+    return statistics.median(times)
+
+
+def _answer_length(answer: bytes) -> int:
+    """The whole answer's length: its head and the Content-Length it states."""
+    head, _, _ = answer.partition(b"\r\n\r\n")
+    for line in head.split(b"\r\n")[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length":
+            return len(head) + 4 + int(value)
+    raise ConnectionError("the bench server's answer has no Content-Length")

@@ -115,7 +115,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("storage", do_storage)
         section("overhead", lambda: rows.extend(overhead.harness_overhead(scratch, sizes)))
         section("agent", lambda: rows.extend(agent_steps.per_step_through_magic(scratch, sizes)))
-        section("wire", lambda: rows.extend(provider_steps.per_step_through_openai(scratch, sizes)))
+        section("wire", lambda: rows.extend(provider_steps.per_step_through_all(scratch, sizes)))
         section("catalog", lambda: rows.extend(catalog.list_many(scratch, sizes)))
         section("magics", lambda: rows.extend(magic_paths.magic_paths(scratch, sizes)))
         section("history", do_history)

@@ -12,6 +12,7 @@ from pathlib import Path
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.session import history_indexer
 from pseudoclaude_nb.session.history import HistoryIndex
+from pseudoclaude_nb.session.lifecycle import trash_dir, trash_session
 from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
 
@@ -63,3 +64,21 @@ def test_a_rebuilt_index_forgets_what_it_had_seen(tmp_path):
     assert stats.rows >= 1
     assert [h.session_id for h in index.search("kept after", limit=5)]
     index.close()
+
+
+def test_a_word_dropped_from_the_vocabulary_elsewhere_is_added_again(tmp_path):
+    """The indexer remembers which words the vocabulary holds (issue 34: it inserts only new
+    ones); another kernel forgetting a session drops its words, and a fragment must still
+    find the word when it comes back — in this kernel, and after this kernel forgot it too."""
+    first = _session(tmp_path, "the zebrafishlike tank")
+    here = HistoryIndex(tmp_path)
+    assert [h.session_id for h in here.search("ebrafishlik")] == [first.name]
+    trash_session(tmp_path, first.name)  # its own connection to the index, as another kernel's
+    second = _session(tmp_path, "another zebrafishlike tank")
+    assert [h.session_id for h in here.search("ebrafishlik")] == [second.name]
+    trash_dir(tmp_path).mkdir(exist_ok=True)
+    second.rename(trash_dir(tmp_path) / second.name)  # trashed here: this kernel forgets it
+    assert here.forget([second.name]) >= 1
+    third = _session(tmp_path, "a third zebrafishlike tank")
+    assert [h.session_id for h in here.search("ebrafishlik")] == [third.name]
+    here.close()

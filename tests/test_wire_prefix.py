@@ -157,3 +157,49 @@ def test_a_body_made_before_the_next_step_is_still_whole(provider):
     provider._body(Request(system="s", messages=list(messages + step(100))))
     assert wire_prefix.dumps(first) == raw
     assert json.loads(raw)["messages"] == json.loads(json.dumps(first["messages"]))
+
+
+def test_the_body_goes_out_in_pieces_with_its_length_and_arrives_whole(
+    server, provider, encodes, monkeypatch
+):
+    """Pieces far smaller than a message cut the prefix's buffer anywhere; the server still
+    gets the very body, announced by Content-Length (not chunked: some servers refuse that)."""
+    monkeypatch.setattr(wire_prefix.Body, "PIECE", 7)
+    pieces: list[int] = []
+    real = wire_prefix.Body.__iter__
+
+    def counting(self):
+        for piece in real(self):
+            pieces.append(len(piece))
+            yield piece
+
+    monkeypatch.setattr(wire_prefix.Body, "__iter__", counting)
+    messages = history(20)
+    send(server, provider, messages, encodes)
+    for i in range(3):
+        messages += step(50 + i)
+        send(server, provider, messages, encodes)
+        sent = server.requests[-1]
+        compact = json.dumps(sent.body, ensure_ascii=False, separators=(",", ":")).encode()
+        assert int(sent.headers["content-length"]) == len(compact)
+        assert "transfer-encoding" not in sent.headers
+    assert pieces.count(7) > 1000  # the prefix went out a few bytes at a time
+
+
+@pytest.mark.parametrize("block", [64, 1000])
+def test_the_prefix_in_full_blocks_sends_the_same_body_and_keeps_an_earlier_one_whole(
+    server, provider, encodes, monkeypatch, block
+):
+    """Full blocks of the prefix go out as they are; a body made before more blocks filled
+    (a retry) still sends its own bytes."""
+    monkeypatch.setattr(wire_prefix, "BLOCK", block)
+    messages = history(30)
+    send(server, provider, messages, encodes)
+    first = provider._body(Request(system="s", messages=list(messages)))
+    raw = wire_prefix.dumps(first)
+    for i in range(4):
+        messages += step(60 + i)
+        send(server, provider, messages, encodes)
+    assert len(provider._encoded._blocks) > 3  # the prefix filled blocks
+    assert wire_prefix.dumps(first) == raw
+    assert json.loads(raw)["messages"] == json.loads(json.dumps(first["messages"]))

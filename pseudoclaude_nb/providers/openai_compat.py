@@ -31,7 +31,7 @@ from .models import clamp_output, default_model, model_info
 from .openai_messages import IMAGE_LIMIT, REASONING_FIELDS, ImageParts, wire_messages
 from .openai_stream import STOP_REASONS, ChunkReader, call_arguments, new_call_id, usage_of
 from .window import Learned, cached, probe, prompt_in_error, remember, window_in_error
-from .wire_prefix import EncodedHistory, dumps
+from .wire_prefix import Body, EncodedHistory
 
 SERVICE = "the OpenAI-compatible endpoint"
 # reasoning_effort as the OpenAI API documents it (gpt-5.x: none and xhigh; o-series: low to high).
@@ -244,7 +244,10 @@ class OpenAIProvider:
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             try:
-                request = self._client.build_request("POST", url, content=dumps(body), headers=JSON)
+                # In pieces with their length (not chunked): the body is sent as it is encoded.
+                content = Body(body)
+                headers = JSON | {"Content-Length": str(len(content))}
+                request = self._client.build_request("POST", url, content=content, headers=headers)
                 response = self._client.send(request, stream=True)
             except httpx.TimeoutException as exc:
                 if not last:

@@ -10,9 +10,10 @@ it) and before any turn whose form depends on the running tool loop (its reasoni
 back only while that loop runs). Anything else — a replace, a compaction, a fork, more
 images than are sent (older ones then turn into notes) — starts over from the first message.
 
-The body is then written with ``dumps``: compact UTF-8 JSON as httpx writes it, the
-messages' JSON joined in once. The list a provider builds its body from still holds
-every message as a dict (what tests and callers read); it only carries the JSON beside.
+The body is then written by ``Body``: compact UTF-8 JSON as httpx writes it, sent from the
+messages' JSON in pieces of a megabyte (``dumps`` joins them, for tests and figures). The
+list a provider builds its body from still holds every message as a dict (what tests and
+callers read); it only carries the JSON beside.
 """
 
 from __future__ import annotations
@@ -20,10 +21,10 @@ from __future__ import annotations
 import functools
 import json
 import threading
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
 from itertools import islice
 from operator import is_
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
 import orjson
 
@@ -33,22 +34,43 @@ from .wire import sendable
 
 Convert = Callable[[list[Message], set[str]], list[dict[str, Any]]]
 Changing = Callable[[list[Message], set[str]], bool]
+# Marks the wire messages of the open tail, the last ``OPEN_TURNS`` turns (a list per turn),
+# before they are encoded: Anthropic's cache breakpoints sit there and move every step.
+Last = Callable[[list[list[dict[str, Any]]]], None]
+OPEN_TURNS = 3  # with ``last``: the last turn and the user turn that ended the previous request
 
 
 SHARED_KEYS = 4  # endpoints/models whose prefix a process keeps (each holds ~ its history's size)
-Chunk = bytes | tuple[bytearray, int]  # a message's JSON, or the first n bytes of the prefix's
+BLOCK = 1 << 20  # the prefix's JSON is kept in blocks of about this size, each sent as it is
+
+
+class Prefix(NamedTuple):
+    """The prefix's JSON as a request saw it: its full blocks, and the first ``size`` bytes of
+    the block still growing (later steps only append to it: a retry sends the same bytes)."""
+
+    blocks: tuple[bytes, ...]
+    tail: bytearray
+    size: int
+
+    @property
+    def length(self) -> int:
+        return sum(map(len, self.blocks)) + self.size
+
+
+Chunk = bytes | Prefix  # a message's JSON, or the prefix's
 
 
 class WireMessages(list):
     """Wire messages (dicts, to read) with their JSON (to send), while the list is unchanged.
 
-    The JSON is kept in pieces, the prefix's as the first bytes of its growing buffer: the
-    body is then joined once (at 18 MB each copy costs ~10 ms, most of it fresh pages).
+    The JSON is kept in pieces, the prefix's in blocks (``Prefix``): the body (``Body``) is
+    sent from them a piece at a time, never joined into one 18 MB copy.
     """
 
-    def __init__(self, entries: list[dict[str, Any]], chunks: list[Chunk]) -> None:
+    def __init__(self, entries: list[dict[str, Any]], chunks: list[Chunk], lock: threading.Lock) -> None:
         super().__init__(entries)
         self.chunks = chunks
+        self.lock = lock  # the one the prefix's buffer grows under
         self._length = len(entries)
 
     def current(self) -> bool:
@@ -57,28 +79,72 @@ class WireMessages(list):
 
 def dumps(body: dict[str, Any]) -> bytes:
     """The request body as compact UTF-8 JSON (``messages`` first), its ``WireMessages`` as they are."""
-    messages = body.get("messages")
-    if not isinstance(messages, WireMessages) or not messages.current():
-        return encode(body)
-    rest = encode({k: v for k, v in body.items() if k != "messages"})
-    parts: list[Any] = [b'{"messages":[']
-    views = []
-    try:
-        for chunk in messages.chunks:
-            if isinstance(chunk, tuple):
-                buffer, size = chunk
-                if not size:
-                    continue
-                chunk = memoryview(buffer)[:size]  # released below: the buffer grows on the next step
-                views.append(chunk)
-            if len(parts) > 1:
-                parts.append(b",")
-            parts.append(chunk)
-        parts.append(b"]}" if rest == b"{}" else b"]," + rest[1:])
-        return b"".join(parts)
-    finally:
-        for view in views:
-            view.release()
+    return b"".join(Body(body))
+
+
+class Body:
+    """The request body's JSON (as ``dumps`` writes it), to send in pieces: ``content=`` for httpx.
+
+    At 10,000 messages the body is ~18 MB. Joined into one ``bytes`` it cost a fresh 18 MB
+    copy a step, and httpcore copies what is left of a ``bytes`` after each partial socket
+    send (another ~18 MB or more). Sent as the prefix's full blocks (no copy at all), its
+    growing block and the new messages in pieces of at most ``PIECE`` bytes, each copy is
+    small; the bytes on the wire are the same. Iterable again (a retry).
+    """
+
+    PIECE = 1 << 20
+
+    def __init__(self, body: dict[str, Any]) -> None:
+        messages = body.get("messages")
+        self._lock: threading.Lock | None = None
+        if not isinstance(messages, WireMessages) or not messages.current():
+            self._parts: list[Chunk] = [encode(body)]
+        else:
+            self._lock = messages.lock
+            rest = encode({k: v for k, v in body.items() if k != "messages"})
+            parts: list[Chunk] = [b'{"messages":[']
+            first = True
+            for chunk in messages.chunks:
+                if isinstance(chunk, Prefix) and not chunk.length:
+                    continue  # an empty prefix
+                if not first:
+                    parts.append(b",")
+                parts.append(chunk)
+                first = False
+            parts.append(b"]}" if rest == b"{}" else b"]," + rest[1:])
+            self._parts = parts
+        self.length = sum(p.length if isinstance(p, Prefix) else len(p) for p in self._parts)
+
+    def __len__(self) -> int:
+        return self.length
+
+    def __iter__(self) -> Iterator[bytes]:
+        pending: list[bytes] = []  # small pieces (new messages, punctuation), sent together
+        held = 0
+        for part in self._parts:
+            if isinstance(part, bytes):
+                pending.append(part)
+                held += len(part)
+                if held >= self.PIECE:
+                    yield b"".join(pending)
+                    pending, held = [], 0
+                continue
+            if pending:
+                yield b"".join(pending)
+                pending, held = [], 0
+            yield from part.blocks
+            yield from self._slices(part.tail, part.size)
+        if pending:
+            yield b"".join(pending)
+
+    def _slices(self, buffer: bytearray, size: int) -> Iterator[bytes]:
+        """The first ``size`` bytes of a prefix's buffer, copied a piece at a time. The lock:
+        another thread's request may be growing that buffer, which a view would forbid."""
+        assert self._lock is not None
+        for start in range(0, size, self.PIECE):
+            with self._lock, memoryview(buffer) as view:
+                piece = view[start : min(size, start + self.PIECE)].tobytes()
+            yield piece
 
 
 def encode(value: Any) -> bytes:
@@ -128,8 +194,10 @@ class EncodedHistory:
     def _reset(self) -> None:
         self._messages: list[Message] = []  # the settled prefix, as sent
         self._entries: list[dict[str, Any]] = []
-        # The entries' JSON, comma-separated. Never cleared in place: a body made earlier may
-        # still hold its first bytes (a retry); a new prefix gets a new buffer.
+        # The entries' JSON, comma-separated: full blocks, then the one growing. Never cleared
+        # in place: a body made earlier may still hold its first bytes (a retry); a full
+        # block, or a new prefix, gets a new buffer.
+        self._blocks: list[bytes] = []
         self._json = bytearray()
         self._images = 0  # image parts in the prefix
 
@@ -140,10 +208,15 @@ class EncodedHistory:
         convert: Convert,
         current_turn: Callable[[list[Message]], set[str]],
         changing: Changing,
+        last: Last | None = None,
     ) -> WireMessages:
-        """``head`` and the wire messages of ``messages``, reusing the prefix they share with the last."""
+        """``head`` and the wire messages of ``messages``, reusing the prefix they share with the last.
+
+        ``last`` changes the wire messages of the last ``OPEN_TURNS`` turns in place
+        (Anthropic's cache breakpoints): those turns are never part of the kept prefix.
+        """
         with self._lock:
-            return self._messages_locked(head, messages, convert, current_turn, changing)
+            return self._messages_locked(head, messages, convert, current_turn, changing, last)
 
     def _messages_locked(
         self,
@@ -152,6 +225,7 @@ class EncodedHistory:
         convert: Convert,
         current_turn: Callable[[list[Message]], set[str]],
         changing: Changing,
+        last: Last | None,
     ) -> WireMessages:
         loop_start = current_turn(messages)
         start = len(self._messages)
@@ -163,42 +237,61 @@ class EncodedHistory:
             # Only the newest images go (``cap_images``): older messages change form.
             self._reset()
             start, rest = 0, messages
-            return self._uncached(head, rest, convert, loop_start)
+            return self._uncached(head, rest, convert, loop_start, last)
         groups = _turns(rest, start)
+        open_turns = OPEN_TURNS if last is not None else 1
+        if len(groups) < open_turns and start and last is not None:
+            # Fewer turns after the kept prefix than ``last`` marks (a replace kept only the
+            # first messages): a marked turn would sit inside the prefix. Start over.
+            self._reset()
+            groups = _turns(messages, 0)
+        converted_groups = [convert(group, loop_start) for _, group in groups]
+        if last is not None:
+            last(converted_groups[-open_turns:])
         settled = True
         entries: list[dict[str, Any]] = []
         pieces: list[bytes] = []
-        for i, (_, group) in enumerate(groups):
-            converted = convert(group, loop_start)
+        for i, ((_, group), converted) in enumerate(zip(groups, converted_groups, strict=True)):
             encoded = [encode(e) for e in converted]
-            settled = settled and i < len(groups) - 1 and not changing(group, loop_start)
+            settled = settled and i < len(groups) - open_turns and not changing(group, loop_start)
             if settled:  # up to the next turn's first message (the empty ones between too)
                 self._settle(messages[len(self._messages) : groups[i + 1][0]], converted, encoded)
             else:
                 entries += converted
                 pieces += encoded
         chunks: list[Chunk] = [encode(h) for h in head]
-        chunks += [(self._json, len(self._json)), *pieces]
-        return WireMessages([*head, *self._entries, *entries], chunks)
+        chunks += [Prefix(tuple(self._blocks), self._json, len(self._json)), *pieces]
+        return WireMessages([*head, *self._entries, *entries], chunks, self._lock)
 
     def _settle(self, added: list[Message], converted: list[dict[str, Any]], encoded: list[bytes]) -> None:
         self._messages += added
         self._entries += converted
         for piece in encoded:
-            if self._json:
+            if self._json or self._blocks:
                 self._json += b","
             self._json += piece
+            if len(self._json) >= BLOCK:
+                self._blocks.append(bytes(self._json))  # copied once, then sent as it is
+                self._json = bytearray()
         self._images += sum(len(m.parts) for m in added)
 
     def _uncached(
-        self, head: list[dict[str, Any]], messages: list[Message], convert: Convert, loop_start: set[str]
+        self,
+        head: list[dict[str, Any]],
+        messages: list[Message],
+        convert: Convert,
+        loop_start: set[str],
+        last: Last | None,
     ) -> WireMessages:
         from .wire import turns  # with ``cap_images``: the newest images only
 
         entries = [*head]
-        for group in turns(messages):
-            entries += convert(group, loop_start)
-        return WireMessages(entries, [encode(e) for e in entries])
+        converted = [convert(group, loop_start) for group in turns(messages)]
+        if last is not None:
+            last(converted[-OPEN_TURNS:])  # the dicts in ``entries`` too
+        for turn in converted:
+            entries += turn
+        return WireMessages(entries, [encode(e) for e in entries], self._lock)
 
 
 def _form_key(form: object) -> object:

@@ -173,26 +173,37 @@ def index_text(text: str) -> str:
 
     The pairs are the neighbouring words of which one is in ``COMMON`` (a text's words with
     its CJK runs taken out: words that meet across only non-word characters, ``error: in``,
-    pair; a query never pairs across CJK). Split as bytes: a table lookup in C, where the
-    ``WORD`` regex costs more than the rest of indexing a row.
+    pair; a query never pairs across CJK).
+    """
+    return indexed(text, vocabulary=False)[0]
+
+
+def indexed(text: str, *, vocabulary: bool = True) -> tuple[str, set[bytes]]:
+    """``index_text`` of ``text``, and (with ``vocabulary``) its distinct words (``words_of``),
+    UTF-8 encoded: a batch's vocabulary is decoded once, for the words new to it.
+
+    The words are the tokens split for the pairs (the background indexer's cost per message
+    is what a durable append waits for, issue 34): the ``WORD`` regex over the text again,
+    and decoding every word of every row, cost more than the rest of indexing a row.
     """
     low = text.lower()
     if low.isascii():
-        data = low.encode()
+        tokens = low.encode().translate(_SEPARATORS).split()
+        words = set(tokens) if vocabulary else set()
     else:
         if PAIR in low:
             low = low.replace(PAIR, PAIR_STANDIN)
-        data = CJK_RUN.sub(" ", low).encode()
+        tokens = CJK_RUN.sub(" ", low).encode().translate(_SEPARATORS).split()
         low = CJK_RUN.sub(_cjk_tokens, low)
-    tokens = data.translate(_SEPARATORS).split()
+        words = set(" ".join(WORD.findall(low)).encode().split()) if vocabulary else set()
     pairs = {
         a + _PAIR_BYTES + b
         for a, b in zip(tokens, tokens[1:], strict=False)
         if a in _COMMON_BYTES or b in _COMMON_BYTES
     }
     if not pairs:
-        return low
-    return f"{low}\n{b' '.join(pairs).decode()}"
+        return low, words
+    return f"{low}\n{b' '.join(pairs).decode()}", words
 
 
 def words_of(indexed: str) -> set[str]:
