@@ -62,7 +62,8 @@ def dumps(body: dict[str, Any]) -> bytes:
         return encode(body)
     rest = encode({k: v for k, v in body.items() if k != "messages"})
     parts: list[Any] = [b'{"messages":[']
-    views = []
+    views: list[memoryview] = []
+    chunk: bytes | tuple[bytearray, int] | memoryview
     try:
         for chunk in messages.chunks:
             if isinstance(chunk, tuple):
