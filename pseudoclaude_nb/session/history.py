@@ -37,7 +37,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from ..conversation import Hooks
 from ..errors import SessionError
@@ -64,6 +64,8 @@ INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
 BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
 TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
+
+T = TypeVar("T")  # what a function run on the index connection returns
 
 # Called during a rebuild with (log bytes done, log bytes in all); the magic draws it.
 ProgressCallback = Callable[[int, int], None]
@@ -271,16 +273,18 @@ class HistoryIndex:
         """Rows in the index, of one session or of all."""
         self.flush()
         if session_id is None:
-            return self._run(lambda con: con.execute("SELECT count(*) FROM docs").fetchone()[0])
+            return self._run(lambda con: int(con.execute("SELECT count(*) FROM docs").fetchone()[0]))
         return self._run(
-            lambda con: con.execute(
-                "SELECT count(*) FROM docs JOIN logs USING (sid) WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
+            lambda con: int(
+                con.execute(
+                    "SELECT count(*) FROM docs JOIN logs USING (sid) WHERE session_id = ?", (session_id,)
+                ).fetchone()[0]
+            )
         )
 
     # --- the connection, and recovering from a broken file ---------------------------------------
 
-    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on a healthy connection; a corrupt file is deleted, rebuilt and ``fn`` retried once."""
         with self._lock:
             if self.disabled:

@@ -135,9 +135,9 @@ class SessionWriter:
 
     def close(self) -> None:
         self.detach()
-        if getattr(self, "_fd", None) is not None:
+        if (fd := getattr(self, "_fd", None)) is not None:
             self.settle_meta()
-            os.close(self._fd)
+            os.close(fd)
             self._fd = None
         self._release_lock()
 
@@ -423,6 +423,7 @@ class SessionWriter:
     def _mend_torn_tail(self) -> None:
         mending = self._mending()
         if mending:
+            assert self._fd is not None  # called just after the log was opened
             os.write(self._fd, mending)
             if self.fsync:
                 os.fsync(self._fd)
