@@ -289,6 +289,8 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             self.history.on_notice = None
             # The listing and resume --last then read a current sidecar (no catch-up).
             active.writer.settle_meta()
+            for text in active.writer.take_notices():
+                runner.emit(Notice(text, "warning"))
         if summary.status == "done" and config.memory:
             self._update_memory(new_messages, provider, active)
         return summary

@@ -118,7 +118,7 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
                     parts.append(_format(exc, "(raised by the code, not by an interrupt)"))
                 except SystemExit as exc:
                     parts.append(_format(exc, f"(the code called exit with {exc.code!r}; the kernel keeps running)"))
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - the code's own error is the model's result
                     parts.append(_format(exc))
         except BaseException:
             out.close()

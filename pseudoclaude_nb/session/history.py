@@ -30,6 +30,7 @@ is rebuilt from the logs, with one notice (``history_file``).
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -59,6 +60,10 @@ from .history_file import (
 from .history_indexer import Indexer, orphans
 from .history_query import Hit, match
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
+
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
 
 INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
@@ -208,7 +213,7 @@ class HistoryIndex:
                     try:
                         progress(min(done[0], total), total)
                     except Exception:  # noqa: BLE001 - a display problem must not stop the rebuild
-                        pass
+                        _log.debug("the rebuild's progress could not be drawn", exc_info=True)
 
             if progress is not None:
                 advance(0)
@@ -419,8 +424,8 @@ class HistoryIndex:
             try:
                 self.on_notice(text)
                 return
-            except Exception:  # noqa: BLE001 - a display problem must not break indexing
-                pass
+            except Exception:  # noqa: BLE001 - a display problem must not break indexing; kept below
+                _log.debug("a history notice could not be said; it is kept for the next magic", exc_info=True)
         self.notices.append(text)
 
     # --- tailing every log -------------------------------------------------------------------------

@@ -191,23 +191,25 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
     return t
 
 
-def keep_index(session_dir: Path, meta: dict[str, Any]) -> None:
+def keep_index(session_dir: Path, meta: dict[str, Any]) -> str | None:
     """Bring the log's ``timeline.idx`` up to the sidecar's offset when the log has grown 4 MB
-    or 5 % since (the session writer's ``settle_meta``: a run's end, close); never raises."""
+    or 5 % since (the session writer's ``settle_meta``: a run's end, close); never raises:
+    what went wrong is returned, for the writer's notices (None when all is well)."""
     trusted = _trusted(meta)
     have = timeline_index.covered(session_dir)
     if have > trusted:
         have = 0  # another log's, or a log cut since: built anew
     if trusted - have < max(timeline_index.MIN_BYTES, have // 20):
-        return  # a build reads that much in a few hundredths of a second
+        return None  # a build reads that much in a few hundredths of a second
     file = Path(session_dir) / LOG_NAME
     try:
         with os.fdopen(safeio.open_file(file), "rb") as f:
             t = _timeline(file, meta)
             scan, _, _ = _scan(t, f.fileno(), meta, stop=trusted)
             _keep(Path(session_dir), f.fileno(), t, scan, meta)
-    except Exception:  # noqa: BLE001 - derived: the next build scans what the index does not cover
-        pass
+    except Exception as exc:  # noqa: BLE001 - derived: the next build scans what the index does not cover
+        return f"the timeline index of session {Path(session_dir).name} was not kept: {type(exc).__name__}: {exc}"
+    return None
 
 
 def _timeline(file: Path, meta: dict[str, Any]) -> Timeline:
