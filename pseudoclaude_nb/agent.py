@@ -227,6 +227,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
+        context.start_run()
 
         def on_window(window: int) -> None:
             self.adopt_window(provider, window)

@@ -75,6 +75,9 @@ class ContextManager:
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.shared.configure(settings, system=system, tools=tools)
 
+    def start_run(self) -> None:
+        self.shared.start_run()
+
     def restore(self, loaded: LoadResult) -> None:
         self.shared.restore(loaded)
         self.strategy.restore(loaded)
