@@ -48,8 +48,8 @@ class RunSurface:
     ask: Callable[[str], str] | None
     pins: Pins
 
-    # The agent's own, read here (annotations only: nothing here shadows the agent's).
-    if TYPE_CHECKING:  # the agent's properties, typed here without a runtime member
+    # The agent's own, read here (typed only: nothing here shadows the agent's properties).
+    if TYPE_CHECKING:
 
         @property
         def workspace(self) -> Path: ...
