@@ -41,7 +41,7 @@ from .session import LoadResult, SessionWriter, load_session, new_session_dir
 from .session.catalog import latest_session
 from .session.history import HistoryIndex
 from .session.paths import resolve_workspace, session_dir
-from .tools import Permissions
+from .tools import Permissions, PythonExecutor
 
 # Re-exported: these lived here before the split, and callers import them from here.
 __all__ = ["MEMORY_WAIT_SECONDS", "NOTEBOOK_IMAGES", "ActiveSession", "Agent"]
@@ -57,7 +57,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         settings: PseudoClaude | None = None,
         *,
         notebook_file: str | None = None,
-        python_executor: Callable[[str], str] | None = None,
+        python_executor: PythonExecutor | None = None,
         ask: Callable[[str], str] | None = None,
         notebook: NotebookHost | None = None,
     ) -> None:
@@ -227,6 +227,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
+        context.start_run()
 
         def on_window(window: int) -> None:
             self.adopt_window(provider, window)
@@ -289,6 +290,8 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             self.history.on_notice = None
             # The listing and resume --last then read a current sidecar (no catch-up).
             active.writer.settle_meta()
+            for text in active.writer.take_notices():
+                runner.emit(Notice(text, "warning"))
         if summary.status == "done" and config.memory:
             self._update_memory(new_messages, provider, active)
         return summary

@@ -8,6 +8,7 @@ run (or by ``%memory``), and a run waits for a pending one only ``memory_wait`` 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .agent_session import ActiveSession
 from .config import PseudoClaude
@@ -28,7 +29,10 @@ class RunMemory:
     settings: PseudoClaude
     memory_wait: float
     _memory: MemoryManager | None
-    workspace: Path  # the agent's (annotations only: nothing here shadows the agent's own)
+    if TYPE_CHECKING:  # the agent's (typed only: nothing here shadows the agent's own)
+
+        @property
+        def workspace(self) -> Path: ...
 
     @property
     def memory(self) -> MemoryManager:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .agent_session import ActiveSession
 from .config import PseudoClaude
@@ -28,7 +29,7 @@ from .notebook import NotebookHost
 from .prompt import system_sections, with_memory, with_pins
 from .rollover.handoff import GUIDANCE, Intent
 from .session.history import HistoryIndex
-from .tools import MemoryReader, ToolRegistry, build_tools
+from .tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from .tools.compact_set import compact
 from .tools.notebook import notebook_tools
 from .tools.registry import Tool
@@ -42,15 +43,21 @@ class RunSurface:
     settings: PseudoClaude
     session: ActiveSession | None
     notebook: NotebookHost | None
-    python_executor: Callable[[str], str] | None
+    python_executor: PythonExecutor | None
     _mcp: McpHub | None
     ask: Callable[[str], str] | None
     pins: Pins
 
-    # The agent's own, read here (annotations only: nothing here shadows the agent's).
-    workspace: Path
-    history: HistoryIndex
-    memory: MemoryManager
+    # The agent's own, read here (typed only: nothing here shadows the agent's properties).
+    if TYPE_CHECKING:
+
+        @property
+        def workspace(self) -> Path: ...
+        @property
+        def history(self) -> HistoryIndex: ...
+        @property
+        def memory(self) -> MemoryManager: ...
+
     _strategy: Callable[[], str]
     _memory_index: Callable[[bool], str | None]
 

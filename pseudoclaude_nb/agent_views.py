@@ -58,6 +58,8 @@ class AgentParts(Protocol):
 
 
 class ContextViews:
+    window_source: str | None  # set by _context_window; declared so Agent's None fits
+
     def provider_for_context(self: AgentParts) -> Provider:
         """The provider of the last run (a scripted one keeps its place), else a new one."""
         if self.last_provider is not None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError, Unicode, observe, validate
 from traitlets.config import Configurable
@@ -164,7 +165,7 @@ class RunConfig:
     confirm_compaction: bool = False  # issue 29: pause before a replace (%agent --confirm-compaction)
     confirm_default: str = "approve"
 
-    def with_options(self, **options: object) -> RunConfig:
+    def with_options(self, **options: Any) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
 
 

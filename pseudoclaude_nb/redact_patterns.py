@@ -70,7 +70,8 @@ class Pattern:
         if starts is None:
             out = self.regex.sub(replace, text)
             return out if replaced else text  # the very same object when nothing was replaced
-        parts, done = [], 0
+        parts: list[str] = []
+        done = 0
         for start in starts:
             if start >= done and (m := self.regex.match(text, start)) is not None:
                 parts += (text[done : m.start()], replace(m))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from typing import Any
 
 import ahocorasick_rs
 
@@ -45,6 +46,7 @@ def finder(words: tuple[str, ...]) -> Callable[[str | bytes], Occurrences]:
     def find(data: str | bytes) -> Occurrences:
         if isinstance(data, str) and data.isascii():
             data = data.encode("ascii")
+        overlapping: Callable[..., Occurrences]  # one of the two automata's finders, by data's type
         if isinstance(data, bytes):
             found = any_bytes.find_matches_as_indexes(data)
             overlapping = all_bytes
@@ -57,7 +59,7 @@ def finder(words: tuple[str, ...]) -> Callable[[str | bytes], Occurrences]:
         if not found:
             return found
         for t, start, end in [m for m in found if m[0] in hiders]:
-            window = data[start : end + reach]
+            window: Any = data[start : end + reach]  # bytes or str, as the finder chosen above
             found += [
                 (u, start + a, start + b)
                 for u, a, b in overlapping(window, overlapping=True)

@@ -73,6 +73,7 @@ class RunMarker:
 
     def _write(self, step: int) -> None:
         data = {"pid": os.getpid(), "step": step, "started": self._started}
+        assert self._path is not None  # set at the run's first step, before any write
         try:
             tmp = self._path.with_suffix(".tmp")
             tmp.write_text(json.dumps(data), encoding="utf-8")

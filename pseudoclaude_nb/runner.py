@@ -106,7 +106,7 @@ class Runner(Limits):
         for listener in list(self.listeners):
             try:
                 listener(event)
-            except Exception as exc:
+            except Exception as exc:  # noqa: BLE001 - any display bug: detached and said as a notice
                 self.listeners.remove(listener)
                 self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
 

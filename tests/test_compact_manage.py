@@ -645,6 +645,9 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     assert m.of_event(ContextState)[-1].breaker_open is True
     m.context.configure(SMALL, system=SYSTEM, tools=TOOLS)  # the next run
     m.context.before_request(p, emit=m.events.append)
+    assert len(m.of_event(Notice)) == 1  # configuring alone (as %context does) resets nothing
+    m.context.start_run()
+    m.context.before_request(p, emit=m.events.append)
     assert len(m.of_event(Notice)) == 2
     assert len(summary_requests(p)) == 3
 

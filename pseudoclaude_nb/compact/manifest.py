@@ -61,7 +61,7 @@ def manifest(
     The user's pins are a system section, shown as their own part ("pins").
     """
     pins_tokens = sum(estimate_text(text) for title, text in sections if title == PINS_SECTION)
-    system = [
+    system: list[dict[str, Any]] = [
         {"title": title, "tokens": estimate_text(text)} for title, text in sections if title != PINS_SECTION
     ]
     # MCP servers' schemas are their own part: a well-known silent hog of the window.

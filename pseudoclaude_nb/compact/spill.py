@@ -14,7 +14,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, TypedDict
 
 from ..messages import Message
 from ..redact import Redactor
@@ -25,6 +25,16 @@ PREVIEW_BYTES = 2_000
 Decision = Literal["kept", "spilled"]
 
 
+class SpillFields(TypedDict):
+    """A spill's entry in the log: ``SessionWriter.spill(**fields)`` checks each name."""
+
+    call_id: str
+    tool: str
+    path: str
+    bytes: int
+    sha256: str
+
+
 @dataclass(frozen=True)
 class Spill:
     call_id: str
@@ -33,7 +43,7 @@ class Spill:
     bytes: int
     sha256: str
 
-    def entry_fields(self) -> dict[str, object]:
+    def entry_fields(self) -> SpillFields:
         return {
             "call_id": self.call_id,
             "tool": self.tool,

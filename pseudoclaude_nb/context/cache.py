@@ -13,6 +13,7 @@ the previous request's size, which the provider measured. No IPython here.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ..compact.estimate import message_bytes, tokens_for_bytes
 from ..messages import Message, Usage
@@ -44,7 +45,7 @@ class CacheOutlook:
             )
         return out
 
-    def as_dict(self) -> dict:
+    def as_dict(self) -> dict[str, Any]:
         return {
             "breakpoints": [{"after": b.where, "tokens": b.tokens} for b in self.breakpoints],
             "expected_cache_read": self.expected_read,

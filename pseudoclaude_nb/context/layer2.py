@@ -33,7 +33,7 @@ from ..messages import Message
 from ..providers.base import Provider, Request
 from .confirm import Proposal, Review
 from .layer1 import Emit, ignore
-from .plan import Plan
+from .plan import Plan as Plan  # re-exported: the agent and %context name it layer2.Plan
 
 if TYPE_CHECKING:
     from .state import SharedState

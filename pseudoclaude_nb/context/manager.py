@@ -15,6 +15,7 @@ logged as a replace marker plus snapshot) and writes to the log only ``spill``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,7 +42,11 @@ from .strategy import ContextStrategy
 if TYPE_CHECKING:
     from ..tools import ToolRegistry
 
-STRATEGIES: dict[str, type[ContextStrategy]] = {"compact": CompactStrategy, "rollover": RolloverStrategy}
+# Factories over the shared state (the Protocol declares no constructor).
+STRATEGIES: dict[str, Callable[[SharedState], ContextStrategy]] = {
+    "compact": CompactStrategy,
+    "rollover": RolloverStrategy,
+}
 
 
 class ContextManager:
@@ -69,6 +74,9 @@ class ContextManager:
 
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.shared.configure(settings, system=system, tools=tools)
+
+    def start_run(self) -> None:
+        self.shared.start_run()
 
     def restore(self, loaded: LoadResult) -> None:
         self.shared.restore(loaded)

@@ -78,6 +78,10 @@ class SharedState:
         if (system, tools) != (self.system, self.tools):
             self.observed = None  # the next request differs by more than its messages
         self.system, self.tools = system, tools
+
+    def start_run(self) -> None:
+        """A run begins: what is said once per run may be said again. Not part of ``configure``:
+        ``%context`` and a window learned mid-run configure too, and must not reset it."""
         self.breaker_noted = self.unsaved_noted = False
 
     def restore(self, loaded: LoadResult) -> None:

@@ -22,7 +22,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -209,7 +209,7 @@ def _entry_at(buf: mmap.mmap | bytes, at: int) -> object:
     return parse_entry(obj) if obj is not None else None
 
 
-def _loads(raw: bytes) -> dict | None:
+def _loads(raw: bytes) -> dict[str, Any] | None:
     try:
         obj = orjson.loads(raw)
     except orjson.JSONDecodeError:

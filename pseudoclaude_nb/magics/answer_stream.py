@@ -44,7 +44,7 @@ class AnswerStream:
     def __init__(self, kernel: Any, batch: OutputBatch | None = None) -> None:
         self.text = ""
         self._batch = batch
-        self._kernel = kernel if _can_stream(kernel) else None
+        self._kernel: Any = kernel if _can_stream(kernel) else None
         self._sent = 0  # characters of ``text`` already on the wire
         self._first = 0.0
         self._last = 0.0

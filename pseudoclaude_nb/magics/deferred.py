@@ -85,7 +85,7 @@ class DeferredMagic:
         return getattr(magics_class(self.owner.class_name), self.name).__doc__
 
     # ``%magic``, ``inspect.getdoc`` and others read ``__doc__`` itself: the real one too.
-    __doc__ = property(getdoc)  # type: ignore[assignment]
+    __doc__ = property(getdoc)
 
     def __repr__(self) -> str:
         return f"<%{self.name} of {self.owner.class_name}, imported on first call>"

@@ -37,7 +37,7 @@ def search_parts(agent: Agent, query: str, all_sessions: bool = False) -> list[P
         )
     hits = agent.history.search(query, session_id=session_id, limit=SEARCH_LIMIT)
     parts = hits_for_people(hits, query, scope, all_sessions=all_sessions)
-    if not hits and not all_sessions:
+    if not hits and not all_sessions and isinstance(parts[-1], str):
         parts[-1] += " Add --all to search every session."
     notices, agent.history.notices[:] = list(agent.history.notices), []
     return [*(f"! {n}" for n in notices), *parts]

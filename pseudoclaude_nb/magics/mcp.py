@@ -151,7 +151,7 @@ def listing(hub: McpHub, problems: list[str]) -> list[Part]:
 
 
 def _status_line(state: ServerState) -> str:
-    parts = [state.status]
+    parts: list[str] = [state.status]
     if state.status == "not started":
         parts.append("(the next %agent run starts it, or %mcp start)")
     if state.status == "needs approval":

@@ -14,6 +14,7 @@ instead of IPython's help syntax.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import sys
@@ -34,6 +35,10 @@ from ..notebook.record import (
 from ..notebook.skip import NotebookTags, marked_in_source
 from ..notebook.store import CellStore
 from .stream_tap import StreamTap, can_tap
+
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
 
 DISPLAYS_KEPT = 20
 
@@ -67,7 +72,7 @@ class _Tee:
         try:
             self._sink.write("".join(t if isinstance(t, str) else _as_text(t) for t in pending))
         except Exception:  # noqa: BLE001 - recording must never break the user's print
-            pass
+            _log.debug("the cell recorder could not copy printed output", exc_info=True)
 
     def writelines(self, lines: Any) -> None:
         for line in lines:
@@ -269,7 +274,7 @@ class CellRecorder:
                 if picture is not None:
                     running.images = [*running.images, picture][-CELL_IMAGES:]
             except Exception:  # noqa: BLE001 - recording must never break a display
-                pass
+                _log.debug("the cell recorder could not note a display", exc_info=True)
         self.paused += 1  # a terminal's publisher prints: that is not the cell's own output
         try:
             return self._publish(data, *args, **kwargs)
@@ -281,8 +286,8 @@ class CellRecorder:
         if running is not None and isinstance(format_dict, Mapping):
             try:
                 running.result = describe_display(format_dict)
-            except Exception:  # noqa: BLE001
-                pass
+            except Exception:  # noqa: BLE001 - recording must never break the cell's result
+                _log.debug("the cell recorder could not note the cell's result", exc_info=True)
         self.paused += 1
         try:
             return self._write_format(format_dict, *args, **kwargs)

@@ -25,7 +25,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, cast
 
 from IPython.utils.capture import capture_output
 
@@ -108,7 +108,8 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
                     last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
                     exec(compile(tree, "<run_python>", "exec"), namespace)
                     if last is not None:
-                        value = eval(compile(ast.Expression(last.value), "<run_python>", "eval"), namespace)
+                        expr = cast(ast.Expr, last).value  # popped above only when it is an Expr
+                        value = eval(compile(ast.Expression(expr), "<run_python>", "eval"), namespace)
                         if value is not None:
                             parts.append(redacted_head(repr(value), VALUE_CAP))
                 except KeyboardInterrupt as exc:
@@ -117,7 +118,7 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
                     parts.append(_format(exc, "(raised by the code, not by an interrupt)"))
                 except SystemExit as exc:
                     parts.append(_format(exc, f"(the code called exit with {exc.code!r}; the kernel keeps running)"))
-                except Exception as exc:
+                except Exception as exc:  # noqa: BLE001 - the code's own error is the model's result
                     parts.append(_format(exc))
         except BaseException:
             out.close()
@@ -147,7 +148,7 @@ def _format(exc: BaseException, note: str = "") -> str:
 def _rich_formats(shell: Any) -> Iterator[None]:
     """Images and SVG formatted while the code runs, also where the frontend shows only text
     (a terminal IPython); a kernel has them on already."""
-    formatter = getattr(shell, "display_formatter", None)
+    formatter: Any = getattr(shell, "display_formatter", None)
     before = list(getattr(formatter, "active_types", None) or [])
     wanted = [t for t in (*IMAGE_TYPES, "image/svg+xml") if t not in before and t in formatter.formatters] if before else []
     if wanted:

@@ -315,8 +315,8 @@ class NotebookRenderer:
             self._tool.resumed()
         elif isinstance(event, ToolFinished):
             self._end_reasoning()
-            line, self._tool = self._tool or ToolLine(event.call, batch=self._batch), None
-            line.finished(event)
+            tool_line, self._tool = self._tool or ToolLine(event.call, batch=self._batch), None
+            tool_line.finished(event)
 
     def _end_reasoning(self) -> None:
         if self._reasoning_handle is not None:
@@ -362,7 +362,7 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
         text = "\n".join(r.summary() for r in reports) or "memory: nothing to save"  # "memory updated: …"
     if handle is not None:
         handle.update(_html_line(html.escape(text).replace("\n", "<br>"), text, FG2, BRAND), raw=True)
-    else:
+    elif isinstance(renderer, TerminalRenderer):  # no handle: not a notebook
         renderer.out.write(printable(text) + "\n")
 
 

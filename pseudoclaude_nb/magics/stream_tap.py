@@ -10,8 +10,13 @@ it (a terminal, another kernel) is teed as before (``magics.notebook``).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Iterator
 from typing import Any
+
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
 
 
 def can_tap(stream: Any) -> bool:
@@ -33,15 +38,15 @@ class StreamTap:
                 try:
                     self._sink(data)
                 except Exception:  # noqa: BLE001 - recording must never stop the user's output
-                    pass
+                    _log.debug("the cell recorder could not copy a stream batch", exc_info=True)
             yield parent, data
 
     def flush(self) -> None:
         """Send what the stream holds now (so the cell's record has all of it)."""
         try:
             self.stream.flush()
-        except Exception:  # noqa: BLE001
-            pass
+        except Exception:  # noqa: BLE001 - a flush for the record must never break the cell
+            _log.debug("the stream could not be flushed for the cell's record", exc_info=True)
 
     def remove(self) -> None:
         if vars(self.stream).get("_flush_buffers") == self._flush_buffers:

@@ -36,7 +36,7 @@ try:
     from mcp.shared.message import SessionMessage
     from mcp_types import ErrorData, JSONRPCError
 except ImportError:  # another SDK: its own transport, unbounded
-    _parse_line = None
+    _parse_line = None  # type: ignore[assignment]  # checked for None before the SDK's transport is used
 
 # A result is capped at 8 MiB of text (tools.MAX_RESULT_BYTES); JSON escaping can make its
 # line several times that, so the line cap is 4x: past it nothing can be a result we keep.

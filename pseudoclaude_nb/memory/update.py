@@ -14,6 +14,7 @@ from __future__ import annotations
 import collections
 import datetime as dt
 import json
+import logging
 import re
 import threading
 from collections.abc import Callable, Iterable
@@ -28,6 +29,10 @@ from .operations import Operation, parse_operations, validate_operations
 from .store import (
     Topic,
 )
+
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
 
 Policy = Literal["explicit", "auto", "off"]
 Note = Callable[[str, str], None]  # (text, level "info" | "warning")
@@ -273,5 +278,5 @@ def _tell(note: Note | None, report: UpdateReport) -> None:
         return
     try:
         note(report.summary(), "warning" if report.error or report.ignored else "info")
-    except Exception:  # noqa: BLE001, S110 - the session may be closed by now; the report stays
-        pass
+    except Exception:  # noqa: BLE001 - the session may be closed by now; the report stays for %memory
+        _log.debug("a memory update's report could not be said", exc_info=True)

@@ -126,7 +126,7 @@ def _type_name(obj: Any) -> str:
     return qual if module in ("builtins", "__main__") else f"{module}.{qual}"
 
 
-def _builtin_base(kind: type) -> type | None:
+def _builtin_base(kind: type) -> type[Any] | None:
     """The builtin container ``kind`` is or derives from: its methods, not the subclass's, are used."""
     return next((b for b in kind.__mro__ if b in _BUILTIN_CONTAINERS), None)
 
@@ -220,7 +220,7 @@ def _repr(obj: Any) -> str:
     return repr(obj)
 
 
-def _plain(obj: Any, base: type) -> Any:
+def _plain(obj: Any, base: type[Any]) -> Any:
     """The first items of a builtin subclass's value as the builtin itself, its overrides unused."""
     many = max(_reprlib.maxlist, _reprlib.maxdict) + 1  # one more than shown: reprlib adds "…"
     if base is dict:

@@ -10,9 +10,14 @@ again. ``close_all`` runs when the extension is unloaded and at interpreter exit
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 from collections.abc import Callable, Hashable
 from typing import Any
+
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
 
 _CLIENTS: dict[Hashable, Any] = {}
 _LOCK = threading.Lock()
@@ -41,7 +46,7 @@ def close_all() -> None:
         try:
             client.close()
         except Exception:  # noqa: BLE001 - closing must not fail an unload
-            pass
+            _log.debug("a kept HTTP client could not be closed", exc_info=True)
 
 
 def count() -> int:

@@ -87,12 +87,12 @@ def _turn(group: list[Message], loop_start: set[str], images: ImageParts | None)
     for m in group:
         parts, notes = images(m) if images is not None and m.parts else ([], [])
         if m.tool_result is not None:
-            r = m.tool_result
-            content = f"Error: {r.content}" if r.is_error else r.content
+            result = m.tool_result
+            content = f"Error: {result.content}" if result.is_error else result.content
             content = "\n".join([content, *notes])
-            out.append({"role": "tool", "tool_call_id": r.call_id, "content": content})
+            out.append({"role": "tool", "tool_call_id": result.call_id, "content": content})
             if parts:
-                pictures.append({"type": "text", "text": f"Images shown by tool call {r.call_id}:"})
+                pictures.append({"type": "text", "text": f"Images shown by tool call {result.call_id}:"})
                 pictures += parts
         else:
             text = "\n".join([m.content, *notes]) if notes else m.content

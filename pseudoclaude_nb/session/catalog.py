@@ -44,13 +44,13 @@ class SessionInfo:
     status: str  # ok | recovered | incomplete, or "open" while a writer holds the lock
     path: Path
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["path"] = str(self.path)
         return data
 
 
-def meta_from_load(result: LoadResult) -> dict:
+def meta_from_load(result: LoadResult) -> dict[str, Any]:
     if result.incomplete:
         status = "incomplete"
     elif result.torn_tail or result.repaired:
@@ -74,7 +74,7 @@ def meta_from_load(result: LoadResult) -> dict:
     }
 
 
-def write_meta(session_dir: Path, result: LoadResult | None = None) -> dict:
+def write_meta(session_dir: Path, result: LoadResult | None = None) -> dict[str, Any]:
     """Write ``session_dir``'s sidecar afresh from its log (``result`` is not needed any more)."""
     return sidecar.refresh(session_dir, {})
 
@@ -266,7 +266,7 @@ def _claimed_activity(root_fd: int, name: str) -> float:
         meta = _read_meta_at(dfd)
         if not sidecar.is_current(meta, st):
             return float("inf")
-        return _time(meta.get("last_activity"))  # type: ignore[union-attr]
+        return _time(meta.get("last_activity"))
     except OSError:
         return float("inf")
     finally:
@@ -325,7 +325,7 @@ def _plain_tree(dfd: int, depth: int = 0) -> bool:
     return True
 
 
-def _read_meta_at(dfd: int) -> dict | None:
+def _read_meta_at(dfd: int) -> dict[str, Any] | None:
     try:
         fd = os.open(META_NAME, _FILE_FLAGS, dir_fd=dfd)
     except OSError:
@@ -379,7 +379,7 @@ def _remove_if_abandoned(folder: Path) -> None:
         shutil.rmtree(folder, ignore_errors=True)  # never follows a link out
 
 
-def _read_meta(path: Path) -> dict | None:
+def _read_meta(path: Path) -> dict[str, Any] | None:
     try:
         meta = json.loads(safeio.read_bytes(path, limit=META_LIMIT))
     except (OSError, ValueError, RecursionError):

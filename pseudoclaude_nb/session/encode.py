@@ -78,8 +78,8 @@ def escape_value(value: Any) -> tuple[Any, int]:
     lists (JSON's shapes). A loop, not recursion: tool-call arguments can be thousands of
     levels deep (README "Deep JSON never reaches a recursion limit")."""
     if isinstance(value, str):
-        text, changed = escape_surrogates(value)
-        return text, int(changed)
+        text, escaped = escape_surrogates(value)
+        return text, int(escaped)
     if not isinstance(value, (dict, list, tuple)):
         return value, 0
     changed = 0

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import orjson
 from pydantic import ValidationError
@@ -127,7 +127,8 @@ def apply_pin(pins: dict[str, Pin], raw: dict[str, Any]) -> None:
     """
     kind = raw.get("type")
     if kind == "pin":
-        pid, text, ts = raw.get("id"), raw.get("text"), raw.get("ts")
+        pid, text = raw.get("id"), raw.get("text")
+        ts: Any = raw.get("ts")  # a number only when its type says so, below
         if type(pid) is str and type(text) is str and pid not in pins:
             pins[pid] = Pin(pid, text, float(ts) if type(ts) in (int, float) else 0.0)
     elif kind == "unpin" and type(raw.get("pin")) is str:
@@ -203,7 +204,7 @@ class MessageEntry:
 
     @property
     def id(self) -> str:
-        return self.raw["id"]
+        return cast(str, self.raw["id"])  # a message's id is a string, as parse_entry admitted it
 
     @property
     def ts(self) -> Any:

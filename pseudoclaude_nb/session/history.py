@@ -30,6 +30,7 @@ is rebuilt from the logs, with one notice (``history_file``).
 
 from __future__ import annotations
 
+import logging
 import os
 import sqlite3
 import threading
@@ -37,7 +38,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
 from ..conversation import Hooks
 from ..errors import SessionError
@@ -60,10 +61,16 @@ from .history_indexer import Indexer, orphans
 from .history_query import Hit, match
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
+
 INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
 BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
 TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
+
+T = TypeVar("T")  # what a function run on the index connection returns
 
 # Called during a rebuild with (log bytes done, log bytes in all); the magic draws it.
 ProgressCallback = Callable[[int, int], None]
@@ -206,7 +213,7 @@ class HistoryIndex:
                     try:
                         progress(min(done[0], total), total)
                     except Exception:  # noqa: BLE001 - a display problem must not stop the rebuild
-                        pass
+                        _log.debug("the rebuild's progress could not be drawn", exc_info=True)
 
             if progress is not None:
                 advance(0)
@@ -271,16 +278,18 @@ class HistoryIndex:
         """Rows in the index, of one session or of all."""
         self.flush()
         if session_id is None:
-            return self._run(lambda con: con.execute("SELECT count(*) FROM docs").fetchone()[0])
+            return self._run(lambda con: int(con.execute("SELECT count(*) FROM docs").fetchone()[0]))
         return self._run(
-            lambda con: con.execute(
-                "SELECT count(*) FROM docs JOIN logs USING (sid) WHERE session_id = ?", (session_id,)
-            ).fetchone()[0]
+            lambda con: int(
+                con.execute(
+                    "SELECT count(*) FROM docs JOIN logs USING (sid) WHERE session_id = ?", (session_id,)
+                ).fetchone()[0]
+            )
         )
 
     # --- the connection, and recovering from a broken file ---------------------------------------
 
-    def _run(self, fn: Callable[[sqlite3.Connection], Any]) -> Any:
+    def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` on a healthy connection; a corrupt file is deleted, rebuilt and ``fn`` retried once."""
         with self._lock:
             if self.disabled:
@@ -415,8 +424,8 @@ class HistoryIndex:
             try:
                 self.on_notice(text)
                 return
-            except Exception:  # noqa: BLE001 - a display problem must not break indexing
-                pass
+            except Exception:  # noqa: BLE001 - a display problem must not break indexing; kept below
+                _log.debug("a history notice could not be said; it is kept for the next magic", exc_info=True)
         self.notices.append(text)
 
     # --- tailing every log -------------------------------------------------------------------------

@@ -20,6 +20,7 @@ import queue
 import sqlite3
 import threading
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -104,25 +105,25 @@ class Chunk:
     """Rows of one or more logs, for one statement per table."""
 
     def __init__(self) -> None:
-        self.docs: list[tuple] = []
+        self.docs: list[tuple[Any, ...]] = []
         self.texts: list[tuple[int, str]] = []
         self.skip_rows: list[tuple[int, str]] = []
-        self.logs: list[tuple] = []  # rows of ``logs``, inserted after the rows they cover
+        self.logs: list[tuple[Any, ...]] = []  # rows of ``logs``, inserted after the rows they cover
         self.rows = 0
         self.bytes = 0
 
-    def add(self, taken: tuple, nbytes: int) -> None:
+    def add(self, taken: tuple[Any, ...], nbytes: int) -> None:
         docs, texts, skip_rows, _words = taken
         self.docs += docs
         self.texts += texts
         self.skip_rows += skip_rows
         self.bytes += nbytes
 
-    def done(self, json: bool) -> tuple:
+    def done(self, json: bool) -> tuple[Any, ...]:
         """What the inserting thread is handed: the packed rows, the ``logs`` rows, rows and bytes."""
         return (*self.pack(json), self.logs, self.rows, self.bytes)
 
-    def pack(self, json: bool) -> tuple:
+    def pack(self, json: bool) -> tuple[Any, ...]:
         """What ``write`` inserts: the rows as JSON text (made here, in the reader thread)."""
         if json and self.texts:
             ids = [rid for rid, _ in self.texts]
@@ -147,7 +148,7 @@ class Chunk:
         return ("rows", (self.docs, self.texts, self.skip_rows, set()))
 
 
-def write(con: sqlite3.Connection, packed: tuple) -> None:
+def write(con: sqlite3.Connection, packed: tuple[Any, ...]) -> None:
     if packed[0] == "rows":
         tailing.write(con, packed[1])
         return
@@ -173,7 +174,7 @@ def build(con: sqlite3.Connection, sessions: list[tuple[str, Path]], progress: P
         except OSError:
             pass
     chunk_bytes = min(CHUNK_BYTES, max(MIN_CHUNK_BYTES, total // 12))
-    batches: queue.Queue = queue.Queue(maxsize=2)
+    batches: queue.Queue[Any] = queue.Queue(maxsize=2)
     stop = threading.Event()
 
     def read() -> None:

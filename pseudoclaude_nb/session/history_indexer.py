@@ -18,6 +18,7 @@ import sqlite3
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, BinaryIO, Literal, cast, overload
 
 from . import safeio
 from .entries import MessageEntry, SpillEntry, parse_line
@@ -106,6 +107,10 @@ class Indexer:
 
     # --- sessions ---------------------------------------------------------------------------
 
+    @overload
+    def sid(self, con: sqlite3.Connection, session_id: str, create: Literal[True] = True) -> int: ...
+    @overload
+    def sid(self, con: sqlite3.Connection, session_id: str, create: bool) -> int | None: ...
     def sid(self, con: sqlite3.Connection, session_id: str, create: bool = True) -> int | None:
         sid = self._sids.get(session_id)
         if sid is None:
@@ -116,7 +121,7 @@ class Indexer:
                 cur = con.execute(
                     "INSERT INTO logs(session_id, offset, head) VALUES (?, 0, '')", (session_id,)
                 )
-                sid = cur.lastrowid
+                sid = cast(int, cur.lastrowid)  # the row the INSERT just made
             else:
                 sid = row[0]
             self._sids[session_id] = sid
@@ -179,7 +184,7 @@ class Indexer:
         offset, head = row
         try:
             with os.fdopen(safeio.open_file(folder / LOG_NAME), "rb") as f:
-                return os.fstat(f.fileno()).st_size >= offset and (offset == 0 or head_of(f, offset) == head)
+                return bool(os.fstat(f.fileno()).st_size >= offset and (offset == 0 or head_of(f, offset) == head))
         except OSError:
             return False
 
@@ -309,7 +314,7 @@ class Batch:
         self.sid, self.folder, self.vocabulary = sid, folder, vocabulary
         self.uuids, self.skips = uuids, skips
         self.next_id = next_id
-        self.docs: list[tuple] = []
+        self.docs: list[tuple[Any, ...]] = []
         self.texts: list[tuple[int, str]] = []
         self.skip_rows: list[tuple[int, str]] = []
         self.words: set[bytes] = set()
@@ -317,8 +322,17 @@ class Batch:
         self.bytes = 0
 
     def _add(
-        self, kind: int, part: int, off: int, length: int, text: str, line=None, src=None, slen=None, uh=None
-    ):
+        self,
+        kind: int,
+        part: int,
+        off: int,
+        length: int,
+        text: str,
+        line: int | None = None,
+        src: int | None = None,
+        slen: int | None = None,
+        uh: Any = None,
+    ) -> None:
         low, words = indexed(text, vocabulary=self.vocabulary)
         rid = self.next_id
         self.next_id += 1
@@ -369,13 +383,13 @@ class Batch:
             text = decode_chunk(data[off : off + size])
             self._add(KIND["spill"], part, off, size, text, line=line, src=offset, slen=length)
 
-    def take(self) -> tuple[list[tuple], list[tuple[int, str]], list[tuple[int, str]], set[str]]:
+    def take(self) -> tuple[list[tuple[Any, ...]], list[tuple[int, str]], list[tuple[int, str]], set[bytes]]:
         out = (self.docs, self.texts, self.skip_rows, self.words)
         self.docs, self.texts, self.skip_rows, self.words = [], [], [], set()
         return out
 
 
-def write(con: sqlite3.Connection, taken: tuple, known: set[bytes] | None = None) -> None:
+def write(con: sqlite3.Connection, taken: tuple[Any, ...], known: set[bytes] | None = None) -> None:
     """Insert what ``Batch.take`` gave; ``known``: words already in ``terms`` (added to)."""
     docs, texts, skip_rows, words = taken
     if docs:
@@ -421,7 +435,7 @@ def fill_terms(con: sqlite3.Connection) -> int:
     con.execute("DROP TABLE temp.words_vocab")
     con.create_function("pc_gram_text", 1, gram_text, deterministic=True)
     con.execute("INSERT INTO terms_g(rowid, g) SELECT id, pc_gram_text(term) FROM terms")
-    return con.execute("SELECT count(*) FROM terms").fetchone()[0]
+    return int(con.execute("SELECT count(*) FROM terms").fetchone()[0])
 
 
 def add_orphans(con: sqlite3.Connection, n: int) -> None:
@@ -442,7 +456,7 @@ def _next_id(con: sqlite3.Connection) -> int:
     return max(row[0] if row else 0, top or 0) + 1
 
 
-def log_lines(f, offset: int, size: int) -> Iterator[tuple[int, bytes]]:
+def log_lines(f: BinaryIO, offset: int, size: int) -> Iterator[tuple[int, bytes]]:
     """(offset, line without its newline) of every whole line in [offset, size), read in blocks."""
     pos = offset
     carry = b""
@@ -469,9 +483,9 @@ def stamp_text(stamp: tuple[int, int, int]) -> str:
     return f"{stamp[0]}:{stamp[1]}:{stamp[2]}"
 
 
-def _open_log(path: Path):
+def _open_log(path: Path) -> BinaryIO:
     return os.fdopen(safeio.open_file(path), "rb")
 
 
-def head_of(f, offset: int) -> str:
+def head_of(f: BinaryIO, offset: int) -> str:
     return hashlib.sha1(os.pread(f.fileno(), min(offset, HEAD_BYTES), 0)).hexdigest()

@@ -100,7 +100,7 @@ def _find(
     sid: int | None,
     span: tuple[int, int] | None,
     limit: int,
-) -> list[tuple[tuple, str]]:
+) -> list[tuple[tuple[Any, ...], str]]:
     """Rows holding every term, newest first, with their text.
 
     Newest first rather than by a rank: ranking must score every match, where rowid order
@@ -123,7 +123,7 @@ def _find(
             f"WHERE words MATCH ?{in_span}{in_sid} ORDER BY words.rowid DESC"
         )
         cursor = con.execute(sql, (expr, *(span or ()), *args))
-    out: list[tuple[tuple, str]] = []
+    out: list[tuple[tuple[Any, ...], str]] = []
     try:
         for row in cursor:
             text = reader.text(row)
@@ -234,7 +234,7 @@ def _words(con: sqlite3.Connection, fragment: str, mode: str) -> list[str] | Non
     return found
 
 
-def _hit(reader: RowReader, row: tuple, text: str, session_id: str, terms: list[str]) -> Hit:
+def _hit(reader: RowReader, row: tuple[Any, ...], text: str, session_id: str, terms: list[str]) -> Hit:
     info = reader.describe(row, session_id, text)
     found = None
     for term in terms:

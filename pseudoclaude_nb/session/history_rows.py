@@ -190,7 +190,7 @@ class RowReader:
                 self._lines.pop(next(iter(self._lines)))
         return self._lines[key]
 
-    def text(self, row: tuple) -> str | None:
+    def text(self, row: tuple[Any, ...]) -> str | None:
         """The text of a row ``(id, sid, kind, part, off, len, line, src, slen)``; None if unreadable."""
         _, sid, kind, part, off, length, _line, src, slen = row
         if kind == KIND["spill"]:
@@ -209,7 +209,7 @@ class RowReader:
                 return p.text
         return None
 
-    def describe(self, row: tuple, session_id: str, text: str) -> RowText:
+    def describe(self, row: tuple[Any, ...], session_id: str, text: str) -> RowText:
         """Everything a hit says about a row whose text was read."""
         _, sid, kind, part, off, length, line, src, slen = row
         if kind == KIND["spill"]:

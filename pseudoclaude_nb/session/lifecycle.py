@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..errors import SessionError, SessionLockedError, SessionNotFoundError
 from . import safeio
@@ -222,7 +223,7 @@ def _trashed(path: Path) -> TrashedSession:
     )
 
 
-def _read_json(path: Path) -> dict:
+def _read_json(path: Path) -> dict[str, Any]:
     try:
         data = json.loads(safeio.read_bytes(path, limit=1 << 20))
     except (OSError, ValueError, RecursionError):

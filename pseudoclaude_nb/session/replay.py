@@ -13,7 +13,7 @@ from array import array
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import orjson
 
@@ -135,7 +135,7 @@ class _Pending:
     line: int
     offset: int
     messages: list[Any] = field(default_factory=list)
-    spots: array = field(default_factory=lambda: array("q"))
+    spots: array[int] = field(default_factory=lambda: array("q"))
 
 
 Reread = Callable[[int, int], bytes]
@@ -283,6 +283,7 @@ def replay_stream(
                 continue
             cls = type(entry)
             if cls is MessageEntry:
+                entry = cast(MessageEntry, entry)  # what `cls is` says (mypy does not narrow by it)
                 # A plainly valid entry becomes a Message only if it is in the final state.
                 physical += 1
                 model = obj.get("model")
@@ -338,14 +339,15 @@ def replay_stream(
     return commits
 
 
-def _messages(state: list[MessageEntry | None], spots: array, reread: Reread) -> list[Message]:
+def _messages(state: list[MessageEntry | None], spots: array[int], reread: Reread) -> list[Message]:
     """The state's messages, each entry dropped as its message is made (a line held by offset is read back)."""
     out = []
     for i, entry in enumerate(state):
         if entry is None:
             obj = orjson.loads(reread(spots[2 * i], spots[2 * i + 1]))
-            entry = parse_entry(obj)  # type: ignore[assignment] - it was a valid message when first read
-            assert isinstance(entry, MessageEntry)
+            parsed = parse_entry(obj)
+            assert isinstance(parsed, MessageEntry)  # it was a valid message when first read
+            entry = parsed
         state[i] = None
         out.append(entry.message)
     return out

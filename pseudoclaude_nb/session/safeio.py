@@ -72,6 +72,7 @@ def open_dir(path: str | os.PathLike[str], *, create: bool = False, mode: int = 
     """
     path = Path(os.path.abspath(path))
     root = trusted_root(path) if path != Path(os.path.abspath(_home())) else path
+    rest: tuple[str, ...]
     if path == root or not path.is_relative_to(root):
         root, rest = path, ()
     else:

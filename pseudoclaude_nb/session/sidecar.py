@@ -33,10 +33,11 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 import orjson
 
+from ..messages import Message
 from . import safeio
 from .entries import PIN_TYPES, TORN_NOTE, MessageEntry, Pin, apply_pin, plainly_valid, valid_message
 from .paths import LOG_NAME, META_NAME
@@ -247,7 +248,7 @@ class Replay:
             s["physical"] += 1
             self._model(entry)
             if not s["title"]:
-                s["title"] = MessageEntry(entry, None if msg is entry else msg).title()
+                s["title"] = MessageEntry(entry, msg if isinstance(msg, Message) else None).title()
             rid = entry.get("replace_id")
             if rid is None:
                 _add(s["acc"], msg)
@@ -355,7 +356,7 @@ def read_meta(session_dir: Path) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
-def is_current(meta: dict[str, Any] | None, st: os.stat_result) -> bool:
+def is_current(meta: dict[str, Any] | None, st: os.stat_result) -> TypeGuard[dict[str, Any]]:
     """Whether ``meta`` describes the log whose ``stat`` is ``st``, without reading the log.
 
     The size alone is not enough: a log rewritten under the same name (an import, a hand
@@ -424,7 +425,7 @@ def refresh(session_dir: Path, meta: dict[str, Any] | None = None, *, fsync: boo
         st = os.fstat(fd)
         size = st.st_size
         if is_current(meta, st):
-            return meta  # type: ignore[return-value]
+            return meta
         replay = _resumed(fd, meta, size)
         resumed = bool(replay.offset) or replay.state != new_state()
         try:

@@ -14,6 +14,7 @@ import os
 import threading
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from ..cost import Spend
 from ..messages import Usage
@@ -42,7 +43,7 @@ CHUNK = 8 << 20
 _LOCK = threading.Lock()
 
 
-def usage_of(raw: dict) -> Usage:
+def usage_of(raw: dict[str, Any]) -> Usage:
     """A usage entry's counts; a missing or malformed count is 0 (a log of another version)."""
     counts = {}
     for key in _COUNTS:

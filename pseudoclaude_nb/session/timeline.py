@@ -21,7 +21,7 @@ from array import array
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import overload
+from typing import Any, overload
 
 from ..errors import SessionError
 from . import safeio, sidecar, timeline_index
@@ -83,8 +83,8 @@ class Timeline:
     effective_messages: int
     problems: list[str]
     effective_from: int  # byte offset where the effective window begins
-    offsets: array = field(default_factory=lambda: array("Q"))  # each entry's first byte
-    lines: array = field(default_factory=lambda: array("Q"))  # each entry's 1-based line
+    offsets: array[int] = field(default_factory=lambda: array("Q"))  # each entry's first byte
+    lines: array[int] = field(default_factory=lambda: array("Q"))  # each entry's 1-based line
     kinds: bytearray = field(default_factory=bytearray)  # each entry's kind (index into KINDS)
     usage: list[tuple[int, int]] = field(default_factory=list)  # (entry index, tokens)
     reasons: dict[int, str] = field(default_factory=dict)  # entry index -> replace reason
@@ -191,26 +191,28 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
     return t
 
 
-def keep_index(session_dir: Path, meta: dict) -> None:
+def keep_index(session_dir: Path, meta: dict[str, Any]) -> str | None:
     """Bring the log's ``timeline.idx`` up to the sidecar's offset when the log has grown 4 MB
-    or 5 % since (the session writer's ``settle_meta``: a run's end, close); never raises."""
+    or 5 % since (the session writer's ``settle_meta``: a run's end, close); never raises:
+    what went wrong is returned, for the writer's notices (None when all is well)."""
     trusted = _trusted(meta)
     have = timeline_index.covered(session_dir)
     if have > trusted:
         have = 0  # another log's, or a log cut since: built anew
     if trusted - have < max(timeline_index.MIN_BYTES, have // 20):
-        return  # a build reads that much in a few hundredths of a second
+        return None  # a build reads that much in a few hundredths of a second
     file = Path(session_dir) / LOG_NAME
     try:
         with os.fdopen(safeio.open_file(file), "rb") as f:
             t = _timeline(file, meta)
             scan, _, _ = _scan(t, f.fileno(), meta, stop=trusted)
             _keep(Path(session_dir), f.fileno(), t, scan, meta)
-    except Exception:  # noqa: BLE001 - derived: the next build scans what the index does not cover
-        pass
+    except Exception as exc:  # noqa: BLE001 - derived: the next build scans what the index does not cover
+        return f"the timeline index of session {Path(session_dir).name} was not kept: {type(exc).__name__}: {exc}"
+    return None
 
 
-def _timeline(file: Path, meta: dict) -> Timeline:
+def _timeline(file: Path, meta: dict[str, Any]) -> Timeline:
     return Timeline(
         session_id=file.parent.name,
         path=file,
@@ -220,13 +222,13 @@ def _timeline(file: Path, meta: dict) -> Timeline:
     )
 
 
-def _trusted(meta: dict) -> int:
+def _trusted(meta: dict[str, Any]) -> int:
     """How far the sidecar's replay read: every line before is readable but those it lists."""
     replayed = meta.get("offset")
     return replayed if type(replayed) is int and replayed > 0 else 0
 
 
-def _scan(t: Timeline, fd: int, meta: dict, *, stop: int | None = None) -> tuple[Scanner, float, float]:
+def _scan(t: Timeline, fd: int, meta: dict[str, Any], *, stop: int | None = None) -> tuple[Scanner, float, float]:
     """Fill ``t`` from the log open as ``fd`` (up to ``stop``), from its index first when it has
     a good one (``t.indexed_bytes``): the scanner, and the seconds spent reading the index and the log."""
     clock = time.perf_counter
@@ -262,7 +264,7 @@ def _scan(t: Timeline, fd: int, meta: dict, *, stop: int | None = None) -> tuple
     return scan, index_s, read_s
 
 
-def _keep(folder: Path, fd: int, t: Timeline, scan: Scanner, meta: dict) -> None:
+def _keep(folder: Path, fd: int, t: Timeline, scan: Scanner, meta: dict[str, Any]) -> None:
     """Save what the scan found in the bytes the sidecar's replay read (before ``finish``)."""
     trusted = _trusted(meta)
     state = meta.get("replay")

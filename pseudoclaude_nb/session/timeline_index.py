@@ -40,8 +40,8 @@ LIMIT = 1 << 31  # an index bigger than this is not read
 class Saved:
     covered: int  # the log bytes the entries cover (the end of a whole line)
     next_line: int  # the number of the line that starts at ``covered``
-    offsets: array = field(default_factory=lambda: array("Q"))
-    lines: array = field(default_factory=lambda: array("Q"))
+    offsets: array[int] = field(default_factory=lambda: array("Q"))
+    lines: array[int] = field(default_factory=lambda: array("Q"))
     kinds: bytearray = field(default_factory=bytearray)
     usage: list[tuple[int, int]] = field(default_factory=list)
     reasons: dict[int, str] = field(default_factory=dict)
@@ -61,7 +61,7 @@ def covered(session_dir: Path) -> int:
         os.close(fd)
     if len(head) < _HEADER.size or not head.startswith(_MAGIC):
         return 0
-    return _HEADER.unpack(head)[1]
+    return int(_HEADER.unpack(head)[1])
 
 
 def save(session_dir: Path, fd: int, saved: Saved) -> bool:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from types import SimpleNamespace
+from typing import Any
 
 from ..textsafe import printable
 from .entries import (
@@ -79,7 +80,7 @@ def _count(value: object) -> int:
     return int(value) if 0 <= value < 2**53 else 0
 
 
-def _detail(e: dict) -> str:
+def _detail(e: dict[str, Any]) -> str:
     try:
         return json.dumps(e, ensure_ascii=False, indent=1)
     except (RecursionError, ValueError):
@@ -94,7 +95,7 @@ class _Plain:
     parts = ()
     notebook = None
 
-    def __init__(self, raw: dict) -> None:
+    def __init__(self, raw: dict[str, Any]) -> None:
         self.role = raw["role"]
         self.content = self.prompt_text = raw.get("content", "")
         result = raw.get("tool_result")
@@ -152,7 +153,7 @@ def entry_item(lineno: int, entry: Entry, effective: bool, *, with_detail: bool 
     return Item(lineno, str(kind or "unknown"), f"{kind} entry", detail, effective)
 
 
-def usage_tokens(e: dict) -> int:
+def usage_tokens(e: dict[str, Any]) -> int:
     """A usage entry's prompt total plus output, each count read within sense (``_count``)."""
     total = 0
     for key in _TOKEN_KEYS:

@@ -81,7 +81,7 @@ _LASTING = re.compile(
 )
 
 
-def _plus(values: array, base: int) -> bytes:
+def _plus(values: array[int], base: int) -> bytes:
     """The machine bytes of ``values`` (an array of "Q") each plus ``base``, added at once (no carry
     crosses an item: offsets stay far below 2**64)."""
     if not base:
@@ -168,7 +168,7 @@ class Scanner:
         key = int.from_bytes(heads.translate(_TIMES4), "big") + int.from_bytes(combos[1:].translate(ending_of), "big")
         codes = bytearray(key.to_bytes(n, "big").translate(_KIND))
         if _CALL in codes:  # the list of calls is the calls' key: found before the ending
-            pick = codes.translate(_ONLY[_CALL])
+            pick: bytes | bytearray = codes.translate(_ONLY[_CALL])
             first = list(compress(starts, pick))
             found = bytes(map(le, first, map(data.rfind, repeat(_CALLS), first, compress(after, pick))))
             codes = codes.replace(b"\xfd", b"\x02")
@@ -185,7 +185,7 @@ class Scanner:
             codes[at] = self._look(data, starts[at], after[at] - 1, heads[at], at, extra)
             at = codes.find(_LOOK, at + 1)
         index = len(t.offsets)
-        lines = range(self.line, self.line + n)
+        lines: range | list[int] = range(self.line, self.line + n)
         self.line += n
         if _BLANK in codes:  # rare: blank lines are no entries
             keep = bytes(c != _BLANK for c in codes)
@@ -197,7 +197,7 @@ class Scanner:
         t.offsets.frombytes(_plus(starts, base))
         t.lines.extend(lines)
         t.kinds += codes
-        usage: list[tuple[int, int]] | zip = []
+        usage: list[tuple[int, int]] | zip[Any] = []
         if 5 in heads:
             pick = heads.translate(_ONLY[5])
             usage = zip(compress(range(index, index + len(codes)), pick), self._tokens(data, starts, after, pick), strict=True)
@@ -214,7 +214,7 @@ class Scanner:
         return pos
 
     @staticmethod
-    def _tokens(data: bytearray, starts: array, after: array, pick: bytes) -> list[int]:
+    def _tokens(data: bytearray, starts: array[int], after: array[int], pick: bytes) -> list[int]:
         """The prompt total plus output of each usage line ``pick`` marks."""
         first, last = list(compress(starts, pick)), list(compress(after, pick))
         counts = _COUNTS.findall(b"".join(map(data.__getitem__, map(slice, first, last))))

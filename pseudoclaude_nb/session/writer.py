@@ -83,6 +83,7 @@ class SessionWriter:
         self._unsynced = 0  # bytes written since meta.json was last brought up to date
         self._meta_lock = threading.Lock()  # one sidecar update at a time
         self._meta_thread: threading.Thread | None = None
+        self._notices: list[str] = []  # derived data that could not be kept (``take_notices``)
         self._marker_fields: dict[str, Any] = {}  # see ``marking``
         # A session folder with a link, a special file or a hard-linked file anywhere in it
         # is never written: its writes could land outside the workspace (safeio).
@@ -135,9 +136,9 @@ class SessionWriter:
 
     def close(self) -> None:
         self.detach()
-        if getattr(self, "_fd", None) is not None:
+        if (fd := getattr(self, "_fd", None)) is not None:
             self.settle_meta()
-            os.close(self._fd)
+            os.close(fd)
             self._fd = None
         self._release_lock()
 
@@ -215,7 +216,9 @@ class SessionWriter:
         meta = self.sync_meta() if self._unsynced else sidecar.read_meta(self.dir)
         if meta is not None:
             with self._meta_lock:  # the index's header says whether it is due: nothing set per append
-                timeline.keep_index(self.dir, meta)  # never raises: derived
+                problem = timeline.keep_index(self.dir, meta)  # never raises: derived
+            if problem is not None:
+                self._notices.append(problem)
 
     def sync_meta(self) -> dict[str, Any] | None:
         """Bring ``meta.json`` up to date: it reads only what was written since it was last current.
@@ -227,8 +230,18 @@ class SessionWriter:
         with self._meta_lock:
             try:
                 return sidecar.refresh(self.dir, fsync=False)
-            except Exception:  # noqa: BLE001 - the sidecar is derived; the log is what counts
+            except Exception as exc:  # noqa: BLE001 - the sidecar is derived; the log is what counts
+                self._notices.append(
+                    f"the sidecar meta.json of session {self.id} was not updated: {type(exc).__name__}: "
+                    f"{exc} (the log is intact; a reader rebuilds the sidecar from it)"
+                )
                 return None
+
+    def take_notices(self) -> list[str]:
+        """What derived data (the sidecar, the timeline index) could not be kept since last asked,
+        each once; the agent says them at the run's end, so a bug there is not silent."""
+        notices, self._notices = list(dict.fromkeys(self._notices)), []
+        return notices
 
     # --- other entries ---------------------------------------------------------------------
 
@@ -423,6 +436,7 @@ class SessionWriter:
     def _mend_torn_tail(self) -> None:
         mending = self._mending()
         if mending:
+            assert self._fd is not None  # called just after the log was opened
             os.write(self._fd, mending)
             if self.fsync:
                 os.fsync(self._fd)

@@ -58,7 +58,8 @@ def read_cells(host: NotebookHost, start: int | None, end: int | None) -> str:
     if len(records) > MAX_CELLS:
         note = f"(showing the last {MAX_CELLS} of {len(records)} cells in that range)\n"
         records = records[-MAX_CELLS:]
-    parts, size = [], 0
+    parts: list[str] = []
+    size = 0
     for record in reversed(records):
         text = record.render(limit=PER_CELL_BYTES)
         if size + len(text) > READ_CELLS_BYTES and parts:

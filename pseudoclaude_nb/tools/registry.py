@@ -18,7 +18,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -167,10 +167,10 @@ class Permissions:
     each cell it executes.
     """
 
-    def __init__(self, mode: PermissionMode = "ask", ask: Callable[[str], str] | None = None) -> None:
+    def __init__(self, mode: str = "ask", ask: Callable[[str], str] | None = None) -> None:
         if mode not in PERMISSION_MODES:
             raise ConfigError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
-        self.mode: PermissionMode = mode
+        self.mode: PermissionMode = cast(PermissionMode, mode)  # one of PERMISSION_MODES, checked above
         self._ask = ask
         self.always_allowed: set[str] = set()
         self.waited = 0.0  # seconds spent waiting for answers: the user's time, not the tool's
@@ -304,7 +304,8 @@ class ToolRegistry:
             )
         images: tuple[tuple[bytes, str], ...] = ()
         if isinstance(content, ToolOutput):
-            content, images = content.text, content.images
+            images = content.images
+            content = content.text
         result = ToolResult(call_id=call.id, content=escaped_text(content) if content else "(no output)")
         return result.with_images(images) if images else result
 

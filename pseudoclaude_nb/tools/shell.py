@@ -186,7 +186,7 @@ def kill_leftovers(proc: subprocess.Popen[bytes], token: str) -> int:
 def _marked_pids(mark: bytes) -> list[int]:
     """Live processes whose environment holds ``mark`` (Linux ``/proc``; elsewhere none are found)."""
     me = os.getpid()
-    out = []
+    out: list[int] = []
     try:
         names = os.listdir("/proc")
     except OSError:

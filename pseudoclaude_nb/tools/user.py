@@ -107,7 +107,7 @@ class UserTool:
 
 # --- a repr that stops at a limit -------------------------------------------------------------
 
-_CONTAINERS = {
+_CONTAINERS: dict[type, tuple[str, str]] = {
     list: ("[", "]"),
     tuple: ("(", ")"),
     set: ("{", "}"),
@@ -149,7 +149,7 @@ def _repr_pieces(value: Any, limit: int) -> Iterator[str]:
     open_ids: set[int] = set()  # containers being walked: a list inside itself is [...]
     stack: list[Iterator[Any]] = [iter((value,))]  # each open container's remaining work
     while stack:
-        item = next(stack[-1], _END)
+        item: Any = next(stack[-1], _END)
         if item is _END:
             stack.pop()
             continue
@@ -237,7 +237,7 @@ class _Close:
 
 
 _COMMA, _COLON = _Text(", "), _Text(": ")
-_EMPTY = {list: "[]", tuple: "()", set: "set()", frozenset: "frozenset()", dict: "{}"}
+_EMPTY: dict[type, str] = {list: "[]", tuple: "()", set: "set()", frozenset: "frozenset()", dict: "{}"}
 _END = object()
 
 
@@ -277,7 +277,7 @@ def make_user_tool(
 ) -> UserTool:
     if not callable(function):
         raise TypeError(f"@tool needs a function, not {type(function).__name__}")
-    tool_name = name or getattr(function, "__name__", "")
+    tool_name = name if name else getattr(function, "__name__", "")
     if not _NAME.match(tool_name):
         raise ValueError(
             f"tool name {tool_name!r} must be letters, digits, '_' or '-' (at most 64); pass name=..."

@@ -11,9 +11,14 @@ The saved notebook then holds HTML and text, no widget state to find.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from IPython.display import display
+
+# A failure that must not reach the user's output is logged at debug, with its traceback:
+# logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
+_log = logging.getLogger(__name__)
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
@@ -53,7 +58,7 @@ def settle_all(*_: Any) -> None:
             handle.update(static_bundle(widget._repr_mimebundle_()), raw=True)
             close_tree(widget)
         except Exception:  # noqa: BLE001 - a widget that cannot render stays as it was
-            pass
+            _log.debug("a widget could not be settled into its static rendering", exc_info=True)
 
 
 class Settles:

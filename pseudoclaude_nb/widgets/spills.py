@@ -10,6 +10,7 @@ from typing import Any
 
 import ipywidgets
 
+from ..errors import UnsafePathError
 from ..session import images, safeio
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
@@ -36,7 +37,7 @@ def spill_path(session_dir: Path, rel: object) -> Path | None:
 
 def _read_head(path: Path | None, size: int) -> bytes:
     if path is None:
-        raise safeio.UnsafePathError("the log names a file outside this session's tool-results/")
+        raise UnsafePathError("the log names a file outside this session's tool-results/")
     fd = safeio.open_file(path)  # no link followed, regular files only
     try:
         return os.read(fd, size)

@@ -23,8 +23,8 @@ from typing import Any
 
 import ipywidgets
 
-from ..session.timeline import Item, Timeline
-from ..session.timeline_items import KINDS
+from ..session.timeline import Timeline
+from ..session.timeline_items import KINDS, Item
 from ..textsafe import printable
 from .settle import Settles
 from .steps import StepScrubber
@@ -160,7 +160,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + curve_h}" font-size="10" '
             f'text-anchor="end" {fill(FG1)}>tokens/step</text>'
         )
-    marks: dict[tuple[str, bool], list[str]] = {}  # (kind, effective): the path of its marks
+    kind_paths: dict[tuple[str, bool], list[str]] = {}  # (kind, effective): the path of its marks
     strips: list[str] = []
     w, column = f"{bar:.1f}", f"{span / n:.1f}"
     replace_lines: list[str] = []
@@ -186,7 +186,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         if shown:
             left_x = f"{x(b) - bar / 2:.1f}"
             for r, kind, _count in shown:
-                marks.setdefault((kind, bool(bn.effective)), []).append(
+                kind_paths.setdefault((kind, bool(bn.effective)), []).append(
                     f"M{left_x} {rows_top + r * row_h}h{w}v10h-{w}z"
                 )
             counts = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for _r, kind, count in shown)
@@ -202,7 +202,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
                 f'<circle class="pc-image-mark" cx="{x(b):.1f}" cy="{rows_top - 2}" r="2" {fill(WARN)}>'
                 f"<title>{where}: {bn.images:,} {noun}</title></circle>"
             )
-    for (kind, effective), paths in marks.items():
+    for (kind, effective), paths in kind_paths.items():
         dim = "" if effective else ' fill-opacity="0.35"'
         out.append(f'<path class="pc-item pc-{kind}" fill="{COLORS[kind]}"{dim} d="{"".join(paths)}"/>')
     if replace_lines:  # one group carries the style every marker shares
