@@ -129,3 +129,13 @@ def test_the_compact_set_is_not_advised_when_it_is_on(server, workspace: Path, a
     agent = agent_for(workspace, agents, compact_tools=True)
     summary = agent.run("read data.txt")
     assert "compact_tools" not in str(summary.error) and "a window of at least" in str(summary.error)
+
+
+def test_advice_after_compacting_once_reads_as_one_sentence() -> None:
+    from pseudoclaude_nb.context.limits import FixedPrompt, too_long_advice
+
+    parts = FixedPrompt(system=300, tools=1_400, tool_count=6, notebook=0, conversation=5_300)
+    text = too_long_advice("too long", 4_096, parts, strategy="compact", compactable=True, history=True)
+    assert text.endswith(
+        "Try %compact, or a new session (%sessions new), or the rollover strategy (--strategy rollover)."
+    ), text

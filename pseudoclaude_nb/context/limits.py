@@ -106,9 +106,9 @@ def too_long_advice(
     if compactable:
         advice.append("%compact")
     if history:
-        advice.append("start afresh with %sessions new")
+        advice.append("a new session (%sessions new)")
         if strategy == "compact" and parts.fixed * 2 < window:
-            advice.append("run with --strategy rollover")
+            advice.append("the rollover strategy (--strategy rollover)")
     else:
         advice.append(f"a shorter prompt (it is ~{parts.conversation:,} tokens)")
         if parts.notebook:
