@@ -11,6 +11,7 @@ import os
 import re
 import socket
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,6 +31,8 @@ os.environ["IPYTHONDIR"] = os.path.join(_HOME, ".ipython")
 os.environ["JUPYTER_RUNTIME_DIR"] = os.path.join(_HOME, "jupyter-runtime")
 os.environ["PSEUDOCLAUDE_DEMO_PACE"] = "0"
 os.environ["PSEUDOCLAUDE_STRICT"] = "1"
+
+pytest_plugins = ("pytester",)  # test_scripted_provider runs a test session of its own
 
 _real_connect = socket.socket.connect
 
@@ -52,6 +55,68 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+
+
+# Every scripted provider a test made, for the check after it (pytest_runtest_call below).
+SCRIPTED = pytest.StashKey[list]()
+
+
+@pytest.fixture(autouse=True)
+def _scripted_providers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Collect the scripted providers a test makes (the provider's hook is None otherwise)."""
+    from pseudoclaude_nb.providers import scripted
+
+    request.node.stash[SCRIPTED] = made = []
+    outer, scripted.on_created = scripted.on_created, made.append  # outer: a pytester run's host
+    try:
+        yield
+    finally:
+        scripted.on_created = outer
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """Fail a passing test that left a scripted turn, summary or memory update unasked (a
+    script that runs out fails by itself, with ``ScriptError``), as openai-agents'
+    ``assert_complete`` does.
+
+    Only providers that were asked something count: ``%context`` and ``%compact`` make one to
+    read the window. A test that stops a run early on purpose (an interrupt, a refusal, a
+    breaker) says so with ``@pytest.mark.script_may_remain``.
+    """
+    result = yield  # a failing test raises here, and its own error is the one reported
+    if not item.get_closest_marker("script_may_remain"):
+        assert_scripts_played(item.stash.get(SCRIPTED, []))
+    return result
+
+
+def assert_scripts_played(providers: list) -> None:
+    """``pytest.fail`` naming each script that was asked something but not played to its end.
+
+    A script is counted once however many providers played it: each run reads its script
+    afresh, so a file played by five runs is five providers, and an entry is played if any
+    of them asked for it. The demo's fixed script is the product's, not a test's: not counted.
+    """
+    played: dict[tuple[str, str], dict[str, int]] = {}
+    for p in providers:
+        if p.name == "demo" or not p.requests:  # never asked: made to read the window
+            continue
+        # A file is one script however many runs read it; each inline script is its own.
+        key = (p.source, repr(p.script) if p.source != "<inline script>" else str(id(p)))
+        left = played.setdefault(key, p.unplayed())
+        for field in list(left):
+            left[field] = min(left[field], p.unplayed().get(field, 0))
+    lines = [
+        f"  {source}: " + ", ".join(f"{n} {field}" for field, n in left.items() if n) + " left"
+        for (source, _), left in played.items()
+        if any(left.values())
+    ]
+    if lines:
+        pytest.fail(
+            "script not played to its end (trim it, or mark the test "
+            "@pytest.mark.script_may_remain if it stops early on purpose):\n" + "\n".join(lines),
+            pytrace=False,
+        )
 
 
 @pytest.fixture

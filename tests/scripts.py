@@ -23,6 +23,17 @@ def script(*turns: dict[str, Any], context_window: int = 200_000, **extra: Any) 
     return {"model": "scripted-test", "context_window": context_window, "turns": list(turns), **extra}
 
 
+def save_script(path: Path, *turns: dict[str, Any], **extra: Any) -> Path:
+    """Write ``script(*turns, **extra)`` to ``path`` as JSON; returns the path."""
+    path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
+    return path
+
+
+def write_script(workspace: Path, name: str, *turns: dict[str, Any], **extra: Any) -> str:
+    """Save a script as ``<name>.json`` beside the workspace (not a file the agent sees); its path."""
+    return str(save_script(workspace.parent / f"{name}.json", *turns, **extra))
+
+
 def run_magic(ip: Any, line: str, cell: str | None = None) -> str:
     """Run ``%line`` (or ``%%line`` with ``cell``) in the shell; return what it printed."""
     from IPython.utils.capture import capture_output

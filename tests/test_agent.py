@@ -24,14 +24,8 @@ from pseudoclaude_nb.runner import Notice
 from pseudoclaude_nb.session import SessionWriter, list_sessions, load_session, new_session_dir
 from pseudoclaude_nb.tools.registry import NO_STDIN_REFUSAL
 from tests.scripts import read_log as entries
-from tests.scripts import script, turn
 from tests.scripts import scripted_agent as make_agent
-
-
-def write_script(workspace: Path, name: str, *turns: dict, **extra) -> str:
-    path = workspace.parent / f"{name}.json"  # outside the workspace: not a file the agent sees
-    path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
-    return str(path)
+from tests.scripts import turn, write_script
 
 
 def user_texts(messages) -> list[str]:

@@ -171,7 +171,7 @@ def test_round_trip_into_another_workspace(workspace: Path, tmp_path: Path) -> N
 
 def test_a_session_open_in_a_kernel_can_be_exported(workspace: Path, tmp_path: Path) -> None:
     path = tmp_path / "s.json"
-    path.write_text(json.dumps(script(turn("one"), turn("two"))))
+    path.write_text(json.dumps(script(turn("one"))))
     agent = Agent(PseudoClaude(workspace=str(workspace), provider="scripted", script=str(path)))
     try:
         agent.run("first")

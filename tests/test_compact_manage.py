@@ -538,6 +538,7 @@ def test_compact_retries_dropping_the_oldest_exchanges(make):
     assert [e["ok"] for e in m.of_type("compact")] == [True]
 
 
+@pytest.mark.script_may_remain  # "never asked": the test shows the fourth retry never happens
 def test_compact_gives_up_after_three_retries(make):
     m = make(SMALL)
     for i in range(10):
@@ -557,6 +558,7 @@ def test_compact_gives_up_after_three_retries(make):
     assert m.loaded_equals_conversation()
 
 
+@pytest.mark.script_may_remain  # gives up before the retries run out, as asserted
 def test_compact_gives_up_when_the_head_runs_out(make):
     m = make(SMALL)
     for i in range(3):
@@ -622,6 +624,7 @@ def test_breaker_counts_automatic_failures_only():
     assert not breaker.open and breaker.failures == 0
 
 
+@pytest.mark.script_may_remain  # "never asked": the open breaker skips the fourth summary
 def test_three_automatic_failures_open_the_breaker_visibly(make):
     m = make(SMALL)
     for i in range(10):

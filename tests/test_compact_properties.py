@@ -12,6 +12,7 @@ import itertools
 import tempfile
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -164,6 +165,7 @@ def check(conversation: Conversation, context: ContextManager, spill_bytes: int)
             assert is_preview(msg)
 
 
+@pytest.mark.script_may_remain  # generated: the summaries are a supply for any sequence
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     st.lists(OPERATIONS, min_size=1, max_size=30),

@@ -74,8 +74,8 @@ def test_compact_layer1_spills_results_kept_under_an_older_limit(ip, workspace: 
 
 
 def test_compact_summarizes_and_status_reports_it(ip, workspace: Path) -> None:
-    turns = [turn(f"answer {i} " + "words " * 300) for i in range(6)]
-    path = write(workspace / "s.json", script(*turns, summaries=["## Confirmed requirements\n- six questions"]))
+    answer = turn("answer " + "words " * 300)  # each run plays the script from the top
+    path = write(workspace / "s.json", script(answer, summaries=["## Confirmed requirements\n- six questions"]))
     for i in range(6):
         run(ip, f"agent --provider scripted --script {path} question {i}")  # a fresh provider each run
     ip.run_line_magic("config", "PseudoClaude.recent_tokens = 500")

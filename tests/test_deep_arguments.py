@@ -102,7 +102,7 @@ def test_context_sizes_arguments_5000_levels_deep_held_in_memory(ip, workspace: 
 def test_a_log_an_older_version_wrote_1000_levels_deep_resumes_for_context_and_a_run(
     ip, workspace: Path, tmp_path: Path
 ) -> None:
-    hello = write(tmp_path / "s.json", script(turn("hi"), turn("still here")))
+    hello = write(tmp_path / "s.json", script(turn("hi")))
     run(ip, f"agent --provider scripted --script {hello} hello")
     session = current_agent(ip).session
     sid, log = session.id, session.dir / "conversation.jsonl"

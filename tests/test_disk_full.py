@@ -41,6 +41,7 @@ def log_bytes(session_dir: Path) -> bytes:
 
 
 @pytest.mark.parametrize("leave", [4 << 10, 16 << 10, 64 << 10], ids=["4K", "16K", "64K"])
+@pytest.mark.script_may_remain  # "never": the failed spill stops the run
 def test_a_full_disk_during_a_spill_never_logs_the_raw_body_and_converges(
     small_disk, ip, workspace: Path, tmp_path: Path, leave: int  # noqa: F811
 ) -> None:
@@ -88,6 +89,7 @@ def test_a_full_disk_during_a_spill_never_logs_the_raw_body_and_converges(
     assert not [p for p in (session.dir / "tool-results").iterdir() if p.name.endswith(".tmp")]
 
 
+@pytest.mark.script_may_remain  # "never": the failed spill stops the run
 def test_while_the_disk_stays_full_the_run_goes_on_with_the_stand_in_and_says_so(
     small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
 ) -> None:
@@ -138,6 +140,7 @@ def _long_session(ip, tmp_path: Path, summaries: tuple[str, ...] = ()) -> None:
     run(ip, f"agent --provider scripted --script {first} tell me everything")
 
 
+@pytest.mark.script_may_remain  # "never": the failed replace stops the run
 def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_run_compacts(
     small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
 ) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -11,16 +10,11 @@ from IPython.core.error import UsageError
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.session import list_sessions, load_session
 from tests.scripts import run_magic as run
-from tests.scripts import script, turn
-
-
-def write_script(path: Path, *turns: dict) -> Path:
-    path.write_text(json.dumps(script(*turns)))
-    return path
+from tests.scripts import save_script, turn
 
 
 def test_agent_streams_text_runs_tools_and_ends_with_a_summary_line(ip, workspace: Path) -> None:
-    path = write_script(
+    path = save_script(
         workspace / "s.json",
         turn("Writing the file.", ("write_file", {"path": "hello.txt", "content": "hi\n"})),
         turn("All **done**."),
@@ -36,7 +30,7 @@ def test_agent_streams_text_runs_tools_and_ends_with_a_summary_line(ip, workspac
 
 
 def test_cells_continue_the_session_and_new_starts_another(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("one"))
+    path = save_script(workspace / "s.json", turn("one"))
     run(ip, f"agent --provider scripted --script {path} first")
     first = current_agent(ip).session.id
     run(ip, f"agent --provider scripted --script {path} second")
@@ -50,7 +44,7 @@ def test_cells_continue_the_session_and_new_starts_another(ip, workspace: Path) 
 
 
 def test_cell_magic_uses_the_body_as_prompt(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("ok"))
+    path = save_script(workspace / "s.json", turn("ok"))
     run(ip, f"agent --provider scripted --script {path}", "Refactor utils.py\nand run the tests.")
     first = load_session(current_agent(ip).session.dir).messages[0]
     assert first.content == "Refactor utils.py\nand run the tests."
@@ -77,7 +71,7 @@ def test_user_mistakes_raise_usage_error_with_the_fix(ip, line: str, needle: str
 
 
 def test_script_errors_end_the_run_with_one_clear_line(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("a", ("list_files", {})))
+    path = save_script(workspace / "s.json", turn("a", ("list_files", {})))
     out = run(ip, f"agent --provider scripted --script {path} --mode auto go")
     assert f"error: script {path} ran out" in out
     assert "✗ error · 2 steps" in out
@@ -92,7 +86,7 @@ def test_help_comes_from_the_docstring(ip) -> None:
 
 
 def test_config_settings_apply_to_runs(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("a", ("list_files", {})), turn("b"))
+    path = save_script(workspace / "s.json", turn("a", ("list_files", {})))  # max_steps 1: one turn
     ip.run_line_magic("config", f"PseudoClaude.script = '{path}'")
     ip.run_line_magic("config", "PseudoClaude.provider = 'scripted'")
     ip.run_line_magic("config", "PseudoClaude.max_steps = 1")
@@ -102,7 +96,7 @@ def test_config_settings_apply_to_runs(ip, workspace: Path) -> None:
 
 def test_sessions_list_show_resume_and_new(ip, workspace: Path) -> None:
     assert "no sessions yet" in run(ip, "sessions")
-    path = write_script(workspace / "s.json", turn("fine, thanks"))
+    path = save_script(workspace / "s.json", turn("fine, thanks"))
     run(ip, f"agent --provider scripted --script {path} how are you")
     sid = current_agent(ip).session.id
 
@@ -123,7 +117,7 @@ def test_sessions_list_show_resume_and_new(ip, workspace: Path) -> None:
 
 
 def test_show_reports_recovery_problems(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("hello"))
+    path = save_script(workspace / "s.json", turn("hello"))
     run(ip, f"agent --provider scripted --script {path} hi")
     agent = current_agent(ip)
     sid, log = agent.session.id, agent.session.writer.path
@@ -137,7 +131,7 @@ def test_show_reports_recovery_problems(ip, workspace: Path) -> None:
 
 def test_run_python_tool_runs_in_the_notebook_namespace(ip, workspace: Path) -> None:
     ip.user_ns["numbers"] = [3, 4, 5]
-    path = write_script(
+    path = save_script(
         workspace / "s.json",
         turn("", ("run_python", {"code": "total = sum(numbers)\nprint('printed')\ntotal * 2"})),
         turn("done"),
@@ -149,7 +143,7 @@ def test_run_python_tool_runs_in_the_notebook_namespace(ip, workspace: Path) -> 
 
 
 def test_unload_removes_the_magics_and_releases_the_lock(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("x"))
+    path = save_script(workspace / "s.json", turn("x"))
     run(ip, f"agent --provider scripted --script {path} hi")
     session_dir = current_agent(ip).session.dir
     ip.run_line_magic("unload_ext", "pseudoclaude_nb")
@@ -164,7 +158,7 @@ def test_unload_removes_the_magics_and_releases_the_lock(ip, workspace: Path) ->
 def test_the_prompt_is_sent_as_typed_without_ipython_expansion(ip, workspace: Path) -> None:
     """SPEC §19: no {var} or $var expansion; the model and the log get the words typed."""
     ip.user_ns.update(name="Ada", x=42, price=5)
-    path = write_script(workspace / "s.json", *[turn("ok")] * 3)
+    path = save_script(workspace / "s.json", turn("ok"))  # each run plays it from the top
     typed = ['why does f"{name}" print Ada?', "explain {x} and $price", "a $$ b {{c}}"]
     for line in typed:
         run(ip, f"agent --provider scripted --script {path} {line}")
@@ -174,13 +168,11 @@ def test_the_prompt_is_sent_as_typed_without_ipython_expansion(ip, workspace: Pa
 
 def test_a_run_whose_every_change_was_refused_does_not_end_as_a_success(ip, workspace: Path) -> None:
     """Issue 30 item 5: read-only refuses the write; the end line says so, not "✓ done"."""
-    path = write_script(
+    path = save_script(
         workspace / "s.json",
         turn("Writing.", ("write_file", {"path": "a.txt", "content": "x"})),
         turn("All done."),
-        turn("Writing.", ("write_file", {"path": "a.txt", "content": "x"})),
-        turn("All done."),
-    )
+    )  # each run plays it from the top
     out = run(ip, f"agent --provider scripted --script {path} --mode read-only go")
     assert "■ done, but every change was refused" in out and "· 1 call refused" in out
     assert "✓ done" not in out and not (workspace / "a.txt").exists()

@@ -22,7 +22,7 @@ from pseudoclaude_nb.memory.index import NOTE
 from pseudoclaude_nb.tools.memory import WITHHELD, MemoryReader
 from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as anthropic_wire
-from tests.scripts import run_magic, script, turn
+from tests.scripts import run_magic, turn, write_script
 
 BODY = "BODY-MARKER: run `pnpm install`; npm writes the wrong lock file."
 DESCRIPTION = "DESC-MARKER this project uses pnpm"
@@ -36,11 +36,6 @@ PNPM = {
 }
 READ = ("read_memory", {"name": "package manager", "level": "project"})
 
-
-def write_script(workspace: Path, name: str, *turns: dict, **extra) -> str:
-    path = workspace.parent / f"{name}.json"  # outside the workspace: not a file the agent sees
-    path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
-    return str(path)
 
 
 @pytest.fixture
@@ -140,6 +135,7 @@ def test_context_manifest_reports_the_index_as_its_own_part(workspace: Path, age
 
 
 @pytest.mark.parametrize("how", ["policy off", "--no-memory"])
+@pytest.mark.script_may_remain  # the memory op is bait: the test shows no update asks for it
 def test_memory_off_sends_neither_the_index_nor_any_body(workspace: Path, agents, how: str) -> None:
     agent = remembered(workspace, agents)
     # A body read in an earlier run is in the conversation …
@@ -182,6 +178,7 @@ def test_memory_off_sends_neither_the_index_nor_any_body(workspace: Path, agents
     assert [t.name for t in agent.memory.topics()["project"]] == ["package manager"]
 
 
+@pytest.mark.script_may_remain  # the memory op is bait: the test shows no update asks for it
 def test_runs_that_do_not_end_normally_save_nothing(workspace: Path, agents) -> None:
     looping = write_script(workspace, "loop", turn("again", ("list_files", {})), memory_ops=[[PNPM]])
     agent = make_agent(workspace, agents, looping)

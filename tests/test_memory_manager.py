@@ -44,7 +44,7 @@ def run_messages(text: str = "Remember that this project uses pnpm.") -> list[Me
 
 
 def provider(*ops: list[dict]) -> ScriptedProvider:
-    return ScriptedProvider(script({"text": "unused"}, memory_ops=list(ops)))
+    return ScriptedProvider(script(memory_ops=list(ops)))  # an update asks for memory_ops only
 
 
 # --- validation --------------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def test_unparsable_answers_and_failing_note_callbacks_are_contained(tmp_path: P
     def broken_note(text: str, level: str) -> None:
         raise OSError("the session log is closed")
 
-    scripted = ScriptedProvider(script({"text": "x"}, memory_ops=[[{"op": "create"}]]))
+    scripted = ScriptedProvider(script(memory_ops=[[{"op": "create"}]]))
     manager.update_async(run_messages(), provider=scripted, note=broken_note)
     assert manager.wait(30)
     assert manager.last_report is not None and manager.last_report.ignored

@@ -9,15 +9,11 @@ from IPython.utils.capture import capture_output
 
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.tools import user as user_tools
-from tests.scripts import read_log, script, turn
+from tests.scripts import read_log, save_script, turn
 from tests.scripts import run_magic as run
 
 SECRET = "sk-ant-api03-" + "Q7" * 30
 
-
-def write_script(path: Path, *turns: dict) -> Path:
-    path.write_text(json.dumps(script(*turns)))
-    return path
 
 
 def cell(ip, source: str) -> tuple[str, object]:
@@ -53,7 +49,7 @@ def test_errors_name_the_cell_and_line_without_ansi(ip) -> None:
 
 
 def test_package_magic_cells_are_left_out_and_not_teed(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("ok"))
+    path = save_script(workspace / "s.json", turn("ok"))
     cell(ip, "x = 1")
     cell(ip, f"%agent --provider scripted --script {path} hello")
     cell(ip, "%context --json")
@@ -77,7 +73,7 @@ def test_displays_are_recorded_as_text(ip) -> None:
 
 
 def test_the_run_begins_with_the_notebook_block_marked_and_redacted(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("It divided by zero."), turn("second"))
+    path = save_script(workspace / "s.json", turn("It divided by zero."))  # each run plays it from the top
     cell(ip, "revenue = [120, 95, 143]")
     cell(ip, f"key = '{SECRET}'\nprint(key)")
     cell(ip, "count = 0\ntotal = sum(revenue)\ntotal / count")
@@ -116,7 +112,7 @@ def test_the_run_begins_with_the_notebook_block_marked_and_redacted(ip, workspac
 
 
 def test_question_mark_lines_reach_the_agent_and_help_still_works(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("Because count is 0."))
+    path = save_script(workspace / "s.json", turn("Because count is 0."))
     out, result = cell(ip, f"%agent --provider scripted --script {path} why did it fail?")
     assert result.error_in_exec is None and "Because count is 0." in out
     assert "not found" not in out
@@ -135,7 +131,7 @@ def test_question_mark_lines_reach_the_agent_and_help_still_works(ip, workspace:
 
 
 def test_no_notebook_option_and_setting_turn_it_off(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("a"), turn("b"))
+    path = save_script(workspace / "s.json", turn("a"))  # each run plays it from the top
     cell(ip, "x = 1")
     cell(ip, f"%agent --provider scripted --script {path} --no-notebook first")
     agent = current_agent(ip)
@@ -158,7 +154,7 @@ def test_context_shows_the_notebook_part(ip, workspace: Path) -> None:
 
 
 def test_notebook_tools_run_in_read_only_mode(ip, workspace: Path) -> None:
-    path = write_script(
+    path = save_script(
         workspace / "s.json",
         turn(
             "",
@@ -195,7 +191,7 @@ def test_user_tools_are_listed_and_offered(ip, workspace: Path) -> None:
         assert "mean" in listed and "yours (@tool)" in listed and "read_cells" in listed
         data = json.loads(run(ip, "context --json"))
         assert "mean" in data["tools"] and data["user_tools"] == ["mean"]
-        path = write_script(workspace / "s.json", turn("", ("mean", {"values": [1, 2, 3]})), turn("2.0"))
+        path = save_script(workspace / "s.json", turn("", ("mean", {"values": [1, 2, 3]})), turn("2.0"))
         cell(ip, f"%agent --provider scripted --script {path} --mode read-only average")
         results = [m.tool_result for m in current_agent(ip).session.conversation.messages() if m.tool_result]
         assert results[0].content == "2.0" and not results[0].is_error

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
 from IPython.core import display_functions
 from IPython.utils.capture import capture_output
 
@@ -80,6 +81,7 @@ def test_a_refused_call_ends_its_line_at_once(workspace: Path, agents) -> None:
     assert [e.allowed for e in events if isinstance(e, PermissionAnswered)] == [False]
 
 
+@pytest.mark.script_may_remain  # interrupted at the prompt: the run never asks for the rest
 def test_interrupted_at_the_prompt_the_line_says_the_call_never_ran(workspace: Path, agents) -> None:
     out = io.StringIO()
     agent = _agent(workspace, FakeUser("interrupt", out.getvalue), agents)

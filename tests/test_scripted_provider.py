@@ -217,7 +217,7 @@ def test_memory_ops_are_consumed_by_complete_with_purpose_memory():
 
 
 def test_no_summaries_is_an_error_not_an_empty_summary():
-    provider = ScriptedProvider(script(turn("x")))
+    provider = ScriptedProvider(script())
     with pytest.raises(ScriptError, match="summaries"):
         provider.complete(_request("old", purpose="summary"))
 
@@ -263,11 +263,13 @@ def test_given_usage_is_passed_through():
 # --- call ids -----------------------------------------------------------------------------------
 
 
-def _no_id_script():
-    return script(
+def _no_id_script(turns: int = 1):
+    """Tool calls without ids: two in the first turn, one in the second (with ``turns=2``)."""
+    both = [
         turn("", ("bash", {"command": "ls"}), ("bash", {"command": "pwd"})),
         turn("", ("bash", {"command": "ls"})),
-    )
+    ]
+    return script(*both[:turns])
 
 
 def test_missing_call_ids_are_deterministic_for_the_same_request():
@@ -280,7 +282,7 @@ def test_missing_call_ids_are_deterministic_for_the_same_request():
 
 
 def test_missing_call_ids_differ_across_requests():
-    provider = ScriptedProvider(_no_id_script())
+    provider = ScriptedProvider(_no_id_script(turns=2))
     first = collect(provider.stream(_request("one"))).tool_calls
     second = collect(provider.stream(_request("one", "two"))).tool_calls
     assert {c.id for c in first}.isdisjoint({c.id for c in second})
@@ -424,3 +426,49 @@ def test_tool_results_in_requests_count_toward_estimated_usage():
         collect(provider.stream(long)).usage.prompt_total - collect(provider.stream(short)).usage.prompt_total
     )
     assert difference == pytest.approx((7000 - 2) / 3.5, abs=2)
+
+
+# --- a script left unplayed fails the test (tests/conftest.py) ---------------------------------
+
+TWO_TURNS = {"turns": [{"text": "one"}, {"text": "two"}]}
+
+
+@pytest.mark.script_may_remain  # `asked` keeps a turn: that is what the check must name
+def test_the_check_names_each_script_asked_but_not_played_to_its_end() -> None:
+    from tests.conftest import assert_scripts_played
+
+    asked, idle, done = (ScriptedProvider(TWO_TURNS) for _ in range(3))
+    asked.complete(_request("hi"))
+    for _ in range(2):
+        done.complete(_request("hi"))
+    assert asked.unplayed() == {"turns": 1} and done.unplayed() == {}
+    assert_scripts_played([idle, done])  # never asked (a window probe), or played out: fine
+    with pytest.raises(pytest.fail.Exception, match=r"<inline script>: 1 turns left") as failed:
+        assert_scripts_played([asked, done])
+    assert "script_may_remain" in str(failed.value)
+
+
+def test_a_test_that_leaves_a_turn_fails_unless_marked(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("from tests.conftest import _scripted_providers, pytest_runtest_call  # noqa: F401")
+    pytester.makepyfile(
+        f"""
+        import pytest
+        from pseudoclaude_nb.providers import ScriptedProvider
+        from tests.test_scripted_provider import _request
+
+        def test_leaves_a_turn():
+            ScriptedProvider({TWO_TURNS!r}).complete(_request("hi"))
+
+        @pytest.mark.script_may_remain
+        def test_stops_early_on_purpose():
+            ScriptedProvider({TWO_TURNS!r}).complete(_request("hi"))
+
+        def test_plays_it_all():
+            provider = ScriptedProvider({TWO_TURNS!r})
+            provider.complete(_request("hi"))
+            provider.complete(_request("hi"))
+        """
+    )
+    result = pytester.runpytest("-p", "no:cacheprovider")
+    result.assert_outcomes(passed=2, failed=1)
+    result.stdout.fnmatch_lines(["*test_leaves_a_turn*", "*<inline script>: 1 turns left*"])

@@ -21,7 +21,7 @@ from pseudoclaude_nb.compact.estimate import estimate_text
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.notebook import parse_counts
 from tests.scripts import run_magic as run
-from tests.scripts import script, turn
+from tests.scripts import save_script, turn
 
 HIDDEN = "hidden_value_4711"
 
@@ -32,10 +32,6 @@ def cell(ip, source: str, **kwargs) -> tuple[str, int]:
     return out.stdout, result.execution_count
 
 
-def write_script(path: Path, *turns: dict) -> Path:
-    path.write_text(json.dumps(script(*turns)))
-    return path
-
 
 def sent(ip) -> str:
     """The first user message of the last run, as the scripted provider received it."""
@@ -43,7 +39,7 @@ def sent(ip) -> str:
 
 
 def agent_line(ip, workspace: Path, options: str = "", *turns: dict) -> str:
-    path = write_script(workspace / "s.json", *(turns or (turn("ok"),)))
+    path = save_script(workspace / "s.json", *(turns or (turn("ok"),)))
     out, _ = cell(ip, f"%agent --provider scripted --script {path} --mode read-only {options} look")
     return out
 
@@ -160,7 +156,7 @@ def test_a_tagged_cell_is_left_out_in_a_real_kernel(tmp_path: Path, monkeypatch:
     monkeypatch.setenv("IPYTHONDIR", str(tmp_path / "ipython"))
     notebook = workspace / "analysis.ipynb"
     monkeypatch.setenv("JPY_SESSION_NAME", str(notebook))  # as Jupyter sets it for the kernel
-    path = write_script(workspace / "s.json", turn("ok"))
+    path = save_script(workspace / "s.json", turn("ok"))
     nb = nbformat.v4.new_notebook()
     sources = [
         "%load_ext pseudoclaude_nb\n"

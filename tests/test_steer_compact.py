@@ -23,7 +23,7 @@ from pseudoclaude_nb.messages import Message, pairing_problems
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import encode, message_entry
 from pseudoclaude_nb.session.paths import session_dir
-from tests.scripts import read_log, run_magic, script, scripted_agent, turn
+from tests.scripts import read_log, run_magic, scripted_agent, turn, write_script
 
 SUMMARY = "## Confirmed requirements\n- SUMMARY-ONE <b>& co</b>"
 LOG = "conversation.jsonl"
@@ -32,15 +32,14 @@ LOG = "conversation.jsonl"
 # --- helpers ------------------------------------------------------------------------------------
 
 
-def write_script(workspace: Path, *turns: dict, **extra) -> str:
-    path = workspace.parent / f"script-{len(list(workspace.parent.glob('script-*')))}.json"
-    path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
-    return str(path)
+def next_script(workspace: Path, *turns: dict, **extra) -> str:
+    """A new script file each call (script-0, script-1, …): a test here plays several."""
+    return write_script(workspace, f"script-{len(list(workspace.parent.glob('script-*')))}", *turns, **extra)
 
 
 def chatty(workspace: Path, agents: list, runs: int = 6, words: int = 300, **settings) -> Agent:
     """An agent whose session holds ``runs`` question/answer pairs, ready for a compaction."""
-    path = write_script(workspace, turn("answer " + "words " * words), summaries=[SUMMARY, SUMMARY])
+    path = next_script(workspace, turn("answer " + "words " * words), summaries=[SUMMARY])
     agent = scripted_agent(workspace, path, recent_tokens=settings.pop("recent_tokens", 500), **settings)
     agents.append(agent)
     ask(agent, runs)
@@ -144,7 +143,7 @@ def test_apply_after_the_conversation_changed_is_refused(workspace: Path, agents
 def test_the_magics_show_preview_apply_and_undo(ip, workspace: Path) -> None:
     with pytest.raises(UsageError, match="no current session"):
         ip.run_line_magic("compact", "--preview")
-    path = write_script(workspace, turn("answer " + "words " * 300), summaries=[SUMMARY])
+    path = next_script(workspace, turn("answer " + "words " * 300), summaries=[SUMMARY])
     for i in range(6):
         run_magic(ip, f"agent --provider scripted --script {path} question {i}")
     ip.run_line_magic("config", "PseudoClaude.recent_tokens = 500")
@@ -180,7 +179,7 @@ def test_the_preview_in_a_notebook_is_escaped_html(ip, workspace: Path, monkeypa
     shown: list = []
     monkeypatch.setattr(context_magics, "in_notebook", lambda shell: True)
     monkeypatch.setattr(context_magics, "display", lambda data, raw=False: shown.append(data))
-    path = write_script(workspace, turn("answer " + "words " * 300), summaries=[SUMMARY])
+    path = next_script(workspace, turn("answer " + "words " * 300), summaries=[SUMMARY])
     for i in range(6):
         run_magic(ip, f"agent --provider scripted --script {path} question {i}")
     ip.run_line_magic("config", "PseudoClaude.recent_tokens = 500")
@@ -280,7 +279,7 @@ def test_undo_of_a_rollover_commit(workspace: Path, agents, tmp_path: Path) -> N
         "unresolved_conflicts": [],
         "unverified_acceptance_criteria": [],
     }
-    path = write_script(
+    path = next_script(
         workspace,
         turn("Reading.", ("read_file", {"path": "notes.txt"}, "r1")),
         turn("Handing off.", ("new_context", {"handoff": handoff, "related_files": []}, "nc")),

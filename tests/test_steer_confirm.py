@@ -9,7 +9,6 @@ the 100,000-token window of ``test_rollover_e2e``.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,7 @@ from pseudoclaude_nb.context.confirm import Decision, Proposal, Review, describe
 from pseudoclaude_nb.events import Compacted, Notice, RolloverCommitted
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.widgets.confirm import proposal_html
-from tests.scripts import read_log, script, turn
+from tests.scripts import read_log, turn, write_script
 from tests.scripts import scripted_agent as make_agent
 
 WINDOW = 6_000  # Layer 2 line at 5,000 with the reserves below
@@ -39,11 +38,6 @@ class Person:
         self.asked.append(proposal)
         return self.answers.pop(0)
 
-
-def write_script(workspace: Path, name: str, *turns: dict, **extra) -> str:
-    path = workspace.parent / f"{name}.json"
-    path.write_text(json.dumps(script(*turns, **extra)), encoding="utf-8")
-    return str(path)
 
 
 def of_type(entries: list[dict], kind: str) -> list[dict]:
@@ -170,6 +164,7 @@ def test_the_forced_compaction_is_asked_too(workspace: Path, agents):
     assert agent.last_provider.requests[-1].messages[0].content.startswith("<summary>\nforced, edited\n")
 
 
+@pytest.mark.script_may_remain  # "never": the rejected compaction stops the run
 def test_a_rejected_forced_compaction_stops_with_advice_and_no_breaker_count(workspace: Path, agents):
     agent = over_the_line(workspace, agents)
     agent.settings.safety_margin = agent.settings.summary_reserve = 100
@@ -185,6 +180,7 @@ def test_a_rejected_forced_compaction_stops_with_advice_and_no_breaker_count(wor
     assert agent.session.context.breaker.failures == 0
 
 
+@pytest.mark.script_may_remain  # "never": the rejected compaction stops the run
 def test_after_a_rejection_a_prompt_too_long_is_not_asked_again(workspace: Path, agents):
     agent = over_the_line(workspace, agents)
     person = Person(Decision("reject"))

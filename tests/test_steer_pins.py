@@ -44,7 +44,7 @@ def system_of(agent: Agent, index: int = -1) -> str:
 
 
 def test_pin_pins_unpin_through_the_magics_and_the_request(ip, workspace: Path) -> None:
-    path = write(workspace / "s.json", script(turn("one"), turn("two"), turn("three")))
+    path = write(workspace / "s.json", script(turn("one")))
     run(ip, f"agent --provider scripted --script {path} hello")
     agent = current_agent(ip)
     assert run(ip, "context pins") == "no pins\n"
@@ -118,7 +118,7 @@ def test_a_pin_before_the_first_run_lands_in_the_session_that_run_starts(ip, wor
 def test_pin_first_pins_the_first_prompt_as_typed(ip, workspace: Path) -> None:
     with pytest.raises(UsageError, match="no session yet"):
         ip.run_line_magic("context", "pin -- --first")
-    path = write(workspace / "s.json", script(turn("ok"), turn("ok")))
+    path = write(workspace / "s.json", script(turn("ok")))  # each run plays it from the top
     spec = "Build a CSV loader:  keep  headers,\nskip blank lines."
     current_agent(ip).run(spec, provider="scripted", script=str(path))
     out = run(ip, "context pin -- --first")
@@ -143,7 +143,7 @@ def test_a_typed_pin_keeps_its_spaces_quotes_and_dashes(ip, workspace: Path) -> 
 
 
 def test_pin_message_pins_that_messages_text_numbered_as_context_at(ip, workspace: Path) -> None:
-    path = write(workspace / "s.json", script(turn("The budget is 40 requests a day."), turn("ok")))
+    path = write(workspace / "s.json", script(turn("The budget is 40 requests a day.")))
     with pytest.raises(UsageError, match="no session yet"):
         ip.run_line_magic("context", "pin --message 1")
     run(ip, f"agent --provider scripted --script {path} how much can we spend?")
@@ -188,10 +188,8 @@ def test_a_pin_holding_a_secret_is_redacted_on_disk(workspace: Path, agents) -> 
 
 
 def test_a_pin_survives_a_layer2_compaction(ip, workspace: Path) -> None:
-    turns = [turn(f"answer {i} " + "words " * 300) for i in range(5)]
-    path = write(
-        workspace / "s.json", script(*turns, summaries=["## Confirmed requirements\n- five questions"])
-    )
+    answer = turn("answer " + "words " * 300)  # each run plays the script from the top
+    path = write(workspace / "s.json", script(answer, summaries=["## Confirmed requirements\n- five questions"]))
     run(ip, "context pin " + SPEC_PIN)
     for i in range(4):
         run(ip, f"agent --provider scripted --script {path} question {i}")
@@ -249,7 +247,7 @@ def test_a_pin_survives_a_rollover_handoff(workspace: Path, agents) -> None:
 
 
 def test_pins_and_unpins_survive_a_resume_in_a_new_agent(workspace: Path, agents) -> None:
-    path = write(workspace / "s.json", script(turn("ok"), turn("ok")))
+    path = write(workspace / "s.json", script(turn("ok")))  # each run plays it from the top
     first = scripted_agent(workspace, str(path))
     agents.append(first)
     first.run("hi")

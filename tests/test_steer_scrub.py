@@ -34,7 +34,7 @@ def scripted(ip, workspace: Path) -> Session:
     s = Session(ip, workspace)
     ip.run_line_magic("config", "PseudoClaude.spill_bytes = 500000")  # kept in full: the summary frees it
     s.agent("read notes.txt", turn("", ("read_file", {"path": "notes.txt"}, "r1")), turn("read it"))
-    s.agent(CRAFTED, turn("answer two " + "words " * 100))
+    s.agent(CRAFTED, turn("answer two " + "words " * 100), summary=True)
     ip.run_line_magic("config", "PseudoClaude.recent_tokens = 50")
     assert "compacted: ~" in run(ip, "compact")
     s.agent("question three", turn("answer three"))

@@ -36,10 +36,12 @@ class Session:
     def __init__(self, ip, workspace: Path) -> None:
         self.ip, self.workspace, self.sent, self.runs = ip, workspace, [], 0
 
-    def agent(self, prompt: str, *turns: dict, extra: str = "") -> None:
+    def agent(self, prompt: str, *turns: dict, extra: str = "", summary: bool = False) -> None:
+        """``summary``: the script answers a summary request too (``%compact`` after this run
+        asks this run's provider; a script must be played to its end, tests/conftest.py)."""
         self.runs += 1
         path = self.workspace.parent / f"run{self.runs}.json"
-        path.write_text(json.dumps(script(*turns, summaries=[SUMMARY])), encoding="utf-8")
+        path.write_text(json.dumps(script(*turns, summaries=[SUMMARY] if summary else [])), encoding="utf-8")
         self.ip.run_line_magic("config", "PseudoClaude.provider = 'scripted'")
         self.ip.run_line_magic("config", f"PseudoClaude.script = {str(path)!r}")
         run(self.ip, f"agent --provider scripted --script {path} --mode auto {extra}{prompt}")
@@ -63,7 +65,7 @@ def story(ip, workspace: Path) -> Session:
     s.agent("question two", turn("answer two " + "words " * 200))
     ip.run_line_magic("config", "PseudoClaude.spill_bytes = 50000")
     assert "spilled 1 tool result" in run(ip, "compact --layer1")
-    s.agent("question three", turn("answer three"))
+    s.agent("question three", turn("answer three"), summary=True)
     ip.run_line_magic("config", "PseudoClaude.recent_tokens = 50")
     assert "compacted: ~" in run(ip, "compact")
     s.agent("question four", turn("answer four"))

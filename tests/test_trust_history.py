@@ -127,7 +127,7 @@ def test_a_run_never_fires_a_shipped_trigger_and_purge_leaves_no_copy(workspace:
     con.executescript(COPY_WORDS)
     con.close()
 
-    agent = make_agent(workspace, agents, turn("and PAPAYA-9 now"), turn("later"))
+    agent = make_agent(workspace, agents, turn("and PAPAYA-9 now"))  # each run plays it from the top
     events: list = []
     summary = agent.run("two", listeners=[events.append])
     assert summary.status == "done"

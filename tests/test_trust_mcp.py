@@ -26,7 +26,7 @@ from pseudoclaude_nb.memory.store import pseudoclaude_home
 from pseudoclaude_nb.messages import ToolCall
 from pseudoclaude_nb.tools import Permissions, ToolRegistry
 from tests.mcp_support import listed, time_server
-from tests.scripts import run_magic, script, turn
+from tests.scripts import run_magic, turn, write_script
 from tests.scripts import scripted_agent as make_agent
 
 HOSTILE = r"""
@@ -101,11 +101,6 @@ def hostile(tmp_path: Path, *args: str) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(path), *args]}
 
 
-def write_script(workspace: Path, *turns: dict) -> str:
-    path = workspace.parent / "script.json"
-    path.write_text(json.dumps(script(*turns)), encoding="utf-8")
-    return str(path)
-
 
 # --- approval ----------------------------------------------------------------------------------
 
@@ -116,7 +111,7 @@ def test_unapproved_project_server_never_runs_without_stdin(
 ) -> None:
     marker = tmp_path / "MARKER"
     mcp_json(workspace, {"evil": marker_server(marker)})
-    agent = make_agent(workspace, write_script(workspace, turn("Nothing here.")), permission_mode=mode)
+    agent = make_agent(workspace, write_script(workspace, "script", turn("Nothing here.")), permission_mode=mode)
     agent.ask = no_stdin
     agents.append(agent)
     events: list = []
@@ -141,7 +136,7 @@ def test_the_question_shows_the_exact_server_and_no_is_no(
     mcp_json(workspace, {"evil": entry})
     asked: list[str] = []
     agent = make_agent(
-        workspace, write_script(workspace, turn("One."), turn("Two.")), permission_mode="read-only"
+        workspace, write_script(workspace, "script", turn("One.")), permission_mode="read-only"
     )
     agent.ask = lambda prompt: asked.append(prompt) or "n"
     agents.append(agent)
@@ -160,7 +155,7 @@ def test_the_question_shows_the_exact_server_and_no_is_no(
 
 def test_yes_starts_it_and_is_remembered_until_the_definition_changes(workspace: Path, agents) -> None:
     mcp_json(workspace, {"time": time_server()})
-    path = write_script(workspace, turn("Hi."))
+    path = write_script(workspace, "script", turn("Hi."))
     agent = make_agent(workspace, path)
     agent.ask = lambda prompt: "y"
     agents.append(agent)
@@ -319,7 +314,7 @@ def test_a_user_tool_named_like_an_mcp_tool_is_a_notice_not_a_crash(
     clash = UserTool("mcp__time__get_current_time", "mine", lambda **kw: "mine", McpArgs, True)
     monkeypatch.setattr(agent_tools, "user_tools", lambda: [clash])
     monkeypatch.setattr(agent_tools, "new_context_tool", _named("search_history"))
-    agent = make_agent(workspace, write_script(workspace, turn("Fine.")), mcp_servers={"time": time_server()})
+    agent = make_agent(workspace, write_script(workspace, "script", turn("Fine.")), mcp_servers={"time": time_server()})
     agents.append(agent)
     events: list = []
     assert agent.run("go", listeners=[events.append]).status == "done"
@@ -329,7 +324,7 @@ def test_a_user_tool_named_like_an_mcp_tool_is_a_notice_not_a_crash(
         "the MCP server 'time' one is left out of this run. Rename one of them"
     ) in texts
     assert "note: two tools are named" in agent.describe_tools()
-    rollover = make_agent(workspace, write_script(workspace, turn("Fine.")), strategy="rollover")
+    rollover = make_agent(workspace, write_script(workspace, "script", turn("Fine.")), strategy="rollover")
     agents.append(rollover)
     assert rollover.run("go").status == "done"  # two rollover tools of one name: not a ValueError
 

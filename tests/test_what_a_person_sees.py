@@ -8,7 +8,6 @@ in-process IPython shell (``ip``), with the outputs captured as the frontend get
 from __future__ import annotations
 
 import io
-import json
 import re
 import time
 from pathlib import Path
@@ -28,14 +27,10 @@ from pseudoclaude_nb.tools import Permissions, build_tools
 from pseudoclaude_nb.tools.registry import describe_call, permission_prompt
 from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, UsageCurves
 from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg, gauge_text
-from tests.scripts import run_magic, script, turn
+from tests.scripts import run_magic, save_script, turn
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
-
-def write_script(path: Path, *turns: dict, **extra: object) -> Path:
-    path.write_text(json.dumps(script(*turns, **extra)))
-    return path
 
 
 def _demo(workspace: Path) -> Agent:
@@ -243,7 +238,7 @@ def test_permission_prompt_shows_text_not_escapes_and_says_no_is_the_default() -
 
 
 def test_the_users_thinking_time_is_not_tool_time(workspace: Path) -> None:
-    path = write_script(
+    path = save_script(
         workspace / "s.json", turn("writing", ("write_file", {"path": "a.txt", "content": "hi\n"})), turn("ok")
     )
 
@@ -260,8 +255,7 @@ def test_the_users_thinking_time_is_not_tool_time(workspace: Path) -> None:
 
 
 def test_sessions_show_limit_tail_and_titles_cut_at_a_word(ip, workspace: Path) -> None:
-    turns = [turn(f"answer {i}") for i in range(30)]
-    path = write_script(workspace / "s.json", *turns)
+    path = save_script(workspace / "s.json", turn("answer"))
     for i in range(30):
         # Each run plays the script from the top: one answer per run.
         run_magic(ip, f"agent --provider scripted --script {path} question {i}")
@@ -280,7 +274,7 @@ def test_sessions_show_limit_tail_and_titles_cut_at_a_word(ip, workspace: Path) 
 
 
 def test_sessions_search_speaks_to_a_person(ip, workspace: Path) -> None:
-    path = write_script(workspace / "s.json", turn("the build id is ZX-4411-Q"))
+    path = save_script(workspace / "s.json", turn("the build id is ZX-4411-Q"))
     run_magic(ip, f"agent --provider scripted --script {path} what is the build id?")
     sid = current_agent(ip).session.id
     found = run_magic(ip, "sessions search ZX-4411-Q")
@@ -292,10 +286,10 @@ def test_sessions_search_speaks_to_a_person(ip, workspace: Path) -> None:
 def test_the_memory_notice_is_in_the_run_that_asked(ip, workspace: Path) -> None:
     op = {"op": "create", "level": "project", "name": "pm", "description": "uses pnpm", "type": "preference",
           "body": "pnpm"}
-    path = write_script(workspace / "r.json", turn("Noted."), memory_ops=[[op]])
+    path = save_script(workspace / "r.json", turn("Noted."), memory_ops=[[op]])
     out = run_magic(ip, f"agent --provider scripted --script {path} Remember: this project uses pnpm.")
     assert "memory updated: created project/pm" in out and "memory: memory" not in out
-    again = write_script(workspace / "a.json", turn("Hello."))
+    again = save_script(workspace / "a.json", turn("Hello."))
     assert "memory updated" not in run_magic(ip, f"agent --provider scripted --script {again} hi")
 
 

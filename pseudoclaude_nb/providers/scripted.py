@@ -22,7 +22,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, NoReturn
 
@@ -114,6 +114,9 @@ _KEEP = 4
 # (system prompt, tool schema bytes) already sent: their cache breakpoint would read them.
 _HEADS: set[tuple[str, int]] = set()
 MIN_CACHEABLE = 1024  # Anthropic's smallest cacheable prompt for most models, tokens
+# Told of every scripted provider made. The test suite sets it to check that each script was
+# played to its end (tests/conftest.py); None elsewhere, so nothing is kept outside tests.
+on_created: Callable[[ScriptedProvider], None] | None = None
 
 
 class ScriptedProvider:
@@ -140,10 +143,21 @@ class ScriptedProvider:
         # agent request, so each step estimates only what was added (see _input_tokens).
         self._counted: tuple[int, Message | None, Message | None, int] = (0, None, None, 0)
         self._cached = 0  # of the last request counted: its tokens a cache would have read
+        if on_created is not None:
+            on_created(self)
 
     @property
     def remaining_turns(self) -> int:
         return len(self.script.turns) - self.turns_used
+
+    def unplayed(self) -> dict[str, int]:
+        """What the script holds that no request asked for, by field; empty once played to its end."""
+        left = {
+            "turns": len(self.script.turns) - self.turns_used,
+            "summaries": len(self.script.summaries) - self.summaries_used,
+            "memory_ops": len(self.script.memory_ops) - self.memory_ops_used,
+        }
+        return {field: n for field, n in left.items() if n > 0}
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         if request.purpose != "agent":
