@@ -39,8 +39,8 @@ ip = InteractiveShell.instance()
 ip.run_line_magic("load_ext", "pseudoclaude_nb")
 out = {}
 for q in json.loads(sys.argv[1]):
-    # The magic's words are split like a shell's: a quoted phrase keeps its quotes.
-    arg = "'" + q + "'" if q.startswith('"') else q
+    # As a person types it: IPython hands the magic its words with their quotes.
+    arg = q
     buf = io.StringIO()
     started = time.perf_counter()
     with contextlib.redirect_stdout(buf):

@@ -18,6 +18,15 @@ from .tables import Column, Part, Table, bundle, json_unescaped
 SEARCH_LIMIT = 20
 
 
+def double_quoted(query: str) -> str:
+    """A query wrapped in single quotes as the phrase it means. IPython hands a magic its words
+    with their quotes, and the index reads only double quotes as a phrase: ``'is not the same'``
+    was searched with its quotes, matched nothing, and verified every row its words are in."""
+    if len(query) >= 2 and query[0] == query[-1] == "'" and "'" not in query[1:-1] and '"' not in query:
+        return f'"{query[1:-1]}"'
+    return query
+
+
 def search_action(agent: Agent, query: str, all_sessions: bool = False) -> str:
     """Matches for ``query`` in the current session, or with ``all_sessions`` in every one, as text."""
     return bundle(*search_parts(agent, query, all_sessions))["text/plain"]
@@ -27,6 +36,7 @@ def search_parts(agent: Agent, query: str, all_sessions: bool = False) -> list[P
     """The matches as ``tables`` parts: the notices, the scope said once, a table of hits."""
     if not query.strip():
         raise ConfigError('%sessions search needs a query: %sessions search "text to find" [--all]')
+    query = double_quoted(query.strip())
     if all_sessions:
         session_id, scope = None, "all sessions of this workspace"
     elif agent.session is not None:
