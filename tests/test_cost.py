@@ -25,10 +25,10 @@ from pseudoclaude_nb.context.cache import outlook
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.messages import Message, Usage
 from pseudoclaude_nb.session.spend import session_spend
-from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as anthropic_wire
 from tests.fakes import openai_server as openai_wire
 from tests.scripts import run_magic, script, turn
+from tests.test_provider_e2e import anthropic_fake, log_entries, openai_fake  # noqa: F401 (fixtures)
 
 
 @pytest.fixture(autouse=True)
@@ -161,27 +161,11 @@ def test_the_next_request_reads_what_the_previous_one_sent_within_the_ttl() -> N
 # --- the wire, through %agent ---------------------------------------------------------------------------
 
 
-@pytest.fixture
-def anthropic_fake(monkeypatch: pytest.MonkeyPatch):
-    with FakeServer("anthropic") as fake:
-        monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-cost-1")
-        monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)
-        yield fake
-
-
-@pytest.fixture
-def openai_fake(monkeypatch: pytest.MonkeyPatch):
-    with FakeServer("openai") as fake:
-        monkeypatch.setenv("OPENAI_BASE_URL", f"{fake.url}/v1")
-        yield fake
-
-
 def usage_lines(ip) -> list[dict]:
-    path = current_agent(ip).session.dir / "conversation.jsonl"
-    return [e for e in map(json.loads, path.read_text().splitlines()) if e["type"] == "usage"]
+    return log_entries(ip, "usage")
 
 
-def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(ip, workspace, anthropic_fake) -> None:
+def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(ip, workspace, anthropic_fake) -> None:  # noqa: F811
     (workspace / "notes.txt").write_text("milk\n")
     anthropic_fake.play(
         # message_start carries the input side with the documented TTL split of the writes;
@@ -233,7 +217,7 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     assert data["cache"]["expected_cache_read"] == 30_050 and data["cost"]["cache_hit_ratio"] == round(30_000 / 60_070, 4)
 
 
-def test_openai_cached_tokens_reach_the_log_and_the_cost(ip, openai_fake) -> None:
+def test_openai_cached_tokens_reach_the_log_and_the_cost(ip, openai_fake) -> None:  # noqa: F811
     openai_fake.play(
         openai_wire.answer(
             "Hello.",
@@ -250,7 +234,7 @@ def test_openai_cached_tokens_reach_the_log_and_the_cost(ip, openai_fake) -> Non
     assert f"cache read 16,384 (82% of input) · cost {cost.money(dollars)}" in out
 
 
-def test_an_unknown_model_run_says_price_unknown_and_an_override_prices_it(ip, workspace, anthropic_fake) -> None:
+def test_an_unknown_model_run_says_price_unknown_and_an_override_prices_it(ip, workspace, anthropic_fake) -> None:  # noqa: F811
     anthropic_fake.play(anthropic_wire.answer("ok", usage={"input_tokens": 2_000_000, "output_tokens": 10}))
     run_magic(ip, "config PseudoClaude.model = 'claude-someday-9'")
     out = run_magic(ip, 'agent --provider anthropic "hi"')

@@ -14,11 +14,12 @@ import json
 import pytest
 
 from pseudoclaude_nb.messages import Message, Reasoning, ToolCall, ToolResult
-from pseudoclaude_nb.providers import wire, wire_prefix
+from pseudoclaude_nb.providers import wire
 from pseudoclaude_nb.providers.anthropic import EPHEMERAL, AnthropicProvider, conversation_breakpoints
 from pseudoclaude_nb.providers.base import Request
 from tests.fakes import FakeServer
 from tests.fakes import anthropic_server as fake
+from tests.test_wire_prefix import encodes  # noqa: F401 (the fixture: turns encoded per request)
 
 TOOLS = [
     {"name": "read_file", "description": "Read a file.", "input_schema": {"type": "object", "properties": {}}}
@@ -34,21 +35,6 @@ def server():
 @pytest.fixture
 def provider(server: FakeServer) -> AnthropicProvider:
     return AnthropicProvider(api_key="sk-ant-wire-prefix", base_url=server.url, model="claude-sonnet-4-5")
-
-
-@pytest.fixture
-def encodes(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """How many turns were encoded, one count per request."""
-    counts = [0]
-    real = wire_prefix.encode
-
-    def counting(value):
-        if isinstance(value, dict) and "role" in value:
-            counts[-1] += 1
-        return real(value)
-
-    monkeypatch.setattr(wire_prefix, "encode", counting)
-    return counts
 
 
 def reference(provider: AnthropicProvider, messages: list[Message]) -> list:
@@ -98,7 +84,7 @@ def send(server: FakeServer, provider: AnthropicProvider, messages: list[Message
 
 @pytest.mark.parametrize("size", [10, 300])
 def test_a_growing_history_sends_the_full_body_and_encodes_only_the_new_turns(
-    server, provider, encodes, size
+    server, provider, encodes, size  # noqa: F811
 ):
     messages = history(size)
     send(server, provider, messages, encodes)
@@ -110,7 +96,7 @@ def test_a_growing_history_sends_the_full_body_and_encodes_only_the_new_turns(
 
 
 def test_a_replace_sends_the_new_history_even_one_that_keeps_only_the_first_messages(
-    server, provider, encodes
+    server, provider, encodes  # noqa: F811
 ):
     messages = history(30)
     send(server, provider, messages, encodes)
