@@ -1,12 +1,12 @@
 """The Anthropic provider: the official ``anthropic`` SDK, streamed, with tools and prompt caching.
 
-It owns the translation between neutral messages and the Messages API — merged turns,
-``tool_use``/``tool_result`` blocks, two ``cache_control`` breakpoints — the reading of
-raw stream events into neutral ones (thinking blocks kept whole, with their signatures,
-so they go back unchanged before the ``tool_use`` they preceded), extended thinking
-(``thinking_budget``), the output cap clamped to the model's, and the mapping of SDK
-errors to one-line ``ProviderError``s. Retries are the SDK's own (429, 5xx, 529 and connection errors,
-honouring ``retry-after``). It knows nothing of the turn loop, tools or compaction.
+It owns the requests: the translation between neutral messages and the Messages API — merged
+turns, ``tool_use``/``tool_result`` blocks, the ``cache_control`` breakpoints
+(``conversation_breakpoints``), the encoded prefix reused across steps — extended thinking
+(``thinking_budget``), the output cap clamped to the model's, and the mapping of SDK errors to
+one-line ``ProviderError``s. Reading what comes back is ``anthropic_stream``'s. Retries are the
+SDK's own (429, 5xx, 529 and connection errors, honouring ``retry-after``). It knows nothing of
+the turn loop, tools or compaction.
 """
 
 from __future__ import annotations
@@ -21,22 +21,10 @@ from anthropic.types import Message as ApiMessage
 from anthropic.types import RawMessageStreamEvent
 
 from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
-from ..messages import Message, Reasoning, ToolCall, Usage
+from ..messages import Message, Reasoning, ToolCall
 from . import clients, wire
-from .base import (
-    ImageSource,
-    ReasoningDelta,
-    ReasoningEnd,
-    Request,
-    Response,
-    Stop,
-    StreamEvent,
-    TextDelta,
-    ToolCallDelta,
-    ToolCallEnd,
-    ToolCallStart,
-    UsageEvent,
-)
+from .anthropic_stream import THINKING, Reader, reasoning_of, usage_of
+from .base import ImageSource, Request, Response, Stop, StreamEvent
 from .models import clamp_output, default_model, model_info
 from .window import prompt_in_error, window_in_error
 from .wire_prefix import Body, EncodedHistory
@@ -48,7 +36,6 @@ EPHEMERAL = {"type": "ephemeral"}
 # Long answers stream for minutes; a dead host should fail in seconds. Not the SDK's
 # default object, so ``complete()`` skips the SDK's 10-minute non-streaming guess.
 TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
-THINKING = ("thinking", "redacted_thinking")
 # The API's words for a prompt over the window (400), or a body over its size limit (413).
 TOO_LONG = ("prompt is too long", "exceed context limit", "exceeds the context window")
 # The API's floor for a manual thinking budget; the budget must also stay below max_tokens.
@@ -121,7 +108,7 @@ class AnthropicProvider:
     # --- requests -------------------------------------------------------------------------
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
-        reader = _Reader()
+        reader = Reader()
         with self._mapped_errors():
             events = self._create(request, stream=True)
             with events:
@@ -143,7 +130,7 @@ class AnthropicProvider:
         with self._mapped_errors():
             message = self._create(request, stream=False)
         text = "".join(b.text for b in message.content if b.type == "text")
-        reasoning = [r for r in map(_reasoning_of, message.content) if r is not None]
+        reasoning = [r for r in map(reasoning_of, message.content) if r is not None]
         calls = [
             ToolCall(id=b.id, name=b.name, arguments=b.input if isinstance(b.input, dict) else {})
             for b in message.content
@@ -154,7 +141,7 @@ class AnthropicProvider:
         return Response(
             text=text,
             tool_calls=calls,
-            usage=_usage(getattr(message, "usage", None)),
+            usage=usage_of(getattr(message, "usage", None)),
             stop_reason=message.stop_reason,
             reasoning=reasoning,
         )
@@ -375,79 +362,6 @@ def _breakpoints(tail: list[list[dict[str, Any]]]) -> None:
         turns[at]["content"][-1]["cache_control"] = EPHEMERAL
 
 
-class _Reader:
-    """Raw Messages-API stream events in, neutral events out; keeps what must go back."""
-
-    def __init__(self) -> None:
-        self.blocks: dict[int, dict[str, Any]] = {}
-        self.usage = Usage()
-        self.stop_reason: str | None = None
-        self.stopped = False
-
-    def feed(self, event: Any) -> Iterator[StreamEvent]:
-        kind = event.type
-        if kind == "message_start":
-            # Usage is optional in what servers send (an SDK fixture has none).
-            self.usage = _usage(getattr(event.message, "usage", None))
-            yield UsageEvent(self.usage)
-        elif kind == "content_block_start":
-            yield from self._start(event.index, event.content_block)
-        elif kind == "content_block_delta":
-            yield from self._delta(event.index, event.delta)
-        elif kind == "content_block_stop":
-            block = self.blocks.get(event.index)
-            if block is not None and block["type"] == "tool_use":
-                yield ToolCallEnd(block["id"])
-            elif block is not None and block["type"] in THINKING:
-                yield ReasoningEnd(
-                    Reasoning(
-                        kind=block["type"],
-                        text=block.get("thinking", ""),
-                        signature=block.get("signature"),
-                        data=block.get("data"),
-                    )
-                )
-        elif kind == "message_delta":
-            self.stop_reason = event.delta.stop_reason or self.stop_reason
-            self.usage = _delta_usage(self.usage, getattr(event, "usage", None))
-            yield UsageEvent(self.usage)
-        elif kind == "message_stop":
-            self.stopped = True
-
-    def _start(self, index: int, block: Any) -> Iterator[StreamEvent]:
-        if block.type == "tool_use":
-            self.blocks[index] = {"type": "tool_use", "id": block.id}
-            yield ToolCallStart(id=block.id, name=block.name)
-        elif block.type == "thinking":
-            # The docs' own stream starts a thinking block with no signature field at all.
-            thinking = getattr(block, "thinking", None) or ""
-            self.blocks[index] = {
-                "type": "thinking",
-                "thinking": thinking,
-                "signature": getattr(block, "signature", None) or "",
-            }
-            if thinking:
-                yield ReasoningDelta(thinking)
-        elif block.type == "redacted_thinking":
-            self.blocks[index] = {"type": "redacted_thinking", "data": getattr(block, "data", None) or ""}
-        elif block.type == "text":
-            self.blocks[index] = {"type": "text"}
-            if block.text:
-                yield TextDelta(block.text)
-
-    def _delta(self, index: int, delta: Any) -> Iterator[StreamEvent]:
-        block = self.blocks.get(index)
-        if delta.type == "text_delta":
-            yield TextDelta(delta.text)
-        elif delta.type == "input_json_delta" and block is not None and delta.partial_json:
-            yield ToolCallDelta(id=block["id"], json=delta.partial_json)
-        elif delta.type == "thinking_delta" and block is not None:
-            block["thinking"] += delta.thinking
-            yield ReasoningDelta(delta.thinking)
-        elif delta.type == "signature_delta" and block is not None:
-            block["signature"] += delta.signature
-
-
 def conversation_breakpoints(turns: list[dict[str, Any]]) -> list[int]:
     """The turns whose last block gets a ``cache_control`` breakpoint (with the system prompt's,
     at most 3 of the API's 4).
@@ -479,44 +393,6 @@ def _thinking_block(r: Reasoning) -> dict[str, Any]:
     return {"type": "thinking", "thinking": r.text, "signature": r.signature or ""}
 
 
-def _reasoning_of(block: Any) -> Reasoning | None:
-    if block.type == "thinking":
-        return Reasoning(
-            kind="thinking",
-            text=getattr(block, "thinking", None) or "",
-            signature=getattr(block, "signature", None) or "",
-        )
-    if block.type == "redacted_thinking":
-        return Reasoning(kind="redacted_thinking", data=getattr(block, "data", None) or "")
-    return None
-
-
-def _usage(u: Any) -> Usage:
-    """Every field optional: a server may leave out usage, or any part of it."""
-
-    def get(name: str) -> int:
-        return int(getattr(u, name, None) or 0)
-
-    return Usage(
-        input_tokens=get("input_tokens"),
-        output_tokens=get("output_tokens"),
-        cache_creation_input_tokens=get("cache_creation_input_tokens"),
-        cache_read_input_tokens=get("cache_read_input_tokens"),
-        cache_creation_1h_input_tokens=_hour_writes(u) or 0,
-    )
-
-
-def _hour_writes(u: Any) -> int | None:
-    """The 1-hour part of the cache writes: ``usage.cache_creation.ephemeral_1h_input_tokens``
-    (the breakdown by TTL; None when the server sent none)."""
-    split = getattr(u, "cache_creation", None)
-    if isinstance(split, dict):  # a server's extra field the SDK's model does not know
-        value = split.get("ephemeral_1h_input_tokens")
-    else:
-        value = getattr(split, "ephemeral_1h_input_tokens", None)
-    return None if value is None else int(value)
-
-
 def _retries_taken(exc: anthropic.APIStatusError, configured: int) -> int:
     """Retries the SDK actually made: it numbers each attempt in a request header (a 429
     with ``x-should-retry: false`` is not retried at all)."""
@@ -524,26 +400,6 @@ def _retries_taken(exc: anthropic.APIStatusError, configured: int) -> int:
         return int(exc.response.request.headers["x-stainless-retry-count"])
     except (AttributeError, KeyError, RuntimeError, ValueError):
         return configured
-
-
-def _delta_usage(before: Usage, u: Any) -> Usage:
-    """message_start holds the input side; message_delta the cumulative output (and, lately, input)."""
-    if u is None:
-        return before
-
-    def pick(name: str, old: int) -> int:
-        new = getattr(u, name, None)
-        return old if new is None else int(new)
-
-    return Usage(
-        input_tokens=pick("input_tokens", before.input_tokens),
-        output_tokens=pick("output_tokens", before.output_tokens),
-        cache_creation_input_tokens=pick("cache_creation_input_tokens", before.cache_creation_input_tokens),
-        cache_read_input_tokens=pick("cache_read_input_tokens", before.cache_read_input_tokens),
-        cache_creation_1h_input_tokens=(
-            before.cache_creation_1h_input_tokens if (hour := _hour_writes(u)) is None else hour
-        ),
-    )
 
 
 def _error_body(body: object) -> tuple[str | None, str]:
