@@ -6,7 +6,6 @@ import argparse
 import html
 import json
 import re
-import time
 from pathlib import Path
 from typing import Any
 
@@ -17,12 +16,13 @@ from IPython.display import display
 
 from ..agent import Agent
 from ..context.layer2 import Plan
-from ..context.undo import Undone
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
-from ..widgets.theme import BRAND, FG1, FG2
+from ..widgets.theme import BRAND, FG2
 from .args import parse
+from .compact_view import plural, preview_html, preview_text, undone_text
 from .render import in_notebook
+from .tables import TABLE_STYLE
 
 PART_LABELS = {
     "system": "system prompt",
@@ -40,11 +40,6 @@ PART_LABELS = {
 }
 # Lab centres a table, fixes its layout and right-aligns its cells (for DataFrames): these
 # are read from the left, their columns as wide as their text, in the theme's text colour.
-TABLE_STYLE = (
-    f"font-size:90%;border-collapse:collapse;margin:4px 0;margin-left:0;table-layout:auto;color:{FG1}"
-)
-
-
 def manifest_html(m: dict[str, Any], *, title: str) -> str:
     """The breakdown as an HTML table, largest parts visible at a glance."""
     window = m["context_window"] or 1
@@ -377,7 +372,7 @@ class ContextMagics(Magics):
         lines = []
         if plan is not None:
             what = (
-                f"summarizes {_plural(plan.head, 'message')}, ~{plan.before:,} → ~{plan.after:,}; "
+                f"summarizes {plural(plan.head, 'message')}, ~{plan.before:,} → ~{plan.after:,}; "
                 "%compact --apply commits it"
                 if plan.new is not None
                 else printable(f"would fail ({plan.error})", one_line=True)
@@ -428,70 +423,3 @@ def _edited_summary(path: str) -> str:
     if not text.strip():
         raise UsageError(f"--edit {path}: the file is empty; write the summary into it first")
     return text
-
-
-PREVIEW_NEXT = (
-    "%compact --apply commits this summary as it is, %compact --apply --edit PATH your own text "
-    "instead; %compact --preview asks for a new one"
-)
-
-
-def _plural(n: int, word: str) -> str:
-    return f"{n} {word}{'s' if n != 1 else ''}"
-
-
-def _preview_rows(plan: Plan, lost: int = 0) -> list[tuple[str, str]]:
-    rows = [
-        ("summarize", f"{_plural(plan.head, 'message')}, ~{plan.head_tokens:,} tokens"),
-        ("keep (recent tail)", f"{_plural(plan.tail, 'message')}, ~{plan.tail_tokens:,} tokens"),
-        ("estimate", f"~{plan.before:,} → ~{plan.after:,} tokens"),
-    ]
-    if lost:
-        rows.append(("prompt cache", f"invalidates ~{lost:,} cached tokens (system prompt and tools stay cached)"))
-    return rows
-
-
-def preview_text(plan: Plan, lost: int = 0) -> str:
-    """The preview for a terminal; the summary (the model's text) with control characters escaped."""
-    lines = ["compaction preview (nothing was written):"]
-    lines += [f"  {label:<20}{value}" for label, value in _preview_rows(plan, lost)]
-    if plan.summary is not None:
-        lines.append("  summary:")
-        lines += [f"    {row}" for row in plan.summary.strip().splitlines()]
-    if plan.new is None:
-        lines.append(f"  would not compact: {plan.error}")
-    else:
-        lines.append(f"  {PREVIEW_NEXT}")
-    return printable("\n".join(lines))
-
-
-def preview_html(plan: Plan, lost: int = 0) -> str:
-    rows = "".join(
-        f"<tr><td style='text-align:left'>{html.escape(label)}</td><td style='text-align:left'>{html.escape(value)}</td></tr>"
-        for label, value in _preview_rows(plan, lost)
-    )
-    summary = (
-        f"<pre style='white-space:pre-wrap;font-size:90%'>{html.escape(plan.summary.strip())}</pre>"
-        if plan.summary is not None
-        else ""
-    )
-    outcome = PREVIEW_NEXT if plan.new is not None else f"would not compact: {plan.error}"
-    return (
-        "<div class='pc-compact-preview'><b>compaction preview</b> (nothing was written)"
-        f"<table style='{TABLE_STYLE}'>{rows}</table>{summary}"
-        f"<div style='font-size:85%;color:{FG2}'>{html.escape(outcome)}</div></div>"
-    )
-
-
-def undone_text(done: Undone) -> str:
-    what = "compaction" if done.reason == "compact" else "rollover"
-    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(done.ts)) if done.ts else "unknown time"
-    dropped = (
-        f"; {_plural(done.dropped, 'message')} added since left out (still in the log and %sessions search)"
-        if done.dropped
-        else ""
-    )
-    return (
-        f"undid the {what} of {when}: ~{done.before_tokens:,} → ~{done.after_tokens:,} tokens "
-        f"({_plural(done.restored, 'message')} restored{dropped})"
-    )

@@ -30,6 +30,11 @@ BODY_BG = "var(--jp-layout-color1, transparent)"
 MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, monospace))"
 
 
+# A plain table of label/value rows in the theme's colours (``%context``'s parts, a preview).
+TABLE_STYLE = (
+    f"font-size:90%;border-collapse:collapse;margin:4px 0;margin-left:0;table-layout:auto;color:{FG1}"
+)
+
 @dataclass(frozen=True)
 class Column:
     name: str
