@@ -194,8 +194,11 @@ class Spend:
     def cost(self) -> Cost:
         dollars = uncached = 0.0
         unknown: dict[str, int] = {}
+        prices: dict[str | None, Price | None] = {}  # a model's price looked up once, not per request
         for model, u in self.requests:
-            price = price_of(model)
+            if model not in prices:
+                prices[model] = price_of(model)
+            price = prices[model]
             if price is None:
                 unknown[model or "an unnamed model"] = unknown.get(model or "an unnamed model", 0) + 1
                 continue
