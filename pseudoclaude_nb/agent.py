@@ -189,6 +189,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             recent_tokens=s.recent_tokens,
             breaker_limit=s.breaker_limit,
             reminder_threshold=s.reminder_threshold,
+            clear_tool_results=s.api_clear_tool_results,
         )
 
     def config(self, **options: object) -> RunConfig:

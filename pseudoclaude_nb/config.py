@@ -15,7 +15,7 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError,
 from traitlets.config import Configurable
 
 PROVIDERS = ("auto", "anthropic", "openai", "offline", "demo", "scripted")
-STRATEGIES = ("compact", "rollover")
+STRATEGIES = ("compact", "rollover", "api")  # api: the provider's own compaction (issue 31)
 MODES = ("read-only", "ask", "auto")
 MEMORY_POLICIES = ("explicit", "auto", "off")
 
@@ -135,6 +135,13 @@ class PseudoClaude(Configurable):
             raise TraitError(str(exc)) from None
         return proposal["value"]
 
+    # issue 31, --strategy api: Anthropic context editing on top of server-side compaction.
+    api_clear_tool_results = Int(
+        0,
+        min=0,
+        help="--strategy api: ask the provider to clear old tool results from this many input "
+        "tokens on (Anthropic context editing, keeping the 3 newest tool uses); 0 is off.",
+    ).tag(config=True)
     compact_tools = Bool(
         False,
         help="Offer a compact tool set (file and shell tools, short descriptions) for small windows.",

@@ -44,11 +44,14 @@ class Rates:
             + (u.cache_creation_input_tokens - hour) * self.cache_write
             + hour * self.cache_write_1h
             + u.cache_read_input_tokens * self.cache_read
+            + u.compaction_input_tokens * self.input  # the provider's compaction (--strategy api)
+            + u.compaction_output_tokens * self.output
         ) / 1e6
 
     def uncached(self, u: Usage) -> float:
         """The same request had nothing been cached or written: every prompt token at input."""
-        return (u.prompt_total * self.input + u.output_tokens * self.output) / 1e6
+        prompt = u.prompt_total + u.compaction_input_tokens
+        return (prompt * self.input + (u.output_tokens + u.compaction_output_tokens) * self.output) / 1e6
 
 
 @dataclass(frozen=True)

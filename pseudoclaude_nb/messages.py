@@ -85,6 +85,12 @@ class Usage(BaseModel):
     # rest of ``cache_creation_input_tokens`` is the 5-minute default. Written to the log only
     # when not 0, so usage lines keep their layout (and older logs, without it, read as 0).
     cache_creation_1h_input_tokens: int = 0
+    # issue 31, ``--strategy api``: what the provider's own compaction iterations of this
+    # request used (Anthropic's ``usage.iterations`` entries of type ``compaction``). Billed,
+    # but not part of the context the answer read: never in ``prompt_total`` (nor an anchor).
+    # Written to the log only when not 0, like the 1-hour writes.
+    compaction_input_tokens: int = 0
+    compaction_output_tokens: int = 0
 
     @property
     def prompt_total(self) -> int:
@@ -99,12 +105,15 @@ class Usage(BaseModel):
             cache_read_input_tokens=self.cache_read_input_tokens + other.cache_read_input_tokens,
             cache_creation_1h_input_tokens=self.cache_creation_1h_input_tokens
             + other.cache_creation_1h_input_tokens,
+            compaction_input_tokens=self.compaction_input_tokens + other.compaction_input_tokens,
+            compaction_output_tokens=self.compaction_output_tokens + other.compaction_output_tokens,
         )
 
     def to_dict(self) -> dict[str, int]:
         data = self.model_dump()
-        if not data["cache_creation_1h_input_tokens"]:
-            del data["cache_creation_1h_input_tokens"]
+        for optional in ("cache_creation_1h_input_tokens", "compaction_input_tokens", "compaction_output_tokens"):
+            if not data[optional]:
+                del data[optional]
         return data
 
     @classmethod
@@ -117,7 +126,7 @@ class Usage(BaseModel):
 # can go back where a protocol requires it (Anthropic thinking blocks before tool_use,
 # DeepSeek-style ``reasoning_content`` in a tool loop) — also after a resume. It is never
 # the answer. ``stop_reason`` is set only for stops a reader must know about.
-ReasoningKind = Literal["thinking", "redacted_thinking", "reasoning_content", "reasoning"]
+ReasoningKind = Literal["thinking", "redacted_thinking", "reasoning_content", "reasoning", "compaction"]
 NotableStop = Literal["max_tokens", "refusal"]
 
 
@@ -127,7 +136,10 @@ class Reasoning(BaseModel):
     kind: ReasoningKind  # Anthropic block type, or the OpenAI-compatible field it came in
     text: str = ""
     signature: str | None = None  # Anthropic thinking: must go back unchanged
-    data: str | None = None  # Anthropic redacted_thinking: opaque, goes back unchanged
+    # Anthropic redacted_thinking: opaque, goes back unchanged. ``compaction`` (issue 31,
+    # ``--strategy api``): the provider's compaction block as the JSON text it came in, every
+    # field (summary, encrypted content, signature) kept verbatim to go back as it is.
+    data: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

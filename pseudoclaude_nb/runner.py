@@ -214,7 +214,7 @@ class Runner(Limits):
         self._last_usage = response.usage
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
-            self.context.on_usage(response.usage, len(self.conversation), sent)
+            self.context.on_usage(response.usage, len(self.conversation), sent, self.emit)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)

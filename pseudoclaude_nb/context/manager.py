@@ -2,7 +2,7 @@
 
 ``ContextManager`` is what the runner and the agent hold. It composes, and decides
 nothing itself: Layer 1 is the ``Spiller``, what happens at the window's limits is the
-strategy (``compact`` or ``rollover``), and both work on one ``SharedState``. Switching
+strategy (``compact``, ``rollover`` or ``api``), and all work on one ``SharedState``. Switching
 strategy (``use``) builds the other strategy over the same state, so the anchor, the
 learned calibration, the ledger, the breaker, the counters and the pending tool batch
 stay. Every method that can report takes the caller's ``emit``: events reach the run (or
@@ -34,6 +34,7 @@ from . import layer2, undo
 from .compact import CompactStrategy
 from .confirm import Review
 from .layer1 import Emit, Spiller, ignore
+from .provider_compaction import ProviderCompactionStrategy
 from .rollover import RolloverStrategy
 from .settings import CompactSettings
 from .state import SharedState
@@ -46,6 +47,7 @@ if TYPE_CHECKING:
 STRATEGIES: dict[str, Callable[[SharedState], ContextStrategy]] = {
     "compact": CompactStrategy,
     "rollover": RolloverStrategy,
+    "api": ProviderCompactionStrategy,  # issue 31: the provider's own compaction
 }
 
 
@@ -126,8 +128,15 @@ class ContextManager:
     def forget_anchor(self) -> None:
         self.shared.forget_anchor()
 
-    def on_usage(self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None) -> None:
+    def on_usage(
+        self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None, emit: Emit = ignore
+    ) -> None:
+        """An answer's usage; then the strategy's look at the answer, where it has one (the api
+        strategy replaces the conversation when the provider compacted it)."""
         self.shared.on_usage(usage, length, tools)
+        after_response = getattr(self.strategy, "after_response", None)
+        if after_response is not None:
+            after_response(emit)
 
     def state(self, estimate: int | None = None) -> ContextState:
         """Where the context stands, for gauges; ``estimate`` when the caller has it already."""

@@ -26,6 +26,9 @@ class CompactSettings:
     # Rollover: remind this many tokens before the base limit (capped per window, see
     # ``effective_reminder_threshold``).
     reminder_threshold: int = REMINDER_THRESHOLD
+    # --strategy api (issue 31): the provider clears old tool results from this many input
+    # tokens on (``api_clear_tool_results``); 0: never.
+    clear_tool_results: int = 0
 
     @classmethod
     def fitted(cls, context_window: int, **settings: int) -> CompactSettings:

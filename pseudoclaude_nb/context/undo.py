@@ -31,6 +31,7 @@ from ..messages import Message
 from ..session import safeio
 from ..session.entries import MessageEntry, ReplaceEntry, parse_entry, plainly_valid
 from ..session.replay import LoadResult, replay, settle
+from .provider_compaction import undone
 
 if TYPE_CHECKING:
     from .state import SharedState
@@ -83,7 +84,9 @@ def undo(state: SharedState) -> Undone:
         )
     target, earlier = found
     current = state.conversation.messages()
-    new = state_before(writer.path, target, earlier)
+    # A server compaction's block stays on the answer that carried it: dropped, or the
+    # provider would drop the restored messages again (``provider_compaction.undone``).
+    new = undone(state_before(writer.path, target, earlier))
     dropped = len(_since(current, target.snapshot))
     before = state.estimate()
     with writer.marking(undoes=target.entry.replace_id):

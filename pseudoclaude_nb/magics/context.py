@@ -16,6 +16,7 @@ from IPython.display import display
 
 from ..agent import Agent
 from ..context.layer2 import Plan
+from ..context.provider_compaction import MARK as SERVER_MARK
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from ..widgets.theme import BRAND, FG2
@@ -188,12 +189,17 @@ def marks_of(m: dict[str, Any]) -> tuple[tuple[str, int], ...]:
     limits = m.get("rollover_limits")
     if limits:
         return tuple((name, int(value)) for name, value in limits.items())
+    marks = m.get("marks")  # the strategy's own, where it names them (api: the server's compaction)
+    if marks:
+        return tuple((str(name), int(value)) for name, value in marks)
     return (("Layer 2", m["threshold"]),)
 
 
 def limits_phrase(m: dict[str, Any]) -> str:
+    # A single line the strategy acts at reads "<name> at N"; rollover's three limits read "<name> N".
     return " · ".join(
-        f"{'Layer 2 at' if name == 'Layer 2' else name} {value:,}" for name, value in marks_of(m)
+        f"{name} at {value:,}" if name in ("Layer 2", SERVER_MARK) else f"{name} {value:,}"
+        for name, value in marks_of(m)
     )
 
 

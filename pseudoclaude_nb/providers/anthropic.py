@@ -6,7 +6,9 @@ turns, ``tool_use``/``tool_result`` blocks, the ``cache_control`` breakpoints
 (``thinking_budget``), the output cap clamped to the model's, and the mapping of SDK errors to
 one-line ``ProviderError``s. Reading what comes back is ``anthropic_stream``'s. Retries are the
 SDK's own (429, 5xx, 529 and connection errors, honouring ``retry-after``). It knows nothing of
-the turn loop, tools or compaction.
+the turn loop, tools or compaction — but for the server's own (issue 31, ``--strategy api``):
+with ``server_context`` set, agent requests carry ``context_management`` edits and their beta
+headers, and a ``compaction`` block of the history goes back exactly as it came.
 """
 
 from __future__ import annotations
@@ -17,14 +19,15 @@ from typing import Any
 
 import anthropic
 import httpx2
+import orjson
 from anthropic.types import Message as ApiMessage
 from anthropic.types import RawMessageStreamEvent
 
 from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
 from ..messages import Message, Reasoning, ToolCall
 from . import clients, wire
-from .anthropic_stream import THINKING, Reader, reasoning_of, usage_of
-from .base import ImageSource, Request, Response, Stop, StreamEvent
+from .anthropic_stream import COMPACTION, THINKING, Reader, reasoning_of, usage_of
+from .base import ImageSource, Request, Response, ServerContext, Stop, StreamEvent
 from .models import clamp_output, default_model, model_info
 from .window import prompt_in_error, window_in_error
 from .wire_prefix import Body, EncodedHistory
@@ -42,6 +45,15 @@ TOO_LONG = ("prompt is too long", "exceed context limit", "exceeds the context w
 MIN_THINKING_BUDGET = 1024
 # Manual-budget models think between tool calls only with this beta (adaptive ones always do).
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
+# issue 31, --strategy api: server-side compaction (the ``compact_20260112`` edit) and context
+# editing (``clear_tool_uses_20250919``) are in beta behind these headers; the API's floor for
+# a compaction trigger is 50,000 input tokens.
+COMPACT_BETA = "compact-2026-01-12"
+CONTEXT_EDITING_BETA = "context-management-2025-06-27"
+MIN_COMPACT_TRIGGER = 50_000
+# What goes back before an assistant turn's text, in the order it came: thinking, and the
+# server's compaction block.
+SENT_BACK = (*THINKING, COMPACTION)
 
 
 # issue-14: the API refuses an image whose base64 text is over 5 MB (3.75 MB of bytes) or
@@ -86,6 +98,8 @@ class AnthropicProvider:
             )
         self.thinking_budget = thinking_budget
         self.send_images = wire.send_images_setting(send_images)
+        # Set by --strategy api before each agent request (``ManagesContext``); None: not asked.
+        self.server_context: ServerContext | None = None
         self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries = max_retries
         self._key = key
@@ -96,7 +110,10 @@ class AnthropicProvider:
             api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
         # issue 34: each step converts and encodes only the new turns, also in the next %agent run
-        self._encoded = EncodedHistory.shared(("anthropic", self.base_url, self.model, self.send_images))
+        history = ("anthropic", self.base_url, self.model, self.send_images)
+        self._encoded = EncodedHistory.shared(history)
+        # issue 31: turns as --strategy api sends them (compaction blocks verbatim) are another form.
+        self._encoded_server = EncodedHistory.shared((*history, "server-context"))
 
     @property
     def _client(self) -> anthropic.Anthropic:
@@ -165,16 +182,24 @@ class AnthropicProvider:
 
     def _params(self, request: Request) -> dict[str, Any]:
         thinking, max_tokens = self._thinking_for(request)
+        server = self.server_context is not None and request.purpose == "agent"
         params: dict[str, Any] = {
             "model": self.model,
             "max_tokens": max_tokens,
-            "messages": self.wire_messages(request.messages, request.images),
+            "messages": self.wire_messages(request.messages, request.images, server=server),
         }
+        betas: list[str] = []
         if thinking is not None:
             # Temperature stays unset: the API allows no other value with thinking.
             params["thinking"] = thinking
             if thinking["type"] == "enabled" and request.tools:
-                params["extra_headers"] = {"anthropic-beta": INTERLEAVED_BETA}
+                betas.append(INTERLEAVED_BETA)
+        if server and self.server_context is not None:
+            edits, needed = context_edits(self.server_context)
+            params["context_management"] = {"edits": edits}
+            betas += needed
+        if betas:
+            params["extra_headers"] = {"anthropic-beta": ",".join(betas)}
         if request.system:
             # Tools, then system, then messages form the cached prefix: this breakpoint
             # caches tools and system prompt, which every step of a session repeats.
@@ -205,10 +230,14 @@ class AnthropicProvider:
     # --- neutral messages -> Messages API --------------------------------------------------
 
     def wire_messages(
-        self, messages: list[Message], images: ImageSource | None = None
+        self, messages: list[Message], images: ImageSource | None = None, *, server: bool = False
     ) -> list[dict[str, Any]]:
         """The Messages-API turns of ``messages``; those of the unchanged prefix (every turn but
-        the last, while the history only grows) are reused from the last request, encoded."""
+        the last, while the history only grows) are reused from the last request, encoded.
+
+        ``server``: a request with ``context_management`` (--strategy api), where a compaction
+        block goes back as it came; elsewhere (a summary request, another strategy) the API is
+        not asked to read one and gets its summary as text."""
         # More than 20 images in one request: the API refuses any side over 2,000 px. (The
         # prefix is kept only while there are at most 20: then the side never changes.) Counted
         # at the first turn with images: counting every message's cost ~5 ms a step at 10,000.
@@ -219,9 +248,10 @@ class AnthropicProvider:
             if not side and any(m.parts for m in group):
                 many = sum(len(m.parts) for m in messages) > MANY_IMAGES
                 side = MANY_IMAGES_MAX_SIDE if many else IMAGE_MAX_SIDE
-            return [self._turn(group, images, side or IMAGE_MAX_SIDE)]
+            return [self._turn(group, images, side or IMAGE_MAX_SIDE, server=server)]
 
-        return self._encoded.using(images).messages(
+        encoded = self._encoded_server if server else self._encoded
+        return encoded.using(images).messages(
             [], messages, convert, _no_loop, _never_changes, last=_breakpoints
         )
 
@@ -250,7 +280,9 @@ class AnthropicProvider:
         ]
         return blocks, notes
 
-    def _turn(self, group: list[Message], images: ImageSource | None = None, side: int = 0) -> dict[str, Any]:
+    def _turn(
+        self, group: list[Message], images: ImageSource | None = None, side: int = 0, *, server: bool = False
+    ) -> dict[str, Any]:
         role = group[0].role
         blocks: list[dict[str, Any]] = []
         if role == "user":
@@ -282,7 +314,8 @@ class AnthropicProvider:
         for m in group:
             # Thinking first, unchanged: the API checks the signature of every block it
             # gets back, and requires the blocks before the tool_use they led to.
-            blocks += [_thinking_block(r) for r in m.reasoning if r.kind in THINKING]
+            # A compaction block likewise goes back verbatim, where it came (first).
+            blocks += [_sent_back(r, server) for r in m.reasoning if r.kind in SENT_BACK]
             if m.content.strip():
                 blocks.append(_text(m.content))
             blocks += [
@@ -380,11 +413,52 @@ def conversation_breakpoints(turns: list[dict[str, Any]]) -> list[int]:
         marks.append(stable)
     if turns:
         marks.append(len(turns) - 1)
-    return [at for at in marks if turns[at]["content"] and turns[at]["content"][-1]["type"] not in THINKING]
+    return [at for at in marks if turns[at]["content"] and turns[at]["content"][-1]["type"] not in SENT_BACK]
 
 
 def _text(text: str) -> dict[str, Any]:
     return {"type": "text", "text": text}
+
+
+def context_edits(ctx: ServerContext) -> tuple[list[dict[str, Any]], list[str]]:
+    """``context_management.edits`` for ``ctx``, and the beta headers they need (the documented
+    shapes: ``compact_20260112`` with an ``input_tokens`` trigger; ``clear_tool_uses_20250919``
+    with a trigger and the tool uses to ``keep``)."""
+    edits: list[dict[str, Any]] = []
+    betas = [COMPACT_BETA]
+    if ctx.clear_tool_results:
+        edits.append(
+            {
+                "type": "clear_tool_uses_20250919",
+                "trigger": {"type": "input_tokens", "value": ctx.clear_tool_results},
+                "keep": {"type": "tool_uses", "value": ctx.keep_tool_uses},
+            }
+        )
+        betas.append(CONTEXT_EDITING_BETA)
+    compact: dict[str, Any] = {
+        "type": "compact_20260112",
+        "trigger": {"type": "input_tokens", "value": max(ctx.trigger, MIN_COMPACT_TRIGGER)},
+    }
+    if ctx.instructions:
+        compact["instructions"] = ctx.instructions
+    edits.append(compact)
+    return edits, betas
+
+
+def _sent_back(r: Reasoning, server: bool) -> dict[str, Any]:
+    if r.kind != COMPACTION:
+        return _thinking_block(r)
+    try:
+        block = orjson.loads(r.data or "{}")
+    except orjson.JSONDecodeError:
+        block = None
+    if not isinstance(block, dict):
+        block = {"type": COMPACTION, "content": None}  # the documented no-op: a failed compaction
+    if server:
+        return block  # verbatim: the fields as the API returned them
+    summary = block.get("content")
+    text = summary if isinstance(summary, str) and summary.strip() else "(the provider's compaction left no summary)"
+    return _text(f"[summary of the earlier conversation, written by the provider's compaction]\n{text}")
 
 
 def _thinking_block(r: Reasoning) -> dict[str, Any]:

@@ -2,13 +2,19 @@
 and the usage they carry (cache writes by TTL included).
 
 Thinking blocks are kept whole, with their signatures, so they can go back unchanged before
-the ``tool_use`` they preceded. ``anthropic`` owns the requests; this module only reads.
+the ``tool_use`` they preceded. So is a server-side ``compaction`` block (issue 31,
+``--strategy api``): every field as it came, as one ``Reasoning(kind="compaction")`` whose
+``data`` is the block's JSON, to go back verbatim; the usage of the compaction iteration
+(``usage.iterations``) is kept apart from the answer's. ``anthropic`` owns the requests; this
+module only reads.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Final
+
+import orjson
 
 from ..messages import Reasoning, Usage
 from .base import (
@@ -23,6 +29,7 @@ from .base import (
 )
 
 THINKING = ("thinking", "redacted_thinking")
+COMPACTION: Final = "compaction"
 
 
 class Reader:
@@ -48,6 +55,8 @@ class Reader:
             block = self.blocks.get(event.index)
             if block is not None and block["type"] == "tool_use":
                 yield ToolCallEnd(block["id"])
+            elif block is not None and block["type"] == COMPACTION:
+                yield ReasoningEnd(compaction_part(block["fields"]))
             elif block is not None and block["type"] in THINKING:
                 yield ReasoningEnd(
                     Reasoning(
@@ -80,6 +89,10 @@ class Reader:
                 yield ReasoningDelta(thinking)
         elif block.type == "redacted_thinking":
             self.blocks[index] = {"type": "redacted_thinking", "data": getattr(block, "data", None) or ""}
+        elif block.type == COMPACTION:
+            # The documented stream: the block starts (content null), one compaction_delta
+            # carries the summary (and any encrypted content), the block stops.
+            self.blocks[index] = {"type": COMPACTION, "fields": fields_of(block)}
         elif block.type == "text":
             self.blocks[index] = {"type": "text"}
             if block.text:
@@ -94,11 +107,35 @@ class Reader:
         elif delta.type == "thinking_delta" and block is not None:
             block["thinking"] += delta.thinking
             yield ReasoningDelta(delta.thinking)
+        elif delta.type == "compaction_delta" and block is not None and block["type"] == COMPACTION:
+            # Each field the delta carries replaces the block's (the SDK's own accumulator does so).
+            for name, value in fields_of(delta).items():
+                if name != "type":
+                    block["fields"][name] = value
+        elif delta.type == "signature_delta" and block is not None and block["type"] == COMPACTION:
+            block["fields"]["signature"] = (block["fields"].get("signature") or "") + delta.signature
         elif delta.type == "signature_delta" and block is not None:
             block["signature"] += delta.signature
 
 
+def fields_of(obj: Any) -> dict[str, Any]:
+    """An SDK object's fields as the server sent them (none it did not), in their order."""
+    if isinstance(obj, dict):
+        return dict(obj)
+    to_dict = getattr(obj, "to_dict", None)
+    if to_dict is not None:
+        return dict(to_dict())
+    return {k: v for k, v in vars(obj).items() if not k.startswith("_")}
+
+
+def compaction_part(fields: dict[str, Any]) -> Reasoning:
+    """A compaction block, kept verbatim: its JSON text is what goes back (``anthropic._turn``)."""
+    return Reasoning(kind=COMPACTION, data=orjson.dumps(fields).decode())
+
+
 def reasoning_of(block: Any) -> Reasoning | None:
+    if block.type == COMPACTION:
+        return compaction_part(fields_of(block))
     if block.type == "thinking":
         return Reasoning(
             kind="thinking",
@@ -122,7 +159,30 @@ def usage_of(u: Any) -> Usage:
         cache_creation_input_tokens=get("cache_creation_input_tokens"),
         cache_read_input_tokens=get("cache_read_input_tokens"),
         cache_creation_1h_input_tokens=_hour_writes(u) or 0,
+        **(_compaction_usage(u) or {}),
     )
+
+
+def _compaction_usage(u: Any) -> dict[str, int] | None:
+    """The usage of the compaction iterations of a request (``usage.iterations`` entries of type
+    ``compaction``: not part of the top-level counts, billed besides); None when the server
+    sent no iterations. Cache reads and writes of the iteration count as its input."""
+    iterations = getattr(u, "iterations", None)
+    if not isinstance(iterations, list):
+        return None
+    prompt = output = 0
+    for item in iterations:
+        if _field(item, "type") != COMPACTION:
+            continue
+        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
+            prompt += int(_field(item, name) or 0)
+        output += int(_field(item, "output_tokens") or 0)
+    return {"compaction_input_tokens": prompt, "compaction_output_tokens": output}
+
+
+def _field(item: Any, name: str) -> Any:
+    # An iteration is a dict (a field the SDK's model does not know) or an SDK object.
+    return item.get(name) if isinstance(item, dict) else getattr(item, name, None)
 
 
 def _hour_writes(u: Any) -> int | None:
@@ -152,5 +212,12 @@ def delta_usage(before: Usage, u: Any) -> Usage:
         cache_read_input_tokens=pick("cache_read_input_tokens", before.cache_read_input_tokens),
         cache_creation_1h_input_tokens=(
             before.cache_creation_1h_input_tokens if (hour := _hour_writes(u)) is None else hour
+        ),
+        **(
+            _compaction_usage(u)
+            or {
+                "compaction_input_tokens": before.compaction_input_tokens,
+                "compaction_output_tokens": before.compaction_output_tokens,
+            }
         ),
     )

@@ -134,6 +134,31 @@ class Response:
     cut_calls: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class ServerContext:
+    """What ``--strategy api`` asks of a provider that manages the context itself (issue 31).
+
+    Neutral: each provider puts it in its own words (Anthropic: ``context_management`` edits;
+    the scripted provider emulates the documented behaviour). It applies to agent requests
+    only, never to a summary or memory request.
+    """
+
+    trigger: int  # input tokens from which the provider compacts what came before
+    instructions: str | None = None  # replaces the provider's own summarizing prompt
+    # Old tool results cleared by the provider (Anthropic context editing) from this many
+    # input tokens on; 0: never. ``keep_tool_uses`` newest tool uses stay.
+    clear_tool_results: int = 0
+    keep_tool_uses: int = 3
+
+
+@runtime_checkable
+class ManagesContext(Protocol):
+    """A provider that can manage the context server-side: the strategy sets ``server_context``
+    before each agent request (None: the provider does nothing of the kind)."""
+
+    server_context: ServerContext | None
+
+
 @runtime_checkable
 class Provider(Protocol):
     name: str

@@ -9,6 +9,9 @@ estimate over the Layer 2 line of the small window, so older turns get summarize
 for warnings instead of re-reading, fixes the bug with ``edit_file``, re-runs the tests and
 checks ``stats.mean`` against the sample data.
 
+Under ``--strategy api`` it plays the compact story's turns, and the summary is the emulated
+server's compaction block at the same point (``ScriptedProvider``'s emulation).
+
 Under ``--strategy rollover`` the same task plays rollover's story instead of a summary:
 after the first log page the host's reminder is due, the model answers it with
 ``new_context`` (a four-section handoff and related files), and the fresh window greps the
@@ -388,6 +391,15 @@ CONTEXT_STORY = {
         "whole session log, including the spill, the handoff and the rollover marker; "
         "`%sessions search WARNING` searches the old window too."
     ),
+    "api": (
+        "- The demo window is small (50,000 tokens; the provider was asked to compact from "
+        "17,000): the two log pages carried the request over that trigger, so the provider "
+        "summarized everything before my answer into a compaction block (the demo emulates "
+        "the server's compaction). The host logged it as a replace; `%context` shows what I "
+        "see now, and `%compact --undo` would take it back.\n"
+        "- `%sessions show <session id>` (the id is on the last line below) shows the "
+        "whole session log, including the spill and the replace marker."
+    ),
 }
 
 
@@ -446,6 +458,7 @@ def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
         "context_window": DEMO_CONTEXT_WINDOW,
         "turns": turns,
         # Rollover writes no summary in the run; a `%compact` after it describes the finished task.
+        # Under api the emulated server compaction takes the first summary (``ScriptedProvider``).
         "summaries": [SUMMARY_AFTER_FIX]
         if strategy == "rollover"
         else [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],

@@ -14,6 +14,16 @@ call is not retried); a larger one lets the run retry a cut step once, with the 
 ``summary_seconds`` holds every summary request that long before it answers, so a person
 watching sees the gauge say "compacting…" (a scripted summary is otherwise instant);
 ``PSEUDOCLAUDE_DEMO_PACE=0`` turns it off with the rest of the pacing (tests, recorded outputs).
+
+Server-side compaction, emulated (issue 31, ``--strategy api``): with ``server_context`` set,
+an agent request behaves as the Anthropic documentation describes the ``compact_20260112``
+edit. The provider reads the request from its last compaction block on (it drops what comes
+before one); when that input reaches the trigger, it compacts: the answer begins with a
+``compaction`` block whose summary is the script's next ``summaries`` entry (else a short
+digest of what it replaces: the first request, files touched, the last words), the answer's
+usage counts the compacted context (the block plus system prompt and tools), and the
+compaction's own request goes under the usage's ``compaction_*`` counts, as the API bills
+``usage.iterations``. No minimum trigger, no encrypted content, no tool-result clearing.
 """
 
 from __future__ import annotations
@@ -36,6 +46,7 @@ from .base import (
     ReasoningEnd,
     Request,
     Response,
+    ServerContext,
     Stop,
     StreamEvent,
     TextDelta,
@@ -143,6 +154,8 @@ class ScriptedProvider:
         # agent request, so each step estimates only what was added (see _input_tokens).
         self._counted: tuple[int, Message | None, Message | None, int] = (0, None, None, 0)
         self._cached = 0  # of the last request counted: its tokens a cache would have read
+        # --strategy api sets it before each agent request: the emulated server compaction.
+        self.server_context: ServerContext | None = None
         if on_created is not None:
             on_created(self)
 
@@ -170,17 +183,56 @@ class ScriptedProvider:
             ToolCall(id=c.id or _call_id(request, index, k), name=c.name, arguments=c.arguments)
             for k, c in enumerate(turn.tool_calls)
         ]
+        compaction = self._server_compaction(request)
+        usage = turn.usage or self._cached_usage(request, turn.text + turn.reasoning, calls)
+        reasoning = [Reasoning(kind="reasoning", text=turn.reasoning)] if turn.reasoning else []
+        if compaction is not None:
+            block, compacted = compaction
+            reasoning.insert(0, block)
+            usage = turn.usage or compacted + estimated_usage(request, turn.text + turn.reasoning, calls, 0)
         response = Response(
             text=turn.text,
             tool_calls=calls,
-            usage=turn.usage or self._cached_usage(request, turn.text + turn.reasoning, calls),
+            usage=usage,
             stop_reason=turn.stop_reason or ("tool_use" if calls else "end_turn"),
-            reasoning=[Reasoning(kind="reasoning", text=turn.reasoning)] if turn.reasoning else [],
+            reasoning=reasoning,
         )
         for event in replay_events(response):
             if self.pace and isinstance(event, TextDelta):
                 time.sleep(self.pace)
             yield event
+
+    def _server_compaction(self, request: Request) -> tuple[Reasoning, Usage] | None:
+        """The emulated ``compact_20260112`` edit (see the module docstring): the compaction block
+        this request's answer begins with and the usage it leaves (compacted context as input,
+        the compaction's own request as ``compaction_*``), or None below the trigger."""
+        ctx = self.server_context
+        if ctx is None:
+            return None
+        messages = request.messages
+        start = next(
+            (i for i in range(len(messages) - 1, -1, -1) if any(r.kind == "compaction" for r in messages[i].reasoning)),
+            0,
+        )
+        read = messages[start:]  # what the server reads: it drops what precedes a compaction block
+        total = estimate_request(request.system, read, request.tools)
+        if total < ctx.trigger:
+            return None
+        if self.summaries_used < len(self.script.summaries):
+            item = self._item(self.script.summaries, self.summaries_used, "summaries", "summary")
+            self.summaries_used += 1
+            summary = item if isinstance(item, str) else digest(read)
+        else:
+            summary = digest(read)
+        block = Reasoning(kind="compaction", data=json.dumps({"type": "compaction", "content": summary}))
+        head = estimate_request(request.system, [], request.tools)
+        summary_tokens = estimate_text(summary)
+        usage = Usage(
+            input_tokens=head + summary_tokens,
+            compaction_input_tokens=total,
+            compaction_output_tokens=summary_tokens,
+        )
+        return block, usage
 
     def _cached_usage(self, request: Request, text: str, calls: list[ToolCall]) -> Usage:
         """``estimated_usage``, split the way a caching provider reports it (issue 31).
@@ -294,6 +346,23 @@ def _call_id(request: Request, turn: int, k: int) -> str:
     return f"call_{digest}"
 
 
+def digest(messages: list[Message]) -> str:
+    """A short summary of ``messages`` for the emulated compaction when the script has none:
+    the first request (it usually holds the constraints), the files touched, the last words."""
+    first = next((m.prompt_text for m in messages if m.role == "user" and m.tool_result is None), "")
+    files = sorted(
+        {str(c.arguments["path"]) for m in messages for c in m.tool_calls if isinstance(c.arguments.get("path"), str)}
+    )
+    last = next((m.content for m in reversed(messages) if m.role == "assistant" and m.content.strip()), "")
+    lines = [
+        f"Summary of the conversation so far ({len(messages)} messages, compacted by the provider).",
+        f"The request: {first[:600]}" if first else "",
+        f"Files touched: {', '.join(files)}" if files else "",
+        f"Last said: {last[:300]}" if last else "",
+    ]
+    return "\n".join(line for line in lines if line)
+
+
 def estimated_usage(request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None) -> Usage:
     """What a real provider would report, from the estimator, so anchors behave the same."""
     out = len(text.encode("utf-8", "surrogatepass")) + sum(  # a script may hold lone surrogates
@@ -315,6 +384,9 @@ def replay_events(response: Response) -> Iterator[StreamEvent]:
     With ``max_tokens`` the last call breaks off inside its arguments, as a real cut does.
     """
     for part in response.reasoning:
+        if part.kind == "compaction":  # a block that arrives whole, never shown as thinking
+            yield ReasoningEnd(part)
+            continue
         words = part.text.split(" ")
         for i in range(0, len(words), 4):
             chunk = " ".join(words[i : i + 4])

@@ -28,6 +28,8 @@ _COUNTS = (
     "cache_creation_input_tokens",
     "cache_read_input_tokens",
     "cache_creation_1h_input_tokens",
+    "compaction_input_tokens",
+    "compaction_output_tokens",
 )
 
 

@@ -25,6 +25,7 @@ class Recorded:
     path: str
     headers: dict[str, str]  # names in lower case
     body: Any  # the parsed JSON body, or None
+    raw: bytes = b""  # the body's bytes as they arrived
 
 
 @dataclass(frozen=True)
@@ -169,6 +170,7 @@ class _Handler(BaseHTTPRequestHandler):
             path=self.path,
             headers={k.lower(): v for k, v in self.headers.items()},
             body=body,
+            raw=raw,
         )
         answer = self.server.fake._next(recorded)
         if isinstance(answer, Reply):

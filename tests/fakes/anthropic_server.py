@@ -5,6 +5,13 @@ with the input-side usage, content blocks (text split into deltas, tool input sp
 into ``input_json_delta`` pieces), a ping, message_delta with the stop reason and the
 cumulative output tokens, message_stop. ``cut`` and ``dropped`` are the two ways a real
 stream fails: ending without its last events, or the connection breaking mid-body.
+
+Server-side compaction (issue 31) follows the shapes of the documentation
+(platform.claude.com, build-with-claude/compaction): the answer's first block is a
+``compaction`` block; streamed, it starts with ``"content": null``, one ``compaction_delta``
+carries the summary (and, where the server sends it, ``encrypted_content``), then it stops.
+The compaction's own request is reported in ``usage.iterations`` (a ``compaction`` entry
+beside the ``message`` one); the top-level usage counts only the answer's.
 """
 
 from __future__ import annotations
@@ -45,7 +52,9 @@ def frames(
     thinking: tuple[str, str] | None = None,  # (text, signature)
     model: str = "claude-test",
     cache_creation: dict[str, int] | None = None,  # the documented TTL split of the cache writes
-    delta_usage: dict[str, int] | None = None,  # message_delta's usage (default: output_tokens only)
+    delta_usage: dict[str, Any] | None = None,  # message_delta's usage (default: output_tokens only)
+    compaction: dict[str, Any] | None = None,  # the compaction block the answer begins with
+    iterations: list[dict[str, Any]] | None = None,  # usage.iterations, sent in message_delta's usage
 ) -> list[bytes]:
     u = _usage(usage)
     start_usage: dict[str, Any] = {
@@ -87,6 +96,9 @@ def frames(
         out.append(sse("content_block_stop", {"type": "content_block_stop", "index": index}))
         index += 1
 
+    if compaction is not None:
+        delta = {"type": "compaction_delta"} | {k: v for k, v in compaction.items() if k != "type"}
+        block({"type": "compaction", "content": None}, [delta])
     if thinking:
         block(
             {"type": "thinking", "thinking": "", "signature": ""},
@@ -116,7 +128,8 @@ def frames(
                     "stop_reason": stop_reason or ("tool_use" if calls else "end_turn"),
                     "stop_sequence": None,
                 },
-                "usage": delta_usage or {"output_tokens": u["output_tokens"]},
+                "usage": (delta_usage or {"output_tokens": u["output_tokens"]})
+                | ({"iterations": iterations} if iterations is not None else {}),
             },
         )
     )
@@ -151,9 +164,11 @@ def message(
     *,
     usage: dict[str, int] | None = None,
     stop_reason: str | None = None,
+    compaction: dict[str, Any] | None = None,
+    iterations: list[dict[str, Any]] | None = None,
 ) -> Reply:
     """A non-streamed Messages API answer."""
-    content: list[dict[str, Any]] = []
+    content: list[dict[str, Any]] = [compaction] if compaction is not None else []
     if text:
         content.append({"type": "text", "text": text})
     content += [{"type": "tool_use", "id": i, "name": n, "input": a} for i, n, a in calls]
@@ -167,7 +182,7 @@ def message(
             "content": content,
             "stop_reason": stop_reason or ("tool_use" if calls else "end_turn"),
             "stop_sequence": None,
-            "usage": _usage(usage),
+            "usage": _usage(usage) | ({"iterations": iterations} if iterations is not None else {}),
         },
     )
 
