@@ -214,10 +214,14 @@ class Runner(Limits):
         self._last_usage = response.usage
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
-            self.context.on_usage(response.usage, len(self.conversation), sent, self.emit)
+            self.context.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        if self.context is not None and self.context.after_response(self.emit):
+            # issue 31: the provider compacted (--strategy api); the replace comes after the
+            # usage entry, so the log still says what this request was (%context --at).
+            self.emit(self.context.state())
         self.emit(StepFinished(step, response.usage, message, self.provider.model))
         return message
 

@@ -203,6 +203,10 @@ def test_a_server_compaction_is_logged_as_a_replace_and_sent_back_on_the_next_re
     assert first["role"] == "assistant" and first["content"][0] == BLOCK
     assert orjson.dumps(BLOCK) in sent.raw
     assert [m["role"] for m in sent.body["messages"]] == ["assistant", "user"]
+    # The log still says what each request was: the compacting one read the whole history.
+    at_two, at_three = run_magic(ip, "context --at 2"), run_magic(ip, "context --at 3")
+    assert "plan a stats module" in at_two and "3 messages" in at_two
+    assert "plan a stats module" not in at_three and "by then: 1 replaces (compact ×1)" in at_three
 
 
 def test_resume_after_a_server_compaction_gives_the_same_effective_context(ip, anthropic_env) -> None:

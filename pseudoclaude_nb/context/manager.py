@@ -128,15 +128,14 @@ class ContextManager:
     def forget_anchor(self) -> None:
         self.shared.forget_anchor()
 
-    def on_usage(
-        self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None, emit: Emit = ignore
-    ) -> None:
-        """An answer's usage; then the strategy's look at the answer, where it has one (the api
-        strategy replaces the conversation when the provider compacted it)."""
+    def on_usage(self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None) -> None:
         self.shared.on_usage(usage, length, tools)
+
+    def after_response(self, emit: Emit = ignore) -> bool:
+        """The strategy's look at an answer once it is in and logged, where it has one (the api
+        strategy replaces the conversation when the provider compacted it); True when it acted."""
         after_response = getattr(self.strategy, "after_response", None)
-        if after_response is not None:
-            after_response(emit)
+        return bool(after_response(emit)) if after_response is not None else False
 
     def state(self, estimate: int | None = None) -> ContextState:
         """Where the context stands, for gauges; ``estimate`` when the caller has it already."""
