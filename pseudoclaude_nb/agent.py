@@ -22,7 +22,7 @@ from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .agent_window import AgentWindow
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .context import CompactSettings, ContextManager
+from .context import CompactSettings, ContextManager, check_provider
 from .context.confirm import Ask, Review, text_ask
 from .context.layer2 import Plan
 from .context.pins import Pins
@@ -210,6 +210,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         config = self.config(**options)
         env_notices = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
         provider = provider_for(config)
+        check_provider(config.strategy, provider)  # --strategy api: before any session or request
         if new:
             self.new_session()
         elif session_id:

@@ -14,9 +14,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .compact.manifest import manifest, notebook_cells
-from .context import CompactSettings, threshold_for
+from .context import CompactSettings, strategy_marks, threshold_for
 from .context.cache import outlook
-from .context.strategy import marks_for
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
 from .providers import Provider, auto_provider, provider_for
@@ -118,7 +117,7 @@ class ContextViews:
         if strategy == "rollover":
             # The gauge and %context show these instead of the Layer 2 line.
             extra["rollover_limits"] = settings.rollover_limits
-        extra["marks"] = [list(mark) for mark in marks_for(strategy, settings)]  # where it acts (issue 31)
+        extra["marks"] = [list(mark) for mark in strategy_marks(strategy, settings)]  # where it acts (issue 31)
         if self.session is None:
             return manifest(
                 sections=sections,

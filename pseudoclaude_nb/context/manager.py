@@ -26,7 +26,7 @@ from ..conversation import Conversation
 from ..errors import SessionError
 from ..events import Compacted, ContextState
 from ..messages import ToolCall, ToolResult, Usage
-from ..providers.base import Provider
+from ..providers.base import ManagesContext, Provider
 from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
@@ -34,11 +34,11 @@ from . import layer2, undo
 from .compact import CompactStrategy
 from .confirm import Review
 from .layer1 import Emit, Spiller, ignore
-from .provider_compaction import ProviderCompactionStrategy
+from .provider_compaction import ProviderCompactionStrategy, unsupported
 from .rollover import RolloverStrategy
 from .settings import CompactSettings
 from .state import SharedState
-from .strategy import ContextStrategy
+from .strategy import ContextStrategy, Marks, marks_for
 
 if TYPE_CHECKING:
     from ..tools import ToolRegistry
@@ -49,6 +49,21 @@ STRATEGIES: dict[str, Callable[[SharedState], ContextStrategy]] = {
     "rollover": RolloverStrategy,
     "api": ProviderCompactionStrategy,  # issue 31: the provider's own compaction
 }
+
+
+def strategy_marks(name: str, settings: CompactSettings) -> Marks:
+    """The marks of strategy ``name`` under ``settings``, without a session: its own where it
+    names them (``marks_for`` on its class), else ``strategy.marks_for``'s."""
+    own = getattr(STRATEGIES.get(name), "marks_for", None)
+    return own(settings) if own is not None else marks_for(name, settings)
+
+
+def check_provider(name: str, provider: Provider) -> None:
+    """Refuse, before a run, a provider strategy ``name`` cannot work with (``--strategy api``
+    needs one that manages the context itself, ``ManagesContext``): ``ConfigError`` with what
+    to use instead."""
+    if getattr(STRATEGIES.get(name), "needs_server_context", False) and not isinstance(provider, ManagesContext):
+        raise unsupported(provider.name)
 
 
 class ContextManager:

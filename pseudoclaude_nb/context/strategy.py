@@ -67,11 +67,6 @@ def marks_for(name: str, settings: CompactSettings) -> Marks:
     """The marks of strategy ``name`` under ``settings``, without a session."""
     if name == "rollover":
         return tuple(settings.rollover_limits.items())
-    from .manager import STRATEGIES  # the registry imports this module
-
-    own = getattr(STRATEGIES.get(name), "marks_for", None)  # a strategy that names its own marks
-    if own is not None:
-        return own(settings)  # type: ignore[no-any-return]
     return (("Layer 2", settings.threshold),)
 
 

@@ -35,30 +35,7 @@ def auto_provider(environ: dict[str, str] | None = None) -> str:
     return "offline"
 
 
-def make_provider(name: str, *, strategy: str = "compact", **options: Any) -> Provider:
-    """Build the provider a run asked for; errors say which option or variable to set.
-
-    ``strategy`` matters to the demo (its fixed script plays the strategy's story: a summary
-    under compact, a handoff under rollover, the provider's own compaction under api), and to
-    a strategy that needs the provider to manage the context itself (``--strategy api``): a
-    provider that cannot is refused here, before any session or request.
-    """
-    provider = _built(name, strategy=strategy, **options)
-    _check_strategy(provider, strategy)
-    return provider
-
-
-def _check_strategy(provider: Provider, strategy: str) -> None:
-    from ..context.manager import STRATEGIES  # the context layer imports this package
-    from ..context.provider_compaction import unsupported
-    from .base import ManagesContext
-
-    needs = getattr(STRATEGIES.get(strategy), "needs_server_context", False)
-    if needs and not isinstance(provider, ManagesContext):
-        raise unsupported(provider.name)
-
-
-def _built(
+def make_provider(
     name: str,
     *,
     model: str = "",
@@ -71,6 +48,12 @@ def _built(
     strategy: str = "compact",
     **_: Any,
 ) -> Provider:
+    """Build the provider a run asked for; errors say which option or variable to set.
+
+    ``strategy`` matters to the demo only: its fixed script plays the strategy's story
+    (a summary under compact, a handoff to a fresh window under rollover, the emulated
+    server compaction under api).
+    """
     if name == "auto":
         name = auto_provider()
     if name == "demo":
