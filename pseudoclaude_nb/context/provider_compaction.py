@@ -89,6 +89,9 @@ class ProviderCompactionStrategy:
 
     def __init__(self, state: SharedState) -> None:
         self.state = state
+        # Whether the whole conversation was looked at for a compaction block not yet replaced
+        # (once per strategy object and per restore: each answer is looked at as it comes).
+        self.caught_up = False
 
     @staticmethod
     def marks_for(settings: CompactSettings) -> Marks:
@@ -109,18 +112,26 @@ class ProviderCompactionStrategy:
         if not isinstance(provider, ManagesContext):
             raise unsupported(provider.name)
         provider.server_context = server_context(self.state.settings)
-        # A log that ended between an answer with a compaction block and its replace (a crash,
-        # an older run): the conversation catches up before the request.
-        return self.after_response(emit)
+        if self.caught_up:
+            return False
+        # A log that ended between an answer with a compaction block and its replace (a crash),
+        # or a session that was under another strategy: the conversation catches up first.
+        self.caught_up = True
+        messages = self.state.conversation.messages()
+        at = compaction_at(messages)
+        return bool(at) and self._replace_from(messages, at or 0, emit)
 
     def after_response(self, emit: Emit = ignore) -> bool:
-        """A compaction block beyond the first message: replace the conversation by the messages
+        """The answer just in carries a compaction block: replace the conversation by the messages
         from it on (what the provider reads from now on). True when it replaced."""
-        s = self.state
-        messages = s.conversation.messages()
-        at = compaction_at(messages)
-        if not at:
+        last = self.state.conversation.last()
+        if last is None or not any(r.kind == COMPACTION for r in last.reasoning):
             return False
+        messages = self.state.conversation.messages()
+        return len(messages) > 1 and self._replace_from(messages, len(messages) - 1, emit)
+
+    def _replace_from(self, messages: list[Message], at: int, emit: Emit) -> bool:
+        s = self.state
         new = messages[at:]
         before = s.estimate_of(messages)
         # The usage of the answer that carried the block measured the compacted request: it
@@ -159,7 +170,7 @@ class ProviderCompactionStrategy:
         return tools
 
     def restore(self, loaded: LoadResult) -> None:
-        pass  # nothing of its own: the compaction blocks are in the messages
+        self.caught_up = False  # the compaction blocks are in the messages: looked at before the next request
 
     def declare(self, intent: Intent, emit: Emit) -> str:
         raise ToolError("new_context works only with --strategy rollover; keep working in this window")
