@@ -203,3 +203,35 @@ def test_the_prefix_in_full_blocks_sends_the_same_body_and_keeps_an_earlier_one_
     assert len(provider._encoded._blocks) > 3  # the prefix filled blocks
     assert wire_prefix.dumps(first) == raw
     assert json.loads(raw)["messages"] == json.loads(json.dumps(first["messages"]))
+
+
+def test_a_resumed_history_in_the_same_kernel_reuses_the_prefix_and_sends_the_same_body(
+    server, provider, encodes, tmp_path
+):
+    """``%sessions resume`` loads equal copies of the messages, other objects: the prefix holds."""
+    from pseudoclaude_nb.conversation import Conversation
+    from pseudoclaude_nb.session import load_session
+    from pseudoclaude_nb.session.paths import new_session_dir
+    from pseudoclaude_nb.session.writer import SessionWriter
+
+    messages = history(200) + [Message(role="user", content="Again, please.")]
+    send(server, provider, messages, encodes)
+    folder = new_session_dir(tmp_path)
+    conversation = Conversation()
+    with SessionWriter(folder, fsync=False) as writer:
+        writer.attach(conversation)
+        for m in messages:
+            conversation.append(m)
+    resumed = list(load_session(folder).messages)
+    assert resumed == messages and all(a is not b for a, b in zip(resumed, messages, strict=True))
+    resumed += step(300)
+    send(server, provider, resumed, encodes)
+    assert encodes[-1] <= 4, encodes  # not the 400 messages again
+    resumed += step(301)
+    send(server, provider, resumed, encodes)
+    assert encodes[-1] <= 4, encodes
+    # A resumed copy that differs (a message edited on disk) is not taken for the kept one.
+    edited = list(resumed)
+    edited[5] = edited[5].model_copy(update={"content": "edited on disk"})
+    body = send(server, provider, edited, encodes)
+    assert any(m.get("content") == "edited on disk" for m in body["messages"])

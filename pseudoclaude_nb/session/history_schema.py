@@ -169,7 +169,7 @@ def _cjk_tokens(m: re.Match[str]) -> str:
 
 
 def index_text(text: str) -> str:
-    """What ``words`` is given for a piece of text: its words (lower-cased, CJK split), then its pairs.
+    """What a rebuild gives ``words`` for a piece of text: its words (lower-cased, CJK split), then its pairs.
 
     The pairs are the neighbouring words of which one is in ``COMMON`` (a text's words with
     its CJK runs taken out: words that meet across only non-word characters, ``error: in``,
@@ -179,12 +179,19 @@ def index_text(text: str) -> str:
 
 
 def indexed(text: str, *, vocabulary: bool = True) -> tuple[str, set[bytes]]:
-    """``index_text`` of ``text``, and (with ``vocabulary``) its distinct words (``words_of``),
-    UTF-8 encoded: a batch's vocabulary is decoded once, for the words new to it.
+    """What ``words`` is given for ``text`` (``index_text``), and (with ``vocabulary``) its
+    distinct words (``words_of``), UTF-8 encoded: a batch's vocabulary is decoded once, for
+    the words new to it.
 
-    The words are the tokens split for the pairs (the background indexer's cost per message
-    is what a durable append waits for, issue 34): the ``WORD`` regex over the text again,
-    and decoding every word of every row, cost more than the rest of indexing a row.
+    ``words`` is contentless with ``detail=none``: it keeps, per token, only the rows that
+    hold it, never how often or where. So with ``vocabulary`` (the distinct words are made
+    anyway) it is given each distinct word once, then the pairs: the same index from about
+    half the text, and the tokenizer and FTS5's pending-terms hash see each token once (the
+    background indexer's CPU per message is what a durable append waits for, issue 34).
+    Without (a rebuild, whose SQLite inserts run on a thread of their own) it is given the
+    lowered text: the Python thread is a rebuild's bottleneck. The words are the tokens
+    split for the pairs: the ``WORD`` regex over the text again, and decoding every word of
+    every row, cost more than the rest of indexing a row.
     """
     low = text.lower()
     if low.isascii():
@@ -201,6 +208,11 @@ def indexed(text: str, *, vocabulary: bool = True) -> tuple[str, set[bytes]]:
         for a, b in zip(tokens, tokens[1:], strict=False)
         if a in _COMMON_BYTES or b in _COMMON_BYTES
     }
+    if vocabulary:
+        given = b" ".join(words)
+        if pairs:
+            given += b"\n" + b" ".join(pairs)
+        return given.decode(), words
     if not pairs:
         return low, words
     return f"{low}\n{b' '.join(pairs).decode()}", words
