@@ -171,6 +171,12 @@ class ContextManager:
     def recover(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> bool:
         return self.strategy.recover(provider, emit, review)
 
+    def hands_off_next(self) -> bool:
+        """Whether the strategy switches windows before the next request (rollover past its
+        mark): then an answer cut where the window ran out does not end the run (issue 32)."""
+        due = getattr(self.strategy, "rollover_due", None)
+        return bool(due is not None and due(self.shared.estimate()))
+
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return self.strategy.surface(tools)
 
