@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.estimate import estimate_request
+from pseudoclaude_nb.compact.estimate import DIGITS_LOCAL, estimate_request
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.events import Notice, RolloverCommitted, RolloverFallback
 from pseudoclaude_nb.messages import Message
@@ -163,6 +163,7 @@ def test_a_long_task_in_a_4k_window_hands_off_instead_of_wedging(
         seen: list = []
         summary = agent.run("summarize every part file", listeners=[seen.append], new=True)
     assert agent.session.context.settings.context_window == 4_096  # learned from /props
+    assert agent.session.context.shared.digits == DIGITS_LOCAL  # a local server's tokenizer
     base = agent.session.context.settings.rollover_limits["base"]
     commits = [e for e in seen if isinstance(e, RolloverCommitted)]
     assert commits and all(e.reason == "hard-limit" for e in commits)

@@ -13,15 +13,17 @@ the evidence is strong, the floor for safety: weak evidence may only *raise* the
 Per content kind (issue 32): bytes/3.5 is far low on dense text. Against a real tokenizer
 (Gemma 3, llama.cpp ``/tokenize``) a server log is 1.8 bytes a token (−48 % at 3.5), a
 file listing 2.6 (−25 %), ``git log --stat`` 2.5 (−28 %), hex ids 1.1, dense JSON 2.3;
-small local models split every digit. So a text of ``DENSE_MIN_BYTES`` or more counts at
-least its *pieces* (``dense_tokens``): a word (two when long or camel-cased), each digit,
-each punctuation mark, each newline or run of whitespace, each CJK character (cl100k's
-rate: ~1 token a character; Gemma's is lower). In the estimator's unit a text is then
-``max(bytes, pieces × 3.5)``: prose and code keep bytes/3.5 (already high by 2–26 %), the
-dense kinds rise to within −5 %…+20 % of the real count (logs −1 %, file listing −1 %,
-hex −4 %, JSON +11 %, git stat +12 %; ``tests/test_local_estimate.py`` and
-``docs/local-models.md``). Tool schemas stay at bytes/3.5 (+12 % on Gemma): their
-JSON keys are whole words to a tokenizer.
+against cl100k the demo's log page is 1.9 (−46 %). So a text of ``DENSE_MIN_BYTES`` or
+more counts at least its *pieces* (``dense_tokens``): a word (two when long or
+camel-cased), each punctuation mark, each newline or run of whitespace, each CJK character
+(cl100k's rate: ~1 token a character; Gemma's is lower), and its digits — one token each
+on a local server (most open-weights tokenizers split every digit), up to three on a
+hosted model (``digits``; the session's is ``SharedState.digits``). In the estimator's unit
+a text is then ``max(bytes, pieces × 3.5)``: prose and code keep about bytes/3.5 (high by
+2–30 %), the dense kinds rise to within −5 %…+20 % of Gemma's count (logs +6 %, file
+listing +3 %, hex +3 %, JSON +20 %; ``tests/test_local_estimate.py``, ``docs/local-models.md``)
+and the demo's log page to −10 % of cl100k's. Tool schemas stay at bytes/3.5 (+12 % on
+Gemma): their JSON keys are whole words to a tokenizer.
 """
 
 from __future__ import annotations
@@ -64,18 +66,27 @@ DENSE_SAFETY = 1.1  # marks and digits merge less than words: their count runs a
 _WORD = re.compile(r"[A-Za-z]+")
 _LONG_WORD = re.compile(r"[A-Za-z]{7,}")  # often two tokens
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")  # a case change splits a word
-_DIGIT = re.compile(r"[0-9]")  # one token each in Gemma, Llama 2, Mistral, Qwen
+_DIGITS = re.compile(r"[0-9]+")
+# Digits a token holds: one in the tokenizers of most open-weights models (Gemma, Llama 2,
+# Mistral, Qwen), up to three in cl100k/o200k (and, by the same evidence, the default for
+# hosted models). ``SharedState.digits`` says which a session's server uses.
+DIGITS_HOSTED, DIGITS_LOCAL = 3, 1
 _PUNCT = re.compile(r"[^\sA-Za-z0-9\x80-\U0010ffff]")
 _SPACE = re.compile(r"\s{2,}|\n")  # indentation, column padding, line ends
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
 _WORDS = (_WORD, _LONG_WORD, _CAMEL)
-_MARKS = (_DIGIT, _PUNCT, _SPACE, _CJK)
+_MARKS = (_PUNCT, _SPACE, _CJK)
 
 
-def dense_tokens(text: str) -> float:
-    """A text's tokens counted by its pieces (words, digits, marks, line ends, CJK characters)."""
+def dense_tokens(text: str, digits: int = DIGITS_HOSTED) -> float:
+    """A text's tokens counted by its pieces (words, digits, marks, line ends, CJK characters);
+    ``digits``: how many digits one token holds."""
     words = sum(len(p.findall(text)) for p in _WORDS)
     marks = sum(len(p.findall(text)) for p in _MARKS)
+    if digits <= 1:
+        marks += sum(1 for c in text if "0" <= c <= "9")
+    else:
+        marks += sum(-(-len(run) // digits) for run in _DIGITS.findall(text))
     size = len(text.encode("utf-8"))
     ascii_size = len(text.encode("ascii", "ignore"))
     cjk = len(_CJK.findall(text))
@@ -84,41 +95,41 @@ def dense_tokens(text: str) -> float:
 
 
 @lru_cache(maxsize=4_096)  # a conversation's texts are estimated again at every step
-def _dense_units(text: str) -> int:
+def _dense_units(text: str, digits: int) -> int:
     size = len(text.encode("utf-8"))
-    return max(size, math.ceil(dense_tokens(text) * BYTES_PER_TOKEN))
+    return max(size, math.ceil(dense_tokens(text, digits) * BYTES_PER_TOKEN))
 
 
-def text_units(text: str) -> int:
+def text_units(text: str, digits: int = DIGITS_HOSTED) -> int:
     """A text in the estimator's unit: its UTF-8 bytes, or more for a dense kind (logs, JSON,
     listings, numbers, CJK) so that units / 3.5 is not far under the real count."""
     if len(text) < DENSE_MIN_BYTES // 4:  # cheap: at most 4 bytes a character
         return len(text.encode("utf-8"))
     size = len(text.encode("utf-8"))
-    return size if size < DENSE_MIN_BYTES else _dense_units(text)
+    return size if size < DENSE_MIN_BYTES else _dense_units(text, digits)
 
 
-def _arguments_units(arguments: Any) -> int:
+def _arguments_units(arguments: Any, digits: int) -> int:
     # At any depth: arguments a provider sent are at most MAX_ARGUMENT_DEPTH deep, but a
     # message built by hand or read from an older log may nest past json's recursion limit.
     size = encoded_size(arguments)
     if size < DENSE_MIN_BYTES:
         return size
     try:
-        return text_units(json.dumps(arguments, ensure_ascii=False))
+        return text_units(json.dumps(arguments, ensure_ascii=False), digits)
     except (RecursionError, ValueError, TypeError):
         return size
 
 
-def message_bytes(msg: Message) -> int:
+def message_bytes(msg: Message, digits: int = DIGITS_HOSTED) -> int:
     """A message in the estimator's unit (bytes, raised for dense kinds: ``text_units``)."""
-    n = len(msg.role) + text_units(msg.content)
+    n = len(msg.role) + text_units(msg.content, digits)
     for call in msg.tool_calls:
-        n += len(call.name.encode("utf-8")) + _arguments_units(call.arguments)
+        n += len(call.name.encode("utf-8")) + _arguments_units(call.arguments, digits)
     if msg.tool_result is not None:
-        n += text_units(msg.tool_result.content)
+        n += text_units(msg.tool_result.content, digits)
     for r in msg.reasoning:  # sent back with the message, so it fills the window too
-        n += text_units(r.text) + len(r.data or "")
+        n += text_units(r.text, digits) + len(r.data or "")
     for part in msg.parts:  # issue-14: sent as an image, not as its bytes
         n += image_part_bytes(part.width, part.height)
     return n
@@ -136,22 +147,28 @@ def tokens_for_bytes(n: int, ratio: float = BYTES_PER_TOKEN) -> int:
     return int(-(-n // ratio))  # ceiling: never estimate low
 
 
-def estimate_tokens(messages: Iterable[Message], ratio: float = BYTES_PER_TOKEN) -> int:
-    return tokens_for_bytes(sum(message_bytes(m) for m in messages), ratio)
+def estimate_tokens(
+    messages: Iterable[Message], ratio: float = BYTES_PER_TOKEN, digits: int = DIGITS_HOSTED
+) -> int:
+    return tokens_for_bytes(sum(message_bytes(m, digits) for m in messages), ratio)
 
 
-def estimate_text(text: str, ratio: float = BYTES_PER_TOKEN) -> int:
-    return tokens_for_bytes(text_units(text), ratio)
+def estimate_text(text: str, ratio: float = BYTES_PER_TOKEN, digits: int = DIGITS_HOSTED) -> int:
+    return tokens_for_bytes(text_units(text, digits), ratio)
 
 
 def estimate_request(
-    system: str, messages: Iterable[Message], tools: list[dict[str, Any]], ratio: float = BYTES_PER_TOKEN
+    system: str,
+    messages: Iterable[Message],
+    tools: list[dict[str, Any]],
+    ratio: float = BYTES_PER_TOKEN,
+    digits: int = DIGITS_HOSTED,
 ) -> int:
     """The full request: system prompt and tool schemas count against the window too."""
     schema_bytes = encoded_size(tools) if tools else 0
     return (
-        estimate_tokens(messages, ratio)
-        + estimate_text(system, ratio)
+        estimate_tokens(messages, ratio, digits)
+        + estimate_text(system, ratio, digits)
         + tokens_for_bytes(schema_bytes, ratio)
     )
 

@@ -323,7 +323,7 @@ class RolloverStrategy:
         s = self.state
         fixed = s.calibrated(s.estimate_of([]))
         budget = max(MIN_HANDOFF_TOKENS, (s.settings.rollover_limits["base"] - fixed) // 2)
-        units = text_units(text)
+        units = text_units(text, s.digits)
         limit = int(budget * BYTES_PER_TOKEN * s.calibration.ratio / s.calibration.seed)
         if units <= limit:
             return text
@@ -336,11 +336,11 @@ class RolloverStrategy:
         start, end = text.find(HANDOFF_OPEN), text.find(HANDOFF_CLOSE)
         if 0 <= start < end:
             start += len(HANDOFF_OPEN)
-            rest = units - text_units(text[start:end])
-            room = limit - rest - text_units(note)
+            rest = units - text_units(text[start:end], s.digits)
+            room = limit - rest - text_units(note, s.digits)
             if room > 0:
-                return text[:start] + _cut(text[start:end], room, note) + text[end:]
-        return _cut(text, limit, note)
+                return text[:start] + _cut(text[start:end], room, note, s.digits) + text[end:]
+        return _cut(text, limit, note, s.digits)
 
     def _reviewed(
         self, review: Review, reason: str, handoff: Handoff, text: str, before: int, count: int, emit: Emit
@@ -395,9 +395,9 @@ class RolloverStrategy:
 HANDOFF_OPEN, HANDOFF_CLOSE = "<handoff>\n", "\n</handoff>"
 
 
-def _cut(text: str, limit: int, note: str) -> str:
+def _cut(text: str, limit: int, note: str, digits: int) -> str:
     """``text``'s head (60 %) and tail (40 %) around ``note``, about ``limit`` units in all."""
-    units = text_units(text)
+    units = text_units(text, digits)
     if units <= limit:
         return text
     data = text.encode("utf-8")

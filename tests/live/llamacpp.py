@@ -108,7 +108,8 @@ def run_checks(base: str, ctx: int, workdir: Path) -> dict:
             runner = agent.last_runner
             request = runner.last_request if runner else None
             if request is not None:
-                est = estimate_request(request.system, request.messages, request.tools)
+                digits = agent.session.context.shared.digits
+                est = estimate_request(request.system, request.messages, request.tools, digits=digits)
                 real = event.usage.prompt_total  # type: ignore[attr-defined]
                 report["requests"].append({"estimate": est, "server": real})
 
