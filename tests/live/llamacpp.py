@@ -90,7 +90,7 @@ def start(server: str, model: Path, ctx: int, log: Path) -> tuple[subprocess.Pop
     raise LiveUnavailable(f"llama-server did not become healthy in 120 s; see {log}")
 
 
-def run_checks(base: str, ctx: int, workdir: Path) -> dict:
+def run_checks(base: str, ctx: int, workdir: Path, out: Path | None = None) -> dict:
     """The agent task, a forced compaction and a rollover; what the server counted for each."""
     from pseudoclaude_nb.agent import Agent
     from pseudoclaude_nb.compact.estimate import estimate_request
@@ -101,17 +101,34 @@ def run_checks(base: str, ctx: int, workdir: Path) -> dict:
     ws = workdir / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "data.txt").write_text("alpha\nbeta\ngamma\n")
-    report: dict = {"n_ctx": ctx, "requests": []}
+    report: dict = {"n_ctx": ctx, "requests": [], "events": []}
 
     def note(event: object) -> None:
-        if type(event).__name__ == "StepFinished":
+        name = type(event).__name__
+        if name in ("RolloverCommitted", "RolloverFallback", "Compacted"):
+            fields = ("reason", "trigger", "before_tokens", "after_tokens", "ok", "error", "estimate")
+            report["events"].append(
+                {"event": name, **{f: getattr(event, f) for f in fields if hasattr(event, f)}}
+            )
+        if name == "StepFinished":
             runner = agent.last_runner
             request = runner.last_request if runner else None
             if request is not None:
                 digits = agent.session.context.shared.digits
                 est = estimate_request(request.system, request.messages, request.tools, digits=digits)
                 real = event.usage.prompt_total  # type: ignore[attr-defined]
-                report["requests"].append({"estimate": est, "server": real})
+                report["requests"].append(
+                    {
+                        "strategy": strategy,
+                        "estimate": est,
+                        "server": real,
+                        "max_tokens": request.max_tokens,
+                        "output": event.usage.output_tokens,  # type: ignore[attr-defined]
+                        "stop": event.message.stop_reason,  # type: ignore[attr-defined]
+                    }
+                )
+                if out is not None:  # a run takes minutes a step on 2 cores: keep what is known
+                    out.write_text(json.dumps(report, indent=2))
 
     for strategy, prompt in (("compact", "read data.txt and tell me its first line"),
                              ("rollover", "list the files, then read data.txt")):  # fmt: skip
@@ -150,13 +167,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ctx", type=int, default=4096, help="the server's context window (-c)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--out", type=Path, help="also write the report here, after every request")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="pc-live-"))
     proc = None
     try:
         server, model = find_server(), find_model(workdir)
         proc, base = start(server, model, args.ctx, workdir / "llama-server.log")
-        print(json.dumps(run_checks(base, args.ctx, workdir), indent=2))
+        report = run_checks(base, args.ctx, workdir, args.out)
+        if args.out is not None:
+            args.out.write_text(json.dumps(report, indent=2))
+        print(json.dumps(report, indent=2))
         return 0
     except LiveUnavailable as exc:
         print(f"live check not run: {exc}", file=sys.stderr)
