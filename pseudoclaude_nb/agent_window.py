@@ -49,7 +49,7 @@ class AgentWindow:
         """Digits a token holds on ``provider``'s server, for the estimate (issue 32): one on an
         OpenAI-compatible server other than OpenAI's own — it serves open-weights models, and
         most of their tokenizers (Gemma, Llama 2, Mistral, Qwen) split every digit (a server
-        log was 48 % over bytes/3.5 on Gemma 3) — else up to three, as cl100k and o200k."""
+        log was 48 % over bytes/3.5 on Gemma 3) — else ``DIGITS_HOSTED`` (bytes / 3.5)."""
         local = hasattr(provider, "learn_window") and not getattr(provider, "is_openai", True)
         return DIGITS_LOCAL if local else DIGITS_HOSTED
 

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pseudoclaude_nb.compact import estimate_request, estimate_text, estimate_tokens
-from pseudoclaude_nb.compact.estimate import message_bytes, tokens_for_bytes
+from pseudoclaude_nb.compact.estimate import DIGITS_LOCAL, message_bytes, tokens_for_bytes
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
 
 
@@ -86,18 +86,22 @@ def test_cjk_in_arguments_is_counted_as_utf8_not_as_escapes():
     assert message_bytes(msg) == 9 + 1 + 12
 
 
-def test_cjk_tool_result_counts_at_least_a_token_a_character():
-    # Issue 32: CJK is a dense kind; bytes/3.5 (687 here) was ~18 % under cl100k, whose rate
-    # is ~1 token a character. A text of 256 bytes or more counts at least its pieces.
+def test_cjk_tool_result_counts_bytes():
     text = "日本語のテキスト" * 100  # 800 characters, 2,400 bytes
     msg = Message(role="user", tool_result=ToolResult(call_id="c", content=text))
-    assert message_bytes(msg) >= 4 + 2_400
-    assert 800 <= estimate_tokens([msg]) <= 800 * 1.1 + 2
+    assert message_bytes(msg) == 4 + 2_400
+    assert estimate_tokens([msg]) == ceil_tokens(2_404)  # 687
 
 
-def test_short_texts_keep_their_bytes():
-    msg = Message(role="user", content="日本語" * 20)  # 180 bytes: under DENSE_MIN_BYTES
-    assert message_bytes(msg) == 4 + 180
+def test_on_a_local_server_cjk_counts_at_least_a_token_a_character():
+    # Issue 32: CJK is a dense kind; bytes/3.5 (687 here) was ~18 % under cl100k, whose rate
+    # is ~1 token a character. On a local server a text of 256 bytes or more counts its pieces.
+    text = "日本語のテキスト" * 100
+    msg = Message(role="user", tool_result=ToolResult(call_id="c", content=text))
+    assert message_bytes(msg, DIGITS_LOCAL) >= 4 + 2_400
+    assert 800 <= estimate_tokens([msg], digits=DIGITS_LOCAL) <= 800 * 1.1 + 2
+    short = Message(role="user", content="日本語" * 20)  # 180 bytes: under DENSE_MIN_BYTES
+    assert message_bytes(short, DIGITS_LOCAL) == 4 + 180
 
 
 def test_non_ascii_tool_name_counts_utf8_bytes():

@@ -12,18 +12,21 @@ the evidence is strong, the floor for safety: weak evidence may only *raise* the
 
 Per content kind (issue 32): bytes/3.5 is far low on dense text. Against a real tokenizer
 (Gemma 3, llama.cpp ``/tokenize``) a server log is 1.8 bytes a token (−48 % at 3.5), a
-file listing 2.6 (−25 %), ``git log --stat`` 2.5 (−28 %), hex ids 1.1, dense JSON 2.3;
-against cl100k the demo's log page is 1.9 (−46 %). So a text of ``DENSE_MIN_BYTES`` or
-more counts at least its *pieces* (``dense_tokens``): a word (two when long or
-camel-cased), each punctuation mark, each newline or run of whitespace, each CJK character
-(cl100k's rate: ~1 token a character; Gemma's is lower), and its digits — one token each
-on a local server (most open-weights tokenizers split every digit), up to three on a
-hosted model (``digits``; the session's is ``SharedState.digits``). In the estimator's unit
-a text is then ``max(bytes, pieces × 3.5)``: prose and code keep about bytes/3.5 (high by
-2–30 %), the dense kinds rise to within −5 %…+20 % of Gemma's count (logs +6 %, file
-listing +3 %, hex +3 %, JSON +20 %; ``tests/test_local_estimate.py``, ``docs/local-models.md``)
-and the demo's log page to −10 % of cl100k's. Tool schemas stay at bytes/3.5 (+12 % on
-Gemma): their JSON keys are whole words to a tokenizer.
+file listing 2.6 (−25 %), ``git log --stat`` 2.5 (−28 %), hex ids 1.1, dense JSON 2.3.
+So on a local server (``SharedState.digits``, set per run from the provider) a text of
+``DENSE_MIN_BYTES`` or more counts at least its *pieces* (``dense_tokens``): a word (two
+when long or camel-cased), each punctuation mark, each newline or run of whitespace, each
+CJK character (cl100k's rate: ~1 token a character; Gemma's is lower) and each digit (most
+open-weights tokenizers split every digit). In the estimator's unit a text is then
+``max(bytes, pieces × 3.5)``: prose and code keep bytes/3.5 (high by 20–33 %), the dense
+kinds rise to within −5 %…+20 % of Gemma's count (logs +6.6 %, file listing +4.9 %, hex
++3.3 %, JSON +17.8 %; ``tests/test_local_estimate.py``, ``docs/context.md``). Tool schemas
+stay at bytes/3.5 (+12 % on Gemma): their JSON keys are whole words to a tokenizer.
+
+Hosted models keep bytes/3.5 and their session calibration (``DIGITS_HOSTED``): counting
+their dense kinds too (digits up to three a token, as cl100k) brings the demo's log page
+from −46 % to −10 % of cl100k, but moves every hosted session's compaction points (the
+quickstart compacts twice); that is a separate change.
 """
 
 from __future__ import annotations
@@ -67,10 +70,10 @@ _WORD = re.compile(r"[A-Za-z]+")
 _LONG_WORD = re.compile(r"[A-Za-z]{7,}")  # often two tokens
 _CAMEL = re.compile(r"[a-z][A-Z]|[A-Z]{2}[a-z]")  # a case change splits a word
 _DIGITS = re.compile(r"[0-9]+")
-# Digits a token holds: one in the tokenizers of most open-weights models (Gemma, Llama 2,
-# Mistral, Qwen), up to three in cl100k/o200k (and, by the same evidence, the default for
-# hosted models). ``SharedState.digits`` says which a session's server uses.
-DIGITS_HOSTED, DIGITS_LOCAL = 3, 1
+# Digits a token holds, the estimate's profile of a server's tokenizer: one in those of most
+# open-weights models (Gemma, Llama 2, Mistral, Qwen); 0 for a hosted model, whose texts
+# count by their bytes (see the module docstring). ``SharedState.digits`` is the session's.
+DIGITS_HOSTED, DIGITS_LOCAL = 0, 1
 _PUNCT = re.compile(r"[^\sA-Za-z0-9\x80-\U0010ffff]")
 _SPACE = re.compile(r"\s{2,}|\n")  # indentation, column padding, line ends
 _CJK = re.compile(r"[\u2e80-\u9fff\uac00-\ud7af\uf900-\ufaff\uff00-\uffef]")
@@ -78,7 +81,7 @@ _WORDS = (_WORD, _LONG_WORD, _CAMEL)
 _MARKS = (_PUNCT, _SPACE, _CJK)
 
 
-def dense_tokens(text: str, digits: int = DIGITS_HOSTED) -> float:
+def dense_tokens(text: str, digits: int = DIGITS_LOCAL) -> float:
     """A text's tokens counted by its pieces (words, digits, marks, line ends, CJK characters);
     ``digits``: how many digits one token holds."""
     words = sum(len(p.findall(text)) for p in _WORDS)
@@ -101,9 +104,10 @@ def _dense_units(text: str, digits: int) -> int:
 
 
 def text_units(text: str, digits: int = DIGITS_HOSTED) -> int:
-    """A text in the estimator's unit: its UTF-8 bytes, or more for a dense kind (logs, JSON,
-    listings, numbers, CJK) so that units / 3.5 is not far under the real count."""
-    if len(text) < DENSE_MIN_BYTES // 4:  # cheap: at most 4 bytes a character
+    """A text in the estimator's unit: its UTF-8 bytes, or on a local server (``digits`` ≥ 1)
+    more for a dense kind (logs, JSON, listings, numbers, CJK) so that units / 3.5 is not far
+    under the real count."""
+    if digits <= 0 or len(text) < DENSE_MIN_BYTES // 4:  # cheap: at most 4 bytes a character
         return len(text.encode("utf-8"))
     size = len(text.encode("utf-8"))
     return size if size < DENSE_MIN_BYTES else _dense_units(text, digits)
@@ -113,7 +117,7 @@ def _arguments_units(arguments: Any, digits: int) -> int:
     # At any depth: arguments a provider sent are at most MAX_ARGUMENT_DEPTH deep, but a
     # message built by hand or read from an older log may nest past json's recursion limit.
     size = encoded_size(arguments)
-    if size < DENSE_MIN_BYTES:
+    if digits <= 0 or size < DENSE_MIN_BYTES:
         return size
     try:
         return text_units(json.dumps(arguments, ensure_ascii=False), digits)

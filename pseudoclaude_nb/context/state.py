@@ -58,8 +58,8 @@ class SharedState:
         # nothing broke the pair.
         self.observed: tuple[int, int, Message | None] | None = None
         self.compactions = 0
-        # Digits a token holds on this session's server (issue 32): 3 for hosted models,
-        # 1 for an OpenAI-compatible local server (``AgentWindow.token_profile``).
+        # Digits a token holds on this session's server (issue 32): 1 on an OpenAI-compatible
+        # local server (dense kinds count by their pieces), 0 for a hosted model (bytes / 3.5).
         self._digits = _estimate.DIGITS_HOSTED
         self.rollovers = 0
         self.last_compact: Compacted | None = None
