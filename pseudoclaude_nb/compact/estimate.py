@@ -151,10 +151,24 @@ def tokens_for_bytes(n: int, ratio: float = BYTES_PER_TOKEN) -> int:
     return int(-(-n // ratio))  # ceiling: never estimate low
 
 
+# A local server renders the request through its chat template, and those tokens count too
+# (issue 32, live: 710 estimated, 833 counted on a request of one message). Each message
+# gets turn markers (Gemma 3: "<start_of_turn>user\n" … "<end_of_turn>\n", ~6 tokens);
+# tools get a preamble (Hermes-style templates: "# Tools … <tools></tools> … <tool_call>",
+# ~85 tokens in Gemma 3's, more in Qwen's). Hosted models' framing is in their counts'
+# anchors already and is not added (their estimate stays bytes / 3.5).
+MESSAGE_FRAME_TOKENS, TOOLS_PREAMBLE_TOKENS = 6, 120
+
+
 def estimate_tokens(
     messages: Iterable[Message], ratio: float = BYTES_PER_TOKEN, digits: int = DIGITS_HOSTED
 ) -> int:
-    return tokens_for_bytes(sum(message_bytes(m, digits) for m in messages), ratio)
+    units, count = 0, 0
+    for m in messages:
+        units += message_bytes(m, digits)
+        count += 1
+    frames = MESSAGE_FRAME_TOKENS * count if digits > 0 else 0
+    return tokens_for_bytes(units, ratio) + frames
 
 
 def estimate_text(text: str, ratio: float = BYTES_PER_TOKEN, digits: int = DIGITS_HOSTED) -> int:
@@ -170,10 +184,12 @@ def estimate_request(
 ) -> int:
     """The full request: system prompt and tool schemas count against the window too."""
     schema_bytes = encoded_size(tools) if tools else 0
+    preamble = TOOLS_PREAMBLE_TOKENS if tools and digits > 0 else 0
     return (
         estimate_tokens(messages, ratio, digits)
         + estimate_text(system, ratio, digits)
         + tokens_for_bytes(schema_bytes, ratio)
+        + preamble
     )
 
 

@@ -104,7 +104,7 @@ def notes(ctx: int) -> str:
 
 
 def run_checks(
-    base: str, ctx: int, workdir: Path, out: Path | None = None, output_tokens: int = 8192
+    base: str, ctx: int, workdir: Path, out: Path | None = None, output_tokens: int = 384
 ) -> dict:
     """The agent task, a forced compaction and a rollover; what the server counted for each."""
     from pseudoclaude_nb.agent import Agent
