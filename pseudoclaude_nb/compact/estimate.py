@@ -13,8 +13,8 @@ the evidence is strong, the floor for safety: weak evidence may only *raise* the
 Per content kind (issue 32): bytes/3.5 is far low on dense text. Against a real tokenizer
 (Gemma 3, llama.cpp ``/tokenize``) a server log is 1.8 bytes a token (−48 % at 3.5), a
 file listing 2.6 (−25 %), ``git log --stat`` 2.5 (−28 %), hex ids 1.1, dense JSON 2.3.
-So on a local server (``SharedState.digits``, set per run from the provider) a text of
-``DENSE_MIN_BYTES`` or more counts at least its *pieces* (``dense_tokens``): a word (two
+So on a local server (``SharedState.digits``, set per run from the provider) a text
+counts at least its *pieces* (``dense_tokens``): a word (two
 when long or camel-cased), each punctuation mark, each newline or run of whitespace, each
 CJK character (cl100k's rate: ~1 token a character; Gemma's is lower) and each digit (most
 open-weights tokenizers split every digit). In the estimator's unit a text is then
@@ -64,7 +64,6 @@ def image_part_bytes(width: int, height: int) -> int:
 
 
 # Content kinds (see the module docstring): the pieces a tokenizer cannot merge much.
-DENSE_MIN_BYTES = 256  # shorter texts keep their bytes: too small to matter, and exact
 DENSE_SAFETY = 1.1  # marks and digits merge less than words: their count runs a little under
 _WORD = re.compile(r"[A-Za-z]+")
 _LONG_WORD = re.compile(r"[A-Za-z]{7,}")  # often two tokens
@@ -107,17 +106,16 @@ def text_units(text: str, digits: int = DIGITS_HOSTED) -> int:
     """A text in the estimator's unit: its UTF-8 bytes, or on a local server (``digits`` ≥ 1)
     more for a dense kind (logs, JSON, listings, numbers, CJK) so that units / 3.5 is not far
     under the real count."""
-    if digits <= 0 or len(text) < DENSE_MIN_BYTES // 4:  # cheap: at most 4 bytes a character
+    if digits <= 0:
         return len(text.encode("utf-8"))
-    size = len(text.encode("utf-8"))
-    return size if size < DENSE_MIN_BYTES else _dense_units(text, digits)
+    return _dense_units(text, digits)
 
 
 def _arguments_units(arguments: Any, digits: int) -> int:
     # At any depth: arguments a provider sent are at most MAX_ARGUMENT_DEPTH deep, but a
     # message built by hand or read from an older log may nest past json's recursion limit.
     size = encoded_size(arguments)
-    if digits <= 0 or size < DENSE_MIN_BYTES:
+    if digits <= 0:
         return size
     try:
         return text_units(json.dumps(arguments, ensure_ascii=False), digits)
@@ -152,22 +150,26 @@ def tokens_for_bytes(n: int, ratio: float = BYTES_PER_TOKEN) -> int:
 
 
 # A local server renders the request through its chat template, and those tokens count too
-# (issue 32, live: 710 estimated, 833 counted on a request of one message). Each message
-# gets turn markers (Gemma 3: "<start_of_turn>user\n" … "<end_of_turn>\n", ~6 tokens);
-# tools get a preamble (Hermes-style templates: "# Tools … <tools></tools> … <tool_call>",
-# ~85 tokens in Gemma 3's, more in Qwen's). Hosted models' framing is in their counts'
-# anchors already and is not added (their estimate stays bytes / 3.5).
-MESSAGE_FRAME_TOKENS, TOOLS_PREAMBLE_TOKENS = 6, 120
+# (issue 32, live: 710 estimated, 833 counted on a request of one message; 1,063 and 1,532
+# on one with eight calls and their results). Measured with Gemma 3's tokenizer on its
+# Hermes-style tools template: a turn's markers ("<start_of_turn>user\n" … "<end_of_turn>\n")
+# ~5 tokens, a tool call's ("\n<tool_call>\n{"name": …, "arguments": …}\n</tool_call>") 21, a
+# result's ("<tool_response>\n" … "\n</tool_response>" in its own turn) 16, the tools'
+# preamble ("# Tools … <tools></tools> … <tool_call>") ~85 (more in Qwen's). Hosted models'
+# framing is in their anchors and is not added (their estimate stays bytes / 3.5).
+MESSAGE_FRAME_TOKENS, CALL_FRAME_TOKENS, RESULT_FRAME_TOKENS = 6, 21, 16
+TOOLS_PREAMBLE_TOKENS = 120
 
 
 def estimate_tokens(
     messages: Iterable[Message], ratio: float = BYTES_PER_TOKEN, digits: int = DIGITS_HOSTED
 ) -> int:
-    units, count = 0, 0
+    units = frames = 0
     for m in messages:
         units += message_bytes(m, digits)
-        count += 1
-    frames = MESSAGE_FRAME_TOKENS * count if digits > 0 else 0
+        if digits > 0:
+            frames += RESULT_FRAME_TOKENS if m.tool_result is not None else MESSAGE_FRAME_TOKENS
+            frames += CALL_FRAME_TOKENS * len(m.tool_calls)
     return tokens_for_bytes(units, ratio) + frames
 
 
