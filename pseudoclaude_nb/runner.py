@@ -166,17 +166,18 @@ class Runner(Limits):
         return summary
 
     def _hands_off(self, message: Message, step: int) -> bool:
-        """An answer cut where rollover's window ran out goes on in a fresh one (issue 32: in
-        a 4,096-token window the answer filled the window and the run ended "truncated"
-        with no rollover). The next step commits the rollover with the host's handoff."""
+        """A cut answer that leaves rollover's window at its limit goes on to the hand-off
+        (issue 32: in a 4,096-token window the answer ran to the end of the window, or to
+        the cap past the base mark, and the run ended "truncated" with no rollover). The
+        next steps are the fallback step (the model may write its handoff) and the rollover."""
         if message.stop_reason != "max_tokens" or step >= self.max_steps or self.context is None:
             return False
         if not self.context.hands_off_next():
             return False
         self.emit(
             Notice(
-                "the answer was cut where the window ran out; the task goes on in a fresh window "
-                "with a handoff (rollover)",
+                "the answer was cut with the window at its limit; the task goes on in a fresh "
+                "window with a handoff (rollover)",
                 "warning",
             )
         )

@@ -215,3 +215,29 @@ def test_the_fake_counts_like_gemma_and_refuses_like_llama_cpp() -> None:
     error = json.loads(body)["error"]
     assert status == 400 and error["type"] == real["type"] and error["n_ctx"] == real["n_ctx"]
     assert error["n_prompt_tokens"] > real["n_prompt_tokens"]  # denser than Gemma: a harder test
+
+
+def worker_log(lines: int) -> str:
+    return "\n".join(f"2026-12-06 05:00:{i % 60:02d} INFO worker {i % 7} handled job {1000 + i}" for i in range(lines))
+
+
+def test_an_answer_cut_by_the_cap_past_the_base_mark_goes_on_to_the_hand_off(
+    workspace: Path, agents, monkeypatch
+) -> None:
+    # The live shape (Gemma 3 270M, 4,096 window, 384-token cap): a prompt near the base
+    # mark, an answer that rambles to the cap and leaves the context between the base and
+    # hard marks. Before: "truncated", no rollover. Now: the fallback step, then the host's
+    # rollover, then the task goes on in the new window.
+    with LlamaCppLike(4_096, [BABBLE, BABBLE, "Done."]) as server:
+        monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1")
+        agent = small_window_agent(workspace, agents, max_steps=6)
+        agent.settings.agent_output_tokens = 384
+        seen: list = []
+        summary = agent.run(f"My worker log:\n{worker_log(30)}\n\nlist the files", listeners=[seen.append], new=True)
+    limits = agent.session.context.settings.rollover_limits
+    first = server.prompts[0] + 384
+    assert limits["base"] <= first < limits["hard"], (first, limits)  # the shape under test
+    kinds = [type(e) for e in seen if isinstance(e, (RolloverFallback, RolloverCommitted))]
+    assert kinds == [RolloverFallback, RolloverCommitted]
+    assert summary.status == "done" and summary.final_text == "Done."
+    assert 400 not in server.statuses

@@ -172,8 +172,8 @@ class ContextManager:
         return self.strategy.recover(provider, emit, review)
 
     def hands_off_next(self) -> bool:
-        """Whether the strategy switches windows before the next request (rollover past its
-        mark): then an answer cut where the window ran out does not end the run (issue 32)."""
+        """Whether the strategy starts its hand-off before the next request (rollover past its
+        base mark): then a cut answer does not end the run (issue 32)."""
         due = getattr(self.strategy, "rollover_due", None)
         return bool(due is not None and due(self.shared.estimate()))
 

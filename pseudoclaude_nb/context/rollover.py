@@ -182,10 +182,10 @@ class RolloverStrategy:
         return acted
 
     def rollover_due(self, estimate: int) -> bool:
-        """The next pre-step boundary commits a rollover (past the hard mark, or past the base
-        mark once fallback was claimed) and this window holds work to hand over."""
+        """The next pre-step boundary starts the hand-off — fallback past the base mark, a
+        rollover past the hard mark or after fallback — and this window holds work to hand over."""
         action = evaluate_budget(self.budget_state(estimate))
-        return action.type == "rollover" and self._has_work()
+        return action.type in ("fallback", "rollover") and self._has_work()
 
     def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
         """A forced rollover, unless this is a fresh window (or the person rejected it)."""
