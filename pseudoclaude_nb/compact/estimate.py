@@ -14,10 +14,11 @@ Per content kind (issue 32): bytes/3.5 is far low on dense text. Against a real 
 (Gemma 3, llama.cpp ``/tokenize``) a server log is 1.8 bytes a token (−48 % at 3.5), a
 file listing 2.6 (−25 %), ``git log --stat`` 2.5 (−28 %), hex ids 1.1, dense JSON 2.3.
 So on a local server (``SharedState.digits``, set per run from the provider) a text
-counts at least its *pieces* (``dense_tokens``): a word (two
-when long or camel-cased), each punctuation mark, each newline or run of whitespace, each
-CJK character (cl100k's rate: ~1 token a character; Gemma's is lower) and each digit (most
-open-weights tokenizers split every digit). In the estimator's unit a text is then
+counts at least its *pieces* (``dense_tokens``): a word (two when long or camel-cased),
+each punctuation mark, each newline or run of whitespace, each CJK character (cl100k's
+rate: ~1 token a character; Gemma's is lower) and each digit (most open-weights
+tokenizers split every digit), and the chat template's framing is added (``*_FRAME_TOKENS``,
+``TOOLS_PREAMBLE_TOKENS``). In the estimator's unit a text is then
 ``max(bytes, pieces × 3.5)``: prose and code keep bytes/3.5 (high by 20–33 %), the dense
 kinds rise to within −5 %…+20 % of Gemma's count (logs +6.6 %, file listing +4.9 %, hex
 +3.3 %, JSON +17.8 %; ``tests/test_local_estimate.py``, ``docs/context.md``). Tool schemas
