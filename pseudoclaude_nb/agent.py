@@ -226,6 +226,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         system = join_sections(self._sections(config.strategy, memory_index))
         window_notes = self.learn_window(provider)
         window_notes += self.tools_notice(tools.schemas(), provider.context_window, self.settings.compact_tools)
+        context.shared.digits = self.token_profile(provider)  # issue 32: before the first estimate
         context.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )

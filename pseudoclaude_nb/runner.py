@@ -140,6 +140,8 @@ class Runner(Limits):
             for step in range(1, self.max_steps + 1):
                 summary.steps = step
                 message = self._step(step, summary)
+                if not message.tool_calls and self._hands_off(message, step):
+                    continue
                 if not message.tool_calls:
                     status = STOP_STATUS.get(message.stop_reason or "", "done")
                     summary.status, summary.final_text = status, message.content
@@ -162,6 +164,24 @@ class Runner(Limits):
             summary.session_spend = session_spend(self.writer.path)
         self.emit(RunFinished(summary))
         return summary
+
+    def _hands_off(self, message: Message, step: int) -> bool:
+        """A cut answer that leaves rollover's window at its limit goes on to the hand-off
+        (issue 32: in a 4,096-token window the answer ran to the end of the window, or to
+        the cap past the base mark, and the run ended "truncated" with no rollover). The
+        next steps are the fallback step (the model may write its handoff) and the rollover."""
+        if message.stop_reason != "max_tokens" or step >= self.max_steps or self.context is None:
+            return False
+        if not self.context.hands_off_next():
+            return False
+        self.emit(
+            Notice(
+                "the answer was cut with the window at its limit; the task goes on in a fresh "
+                "window with a handoff (rollover)",
+                "warning",
+            )
+        )
+        return True
 
     def _close_open_calls(self, reason: str) -> None:
         """Give every call of the last tool-call message a result, whatever stopped the run.

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pseudoclaude_nb.compact import estimate_request, estimate_text, estimate_tokens
-from pseudoclaude_nb.compact.estimate import message_bytes, tokens_for_bytes
+from pseudoclaude_nb.compact.estimate import DIGITS_LOCAL, message_bytes, tokens_for_bytes
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
 
 
@@ -91,6 +91,15 @@ def test_cjk_tool_result_counts_bytes():
     msg = Message(role="user", tool_result=ToolResult(call_id="c", content=text))
     assert message_bytes(msg) == 4 + 2_400
     assert estimate_tokens([msg]) == ceil_tokens(2_404)  # 687
+
+
+def test_on_a_local_server_cjk_counts_at_least_a_token_a_character():
+    # Issue 32: CJK is a dense kind; bytes/3.5 (687 here) was ~18 % under cl100k, whose rate
+    # is ~1 token a character. On a local server a text counts at least its pieces.
+    text = "日本語のテキスト" * 100
+    msg = Message(role="user", tool_result=ToolResult(call_id="c", content=text))
+    assert message_bytes(msg, DIGITS_LOCAL) >= 4 + 2_400
+    assert 800 <= estimate_tokens([msg], digits=DIGITS_LOCAL) <= 800 * 1.1 + 2 + 16  # + the result's frame
 
 
 def test_non_ascii_tool_name_counts_utf8_bytes():

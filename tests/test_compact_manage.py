@@ -196,10 +196,10 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
         seen: list[int] = []
         real_estimate = estimate_module.estimate_tokens
 
-        def recording(messages):
+        def recording(messages, *args, **kwargs):  # kwargs: the session's digits (issue 32)
             messages = list(messages)
             seen.append(len(messages))
-            return real_estimate(messages)
+            return real_estimate(messages, *args, **kwargs)
 
         p = provider()
         with monkeypatch.context() as patch:

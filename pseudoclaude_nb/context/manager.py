@@ -194,6 +194,12 @@ class ContextManager:
     def recover(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> bool:
         return self.strategy.recover(provider, emit, review)
 
+    def hands_off_next(self) -> bool:
+        """Whether the strategy starts its hand-off before the next request (rollover past its
+        base mark): then a cut answer does not end the run (issue 32)."""
+        due = getattr(self.strategy, "rollover_due", None)
+        return bool(due is not None and due(self.shared.estimate()))
+
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return self.strategy.surface(tools)
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..compact.estimate import BYTES_PER_TOKEN
+from ..compact.estimate import BYTES_PER_TOKEN, text_units
 from ..errors import BoundaryError, SessionWriteError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
@@ -181,6 +181,12 @@ class RolloverStrategy:
         self.last_action = action
         return acted
 
+    def rollover_due(self, estimate: int) -> bool:
+        """The next pre-step boundary starts the hand-off — fallback past the base mark, a
+        rollover past the hard mark or after fallback — and this window holds work to hand over."""
+        action = evaluate_budget(self.budget_state(estimate))
+        return action.type in ("fallback", "rollover") and self._has_work()
+
     def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
         """A forced rollover, unless this is a fresh window (or the person rejected it)."""
         if not self._has_work() or (review is not None and review.skips("rollover")):
@@ -310,21 +316,31 @@ class RolloverStrategy:
 
     def _fitted(self, text: str) -> str:
         """The new window's first message, at most half of what the base limit leaves after
-        the fixed prompt (issue 32: a ~4 KB host handoff filled a new 4,096-token window)."""
+        the fixed prompt (issue 32: a ~4 KB host handoff filled a new 4,096-token window).
+
+        Measured in the estimator's units, dense kinds included (a handoff of log lines or
+        numbers is more tokens than its bytes / 3.5), at the session's calibrated ratio."""
         s = self.state
-        fixed = s.estimate_of([])
+        fixed = s.calibrated(s.estimate_of([]))
         budget = max(MIN_HANDOFF_TOKENS, (s.settings.rollover_limits["base"] - fixed) // 2)
-        data = text.encode("utf-8")
-        limit = int(budget * BYTES_PER_TOKEN)
-        if len(data) <= limit:
+        units = text_units(text, s.digits)
+        limit = int(budget * BYTES_PER_TOKEN * s.calibration.ratio / s.calibration.seed)
+        if units <= limit:
             return text
         note = (
             f"\n[… cut here to fit the {s.settings.context_window:,}-token window; the previous "
             "window is whole in durable storage: search_history finds it …]\n"
         )
-        head = data[: int(limit * 0.6)].decode("utf-8", errors="ignore")
-        tail = data[len(data) - int(limit * 0.4) :].decode("utf-8", errors="ignore")
-        return head + note + tail
+        # The handoff's body is cut first: the anchors, the pinned request, the related
+        # files and the closing instruction keep their place when they fit alone.
+        start, end = text.find(HANDOFF_OPEN), text.find(HANDOFF_CLOSE)
+        if 0 <= start < end:
+            start += len(HANDOFF_OPEN)
+            rest = units - text_units(text[start:end], s.digits)
+            room = limit - rest - text_units(note, s.digits)
+            if room > 0:
+                return text[:start] + _cut(text[start:end], room, note, s.digits) + text[end:]
+        return _cut(text, limit, note, s.digits)
 
     def _reviewed(
         self, review: Review, reason: str, handoff: Handoff, text: str, before: int, count: int, emit: Emit
@@ -374,6 +390,21 @@ class RolloverStrategy:
                     continue
             files.append(CheckedFile(path, "other", how, exists))
         return files
+
+
+HANDOFF_OPEN, HANDOFF_CLOSE = "<handoff>\n", "\n</handoff>"
+
+
+def _cut(text: str, limit: int, note: str, digits: int) -> str:
+    """``text``'s head (60 %) and tail (40 %) around ``note``, about ``limit`` units in all."""
+    units = text_units(text, digits)
+    if units <= limit:
+        return text
+    data = text.encode("utf-8")
+    keep = max(0, int(len(data) * limit / units) - len(note.encode("utf-8")))
+    head = data[: int(keep * 0.6)].decode("utf-8", errors="ignore")
+    tail = data[len(data) - int(keep * 0.4) :].decode("utf-8", errors="ignore") if keep else ""
+    return head + note + tail
 
 
 def _later_user_text(messages: list[Message]) -> list[str]:

