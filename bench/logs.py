@@ -18,8 +18,8 @@ from pseudoclaude_nb.compact.spill import preview
 from pseudoclaude_nb.compact.summarize import compacted
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolResult, Usage
-from pseudoclaude_nb.session.paths import LOG_NAME, new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, new_session_dir
 
 from .workload import Workload
 

@@ -16,8 +16,8 @@ from pseudoclaude_nb.context import CompactSettings, ContextManager
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
 from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 from .common import Row, Sizes, no_gc, timed
 from .workload import Workload

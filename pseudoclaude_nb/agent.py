@@ -40,8 +40,8 @@ from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, load_session, new_session_dir
 from .session.catalog import latest_session
 from .session.history import HistoryIndex
-from .session.paths import resolve_workspace, session_dir
 from .tools import Permissions, PythonExecutor
+from .workspace import resolve_workspace, session_dir
 
 # Re-exported: these lived here before the split, and callers import them from here.
 __all__ = ["MEMORY_WAIT_SECONDS", "NOTEBOOK_IMAGES", "ActiveSession", "Agent"]

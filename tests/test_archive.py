@@ -30,8 +30,8 @@ from pseudoclaude_nb.session import (
     load_session,
     trash_session,
 )
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 from tests.scripts import script, turn
 

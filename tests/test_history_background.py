@@ -16,8 +16,8 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import entries
 from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -25,9 +25,9 @@ from pseudoclaude_nb.session import entries
 from pseudoclaude_nb.session.archive import ArchiveError, export_session, import_session
 from pseudoclaude_nb.session.catalog import list_sessions
 from pseudoclaude_nb.session.loader import load_session
-from pseudoclaude_nb.session.paths import ensure_state_dir, new_session_dir, sessions_dir
 from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import ensure_state_dir, new_session_dir, sessions_dir
 
 
 @pytest.fixture(autouse=True)

@@ -8,8 +8,8 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.lifecycle import plan_purge, purge, restore_session, trash_session
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 UNIQUE = "zebra-quokka-7731-marmalade"
 WORDS = (b"zebra", b"quokka", b"marmalade")

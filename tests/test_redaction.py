@@ -23,8 +23,8 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall
 from pseudoclaude_nb.redact import PATTERNS, Redactor, redact_text, redact_value
 from pseudoclaude_nb.session import load_session
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import script, turn
 
 # --- the corpus: keys are generated in their real shapes, so no key-like literal is committed ----

@@ -28,8 +28,8 @@ from pseudoclaude_nb.session import history
 from pseudoclaude_nb.session.history import INDEX_NAME, HistoryIndex, forget_sessions
 from pseudoclaude_nb.session.history_file import connect
 from pseudoclaude_nb.session.history_rows import Folders
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.disk_support import small_disk  # noqa: F401 - a fixture
 from tests.scripts import script, turn
 

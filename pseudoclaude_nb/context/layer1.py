@@ -24,7 +24,7 @@ from ..compact.spill import (
 from ..errors import SessionWriteError, SpillWriteError
 from ..events import Notice, RunEvent, Spilled
 from ..messages import Message, ToolCall, ToolResult
-from ..session.paths import SPILL_DIR
+from ..workspace import SPILL_DIR
 
 if TYPE_CHECKING:
     from .state import SharedState

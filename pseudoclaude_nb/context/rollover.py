@@ -41,10 +41,10 @@ from ..rollover.handoff import (
 )
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import LoadResult
-from ..session.paths import LOG_NAME
 from ..tools.registry import Permissions, ToolRegistry
 from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
 from ..tools.workspace import resolve_in_workspace
+from ..workspace import LOG_NAME
 from .confirm import Proposal, Review
 from .layer1 import Emit
 from .strategy import Marks, marks_for

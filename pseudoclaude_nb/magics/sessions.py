@@ -32,10 +32,10 @@ from ..session import (
 )
 from ..session.catalog import whole_log
 from ..session.fork import fork_session
-from ..session.paths import LOG_NAME, session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
 from ..widgets.timeline import timeline_text
+from ..workspace import LOG_NAME, session_dir
 from .args import parse, unknown, usage_line
 from .context_steps import now_tokens
 from .history import ReindexProgress, reindex_action, search_parts

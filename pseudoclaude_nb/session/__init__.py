@@ -1,5 +1,6 @@
 """Sessions: the durable, append-only log of a conversation, the catalog of logs, and their lifecycle."""
 
+from ..workspace import new_session_dir, resolve_workspace, session_dir
 from .archive import ArchiveError, ExportReport, ImportLimits, ImportReport, export_session, import_session
 from .catalog import SessionInfo, list_sessions, session_info, write_meta
 from .lifecycle import (
@@ -14,7 +15,6 @@ from .lifecycle import (
     trash_session,
 )
 from .loader import LoadResult, load_session
-from .paths import new_session_dir, resolve_workspace, session_dir
 from .writer import SessionWriter
 
 __all__ = [

@@ -19,13 +19,13 @@ import zipfile
 from pathlib import Path
 
 from ..errors import ArchiveError
+from ..workspace import LOG_NAME, ensure_state_dir, new_session_dir, sessions_dir
 from .archive_format import FORMAT, MANIFEST, VERSION, ExportReport, ImportLimits, ImportReport
 from .catalog import write_meta
 from .export import export_session
 from .import_check import Plan, hash_member, reject, validate
 from .lifecycle import trash_dir
 from .loader import load_session
-from .paths import LOG_NAME, ensure_state_dir, new_session_dir, sessions_dir
 
 __all__ = [
     "FORMAT",

@@ -40,10 +40,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .. import safeio
 from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
-from . import safeio
+from ..workspace import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 from .history_backlog import Backlog, Lag, lag
 from .history_build import build, finish
 from .history_file import (
@@ -59,7 +60,6 @@ from .history_file import (
 )
 from .history_indexer import Indexer, orphans
 from .history_query import Hit, match
-from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 
 # A failure that must not reach the user's output is logged at debug, with its traceback:
 # logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.

@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 
+from ..workspace import LOG_NAME
 from . import history_indexer as tailing
 from .history_indexer import Progress
 from .history_schema import FTS_TABLES, KIND, LIVE_SETTINGS
-from .paths import LOG_NAME
 
 CHUNK_BYTES = 8 << 20  # log bytes whose rows go in as one statement per table (at most; 16 MB: +70 MB RSS)
 MIN_CHUNK_BYTES = 1 << 20  # a small history is still cut in a dozen chunks, so the threads overlap

@@ -17,7 +17,7 @@ import sqlite3
 import time
 from pathlib import Path
 
-from . import safeio
+from .. import safeio
 from .history_build import defer_merges, start
 from .history_schema import expected, prepare, problem
 

@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, cast, overload
 
-from . import safeio
+from .. import safeio
+from ..workspace import LOG_NAME
 from .entries import MessageEntry, SpillEntry, parse_line
 from .history_rows import (
     SEARCH_TOOL,
@@ -33,7 +34,6 @@ from .history_rows import (
     spill_path,
 )
 from .history_schema import KIND, PAIR, gram_text, indexed, quote
-from .paths import LOG_NAME
 
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
 BLOCK_BYTES = 4 << 20  # a log is read in blocks of whole lines

@@ -20,6 +20,7 @@ from typing import IO
 
 from ..errors import ArchiveError
 from ..nesting import text_nesting
+from ..workspace import LOG_NAME, META_NAME, SPILL_DIR
 from .archive_format import (
     CHUNK,
     FORMAT,
@@ -32,7 +33,6 @@ from .archive_format import (
     ImportLimits,
 )
 from .images import IMAGE_DIR
-from .paths import LOG_NAME, META_NAME, SPILL_DIR
 
 
 @dataclass

@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import safeio
 from ..errors import SessionError, SessionLockedError, SessionNotFoundError
-from . import safeio
+from ..workspace import LOCK_NAME, LOG_NAME, atomic_write_text, ensure_state_dir, sessions_dir, state_dir
 from .catalog import SessionInfo, list_sessions, session_info
-from .paths import LOCK_NAME, LOG_NAME, atomic_write_text, ensure_state_dir, sessions_dir, state_dir
 
 TRASH_DIR = "trash"
 TRASHED_NAME = "trashed.json"

@@ -23,10 +23,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, overload
 
+from .. import safeio
 from ..errors import SessionError
-from . import safeio, sidecar, timeline_index
+from ..workspace import LOG_NAME
+from . import sidecar, timeline_index
 from .loader import log_path
-from .paths import LOG_NAME
 from .timeline_items import KINDS, Item, parse_item
 from .timeline_scan import Scanner
 

@@ -24,8 +24,8 @@ from pathlib import Path
 
 import orjson
 
-from . import safeio
-from .paths import TIMELINE_INDEX
+from .. import safeio
+from ..workspace import TIMELINE_INDEX
 from .sidecar import head_digest
 
 _MAGIC = b"PCTLIDX1"

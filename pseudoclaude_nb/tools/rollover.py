@@ -18,7 +18,7 @@ from ..errors import BoundaryError, SessionError, SessionNotFoundError, ToolErro
 from ..rollover.handoff import CheckedFile, Handoff, Intent, RelatedFile
 from ..session.history import HistoryIndex
 from ..session.history_query import render_hits
-from ..session.paths import session_dir
+from ..workspace import session_dir
 from .registry import Tool, ToolArgs
 from .workspace import display_path, resolve_in_workspace
 

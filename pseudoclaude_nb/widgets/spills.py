@@ -10,12 +10,13 @@ from typing import Any
 
 import ipywidgets
 
+from .. import safeio
 from ..errors import UnsafePathError
-from ..session import images, safeio
+from ..session import images
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
-from ..session.paths import SPILL_DIR
 from ..textsafe import printable
+from ..workspace import SPILL_DIR
 from .settle import Settles
 from .theme import FG2
 from .thumbs import thumbnail
