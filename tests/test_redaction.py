@@ -66,7 +66,7 @@ KEYS: list[tuple[str, str]] = [
     ("private-key", _pem("OPENSSH PRIVATE KEY")),
     ("private-key", _pem("PRIVATE KEY")),
     ("private-key", _pem("EC PRIVATE KEY")),
-    # Token shapes from redact_rules (gitleaks' rules): a prefix and a body.
+    # Token shapes from redact.rules (gitleaks' rules): a prefix and a body.
     ("gitlab", "glpat-" + _r(20, ALNUM + "_-")),
     ("gitlab", "gldt-" + _r(20, ALNUM + "_-")),
     ("gitlab", "glrt-t1_" + _r(27, ALNUM) + ".01" + _r(7, "abcdef0123456789")),
