@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
-from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import LOG_NAME, sessions_dir
 

@@ -18,12 +18,12 @@ from pathlib import Path
 import orjson
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.redact import Redactor
 from pseudoclaude_nb.session import entries, load_session
 from pseudoclaude_nb.session import writer as writer_module
 from pseudoclaude_nb.session.encode import encode_entry
-from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import LOG_NAME, new_session_dir
 

@@ -30,6 +30,7 @@ from .context.undo import Undone
 from .conversation import Conversation, Hooks
 from .errors import ConfigError, SessionNotFoundError
 from .events import Compacted, RunEvent
+from .history import HistoryIndex
 from .mcp import McpHub
 from .memory import MemoryManager
 from .messages import Message
@@ -39,7 +40,6 @@ from .providers import Provider, provider_for
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, load_session, new_session_dir
 from .session.catalog import latest_session
-from .session.history import HistoryIndex
 from .tools import Permissions, PythonExecutor
 from .workspace import resolve_workspace, session_dir
 

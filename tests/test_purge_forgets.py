@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.lifecycle import plan_purge, purge, restore_session, trash_session
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir

@@ -11,8 +11,8 @@ from typing import Any, TextIO
 
 from ..agent import Agent
 from ..errors import ConfigError
-from ..session.history import ProgressCallback
-from ..session.history_query import Hit
+from ..history import ProgressCallback
+from ..history.query import Hit
 from .tables import Column, Part, Table, bundle, json_unescaped
 
 SEARCH_LIMIT = 20

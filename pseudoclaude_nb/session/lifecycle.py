@@ -177,7 +177,7 @@ def trash_session(
 
 def _forget(workspace: Path, session_ids: list[str], *, scrub: bool) -> None:
     """Delete the sessions' rows from history.sqlite; a busy index is cleaned at its next sync."""
-    from .history import forget_sessions
+    from ..history import forget_sessions
 
     try:
         forget_sessions(workspace, session_ids, scrub=scrub)
@@ -271,7 +271,7 @@ def restore_session(workspace: Path, trash_id: str) -> Path:
         )
     os.rename(src, target)
     (target / TRASHED_NAME).unlink(missing_ok=True)
-    from .history import reindex_session
+    from ..history import reindex_session
 
     reindex_session(workspace, target)
     return target

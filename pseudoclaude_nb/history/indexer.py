@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, BinaryIO, Literal, cast, overload
 
 from .. import safeio
+from ..session.entries import MessageEntry, SpillEntry, parse_line
 from ..workspace import LOG_NAME
-from .entries import MessageEntry, SpillEntry, parse_line
-from .history_rows import (
+from .rows import (
     SEARCH_TOOL,
     RowReader,
     decode_chunk,
@@ -33,7 +33,7 @@ from .history_rows import (
     spill_chunks,
     spill_path,
 )
-from .history_schema import KIND, PAIR, gram_text, indexed, quote
+from .schema import KIND, PAIR, gram_text, indexed, quote
 
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
 BLOCK_BYTES = 4 << 20  # a log is read in blocks of whole lines

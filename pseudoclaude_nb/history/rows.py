@@ -18,9 +18,9 @@ from typing import Any
 import orjson
 
 from .. import safeio
+from ..session.entries import MessageEntry, SpillEntry, parse_line
 from ..workspace import LOG_NAME, SPILL_DIR
-from .entries import MessageEntry, SpillEntry, parse_line
-from .history_schema import KIND
+from .schema import KIND
 
 CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
 CHUNK_BYTES = 16_000
