@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session import timeline_index
 from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.session.timeline import index as timeline_index
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import TIMELINE_INDEX
 

@@ -20,7 +20,7 @@ from .errors import ConfigError, SessionError, SessionNotFoundError
 STATE_DIR = ".pseudoclaude"
 LOG_NAME = "conversation.jsonl"
 META_NAME = "meta.json"
-TIMELINE_INDEX = "timeline.idx"  # derived, like meta.json (timeline_index)
+TIMELINE_INDEX = "timeline.idx"  # derived, like meta.json (session.timeline.index)
 LOCK_NAME = "writer.lock"
 SPILL_DIR = "tool-results"
 GITIGNORE = (

@@ -24,12 +24,12 @@ from pseudoclaude_nb.session import (
     ArchiveError,
     ImportLimits,
     export_session,
-    import_check,
     import_session,
     list_sessions,
     load_session,
     trash_session,
 )
+from pseudoclaude_nb.session.archive import import_check
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run

@@ -25,9 +25,10 @@ from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.magics.render import TerminalRenderer
 from pseudoclaude_nb.magics.tool_line import tool_result_bundle
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
-from pseudoclaude_nb.session import entries, sidecar, timeline_index
+from pseudoclaude_nb.session import entries, sidecar
 from pseudoclaude_nb.session.catalog import list_sessions
 from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.session.timeline import index as timeline_index
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.widgets.timeline import SessionTimeline, timeline_html, timeline_text
 from pseudoclaude_nb.workspace import (

@@ -1,12 +1,16 @@
 """Export a session to a zip and import one back (SPEC §6.4), safely both ways.
 
 The public names live here (``pseudoclaude_nb.session.archive``): ``export_session`` (in
-``export``), ``import_session`` and the format's limits and reports (``archive_format``).
+``export``), ``import_session`` and the format's limits and reports (``format``).
 
 An import trusts nothing in the archive: ``import_check`` validates every member, the
 manifest and every hash *before* anything is written; then the members are written,
 hashing again, with the log last, so a session appears in the catalog only once it is
 whole. An id that is taken gets a new one.
+
+The package: this ``__init__`` imports (``import_session``) and is the public face;
+``format`` holds the archive's names, limits and reports, ``export`` writes a zip (through
+the redactor) and ``import_check`` validates one before anything is written.
 """
 
 from __future__ import annotations
@@ -18,14 +22,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..errors import ArchiveError
-from ..workspace import LOG_NAME, ensure_state_dir, new_session_dir, sessions_dir
-from .archive_format import FORMAT, MANIFEST, VERSION, ExportReport, ImportLimits, ImportReport
-from .catalog import write_meta
+from ...errors import ArchiveError
+from ...workspace import LOG_NAME, ensure_state_dir, new_session_dir, sessions_dir
+from ..catalog import write_meta
+from ..lifecycle import trash_dir
+from ..loader import load_session
 from .export import export_session
+from .format import FORMAT, MANIFEST, VERSION, ExportReport, ImportLimits, ImportReport
 from .import_check import Plan, hash_member, reject, validate
-from .lifecycle import trash_dir
-from .loader import load_session
 
 __all__ = [
     "FORMAT",
