@@ -13,9 +13,9 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pseudoclaude_nb.compact.estimate import message_bytes, tokens_for_bytes
-from pseudoclaude_nb.compact.spill import preview
-from pseudoclaude_nb.compact.summarize import compacted
+from pseudoclaude_nb.context.estimate import message_bytes, tokens_for_bytes
+from pseudoclaude_nb.context.spill import preview
+from pseudoclaude_nb.context.summarize import compacted
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolResult, Usage
 from pseudoclaude_nb.session.writer import SessionWriter

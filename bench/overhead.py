@@ -12,7 +12,8 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message, Usage

@@ -22,10 +22,11 @@ from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .agent_window import AgentWindow
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .context import CompactSettings, ContextManager
 from .context.confirm import Ask, Review, text_ask
 from .context.layer2 import Plan
+from .context.manager import ContextManager
 from .context.pins import Pins
+from .context.settings import CompactSettings
 from .context.undo import Undone
 from .conversation import Conversation, Hooks
 from .errors import ConfigError, SessionNotFoundError

@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING
 
 from .agent_session import ActiveSession
 from .config import PseudoClaude
-from .context import Emit
+from .context.handoff import GUIDANCE, Intent
+from .context.layer1 import Emit
 from .context.pins import Pins
 from .errors import ToolError
 from .events import Notice, RunEvent
@@ -28,7 +29,6 @@ from .mcp.approval import not_approved, question
 from .memory import MemoryManager
 from .notebook import NotebookHost
 from .prompt import system_sections, with_memory, with_pins
-from .rollover.handoff import GUIDANCE, Intent
 from .tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from .tools.compact_set import compact
 from .tools.notebook import notebook_tools

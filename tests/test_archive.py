@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.spill import write_spill
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context.spill import write_spill
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionError
 from pseudoclaude_nb.messages import ToolCall

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact.spill import write_spill
+from pseudoclaude_nb.context.spill import write_spill
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionError, SessionLockedError, UnsafePathError
 from pseudoclaude_nb.memory.store import MemoryStore, Topic

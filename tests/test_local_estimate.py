@@ -12,7 +12,7 @@ import json
 
 import pytest
 
-from pseudoclaude_nb.compact.estimate import estimate_request
+from pseudoclaude_nb.context.estimate import estimate_request
 from pseudoclaude_nb.messages import Message
 from tests import llamacpp_recorded as rec
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.estimate import estimate_request
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context.estimate import estimate_request
 from pseudoclaude_nb.events import RolloverCommitted, RolloverFallback
 from pseudoclaude_nb.messages import Message
 from tests import llamacpp_recorded as rec

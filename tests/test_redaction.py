@@ -17,8 +17,8 @@ from hypothesis import strategies as st
 
 from pseudoclaude_nb import redact as redact_module
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.spill import write_spill
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context.spill import write_spill
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall
 from pseudoclaude_nb.redact import PATTERNS, Redactor, redact_text, redact_value

@@ -24,13 +24,19 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..compact.estimate import BYTES_PER_TOKEN
 from ..errors import BoundaryError, SessionWriteError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
-from ..rollover.budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
-from ..rollover.handoff import (
+from ..session.entries import MessageEntry, parse_line
+from ..session.loader import LoadResult
+from ..tools.registry import Permissions, ToolRegistry
+from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
+from ..tools.workspace import resolve_in_workspace
+from ..workspace import LOG_NAME
+from .confirm import Proposal, Review
+from .estimate import BYTES_PER_TOKEN
+from .handoff import (
     CheckedFile,
     Handoff,
     Intent,
@@ -39,14 +45,8 @@ from ..rollover.handoff import (
     forced_handoff,
     render_handoff,
 )
-from ..session.entries import MessageEntry, parse_line
-from ..session.loader import LoadResult
-from ..tools.registry import Permissions, ToolRegistry
-from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
-from ..tools.workspace import resolve_in_workspace
-from ..workspace import LOG_NAME
-from .confirm import Proposal, Review
 from .layer1 import Emit
+from .rollover_budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
 from .strategy import Marks, marks_for
 
 if TYPE_CHECKING:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import safeio
-from ..compact.estimate import estimate_tokens, message_bytes, tokens_for_bytes
+from ..context.estimate import estimate_tokens, message_bytes, tokens_for_bytes
 from ..errors import SessionError
 from ..messages import Message
 from .entries import (

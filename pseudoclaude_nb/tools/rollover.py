@@ -14,10 +14,10 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ..context.handoff import CheckedFile, Handoff, Intent, RelatedFile
 from ..errors import BoundaryError, SessionError, SessionNotFoundError, ToolError
 from ..history import HistoryIndex
 from ..history.query import render_hits
-from ..rollover.handoff import CheckedFile, Handoff, Intent, RelatedFile
 from ..workspace import session_dir
 from .registry import Tool, ToolArgs
 from .workspace import display_path, resolve_in_workspace

@@ -21,7 +21,7 @@ from .settle import Settles
 from .theme import FG2
 from .thumbs import thumbnail
 
-# What a spill entry may name: a file directly in tool-results/ (compact.spill.safe_name + .txt).
+# What a spill entry may name: a file directly in tool-results/ (context.spill.safe_name + .txt).
 _SPILL_PATH = re.compile(rf"{SPILL_DIR}/[A-Za-z0-9_-][A-Za-z0-9_.~-]{{0,199}}")
 
 
