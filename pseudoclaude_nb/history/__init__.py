@@ -10,12 +10,12 @@ and trigrams) finds words by a fragment; matches are read from the logs by offse
 checked (``query``).
 
 The package, one job a module: this ``__init__`` is the index (``HistoryIndex``, the
-conversation hook, ``forget_sessions`` and ``reindex_session``, which the session
-lifecycle is told to call); ``schema`` the tables and how text becomes their tokens;
-``rows`` the searchable pieces of a log line or spilled file; ``indexer`` tailing a log
-into rows; ``rebuild`` building the whole index in one pass; ``backlog`` the background
-indexer's backlog and the lag report; ``query`` matching and snippets; ``file`` the
-database file's connection and recovery from a broken file. It reads the logs through
+conversation hook, and ``LIFECYCLE_HOOK``, which the callers of the session lifecycle pass
+to it so the index follows a trash, restore or purge); ``schema`` the tables and how text
+becomes their tokens; ``rows`` the searchable pieces of a log line or spilled file;
+``indexer`` tailing a log into rows; ``rebuild`` building the whole index in one pass;
+``backlog`` the background indexer's backlog and the lag report; ``query`` matching and
+snippets; ``file`` the database file's connection and recovery from a broken file. It reads the logs through
 ``session`` (the log layer); the log layer never imports it.
 
 Registered as a conversation hook right after the session writer. With ``background``
@@ -74,7 +74,7 @@ _log = logging.getLogger(__name__)
 INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
 BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
-TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
+TRASH_DIR = "trash"  # session.lifecycle.TRASH_DIR
 
 T = TypeVar("T")  # what a function run on the index connection returns
 
@@ -477,3 +477,22 @@ def reindex_session(workspace: Path, session_dir: Path) -> int:
         return index.catch_up(session_dir)
     finally:
         index.close()
+
+
+class LifecycleHook:
+    """What ``session.lifecycle`` tells the index (its ``IndexHook``): sessions left or came back."""
+
+    def forget(self, workspace: Path, session_ids: list[str], *, scrub: bool) -> None:
+        """Delete the sessions' rows; a busy index is cleaned at its next sync."""
+        try:
+            forget_sessions(workspace, session_ids, scrub=scrub)
+        except SessionError:
+            pass  # another kernel holds it: its next search of all sessions drops the rows
+
+    def restored(self, workspace: Path, session_dir: Path) -> None:
+        reindex_session(workspace, session_dir)
+
+
+# Passed by the callers of trash, restore, purge and gc (``%sessions``): the log layer is
+# told about its index per call and never imports it.
+LIFECYCLE_HOOK = LifecycleHook()
