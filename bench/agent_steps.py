@@ -29,8 +29,8 @@ from typing import Any
 
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Usage
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 from .common import Row, Sizes
 from .workload import Workload

@@ -12,8 +12,8 @@ from pathlib import Path
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import entries, list_sessions
-from pseudoclaude_nb.session.paths import LOG_NAME, new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, new_session_dir
 
 from .common import Row, Sizes, median_time, timed
 from .workload import Workload

@@ -12,7 +12,7 @@ import json
 import random
 from pathlib import Path
 
-from pseudoclaude_nb.compact.estimate import message_bytes
+from pseudoclaude_nb.context.estimate import message_bytes
 from pseudoclaude_nb.messages import Message
 
 from .workload import Workload, english_prose, stdlib_sources

@@ -35,7 +35,7 @@ from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.base import Request
 from pseudoclaude_nb.providers.scripted import ScriptedProvider
-from pseudoclaude_nb.session.paths import LOG_NAME
+from pseudoclaude_nb.workspace import LOG_NAME
 
 from .common import Row, Sizes
 from .workload import english_prose, stdlib_sources

@@ -28,10 +28,10 @@ import time
 from pathlib import Path
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import LOG_NAME, sessions_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, sessions_dir
 
 from .common import Row, Sizes, dir_bytes
 from .corpora import chinese

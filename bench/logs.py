@@ -13,13 +13,13 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from pseudoclaude_nb.compact.estimate import message_bytes, tokens_for_bytes
-from pseudoclaude_nb.compact.spill import preview
-from pseudoclaude_nb.compact.summarize import compacted
+from pseudoclaude_nb.context.estimate import message_bytes, tokens_for_bytes
+from pseudoclaude_nb.context.spill import preview
+from pseudoclaude_nb.context.summarize import compacted
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolResult, Usage
-from pseudoclaude_nb.session.paths import LOG_NAME, new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, new_session_dir
 
 from .workload import Workload
 

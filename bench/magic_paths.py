@@ -96,7 +96,7 @@ def magic_paths(root: Path, sizes: Sizes) -> list[Row]:
     listed = _fresh(ws, "list", runs=runs)
     resumed = _fresh(ws, "resume --last", runs=runs)
     # The same listing where the history index holds none of the logs (not indexed yet).
-    from pseudoclaude_nb.session.history import HistoryIndex
+    from pseudoclaude_nb.history import HistoryIndex
 
     index = HistoryIndex(ws)
     try:

@@ -36,7 +36,7 @@ PRINTS = 40_000
 
 STREAM = """
 import time
-from pseudoclaude_nb.compact.estimate import estimate_text
+from pseudoclaude_nb.context.estimate import estimate_text
 from pseudoclaude_nb.events import AssistantDelta, RunFinished, RunSummary, StepFinished, StepStarted
 from pseudoclaude_nb.magics.render import NotebookRenderer
 from pseudoclaude_nb.messages import Message, Usage

@@ -12,12 +12,13 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message, Usage
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 from .common import Row, Sizes, no_gc, timed
 from .workload import Workload

@@ -223,7 +223,7 @@ def _estimator_section(rows: list[Row], estimator: dict[str, dict]) -> list[str]
         )
     out += [
         "",
-        "Calibration (`compact/estimate.py`): between two consecutive anchors the provider counted exactly "
+        "Calibration (`context/estimate.py`): between two consecutive anchors the provider counted exactly "
         "the messages appended in between, so bytes over the anchors' difference is the session's ratio. "
         "The seed 3.5 is the default until 2 samples over 4 KB, and the floor until 4 samples over 16 KB: "
         "weak evidence may only raise the estimate (denser text); the learned ratio is used 3 % "

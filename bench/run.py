@@ -55,7 +55,7 @@ HERE = Path(__file__).resolve().parent
 
 
 def _seed_counter(text: str) -> int:
-    from pseudoclaude_nb.compact.estimate import estimate_text
+    from pseudoclaude_nb.context.estimate import estimate_text
 
     return estimate_text(text)
 

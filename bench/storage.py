@@ -18,14 +18,14 @@ from pathlib import Path
 import orjson
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.redact import Redactor
 from pseudoclaude_nb.session import entries, load_session
 from pseudoclaude_nb.session import writer as writer_module
 from pseudoclaude_nb.session.encode import encode_entry
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import LOG_NAME, new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, new_session_dir
 
 from .common import Row, Sizes, cpu_time, median_time, no_gc, timed
 from .logs import BuiltLog, build_log

@@ -23,10 +23,10 @@ import time
 from pathlib import Path
 
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session import timeline_index
-from pseudoclaude_nb.session.paths import TIMELINE_INDEX
 from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.session.timeline import index as timeline_index
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import TIMELINE_INDEX
 
 from .common import Row, Sizes
 from .logs import build_log

@@ -15,8 +15,9 @@ import json
 import math
 from collections.abc import Callable
 
-from pseudoclaude_nb.compact.estimate import BYTES_PER_TOKEN, message_bytes, tokens_for_bytes
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context.estimate import BYTES_PER_TOKEN, message_bytes, tokens_for_bytes
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
 

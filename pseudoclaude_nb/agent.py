@@ -22,14 +22,16 @@ from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .agent_window import AgentWindow
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .context import CompactSettings, ContextManager, check_provider
 from .context.confirm import Ask, Review, text_ask
 from .context.layer2 import Plan
+from .context.manager import ContextManager, check_provider
 from .context.pins import Pins
+from .context.settings import CompactSettings
 from .context.undo import Undone
 from .conversation import Conversation, Hooks
 from .errors import ConfigError, SessionNotFoundError
 from .events import Compacted, RunEvent
+from .history import HistoryIndex
 from .mcp import McpHub
 from .memory import MemoryManager
 from .messages import Message
@@ -39,9 +41,8 @@ from .providers import Provider, provider_for
 from .runner import Listener, Notice, Runner, RunSummary
 from .session import LoadResult, SessionWriter, load_session, new_session_dir
 from .session.catalog import latest_session
-from .session.history import HistoryIndex
-from .session.paths import resolve_workspace, session_dir
 from .tools import Permissions, PythonExecutor
+from .workspace import resolve_workspace, session_dir
 
 # Re-exported: these lived here before the split, and callers import them from here.
 __all__ = ["MEMORY_WAIT_SECONDS", "NOTEBOOK_IMAGES", "ActiveSession", "Agent"]

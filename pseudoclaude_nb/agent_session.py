@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .context import ContextManager
+from .context.manager import ContextManager
 from .conversation import Conversation
 from .session import SessionWriter
 

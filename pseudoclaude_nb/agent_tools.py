@@ -18,17 +18,17 @@ from typing import TYPE_CHECKING
 
 from .agent_session import ActiveSession
 from .config import PseudoClaude
-from .context import Emit
+from .context.handoff import GUIDANCE, Intent
+from .context.layer1 import Emit
 from .context.pins import Pins
 from .errors import ToolError
 from .events import Notice, RunEvent
+from .history import HistoryIndex
 from .mcp import McpHub, load_config
 from .mcp.approval import not_approved, question
 from .memory import MemoryManager
 from .notebook import NotebookHost
 from .prompt import system_sections, with_memory, with_pins
-from .rollover.handoff import GUIDANCE, Intent
-from .session.history import HistoryIndex
 from .tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from .tools.compact_set import compact
 from .tools.notebook import notebook_tools

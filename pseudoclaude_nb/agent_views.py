@@ -13,9 +13,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from .compact.manifest import manifest, notebook_cells
-from .context import CompactSettings, strategy_marks, threshold_for
 from .context.cache import outlook
+from .context.manager import strategy_marks
+from .context.manifest import manifest, notebook_cells
+from .context.settings import CompactSettings
+from .context.strategy import threshold_for
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
 from .providers import Provider, auto_provider, provider_for

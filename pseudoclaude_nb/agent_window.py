@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .compact.estimate import DIGITS_HOSTED, DIGITS_LOCAL, estimate_request
+from .context.estimate import DIGITS_HOSTED, DIGITS_LOCAL, estimate_request
 from .errors import ConfigError
 from .providers.window import Learned, remember
 from .tools.compact_set import TOOLS_SHARE_NOTICE

@@ -18,9 +18,9 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from .compact.estimate import estimate_request
-from .context import ContextManager
 from .context.confirm import Review
+from .context.estimate import estimate_request
+from .context.manager import ContextManager
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
 from .events import (

@@ -21,7 +21,7 @@ from .providers.base import Provider, Request, Response
 from .tools.compact_set import CompactTool
 
 if TYPE_CHECKING:
-    from .context import ContextManager
+    from .context.manager import ContextManager
     from .conversation import Conversation
     from .tools import ToolRegistry
 

@@ -126,7 +126,7 @@ def test_the_setting_and_the_option_both_select_it(workspace: Path) -> None:
 def test_a_log_that_ended_before_the_replace_catches_up_before_the_next_request() -> None:
     """A crash between the answer that carried the block and its replace: the next request
     (here, the first under api of this strategy object) replaces from the block on first."""
-    from pseudoclaude_nb.context import ContextManager
+    from pseudoclaude_nb.context.manager import ContextManager
     from pseudoclaude_nb.conversation import Conversation
     from pseudoclaude_nb.messages import Reasoning
 

@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.spill import write_spill
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context.spill import write_spill
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionError
 from pseudoclaude_nb.messages import ToolCall
@@ -24,14 +24,14 @@ from pseudoclaude_nb.session import (
     ArchiveError,
     ImportLimits,
     export_session,
-    import_check,
     import_session,
     list_sessions,
     load_session,
     trash_session,
 )
-from pseudoclaude_nb.session.paths import new_session_dir
+from pseudoclaude_nb.session.archive import import_check
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 from tests.scripts import script, turn
 

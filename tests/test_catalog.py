@@ -10,8 +10,8 @@ import pytest
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall
 from pseudoclaude_nb.session import catalog, list_sessions, load_session, session_info
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 
 def make_session(

@@ -12,7 +12,7 @@ import math
 
 import pytest
 
-from pseudoclaude_nb.compact.estimate import (
+from pseudoclaude_nb.context.estimate import (
     BYTES_PER_TOKEN,
     SAFETY,
     STRONG_BYTES,
@@ -21,7 +21,8 @@ from pseudoclaude_nb.compact.estimate import (
     message_bytes,
     tokens_for_bytes,
 )
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.estimate import estimate_request, estimate_tokens
+from pseudoclaude_nb.context.estimate import estimate_request, estimate_tokens
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Notice, Spilled, StepFinished
 from pseudoclaude_nb.messages import Message, ToolCall, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider

@@ -9,8 +9,14 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pseudoclaude_nb.compact import estimate_request, estimate_text, estimate_tokens
-from pseudoclaude_nb.compact.estimate import DIGITS_LOCAL, message_bytes, tokens_for_bytes
+from pseudoclaude_nb.context.estimate import (
+    DIGITS_LOCAL,
+    estimate_request,
+    estimate_text,
+    estimate_tokens,
+    message_bytes,
+    tokens_for_bytes,
+)
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
 
 

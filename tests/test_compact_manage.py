@@ -15,12 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact import estimate as estimate_module
-from pseudoclaude_nb.compact import spill as spill_module
-from pseudoclaude_nb.compact.breaker import Breaker
-from pseudoclaude_nb.compact.estimate import estimate_request
-from pseudoclaude_nb.compact.summarize import SUMMARY_INSTRUCTION, SUMMARY_SYSTEM, tail_start
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context import estimate as estimate_module
+from pseudoclaude_nb.context import spill as spill_module
+from pseudoclaude_nb.context.breaker import Breaker
+from pseudoclaude_nb.context.estimate import estimate_request
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
+from pseudoclaude_nb.context.summarize import SUMMARY_INSTRUCTION, SUMMARY_SYSTEM, tail_start
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionWriteError
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Notice, Spilled

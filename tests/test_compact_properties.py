@@ -16,9 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pseudoclaude_nb.compact.estimate import message_bytes, tokens_for_bytes
-from pseudoclaude_nb.compact.summarize import compacted, drop_oldest_exchange, summary_messages, tail_start
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context.estimate import message_bytes, tokens_for_bytes
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
+from pseudoclaude_nb.context.summarize import compacted, drop_oldest_exchange, summary_messages, tail_start
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider

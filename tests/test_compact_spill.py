@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact import spill as spill_module
-from pseudoclaude_nb.compact.spill import (
+from pseudoclaude_nb.context import spill as spill_module
+from pseudoclaude_nb.context.spill import (
     PREVIEW_BYTES,
     Ledger,
     batch_to_spill,

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pseudoclaude_nb.compact.summarize import (
+from pseudoclaude_nb.context.settings import CompactSettings
+from pseudoclaude_nb.context.summarize import (
     ACKNOWLEDGEMENT,
     BOUNDARY_REMINDER,
     SUMMARY_INSTRUCTION,
@@ -16,7 +17,6 @@ from pseudoclaude_nb.compact.summarize import (
     summary_messages,
     tail_start,
 )
-from pseudoclaude_nb.context import CompactSettings
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, pairing_problems
 
 SECTIONS = [

@@ -9,7 +9,8 @@ from pathlib import Path
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
-from pseudoclaude_nb.context import CompactSettings, ContextManager
+from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, RunFinished
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.context import CompactSettings
+from pseudoclaude_nb.context.rollover_budget import reminder_threshold_for
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.providers.demo_script import build_demo_script
 from pseudoclaude_nb.providers.scripted import load_script
-from pseudoclaude_nb.rollover import reminder_threshold_for
 from pseudoclaude_nb.tools.rollover import NewContextArgs
 from tests.demo_support import run_demo
 

@@ -11,7 +11,8 @@ import json
 from pathlib import Path
 
 from pseudoclaude_nb.runner import Notice
-from pseudoclaude_nb.session import load_session, sidecar, timeline, timeline_index
+from pseudoclaude_nb.session import load_session, sidecar, timeline
+from pseudoclaude_nb.session.timeline import index as timeline_index
 from tests.scripts import script, turn
 from tests.scripts import scripted_agent as make_agent
 

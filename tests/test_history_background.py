@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import entries
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -27,7 +27,7 @@ def test_appends_do_not_index_in_the_hook_and_a_search_catches_up(workspace, mon
     d = new_session_dir(workspace)
     calls = []
     monkeypatch.setattr(
-        "pseudoclaude_nb.session.history_backlog.QUIET_SECONDS", 3600.0
+        "pseudoclaude_nb.history.backlog.QUIET_SECONDS", 3600.0
     )  # the indexer never gets there
     real = index.catch_up
     index.catch_up = lambda folder: calls.append(folder) or real(folder)  # type: ignore[method-assign]
@@ -65,8 +65,8 @@ def test_the_background_thread_catches_up_by_itself(workspace):
 
 def test_the_background_thread_waits_for_the_appends_to_pause(workspace, monkeypatch):
     """A steady stream of appends is not indexed under its feet; the pause after it is."""
-    monkeypatch.setattr("pseudoclaude_nb.session.history_backlog.QUIET_SECONDS", 1.0)
-    monkeypatch.setattr("pseudoclaude_nb.session.history_backlog.MAX_WAIT_SECONDS", 3600.0)
+    monkeypatch.setattr("pseudoclaude_nb.history.backlog.QUIET_SECONDS", 1.0)
+    monkeypatch.setattr("pseudoclaude_nb.history.backlog.MAX_WAIT_SECONDS", 3600.0)
     index = HistoryIndex(workspace, background=True)
     d = new_session_dir(workspace)
     calls = []
@@ -125,7 +125,7 @@ CHILD = textwrap.dedent(
     """
     import sys, time
     from pathlib import Path
-    from pseudoclaude_nb.session.history import HistoryIndex
+    from pseudoclaude_nb.history import HistoryIndex
     index = HistoryIndex(Path(sys.argv[1]))
     folder = Path(sys.argv[2])
     print("indexing", flush=True)

@@ -15,12 +15,13 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
+from pseudoclaude_nb.history import indexer as history_indexer
+from pseudoclaude_nb.history import rebuild as history_build
+from pseudoclaude_nb.history.schema import prepare
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
-from pseudoclaude_nb.session import history_build, history_indexer
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.history_schema import prepare
-from pseudoclaude_nb.session.paths import SPILL_DIR, new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import SPILL_DIR, new_session_dir
 from tests.test_history_oracle import QUERIES, build_sessions, expected
 
 ODD_TEXTS = [

@@ -16,8 +16,8 @@ from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.errors import ConfigError, SessionError
 from pseudoclaude_nb.events import Notice
+from pseudoclaude_nb.history import INDEX_NAME, HistoryIndex
 from pseudoclaude_nb.magics.history import reindex_action, search_action
-from pseudoclaude_nb.session.history import INDEX_NAME, HistoryIndex
 from tests.scripts import script, turn
 
 CODE = "def evaluate_budget(state: BudgetState) -> BudgetAction:"

@@ -10,11 +10,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from pseudoclaude_nb.conversation import Conversation
-from pseudoclaude_nb.session import history_indexer
-from pseudoclaude_nb.session.history import HistoryIndex
+from pseudoclaude_nb.history import HistoryIndex
+from pseudoclaude_nb.history import indexer as history_indexer
 from pseudoclaude_nb.session.lifecycle import trash_dir, trash_session
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 
 def _session(workspace: Path, text: str) -> Path:

@@ -17,10 +17,10 @@ import pytest
 
 from bench.corpora import chinese, english, python
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 
 QUERIES = [
@@ -182,7 +182,7 @@ def test_magic_search_and_reindex_with_a_progress_line(ip, workspace: Path):
 
 
 def test_a_lost_index_over_big_logs_is_built_in_one_pass(tmp_path, monkeypatch):
-    from pseudoclaude_nb.session import history as history_module
+    from pseudoclaude_nb import history as history_module
 
     pieces = build_sessions(tmp_path, count=2)
     index = HistoryIndex(tmp_path)

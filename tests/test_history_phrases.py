@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
+from pseudoclaude_nb.history import rows as history_rows
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session import history_rows
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 from tests.test_history_oracle import expected
 

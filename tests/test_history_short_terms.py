@@ -10,9 +10,9 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import entries
-from pseudoclaude_nb.session.history import HistoryIndex
 from pseudoclaude_nb.session.lifecycle import trash_session
 
 ALPHABET = "aqzAQZ1压缩猫咪的 -_.éÉかア한"

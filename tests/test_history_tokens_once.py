@@ -12,7 +12,7 @@ import sqlite3
 
 import pytest
 
-from pseudoclaude_nb.session.history_schema import index_text, indexed
+from pseudoclaude_nb.history.schema import index_text, indexed
 
 TEXTS = [
     "Fix the error in the file, then fix THE error in the other file again",

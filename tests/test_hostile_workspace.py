@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact.spill import write_spill
+from pseudoclaude_nb.context.spill import write_spill
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import SessionError, SessionLockedError, UnsafePathError
 from pseudoclaude_nb.memory.store import MemoryStore, Topic
@@ -25,9 +25,9 @@ from pseudoclaude_nb.session import entries
 from pseudoclaude_nb.session.archive import ArchiveError, export_session, import_session
 from pseudoclaude_nb.session.catalog import list_sessions
 from pseudoclaude_nb.session.loader import load_session
-from pseudoclaude_nb.session.paths import ensure_state_dir, new_session_dir, sessions_dir
 from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import ensure_state_dir, new_session_dir, sessions_dir
 
 
 @pytest.fixture(autouse=True)

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from pydantic import Field
 
-from pseudoclaude_nb.compact.estimate import estimate_tokens, image_tokens
+from pseudoclaude_nb.context.estimate import estimate_tokens, image_tokens
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import ImagePart, Message, ToolResult
 from pseudoclaude_nb.providers.anthropic import AnthropicProvider
@@ -328,7 +328,7 @@ def _imaged(content: str = "x", w: int = 640, h: int = 480) -> Message:
 
 
 def test_context_shows_images_as_their_own_part_only_when_there_are_any() -> None:
-    from pseudoclaude_nb.compact.manifest import manifest
+    from pseudoclaude_nb.context.manifest import manifest
     from pseudoclaude_nb.magics.context import render_manifest
 
     def shown(messages):
@@ -344,7 +344,7 @@ def test_context_shows_images_as_their_own_part_only_when_there_are_any() -> Non
 
 
 def test_layer2_sends_images_older_than_the_tail_as_their_notes() -> None:
-    from pseudoclaude_nb.compact.summarize import summary_messages
+    from pseudoclaude_nb.context.summarize import summary_messages
 
     sent = summary_messages([Message(role="user", content="plot"), _imaged("drawn")])
     assert all(not m.parts for m in sent)
@@ -352,8 +352,8 @@ def test_layer2_sends_images_older_than_the_tail_as_their_notes() -> None:
 
 
 def test_rollover_handoff_lists_the_window_images() -> None:
+    from pseudoclaude_nb.context.handoff import Handoff, first_message
     from pseudoclaude_nb.context.rollover import _window_images
-    from pseudoclaude_nb.rollover.handoff import Handoff, first_message
 
     listed = _window_images([_imaged(), _imaged()], Path("/s/sess"))
     assert listed == ["/s/sess/images/ab.png (image/png, 640x480)"]

@@ -28,8 +28,8 @@ from pseudoclaude_nb.session import (
     trash_session,
 )
 from pseudoclaude_nb.session.lifecycle import dir_bytes
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 
 DAY = 86_400.0

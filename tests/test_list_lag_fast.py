@@ -11,11 +11,11 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.history import HistoryIndex
+from pseudoclaude_nb.history import backlog as history_backlog
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session import history_backlog
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 
 

@@ -20,8 +20,8 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, Usage, pairing_problems
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import TORN_NOTE
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 
 def _real_log(

@@ -23,8 +23,8 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import ToolCall
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session import replay as replay_module
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.test_loader_fuzz import _real_log, damage
 from tests.test_truncation import write_real_session
 

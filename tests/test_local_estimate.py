@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact.estimate import DIGITS_LOCAL, estimate_request, estimate_text, message_bytes
+from pseudoclaude_nb.context.estimate import DIGITS_LOCAL, estimate_request, estimate_text, message_bytes
 from pseudoclaude_nb.messages import Message, ToolResult
 from tests import llamacpp_recorded as rec
 

@@ -14,7 +14,7 @@ import pytest
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
-from pseudoclaude_nb.context import CompactSettings
+from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState
 from tests import llamacpp_recorded as rec
 from tests.fakes import FakeServer

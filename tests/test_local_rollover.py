@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.estimate import DIGITS_LOCAL, estimate_request
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context.estimate import DIGITS_LOCAL, estimate_request
 from pseudoclaude_nb.events import Notice, RolloverCommitted, RolloverFallback
 from pseudoclaude_nb.messages import Message
 from tests import llamacpp_recorded as rec

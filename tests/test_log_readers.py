@@ -16,11 +16,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pseudoclaude_nb.context.rollover import first_request_in_log
+from pseudoclaude_nb.history import HistoryIndex
+from pseudoclaude_nb.history.indexer import uuid_hash
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import load_session, new_session_dir
 from pseudoclaude_nb.session.entries import MessageEntry, SpillEntry, parse_entry, parse_line
-from pseudoclaude_nb.session.history import HistoryIndex
-from pseudoclaude_nb.session.history_indexer import uuid_hash
 from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.widgets.spills import spill_rows
 

@@ -109,6 +109,23 @@ def test_the_import_graph_has_no_cycle():
     assert cycles(graph()) == []
 
 
+def test_the_log_layer_imports_no_index_and_tools_import_no_log_layer():
+    """Issue 33: ``session/`` tells its derived index through a hook and never imports it;
+    tools, memory and MCP take ``workspace`` and ``safeio`` from the top level, not ``session/``."""
+    edges = graph()
+    wrong = sorted(
+        (name, dep)
+        for name, deps in edges.items()
+        for dep in deps
+        if (name.startswith("pseudoclaude_nb.session") and dep.startswith("pseudoclaude_nb.history"))
+        or (
+            name.split(".")[1:2] in (["tools"], ["memory"], ["mcp"])
+            and dep.startswith("pseudoclaude_nb.session")
+        )
+    )
+    assert wrong == []
+
+
 def test_the_cycle_check_can_fail():
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": set()}) == [["a", "b", "c"]]
 

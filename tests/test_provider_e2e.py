@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 
-from pseudoclaude_nb.compact.summarize import SUMMARY_INSTRUCTION
+from pseudoclaude_nb.context.summarize import SUMMARY_INSTRUCTION
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.session import list_sessions
 from tests.fakes import FakeServer

@@ -17,14 +17,14 @@ from hypothesis import strategies as st
 
 from pseudoclaude_nb import redact as redact_module
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.compact.spill import write_spill
 from pseudoclaude_nb.config import PseudoClaude
+from pseudoclaude_nb.context.spill import write_spill
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall
 from pseudoclaude_nb.redact import PATTERNS, Redactor, redact_text, redact_value
 from pseudoclaude_nb.session import load_session
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import script, turn
 
 # --- the corpus: keys are generated in their real shapes, so no key-like literal is committed ----
@@ -66,7 +66,7 @@ KEYS: list[tuple[str, str]] = [
     ("private-key", _pem("OPENSSH PRIVATE KEY")),
     ("private-key", _pem("PRIVATE KEY")),
     ("private-key", _pem("EC PRIVATE KEY")),
-    # Token shapes from redact_rules (gitleaks' rules): a prefix and a body.
+    # Token shapes from redact.rules (gitleaks' rules): a prefix and a body.
     ("gitlab", "glpat-" + _r(20, ALNUM + "_-")),
     ("gitlab", "gldt-" + _r(20, ALNUM + "_-")),
     ("gitlab", "glrt-t1_" + _r(27, ALNUM) + ".01" + _r(7, "abcdef0123456789")),

@@ -15,8 +15,8 @@ from pathlib import Path
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import catalog, entries, list_sessions
-from pseudoclaude_nb.session.paths import LOG_NAME, META_NAME, new_session_dir, sessions_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, META_NAME, new_session_dir, sessions_dir
 from tests.scripts import run_magic as run
 
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pseudoclaude_nb.rollover import BudgetAction, BudgetState, evaluate_budget, limits
+from pseudoclaude_nb.context.rollover_budget import BudgetAction, BudgetState, evaluate_budget, limits
 
 WINDOW, OUTPUT, FALLBACK, REMIND = 200_000, 20_000, 13_000, 15_000
 HARD, BASE = 180_000, 167_000

@@ -14,7 +14,7 @@ import pytest
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
-from pseudoclaude_nb.context import FALLBACK_MARK, REMIND_MARK
+from pseudoclaude_nb.context.rollover import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.events import (
     ContextState,
     RolloverCommitted,

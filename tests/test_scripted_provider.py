@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.compact.estimate import estimate_request
+from pseudoclaude_nb.context.estimate import estimate_request
 from pseudoclaude_nb.errors import ProviderError, ScriptError, StreamError
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage
 from pseudoclaude_nb.providers import ScriptedProvider, make_provider

@@ -7,7 +7,7 @@ import io
 import json
 from pathlib import Path
 
-from pseudoclaude_nb.compact.estimate import estimate_tokens
+from pseudoclaude_nb.context.estimate import estimate_tokens
 from pseudoclaude_nb.events import (
     AssistantDelta,
     ReasoningDelta,

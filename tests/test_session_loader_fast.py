@@ -21,8 +21,8 @@ from pseudoclaude_nb.messages import Message, ToolCall, Usage
 from pseudoclaude_nb.session import entries, fast_load, load_session
 from pseudoclaude_nb.session import loader as loader_module
 from pseudoclaude_nb.session.entries import MessageEntry, parse_entry, valid_message
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.test_loader_fuzz import _real_log, damage
 from tests.test_truncation import write_real_session
 

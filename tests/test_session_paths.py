@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from pseudoclaude_nb import workspace as paths
 from pseudoclaude_nb.errors import ConfigError, SessionError, SessionNotFoundError
-from pseudoclaude_nb.session import paths
-from pseudoclaude_nb.session.paths import (
+from pseudoclaude_nb.workspace import (
     atomic_write_text,
     ensure_state_dir,
     new_session_dir,

@@ -15,8 +15,8 @@ from pseudoclaude_nb.messages import Message, ToolCall, Usage
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session import writer as writer_mod
 from pseudoclaude_nb.session.entries import TORN_NOTE
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter, is_locked
+from pseudoclaude_nb.workspace import new_session_dir
 
 
 def entries_of(path: Path) -> list[dict]:

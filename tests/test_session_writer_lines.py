@@ -16,8 +16,8 @@ import pytest
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import ToolCall, ToolResult
 from pseudoclaude_nb.session import entries, load_session
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 
 @pytest.fixture

@@ -56,7 +56,8 @@ def test_a_sidecar_stored_before_replaces_were_counted_still_serves(ip, big):
     import json
     import os
 
-    from pseudoclaude_nb.session import safeio, sidecar
+    from pseudoclaude_nb import safeio
+    from pseudoclaude_nb.session import sidecar
 
     ws, sid = big
     folder = ws / ".pseudoclaude" / "sessions" / sid

@@ -13,8 +13,8 @@ from IPython.core.error import UsageError
 
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
 
 

@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
 from pseudoclaude_nb.session import catalog, entries, load_session, sidecar
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 
 FIELDS = (
     "title",

@@ -17,7 +17,7 @@ import pytest
 from IPython.core.error import UsageError
 from IPython.utils.capture import capture_output
 
-from pseudoclaude_nb.compact.estimate import estimate_text
+from pseudoclaude_nb.context.estimate import estimate_text
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.notebook import parse_counts
 from tests.scripts import run_magic as run

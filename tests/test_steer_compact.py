@@ -22,7 +22,7 @@ from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.messages import Message, pairing_problems
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session.entries import encode, message_entry
-from pseudoclaude_nb.session.paths import session_dir
+from pseudoclaude_nb.workspace import session_dir
 from tests.scripts import read_log, run_magic, scripted_agent, turn, write_script
 
 SUMMARY = "## Confirmed requirements\n- SUMMARY-ONE <b>& co</b>"

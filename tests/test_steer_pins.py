@@ -273,7 +273,7 @@ def _session_with_pins_before_a_replace(workspace: Path) -> Path:
     """A log: pins, an unpin, many messages, a replace, then one more pin after it."""
     from pseudoclaude_nb.conversation import Conversation
     from pseudoclaude_nb.messages import Message
-    from pseudoclaude_nb.session.paths import new_session_dir
+    from pseudoclaude_nb.workspace import new_session_dir
 
     folder = new_session_dir(workspace)
     conv = Conversation([])
@@ -396,7 +396,7 @@ def test_a_fast_load_gives_the_pins_a_full_replay_gives(workspace: Path, ops: li
     or after the last replace) or missing: the fast load's pins are the full replay's."""
     from pseudoclaude_nb.conversation import Conversation
     from pseudoclaude_nb.messages import Message, new_id
-    from pseudoclaude_nb.session.paths import new_session_dir
+    from pseudoclaude_nb.workspace import new_session_dir
 
     folder = new_session_dir(workspace)
     conv = Conversation([])

@@ -8,8 +8,8 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pseudoclaude_nb.compact.estimate import estimate_request
-from pseudoclaude_nb.compact.spill import Ledger
+from pseudoclaude_nb.context.estimate import estimate_request
+from pseudoclaude_nb.context.spill import Ledger
 from pseudoclaude_nb.messages import Message, PairingCheck, ToolCall, ToolResult, validate_request
 from pseudoclaude_nb.providers.base import Request
 from pseudoclaude_nb.providers.scripted import ScriptedProvider

@@ -385,7 +385,7 @@ def test_lines_written_after_the_sidecar_are_parsed(tmp_path: Path, monkeypatch)
 
 def test_labels_of_plainly_valid_messages_equal_the_validated_ones() -> None:
     """A page is labelled from plainly valid entries without validating them: the same items."""
-    from pseudoclaude_nb.session.timeline_items import entry_item
+    from pseudoclaude_nb.session.timeline.items import entry_item
 
     seen = 0
     for raw in _varied_lines(random.Random(11), 400):

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session import sidecar, timeline, timeline_index
-from pseudoclaude_nb.session.paths import LOG_NAME, TIMELINE_INDEX
+from pseudoclaude_nb.session import sidecar, timeline
 from pseudoclaude_nb.session.timeline import build_timeline, keep_index
+from pseudoclaude_nb.session.timeline import index as timeline_index
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import LOG_NAME, TIMELINE_INDEX
 from tests.test_timeline_binned import _varied_lines
 
 

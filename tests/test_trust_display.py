@@ -25,18 +25,19 @@ from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.magics.render import TerminalRenderer
 from pseudoclaude_nb.magics.tool_line import tool_result_bundle
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
-from pseudoclaude_nb.session import entries, sidecar, timeline_index
+from pseudoclaude_nb.session import entries, sidecar
 from pseudoclaude_nb.session.catalog import list_sessions
-from pseudoclaude_nb.session.paths import (
+from pseudoclaude_nb.session.timeline import build_timeline
+from pseudoclaude_nb.session.timeline import index as timeline_index
+from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.widgets.timeline import SessionTimeline, timeline_html, timeline_text
+from pseudoclaude_nb.workspace import (
     META_NAME,
     TIMELINE_INDEX,
     ensure_state_dir,
     new_session_dir,
     sessions_dir,
 )
-from pseudoclaude_nb.session.timeline import build_timeline
-from pseudoclaude_nb.session.writer import SessionWriter
-from pseudoclaude_nb.widgets.timeline import SessionTimeline, timeline_html, timeline_text
 from tests.scripts import run_magic as run
 from tests.test_timeline_index import full_scan, picture
 

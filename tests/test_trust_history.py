@@ -19,17 +19,17 @@ from pathlib import Path
 
 import pytest
 
+from pseudoclaude_nb import history
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.events import Notice
+from pseudoclaude_nb.history import INDEX_NAME, HistoryIndex, forget_sessions
+from pseudoclaude_nb.history.file import connect
+from pseudoclaude_nb.history.rows import Folders
 from pseudoclaude_nb.messages import Message
-from pseudoclaude_nb.session import history
-from pseudoclaude_nb.session.history import INDEX_NAME, HistoryIndex, forget_sessions
-from pseudoclaude_nb.session.history_file import connect
-from pseudoclaude_nb.session.history_rows import Folders
-from pseudoclaude_nb.session.paths import new_session_dir
 from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import new_session_dir
 from tests.disk_support import small_disk  # noqa: F401 - a fixture
 from tests.scripts import script, turn
 

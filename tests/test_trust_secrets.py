@@ -139,7 +139,7 @@ def test_a_value_split_across_two_outputs_is_a_known_limit() -> None:
 
 def test_the_pre_check_stays_on_its_fast_path() -> None:
     # The automaton's SIMD search takes at most 64 literals; a 2-character literal or one led by
-    # a quote (JSON lines are full of them) makes every clean line pay ~2-3x (redact_rules).
+    # a quote (JSON lines are full of them) makes every clean line pay ~2-3x (redact.rules).
     from pseudoclaude_nb.redact import _TRIGGERS
 
     assert len(_TRIGGERS) <= 64

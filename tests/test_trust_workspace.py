@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 from IPython.core.error import UsageError
 
+from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.session import list_sessions, load_session
-from pseudoclaude_nb.session.history import HistoryIndex
 from tests.fakes import FakeServer
 from tests.scripts import run_magic, script, turn
 from tests.test_trust_env import _undone  # noqa: F401 - autouse: what a .env set is undone after the test

@@ -1,6 +1,7 @@
 """Types and lint in the test command: mypy over the package with pyproject's ``[tool.mypy]``
-(default mode everywhere, strict on messages, conversation, session and context), and every
-broad except saying why (ruff's BLE; ``test_structure`` runs ruff itself).
+(default mode everywhere, strict on messages, conversation, workspace, safeio, session,
+history and context), and every broad except saying why (ruff's BLE; ``test_structure``
+runs ruff itself).
 """
 
 from __future__ import annotations
@@ -20,7 +21,10 @@ PACKAGE = ROOT / "pseudoclaude_nb"
 STRICT_CORE = {
     "pseudoclaude_nb.messages",
     "pseudoclaude_nb.conversation",
+    "pseudoclaude_nb.safeio",  # moved out of session/ by issue 33, still strict
+    "pseudoclaude_nb.workspace",
     "pseudoclaude_nb.session.*",
+    "pseudoclaude_nb.history.*",
     "pseudoclaude_nb.context.*",
 }
 

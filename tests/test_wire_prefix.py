@@ -211,8 +211,8 @@ def test_a_resumed_history_in_the_same_kernel_reuses_the_prefix_and_sends_the_sa
     """``%sessions resume`` loads equal copies of the messages, other objects: the prefix holds."""
     from pseudoclaude_nb.conversation import Conversation
     from pseudoclaude_nb.session import load_session
-    from pseudoclaude_nb.session.paths import new_session_dir
     from pseudoclaude_nb.session.writer import SessionWriter
+    from pseudoclaude_nb.workspace import new_session_dir
 
     messages = history(200) + [Message(role="user", content="Again, please.")]
     send(server, provider, messages, encodes)

@@ -15,8 +15,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..compact.estimate import message_bytes, tokens_for_bytes
 from ..messages import Message, Usage
+from .estimate import message_bytes, tokens_for_bytes
 
 TTL_SECONDS = 300  # Anthropic's default (5-minute) cache lifetime; OpenAI keeps entries at least as long
 MIN_CACHEABLE = 1024  # the smallest cached prefix, tokens (OpenAI; Anthropic's for most models)

@@ -11,10 +11,10 @@ from typing import TYPE_CHECKING
 from ..errors import ToolError
 from ..events import Notice
 from ..providers.base import Provider
-from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
 from . import layer2
 from .confirm import Review
+from .handoff import Intent
 from .layer1 import Emit
 from .strategy import Marks, marks_for
 

@@ -1,6 +1,6 @@
 """Layer 1 at run time: spill huge tool results to files, one spiller for both strategies.
 
-The decisions are the pure functions of ``compact.spill`` (the preview, which results of a
+The decisions are the pure functions of ``spill`` (the preview, which results of a
 batch to spill, the ledger); this module writes the files, logs the ``spill`` entries and
 replaces the conversation (``snapshot``) when a batch must shrink. Events go to the
 ``emit`` of each call: the run (or the ``%compact``) that asked hears them, nobody else.
@@ -11,8 +11,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..compact import spill as _spill
-from ..compact.spill import (
+from ..errors import SessionWriteError, SpillWriteError
+from ..events import Notice, RunEvent, Spilled
+from ..messages import Message, ToolCall, ToolResult
+from ..workspace import SPILL_DIR
+from . import spill as _spill
+from .spill import (
     Ledger,
     Spill,
     batch_to_spill,
@@ -21,10 +25,6 @@ from ..compact.spill import (
     preview_bytes,
     unsaved_preview,
 )
-from ..errors import SessionWriteError, SpillWriteError
-from ..events import Notice, RunEvent, Spilled
-from ..messages import Message, ToolCall, ToolResult
-from ..session.paths import SPILL_DIR
 
 if TYPE_CHECKING:
     from .state import SharedState

@@ -1,6 +1,6 @@
 """Layer 2 at run time: summarize the old history, keep the recent tail.
 
-The prompt and the cut are the pure functions of ``compact.summarize``; this module asks
+The prompt and the cut are the pure functions of ``summarize``; this module asks
 the provider (with retries that drop the oldest exchange when even the summary request is
 too long), keeps the breaker, replaces the conversation (``compact``) and logs the
 ``compact`` entry. Both strategies have it: ``%compact`` works under rollover too.
@@ -17,9 +17,16 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING, NoReturn
 
-from ..compact.breaker import MIN_FREED
-from ..compact.estimate import estimate_request, estimate_tokens
-from ..compact.summarize import (
+from ..errors import ContextTooLong, ProviderError, SessionWriteError
+from ..events import Compacted, CompactStarted
+from ..messages import Message
+from ..providers.base import Provider, Request
+from .breaker import MIN_FREED
+from .confirm import Proposal, Review
+from .estimate import estimate_request, estimate_tokens
+from .layer1 import Emit, ignore
+from .plan import Plan as Plan  # re-exported: the agent and %context name it layer2.Plan
+from .summarize import (
     SUMMARY_SYSTEM,
     compacted,
     drop_oldest_exchange,
@@ -27,13 +34,6 @@ from ..compact.summarize import (
     summary_messages,
     tail_start,
 )
-from ..errors import ContextTooLong, ProviderError, SessionWriteError
-from ..events import Compacted, CompactStarted
-from ..messages import Message
-from ..providers.base import Provider, Request
-from .confirm import Proposal, Review
-from .layer1 import Emit, ignore
-from .plan import Plan as Plan  # re-exported: the agent and %context name it layer2.Plan
 
 if TYPE_CHECKING:
     from .state import SharedState

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..compact.estimate import estimate_text, estimate_tokens, tokens_for_bytes
 from ..messages import Message
 from ..nesting import encoded_size
+from .estimate import estimate_text, estimate_tokens, tokens_for_bytes
 
 # Room a request needs beyond its prompt: a short answer or one tool call.
 ANSWER_ROOM = 512

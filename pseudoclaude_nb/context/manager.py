@@ -19,24 +19,24 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compact.breaker import Breaker
-from ..compact.estimate import Calibration
-from ..compact.spill import Ledger
 from ..conversation import Conversation
 from ..errors import SessionError
 from ..events import Compacted, ContextState
 from ..messages import ToolCall, ToolResult, Usage
 from ..providers.base import ManagesContext, Provider
-from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from . import layer2, undo
+from .breaker import Breaker
 from .compact import CompactStrategy
 from .confirm import Review
+from .estimate import Calibration
+from .handoff import Intent
 from .layer1 import Emit, Spiller, ignore
 from .provider_compaction import ProviderCompactionStrategy, unsupported
 from .rollover import RolloverStrategy
 from .settings import CompactSettings
+from .spill import Ledger
 from .state import SharedState
 from .strategy import ContextStrategy, Marks, marks_for
 

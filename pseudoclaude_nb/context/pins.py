@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 from typing import Protocol
 
+from .. import safeio
 from ..errors import ConfigError
 from ..messages import Message, new_id
-from ..session import safeio
 from ..session.entries import MessageEntry, Pin, parse_line
-from ..session.paths import LOG_NAME
+from ..workspace import LOG_NAME
 
 # A pin is sent with every request: a runaway one must not eat the window. A longer text
 # belongs in a file, with a pin that says to read it.

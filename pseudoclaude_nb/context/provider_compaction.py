@@ -25,10 +25,10 @@ from ..errors import ConfigError, SessionWriteError, ToolError
 from ..events import Compacted
 from ..messages import Message
 from ..providers.base import ManagesContext, Provider, ServerContext
-from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
 from . import layer2
 from .confirm import Review
+from .handoff import Intent
 from .layer1 import Emit, ignore
 from .strategy import Marks
 

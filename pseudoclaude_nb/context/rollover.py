@@ -1,7 +1,7 @@
 """The rollover strategy: budget checks and the two-phase switch to a new window.
 
 Before each request — the pre-step boundary, when every result of the last step is in —
-it asks the pure budget (``rollover.budget``) what to do: remind once, enter fallback once
+it asks the pure budget (``context.rollover_budget``) what to do: remind once, enter fallback once
 (the request offers only new_context and search_history; other calls are refused), or
 commit a rollover. A rollover is declared by the model through ``new_context`` (phase 1:
 the intent is logged, the conversation is left alone) and committed here (phase 2: the
@@ -24,13 +24,19 @@ from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
-from ..compact.estimate import BYTES_PER_TOKEN, text_units
 from ..errors import BoundaryError, SessionWriteError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
-from ..rollover.budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
-from ..rollover.handoff import (
+from ..session.entries import MessageEntry, parse_line
+from ..session.loader import LoadResult
+from ..tools.registry import Permissions, ToolRegistry
+from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
+from ..tools.workspace import resolve_in_workspace
+from ..workspace import LOG_NAME
+from .confirm import Proposal, Review
+from .estimate import BYTES_PER_TOKEN, text_units
+from .handoff import (
     CheckedFile,
     Handoff,
     Intent,
@@ -39,14 +45,8 @@ from ..rollover.handoff import (
     forced_handoff,
     render_handoff,
 )
-from ..session.entries import MessageEntry, parse_line
-from ..session.loader import LoadResult
-from ..session.paths import LOG_NAME
-from ..tools.registry import Permissions, ToolRegistry
-from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
-from ..tools.workspace import resolve_in_workspace
-from .confirm import Proposal, Review
 from .layer1 import Emit
+from .rollover_budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
 from .strategy import Marks, marks_for
 
 if TYPE_CHECKING:

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..compact.summarize import layer2_threshold
-from ..rollover.budget import REMINDER_THRESHOLD, BudgetState, limits, reminder_threshold_for
 from .reserves import reserves_for
+from .rollover_budget import REMINDER_THRESHOLD, BudgetState, limits, reminder_threshold_for
+from .summarize import layer2_threshold
 
 
 @dataclass(frozen=True)

@@ -19,17 +19,17 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..compact import estimate as _estimate
-from ..compact.breaker import Breaker
-from ..compact.estimate import Calibration, estimate_request, message_bytes
-from ..compact.spill import Ledger
 from ..conversation import Conversation
 from ..errors import HookError, SessionWriteError
 from ..events import Compacted
 from ..messages import Message, ToolResult, Usage
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
+from . import estimate as _estimate
+from .breaker import Breaker
+from .estimate import Calibration, estimate_request, message_bytes
 from .settings import CompactSettings
+from .spill import Ledger
 
 if TYPE_CHECKING:
     from .plan import Plan

@@ -11,8 +11,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Protocol
 
 from ..providers.base import Provider
-from ..rollover.handoff import Intent
 from ..session.loader import LoadResult
+from .handoff import Intent
 from .layer1 import Emit
 
 if TYPE_CHECKING:

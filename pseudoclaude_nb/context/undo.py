@@ -26,9 +26,9 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
+from .. import safeio
 from ..errors import SessionError, SessionWriteError
 from ..messages import Message
-from ..session import safeio
 from ..session.entries import MessageEntry, ReplaceEntry, parse_entry, plainly_valid
 from ..session.replay import LoadResult, replay, settle
 from .provider_compaction import undone

@@ -11,7 +11,7 @@ from typing import Any
 
 from IPython.core.error import UsageError
 
-from ..compact.estimate import estimate_text
+from ..context.estimate import estimate_text
 from ..context.pins import first_prompt, message_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable

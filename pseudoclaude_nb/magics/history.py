@@ -1,6 +1,6 @@
 """``%sessions search`` and ``%sessions reindex``: the actions, as text or tables for the magic to show.
 
-Thin: the index lives in ``session.history``; these only choose the scope and phrase the answer.
+Thin: the index lives in ``history``; these only choose the scope and phrase the answer.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, TextIO
 
 from ..agent import Agent
 from ..errors import ConfigError
-from ..session.history import ProgressCallback
-from ..session.history_query import Hit
+from ..history import ProgressCallback
+from ..history.query import Hit
 from .tables import Column, Part, Table, bundle, json_unescaped
 
 SEARCH_LIMIT = 20

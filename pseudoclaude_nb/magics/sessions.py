@@ -18,6 +18,7 @@ from IPython.display import display
 from ..agent import Agent
 from ..config import STRATEGIES
 from ..errors import PseudoClaudeError
+from ..history import LIFECYCLE_HOOK
 from ..session import (
     export_session,
     gc_sessions,
@@ -32,10 +33,10 @@ from ..session import (
 )
 from ..session.catalog import whole_log
 from ..session.fork import fork_session
-from ..session.paths import LOG_NAME, session_dir
 from ..session.timeline import build_timeline
 from ..widgets import SessionTimeline
 from ..widgets.timeline import timeline_text
+from ..workspace import LOG_NAME, session_dir
 from .args import parse, unknown, usage_line
 from .context_steps import now_tokens
 from .history import ReindexProgress, reindex_action, search_parts
@@ -405,7 +406,7 @@ class SessionMagics(Magics):
         )
 
     def _trash(self, session_id: str) -> None:
-        t = trash_session(self._agent.workspace, session_id, open_id=self._open_id())
+        t = trash_session(self._agent.workspace, session_id, open_id=self._open_id(), index=LIFECYCLE_HOOK)
         title = f" ({safe_line(t.title)})" if t.title else ""
         print(
             f"moved session {session_id}{title} to the trash: .pseudoclaude/trash/{t.id}. "
@@ -413,7 +414,7 @@ class SessionMagics(Magics):
         )
 
     def _restore(self, trash_id: str) -> None:
-        path = restore_session(self._agent.workspace, trash_id)
+        path = restore_session(self._agent.workspace, trash_id, index=LIFECYCLE_HOOK)
         print(f"restored session {path.name}; continue it with %sessions resume {path.name}")
 
     def _purge(self, trash_id: str | None, *, all_trash: bool, yes: bool) -> None:
@@ -430,13 +431,13 @@ class SessionMagics(Magics):
             again = f"%sessions purge {trash_id or '--all-trash'} --yes"
             print(f"would permanently delete {what}. Nothing was deleted; to confirm, run {again}")
             return
-        purge(plan)
+        purge(plan, index=LIFECYCLE_HOOK)
         print(f"permanently deleted {what}")
 
     def _gc(self, days: int) -> None:
         if days < 1:
             raise UsageError(f"--days must be at least 1, not {days}")
-        report = gc_sessions(self._agent.workspace, days, open_id=self._open_id())
+        report = gc_sessions(self._agent.workspace, days, open_id=self._open_id(), index=LIFECYCLE_HOOK)
         for info, why in report.skipped:
             print(f"kept {safe_line(info.id)} (idle since {_when(info.last_activity)}, but {why})")
         if not report.moved:

@@ -6,7 +6,7 @@ resolved workspace and the server's name, and holds the digest of the entry as w
 (before ``${VAR}`` expansion) and the variable names it may take from the environment: a
 changed entry, another workspace or a new variable is not approved and is asked again.
 
-It reads and writes that one file (``session/safeio``: temp + rename, no link followed) and
+It reads and writes that one file (``safeio``: temp + rename, no link followed) and
 words the question; it starts nothing and never asks (the agent asks, the hub checks).
 A file that cannot be read or has the wrong shape approves nothing.
 """
@@ -18,9 +18,9 @@ import time
 from pathlib import Path
 from typing import Any
 
+from .. import safeio
 from ..errors import UnsafePathError
 from ..memory.store import pseudoclaude_home
-from ..session import safeio
 from ..textsafe import printable
 from .config import PROJECT_FILE, ServerConfig, secret_looking
 

@@ -29,8 +29,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
+from .. import safeio
 from ..memory.store import pseudoclaude_home
-from ..session import safeio
 
 Trust = Literal["hints", "read-only", "ask", "auto"]
 TRUST_VALUES = ("read-only", "ask", "auto")
@@ -127,7 +127,7 @@ def load_config(workspace: Path, configured: Mapping[str, Any] | None = None) ->
 def _read_file(path: Path, out: McpConfig, *, project: bool = False) -> None:
     source = str(path)
     try:
-        # No link followed, regular files only, 1 MiB at most (session/safeio.py, issue 19).
+        # No link followed, regular files only, 1 MiB at most (safeio.py, issue 19).
         data = json.loads(safeio.read_text(path, limit=1 << 20))
     except (OSError, UnicodeDecodeError) as exc:
         out.errors.append(f"{source}: cannot be read ({type(exc).__name__}); its servers are not started")

@@ -36,9 +36,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Literal, get_args
 
+from .. import safeio
 from ..redact import redact_text
-from ..session import safeio
-from ..session.paths import state_dir
+from ..workspace import state_dir
 
 Level = Literal["project", "user"]
 MemoryType = Literal["preference", "fact", "convention", "reference"]

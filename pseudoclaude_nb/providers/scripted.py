@@ -38,7 +38,7 @@ from typing import Any, Literal, NoReturn
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from ..compact.estimate import estimate_request, estimate_text, message_bytes, tokens_for_bytes
+from ..context.estimate import estimate_request, estimate_text, message_bytes, tokens_for_bytes
 from ..errors import ContextTooLong, ScriptError
 from ..messages import Message, Reasoning, ToolCall, Usage
 from .base import (

@@ -21,8 +21,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import safeio
 from ..errors import UnsafePathError
-from ..session import safeio
 
 if TYPE_CHECKING:
     import httpx

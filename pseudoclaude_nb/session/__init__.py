@@ -1,5 +1,16 @@
-"""Sessions: the durable, append-only log of a conversation, the catalog of logs, and their lifecycle."""
+"""Sessions: the durable, append-only log of a conversation, the catalog of logs, and their lifecycle.
 
+The log layer: ``entries`` (the format and its one parser), ``writer`` (the one owner of
+``conversation.jsonl``), ``loader`` with ``replay`` and ``fast_load``, ``catalog`` and
+``sidecar`` (``meta.json``), ``lifecycle`` (trash, restore, purge, gc), ``fork``, ``steps``
+and ``spend``; two read models in subfolders, ``timeline/`` (the timeline's pass over a
+log and its ``timeline.idx``) and ``archive/`` (export to a zip and import back). What is
+derived across sessions lives outside: the full-text index in ``history/``, told about
+trash and restore through ``lifecycle.IndexHook``. Where things live (``workspace``) and
+safe opening (``safeio``) are top-level modules, shared with tools, memory and MCP.
+"""
+
+from ..workspace import new_session_dir, resolve_workspace, session_dir
 from .archive import ArchiveError, ExportReport, ImportLimits, ImportReport, export_session, import_session
 from .catalog import SessionInfo, list_sessions, session_info, write_meta
 from .lifecycle import (
@@ -14,7 +25,6 @@ from .lifecycle import (
     trash_session,
 )
 from .loader import LoadResult, load_session
-from .paths import new_session_dir, resolve_workspace, session_dir
 from .writer import SessionWriter
 
 __all__ = [

@@ -20,11 +20,12 @@ from typing import Any
 
 import orjson
 
+from .. import safeio
 from ..errors import SessionError
-from . import loader, safeio, sidecar
+from ..workspace import LOCK_NAME, LOG_NAME, META_NAME, TIMELINE_INDEX, sessions_dir
+from . import loader, sidecar
 from .loader import LoadResult
 from .locks import held, is_locked
-from .paths import LOCK_NAME, LOG_NAME, META_NAME, TIMELINE_INDEX, sessions_dir
 
 META_VERSION = sidecar.META_VERSION
 META_LIMIT = sidecar.META_LIMIT

@@ -14,11 +14,12 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .. import safeio
 from ..messages import Message, new_id
-from . import images, safeio
+from ..workspace import LOG_NAME, SPILL_DIR, new_session_dir
+from . import images
 from .entries import encode, message_entry, replace_entry
 from .loader import log_path
-from .paths import LOG_NAME, SPILL_DIR, new_session_dir
 from .steps import StepRequest, request_at
 
 

@@ -15,9 +15,9 @@ import hashlib
 import os
 from pathlib import Path
 
+from .. import safeio
 from ..image_fit import sniff, too_many_pixels
 from ..messages import ImagePart
-from . import safeio
 
 IMAGE_DIR = "images"
 EXTENSIONS = {"image/png": "png", "image/jpeg": "jpg", "image/gif": "gif", "image/webp": "webp"}

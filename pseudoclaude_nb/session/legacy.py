@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message
-from .paths import SPILL_DIR
+from ..workspace import SPILL_DIR
 
 LEGACY_PREVIEW = re.compile(
     r"\[Tool result too large for the context: [\d,]+ bytes, saved in full to (.+?)\]\n"

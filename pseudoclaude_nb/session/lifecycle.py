@@ -8,6 +8,10 @@ activity (from the catalog), never by its creation time.
 
 This module moves and deletes directories; it never reads or writes a log itself (the
 catalog does that) and never touches a session another process holds ``writer.lock`` on.
+
+What is derived from the logs across sessions (the history index) follows a session that
+leaves or comes back through an ``IndexHook`` the caller passes (``history.LIFECYCLE_HOOK``):
+the log layer tells its index and never imports it (issue 33).
 """
 
 from __future__ import annotations
@@ -23,12 +27,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+from .. import safeio
 from ..errors import SessionError, SessionLockedError, SessionNotFoundError
-from . import safeio
+from ..workspace import LOCK_NAME, LOG_NAME, atomic_write_text, ensure_state_dir, sessions_dir, state_dir
 from .catalog import SessionInfo, list_sessions, session_info
-from .paths import LOCK_NAME, LOG_NAME, atomic_write_text, ensure_state_dir, sessions_dir, state_dir
 
 TRASH_DIR = "trash"
 TRASHED_NAME = "trashed.json"
@@ -36,6 +40,21 @@ TRASHED_VERSION = 1
 # A directory being purged is first renamed to this prefix: a crash mid-delete then
 # leaves a hidden leftover that the next purge finishes, never half a listed session.
 _PURGING = ".purging-"
+
+
+class IndexHook(Protocol):
+    """An index derived from the logs, told when sessions leave or come back; never raises.
+
+    Without one, the history index notices at its next sync of all sessions: it drops the
+    rows of a log that is gone (its files keep the words until a rebuild) and indexes a
+    restored one.
+    """
+
+    def forget(self, workspace: Path, session_ids: list[str], *, scrub: bool) -> None:
+        """Drop the sessions' rows; ``scrub`` also rebuilds the files without their text."""
+
+    def restored(self, workspace: Path, session_dir: Path) -> None:
+        """Index a session that is back under ``sessions/``."""
 
 
 @dataclass
@@ -140,6 +159,7 @@ def trash_session(
     open_id: str | None = None,
     reason: str = "manual",
     now: float | None = None,
+    index: IndexHook | None = None,
 ) -> TrashedSession:
     """Move ``sessions/<id>/`` to ``trash/``; refused for an open session (here or elsewhere)."""
     check_name(session_id)
@@ -171,18 +191,9 @@ def trash_session(
     # list_trash reads as "original id = its name", rather than a note in a live session.
     atomic_write_text(root / name / TRASHED_NAME, json.dumps(trashed, ensure_ascii=False, indent=1))
     # A trashed session is not searchable: its rows leave the index now (restore re-indexes).
-    _forget(workspace, [session_id], scrub=False)
+    if index is not None:
+        index.forget(workspace, [session_id], scrub=False)
     return _trashed(root / name)
-
-
-def _forget(workspace: Path, session_ids: list[str], *, scrub: bool) -> None:
-    """Delete the sessions' rows from history.sqlite; a busy index is cleaned at its next sync."""
-    from .history import forget_sessions
-
-    try:
-        forget_sessions(workspace, session_ids, scrub=scrub)
-    except SessionError:
-        pass  # another kernel holds it: its next search of all sessions drops the rows
 
 
 def _free_name(root: Path, session_id: str) -> str:
@@ -259,7 +270,7 @@ def _find_trashed(workspace: Path, trash_id: str) -> Path:
 # --- restore and purge ------------------------------------------------------------------------
 
 
-def restore_session(workspace: Path, trash_id: str) -> Path:
+def restore_session(workspace: Path, trash_id: str, *, index: IndexHook | None = None) -> Path:
     """Move a trashed session back under its original id; refused if that id is taken."""
     src = _find_trashed(workspace, trash_id)
     original = check_name(_trashed(src).original_id)
@@ -271,9 +282,8 @@ def restore_session(workspace: Path, trash_id: str) -> Path:
         )
     os.rename(src, target)
     (target / TRASHED_NAME).unlink(missing_ok=True)
-    from .history import reindex_session
-
-    reindex_session(workspace, target)
+    if index is not None:
+        index.restored(workspace, target)
     return target
 
 
@@ -284,11 +294,12 @@ def plan_purge(workspace: Path, trash_id: str | None = None) -> PurgePlan:
     return PurgePlan([_trashed(_find_trashed(workspace, trash_id))])
 
 
-def purge(plan: PurgePlan, workspace: Path | None = None) -> int:
+def purge(plan: PurgePlan, workspace: Path | None = None, *, index: IndexHook | None = None) -> int:
     """Delete the plan's sessions for good; returns the bytes freed.
 
-    Their rows leave history.sqlite in the same step, and the index files are rebuilt so
-    the deleted text is gone from them too (``HistoryIndex.forget(scrub=True)``).
+    Given the history index's hook, their rows leave history.sqlite in the same step, and
+    the index files are rebuilt so the deleted text is gone from them too
+    (``HistoryIndex.forget(scrub=True)``).
     """
     freed = 0
     for t in plan.sessions:
@@ -303,7 +314,8 @@ def purge(plan: PurgePlan, workspace: Path | None = None) -> int:
         _finish_interrupted_purges(root)
         ws = workspace if workspace is not None else root.parent.parent  # <ws>/.pseudoclaude/trash
         ids = [t.original_id for t in plan.sessions] + [t.id for t in plan.sessions]
-        _forget(ws, ids, scrub=True)
+        if index is not None:
+            index.forget(ws, ids, scrub=True)
     return freed
 
 
@@ -317,7 +329,12 @@ def _finish_interrupted_purges(root: Path) -> None:
 
 
 def gc_sessions(
-    workspace: Path, days: float, *, open_id: str | None = None, now: float | None = None
+    workspace: Path,
+    days: float,
+    *,
+    open_id: str | None = None,
+    now: float | None = None,
+    index: IndexHook | None = None,
 ) -> GcReport:
     """Move sessions idle for more than ``days`` (by last activity) to the trash."""
     now = time.time() if now is None else now
@@ -329,7 +346,7 @@ def gc_sessions(
             report.skipped.append((info, "open in this kernel"))
             continue
         try:
-            report.moved.append(trash_session(workspace, info.id, open_id=open_id, reason="gc", now=now))
+            report.moved.append(trash_session(workspace, info.id, open_id=open_id, reason="gc", now=now, index=index))
         except SessionLockedError:
             report.skipped.append((info, "open in another process"))
         except SessionNotFoundError:

@@ -50,10 +50,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from .. import safeio
 from ..errors import SessionError
-from . import safeio
+from ..workspace import LOG_NAME
 from .fast_load import last_replace_hint, load_fast
-from .paths import LOG_NAME
 from .replay import LoadResult, replay_file, settle
 
 __all__ = ["FAST_MIN_SKIP", "LoadResult", "load_session", "log_path"]

@@ -6,9 +6,9 @@ import fcntl
 import os
 from pathlib import Path
 
+from .. import safeio
 from ..errors import SessionLockedError
-from . import safeio
-from .paths import LOCK_NAME, LOG_NAME
+from ..workspace import LOCK_NAME, LOG_NAME
 
 
 def acquire(session_dir: Path, session_id: str) -> int:

@@ -13,7 +13,8 @@ from pathlib import Path
 
 import orjson
 
-from . import entries, safeio
+from .. import safeio
+from . import entries
 
 _MEND_LOOK = 1 << 16  # how far back the writer looks for its last line when it opens
 

@@ -17,8 +17,8 @@ from typing import Any, cast
 
 import orjson
 
+from .. import safeio
 from ..messages import Message, pairing_problems, repair_pairing
-from . import safeio
 from .entries import (
     PIN_TYPES,
     TORN_NOTE,

@@ -37,10 +37,10 @@ from typing import Any, TypeGuard
 
 import orjson
 
+from .. import safeio
 from ..messages import Message
-from . import safeio
+from ..workspace import LOG_NAME, META_NAME
 from .entries import PIN_TYPES, TORN_NOTE, MessageEntry, Pin, apply_pin, plainly_valid, valid_message
-from .paths import LOG_NAME, META_NAME
 from .replay import _torn_note_part
 
 STATE_VERSION = 1

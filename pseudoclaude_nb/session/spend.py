@@ -16,9 +16,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .. import safeio
 from ..cost import Spend
 from ..messages import Usage
-from . import safeio
 from .entries import UsageEntry, parse_line
 from .loader import log_path
 

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..compact.estimate import estimate_tokens, message_bytes, tokens_for_bytes
+from .. import safeio
+from ..context.estimate import estimate_tokens, message_bytes, tokens_for_bytes
 from ..errors import SessionError
 from ..messages import Message
-from . import safeio
 from .entries import (
     PIN_TYPES,
     CompactEntry,

@@ -33,14 +33,15 @@ from typing import Any
 
 import orjson
 
+from .. import safeio
 from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, Usage, new_id
 from ..redact import Redactor
-from . import entries, locks, mend, safeio, sidecar, timeline
+from ..workspace import LOG_NAME, SPILL_DIR
+from . import entries, locks, mend, sidecar, timeline
 from .encode import EncodeError, encode_checked, encode_entry
 from .locks import is_locked
-from .paths import LOG_NAME, SPILL_DIR
 
 __all__ = ["META_BYTES", "EncodeError", "SessionWriter", "encode_entry", "is_locked"]
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from pydantic import Field
 
+from ..context.handoff import CheckedFile, Handoff, Intent, RelatedFile
 from ..errors import BoundaryError, SessionError, SessionNotFoundError, ToolError
-from ..rollover.handoff import CheckedFile, Handoff, Intent, RelatedFile
-from ..session.history import HistoryIndex
-from ..session.history_query import render_hits
-from ..session.paths import session_dir
+from ..history import HistoryIndex
+from ..history.query import render_hits
+from ..workspace import session_dir
 from .registry import Tool, ToolArgs
 from .workspace import display_path, resolve_in_workspace
 

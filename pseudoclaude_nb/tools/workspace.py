@@ -24,8 +24,8 @@ import stat
 from pathlib import Path
 from typing import IO
 
+from .. import safeio
 from ..errors import BoundaryError, ToolError
-from ..session import safeio
 
 # The session logs live here; tools may read them (spilled results are there) but not write.
 STATE_DIR = ".pseudoclaude"

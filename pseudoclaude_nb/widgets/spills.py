@@ -10,17 +10,18 @@ from typing import Any
 
 import ipywidgets
 
+from .. import safeio
 from ..errors import UnsafePathError
-from ..session import images, safeio
+from ..session import images
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import load_session, log_path
-from ..session.paths import SPILL_DIR
 from ..textsafe import printable
+from ..workspace import SPILL_DIR
 from .settle import Settles
 from .theme import FG2
 from .thumbs import thumbnail
 
-# What a spill entry may name: a file directly in tool-results/ (compact.spill.safe_name + .txt).
+# What a spill entry may name: a file directly in tool-results/ (context.spill.safe_name + .txt).
 _SPILL_PATH = re.compile(rf"{SPILL_DIR}/[A-Za-z0-9_-][A-Za-z0-9_.~-]{{0,199}}")
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable
 
-from ..compact.estimate import estimate_text
+from ..context.estimate import estimate_text
 from ..messages import Message
 from ..session.steps import Row, StepDiff, StepRequest
 from ..textsafe import printable

@@ -24,7 +24,7 @@ from typing import Any
 import ipywidgets
 
 from ..session.timeline import Timeline
-from ..session.timeline_items import KINDS, Item
+from ..session.timeline.items import KINDS, Item
 from ..textsafe import printable
 from .settle import Settles
 from .steps import StepScrubber

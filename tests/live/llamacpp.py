@@ -108,8 +108,8 @@ def run_checks(
 ) -> dict:
     """The agent task, a forced compaction and a rollover; what the server counted for each."""
     from pseudoclaude_nb.agent import Agent
-    from pseudoclaude_nb.compact.estimate import estimate_request
     from pseudoclaude_nb.config import PseudoClaude
+    from pseudoclaude_nb.context.estimate import estimate_request
 
     os.environ["OPENAI_BASE_URL"] = f"{base}/v1"
     os.environ.setdefault("PSEUDOCLAUDE_HOME", str(workdir / "home"))

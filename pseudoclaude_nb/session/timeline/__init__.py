@@ -10,6 +10,11 @@ drawn from at most ``BINS`` bins of counts, and an entry's content is read from 
 its offset only when it is shown (``Timeline.items[i]``). The effective window, the
 effective message count and the problems come from the session's sidecar (``sidecar``),
 which is brought up to date by reading only the bytes it has not seen.
+
+The package is the timeline's read model of a log: this ``__init__`` builds it
+(``build_timeline``, ``Timeline``); ``scan`` is the one pass over the log, ``items`` one
+entry as the timeline shows it, ``index`` the classification kept beside the log
+(``timeline.idx``). The widget that draws it is ``widgets.timeline``.
 """
 
 from __future__ import annotations
@@ -23,12 +28,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, overload
 
-from ..errors import SessionError
-from . import safeio, sidecar, timeline_index
-from .loader import log_path
-from .paths import LOG_NAME
-from .timeline_items import KINDS, Item, parse_item
-from .timeline_scan import Scanner
+from ... import safeio
+from ...errors import SessionError
+from ...workspace import LOG_NAME
+from .. import sidecar
+from ..loader import log_path
+from . import index as timeline_index
+from .items import KINDS, Item, parse_item
+from .scan import Scanner
 
 BINS = 200  # the picture's columns, whatever the log's length
 READ_CHUNK = 4 << 20  # one buffer, read into again and again
@@ -154,7 +161,7 @@ def build_timeline(path: str | Path, *, bins: int = BINS) -> Timeline:
     """The timeline of a session's log: one streamed pass, memory a few bytes per entry.
 
     The pass starts where the log's ``timeline.idx`` ends, when it has one that belongs to
-    the log (``timeline_index``); a pass that read much without one leaves one behind.
+    the log (``index``); a pass that read much without one leaves one behind.
     """
     file = log_path(path)
     clock = time.perf_counter

@@ -3,7 +3,7 @@
 An export holds ``manifest.json`` (format, version, session id, and every file with its
 sha256 and size), ``conversation.jsonl``, ``meta.json`` and, unless left out,
 ``tool-results/`` and ``images/``. ``export`` writes one, ``import_check`` validates one,
-``archive`` imports it (and is where the public names are imported from).
+the package's ``__init__`` imports it (and is where the public names are imported from).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Well-known token shapes: a literal prefix and what follows it (data for ``redact_patterns``).
+"""Well-known token shapes: a literal prefix and what follows it (data for ``redact.patterns``).
 
 Adapted from the rules of gitleaks (``config/gitleaks.toml`` at commit b58d3f1, 2026-07-22,
 https://github.com/gitleaks/gitleaks), whose token shapes are maintained against the

@@ -1,12 +1,16 @@
 """Export a session to a zip and import one back (SPEC §6.4), safely both ways.
 
 The public names live here (``pseudoclaude_nb.session.archive``): ``export_session`` (in
-``export``), ``import_session`` and the format's limits and reports (``archive_format``).
+``export``), ``import_session`` and the format's limits and reports (``format``).
 
 An import trusts nothing in the archive: ``import_check`` validates every member, the
 manifest and every hash *before* anything is written; then the members are written,
 hashing again, with the log last, so a session appears in the catalog only once it is
 whole. An id that is taken gets a new one.
+
+The package: this ``__init__`` imports (``import_session``) and is the public face;
+``format`` holds the archive's names, limits and reports, ``export`` writes a zip (through
+the redactor) and ``import_check`` validates one before anything is written.
 """
 
 from __future__ import annotations
@@ -18,14 +22,15 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-from ..errors import ArchiveError
-from .archive_format import FORMAT, MANIFEST, VERSION, ExportReport, ImportLimits, ImportReport
-from .catalog import write_meta
+from ...errors import ArchiveError
+from ...workspace import LOG_NAME as _LOG_NAME  # private: __all__ lists what the archive exports
+from ...workspace import ensure_state_dir, new_session_dir, sessions_dir
+from ..catalog import write_meta
+from ..lifecycle import trash_dir
+from ..loader import load_session
+from . import import_check
 from .export import export_session
-from .import_check import Plan, hash_member, reject, validate
-from .lifecycle import trash_dir
-from .loader import load_session
-from .paths import LOG_NAME, ensure_state_dir, new_session_dir, sessions_dir
+from .format import FORMAT, MANIFEST, VERSION, ExportReport, ImportLimits, ImportReport
 
 __all__ = [
     "FORMAT",
@@ -56,18 +61,18 @@ def import_session(
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode):
         raw.close()
-        raise reject(archive, "it is not a regular file (a FIFO, device or directory)")
+        raise import_check.reject(archive, "it is not a regular file (a FIFO, device or directory)")
     size = st.st_size
     if size > limits.max_total_bytes:
         raw.close()
-        raise reject(archive, f"{size:,} bytes is over the import limit of {limits.max_total_bytes:,}")
+        raise import_check.reject(archive, f"{size:,} bytes is over the import limit of {limits.max_total_bytes:,}")
     try:
         zf = zipfile.ZipFile(raw)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:
         raw.close()
-        raise reject(archive, f"not a readable zip archive ({exc})") from None
+        raise import_check.reject(archive, f"not a readable zip archive ({exc})") from None
     with raw, zf:
-        plan = validate(zf, archive, limits)
+        plan = import_check.validate(zf, archive, limits)
         target = _claim(workspace, plan.session_id)
         try:
             _extract(zf, archive, plan, target)
@@ -94,9 +99,9 @@ def _claim(workspace: Path, session_id: str) -> Path:
     return new_session_dir(workspace)
 
 
-def _extract(zf: zipfile.ZipFile, archive: Path, plan: Plan, target: Path) -> None:
+def _extract(zf: zipfile.ZipFile, archive: Path, plan: import_check.Plan, target: Path) -> None:
     """Second pass: write every member, hashing again (the file may have changed since)."""
-    order = sorted(plan.members, key=lambda p: p == LOG_NAME)  # the log last
+    order = sorted(plan.members, key=lambda p: p == _LOG_NAME)  # the log last
     for path in order:
         info, sha, size = plan.members[path]
         dest = target / path
@@ -104,9 +109,9 @@ def _extract(zf: zipfile.ZipFile, archive: Path, plan: Plan, target: Path) -> No
         fd, tmp = tempfile.mkstemp(prefix=".import-", dir=dest.parent)
         try:
             with os.fdopen(fd, "wb") as out:
-                got_sha, got_size = hash_member(zf, info, archive, size, out)
+                got_sha, got_size = import_check.hash_member(zf, info, archive, size, out)
                 if (got_sha, got_size) != (sha, size):
-                    raise reject(archive, f"{path} changed while it was imported")
+                    raise import_check.reject(archive, f"{path} changed while it was imported")
                 out.flush()
                 os.fsync(out.fileno())
             os.chmod(tmp, 0o600)

@@ -17,8 +17,8 @@ from itertools import chain, compress, repeat
 from operator import attrgetter, le
 from typing import Any
 
-from .entries import TORN_NOTE, decode, parse_entry
-from .timeline_items import KIND_CODE, entry_item
+from ..entries import TORN_NOTE, decode, parse_entry
+from .items import KIND_CODE, entry_item
 
 # The writer's layout (``entries.encode`` of the entries it builds): ``v`` and ``type`` first,
 # then ``id`` and ``ts``; a message goes on with ``role``, ``content``, ``tool_calls``,

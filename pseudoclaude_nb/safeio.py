@@ -30,7 +30,7 @@ import stat
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import UnsafePathError
+from .errors import UnsafePathError
 
 STATE_DIR = ".pseudoclaude"
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

@@ -6,7 +6,7 @@ with a literal (``re`` then scans for it instead of trying every position); a pa
 trigger is a common word (``token``, ``secret``) has ``after`` gates, so its regex runs only
 where an assignment follows the word. Token shapes that begin with a fixed prefix (GitLab,
 PyPI, Hugging Face, SendGrid…) are data, adapted from gitleaks' maintained rules
-(``redact_rules``); the patterns here are those that need a label or a context.
+(``redact.rules``); the patterns here are those that need a label or a context.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .redact_rules import SHAPES, Shape
+from .rules import SHAPES, Shape
 
 
 def marker(kind: str) -> str:
@@ -93,7 +93,7 @@ def _after(prefix: str) -> str:
 
 
 def _shape(shape: Shape) -> Pattern:
-    """A token that begins with a literal prefix (``redact_rules``): gated by its body, so a
+    """A token that begins with a literal prefix (``redact.rules``): gated by its body, so a
     prefix that is a common word ("SK", "key-", "dapi") costs one anchored match."""
     if shape.keep_prefix:
         head = "(" + "|".join(map(re.escape, shape.prefixes)) + ")"

@@ -7,10 +7,16 @@ rebuilt from them. It holds no text: one row per message part (text, each tool c
 tool result) and per chunk of a spilled file says where that text is, a contentless FTS5
 table holds each row's words, and a vocabulary of the words (with their characters, pairs
 and trigrams) finds words by a fragment; matches are read from the logs by offset and
-checked (``history_query``). Tables: ``history_schema``; tailing: ``history_indexer``;
-a rebuild: ``history_build``;
-the background indexer's backlog and the lag report: ``history_backlog``; the file's connection
-and recovery from a broken file: ``history_file``.
+checked (``query``).
+
+The package, one job a module: this ``__init__`` is the index (``HistoryIndex``, the
+conversation hook, and ``LIFECYCLE_HOOK``, which the callers of the session lifecycle pass
+to it so the index follows a trash, restore or purge); ``schema`` the tables and how text
+becomes their tokens; ``rows`` the searchable pieces of a log line or spilled file;
+``indexer`` tailing a log into rows; ``rebuild`` building the whole index in one pass;
+``backlog`` the background indexer's backlog and the lag report; ``query`` matching and
+snippets; ``file`` the database file's connection and recovery from a broken file. It reads the logs through
+``session`` (the log layer); the log layer never imports it.
 
 Registered as a conversation hook right after the session writer. With ``background``
 (what the agent uses) the hook only marks the session: a background thread indexes what
@@ -25,7 +31,7 @@ rebuilt, a locked one is caught up later; problems are reported through ``on_not
 A workspace is untrusted input and may ship any ``history.sqlite``: a file that is not
 exactly the shape this package makes (a trigger, a view, an extra table, another schema, not
 a database) is never used; it is renamed to ``history.sqlite.untrusted-<time>`` and the index
-is rebuilt from the logs, with one notice (``history_file``).
+is rebuilt from the logs, with one notice (``file``).
 """
 
 from __future__ import annotations
@@ -40,13 +46,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from .. import safeio
 from ..conversation import Hooks
 from ..errors import SessionError
 from ..messages import Message
-from . import safeio
-from .history_backlog import Backlog, Lag, lag
-from .history_build import build, finish
-from .history_file import (
+from ..workspace import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
+from .backlog import Backlog, Lag, lag
+from .file import (
     SUFFIXES,
     Unsupported,
     Untrusted,
@@ -57,9 +63,9 @@ from .history_file import (
     set_aside,
     unlink,
 )
-from .history_indexer import Indexer, orphans
-from .history_query import Hit, match
-from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
+from .indexer import Indexer, orphans
+from .query import Hit, match
+from .rebuild import build, finish
 
 # A failure that must not reach the user's output is logged at debug, with its traceback:
 # logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
@@ -68,7 +74,7 @@ _log = logging.getLogger(__name__)
 INDEX_NAME = "history.sqlite"
 MAX_LIMIT = 50
 BUILD_BYTES = 8 << 20  # an empty index over more log bytes than this is built by ``rebuild``
-TRASH_DIR = "trash"  # lifecycle.TRASH_DIR (lifecycle imports this module)
+TRASH_DIR = "trash"  # session.lifecycle.TRASH_DIR
 
 T = TypeVar("T")  # what a function run on the index connection returns
 
@@ -471,3 +477,22 @@ def reindex_session(workspace: Path, session_dir: Path) -> int:
         return index.catch_up(session_dir)
     finally:
         index.close()
+
+
+class LifecycleHook:
+    """What ``session.lifecycle`` tells the index (its ``IndexHook``): sessions left or came back."""
+
+    def forget(self, workspace: Path, session_ids: list[str], *, scrub: bool) -> None:
+        """Delete the sessions' rows; a busy index is cleaned at its next sync."""
+        try:
+            forget_sessions(workspace, session_ids, scrub=scrub)
+        except SessionError:
+            pass  # another kernel holds it: its next search of all sessions drops the rows
+
+    def restored(self, workspace: Path, session_dir: Path) -> None:
+        reindex_session(workspace, session_dir)
+
+
+# Passed by the callers of trash, restore, purge and gc (``%sessions``): the log layer is
+# told about its index per call and never imports it.
+LIFECYCLE_HOOK = LifecycleHook()

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal, TypedDict
 
+from .. import safeio
 from ..messages import Message
 from ..redact import Redactor
-from ..session import safeio
-from ..session.paths import SPILL_DIR
+from ..workspace import SPILL_DIR
 
 PREVIEW_BYTES = 2_000
 Decision = Literal["kept", "spilled"]

@@ -1,6 +1,6 @@
 """Building the history index from every log in one pass (``%sessions reindex``, a lost index).
 
-The rows are the ones ``history_indexer`` derives when it tails a log; here a reader thread
+The rows are the ones ``indexer`` derives when it tails a log; here a reader thread
 decodes the logs while the caller's thread inserts, into an index that starts empty.
 
 The two threads overlap only if the inserting one seldom needs the GIL: a row-by-row
@@ -24,10 +24,10 @@ from typing import Any
 
 import orjson
 
-from . import history_indexer as tailing
-from .history_indexer import Progress
-from .history_schema import FTS_TABLES, KIND, LIVE_SETTINGS
-from .paths import LOG_NAME
+from ..workspace import LOG_NAME
+from . import indexer as tailing
+from .indexer import Progress
+from .schema import FTS_TABLES, KIND, LIVE_SETTINGS
 
 CHUNK_BYTES = 8 << 20  # log bytes whose rows go in as one statement per table (at most; 16 MB: +70 MB RSS)
 MIN_CHUNK_BYTES = 1 << 20  # a small history is still cut in a dozen chunks, so the threads overlap
@@ -84,7 +84,7 @@ def finish(con: sqlite3.Connection) -> None:
         tailing.fill_terms(con)  # one statement: one segment of ``terms_g``
         con.execute("CREATE INDEX IF NOT EXISTS docs_sid ON docs(sid)")
     con.execute("INSERT INTO terms_g(terms_g) VALUES ('optimize')")
-    for table in FTS_TABLES:  # what a found file may hold (history_schema.problem)
+    for table in FTS_TABLES:  # what a found file may hold (schema.problem)
         con.execute(f"INSERT INTO {table}({table}, rank) VALUES ('automerge', {LIVE_SETTINGS['automerge']})")
         con.execute(
             f"INSERT INTO {table}({table}, rank) VALUES ('crisismerge', {LIVE_SETTINGS['crisismerge']})"

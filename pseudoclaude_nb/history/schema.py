@@ -55,7 +55,7 @@ _SEPARATORS = bytes(
 )
 
 FTS_TABLES = ("words", "terms_g")
-# The full-text settings of a live index (``history_build.finish`` leaves them after a rebuild;
+# The full-text settings of a live index (``rebuild.finish`` leaves them after a rebuild;
 # an index made row by row has none): any other setting in a found file is refused.
 LIVE_SETTINGS = {"automerge": 4, "crisismerge": 16, "hashsize": 1 << 20}
 

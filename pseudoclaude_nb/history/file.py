@@ -4,7 +4,7 @@ SQLite opens the database and its ``-wal``, ``-shm`` and ``-journal`` files by n
 none may be a link or a special file (``safeio``'s limits); the file is private like the
 logs it indexes. A workspace is untrusted input, so the file is opened the way SQLite
 advises for untrusted databases (``trusted_schema=OFF``, ``cell_size_check``, no mmap, no
-extension loading) and checked against the exact expected shape (``history_schema.problem``)
+extension loading) and checked against the exact expected shape (``schema.problem``)
 before any statement that could fire a trigger; a file that differs raises ``Untrusted`` and
 ``set_aside`` renames it out of the way. ``history.HistoryIndex`` decides what to do with a
 broken file.
@@ -17,9 +17,9 @@ import sqlite3
 import time
 from pathlib import Path
 
-from . import safeio
-from .history_build import defer_merges, start
-from .history_schema import expected, prepare, problem
+from .. import safeio
+from .rebuild import defer_merges, start
+from .schema import expected, prepare, problem
 
 SUFFIXES = ("", "-wal", "-shm", "-journal")
 ASIDE = "untrusted"  # history.sqlite.untrusted-<time>: a found file that was not the expected shape

@@ -5,7 +5,7 @@ only reads it. A query matches substrings, case-insensitively, newest first. The
 narrows the rows: each word of a term must be a word of the row (a word inside the term),
 start one (the term's last word), end one (its first) or contain one (a term that is one
 word); the vocabulary (``terms``, by its ``terms_g`` grams) says which words those are.
-Two neighbouring words of a term, one of them a common word (``history_schema.COMMON``),
+Two neighbouring words of a term, one of them a common word (``schema.COMMON``),
 must also be neighbours in the row: the index holds each such pair as one token, so a phrase of words that are everywhere ("fix the
 error in the file") reads only the rows where they meet in that order, not every row that
 holds them all.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .history_rows import SEARCH_TOOL, Folders, RowReader
-from .history_schema import CJK_RUN, COMMON, PAIR, PAIR_STANDIN, WORD, fragment_grams, pair_token, quote
+from .rows import SEARCH_TOOL, Folders, RowReader
+from .schema import CJK_RUN, COMMON, PAIR, PAIR_STANDIN, WORD, fragment_grams, pair_token, quote
 
 SNIPPET_CHARS = 90  # each side of the match
 MAX_WORDS = 64  # a fragment in more words than this does not narrow the candidates
@@ -143,7 +143,7 @@ def candidates(con: sqlite3.Connection, terms: list[str]) -> str | None | bool:
     """The ``words`` MATCH expression every row holding all ``terms`` (lower-cased) satisfies.
 
     ``None``: the index cannot narrow them (read every row); ``False``: no row can match.
-    Neighbouring words of a term narrow by their pair token (``history_schema.index_text``):
+    Neighbouring words of a term narrow by their pair token (``schema.index_text``):
     a phrase of common words then reads only the rows where they are neighbours.
     """
     groups: list[tuple[str, ...]] = []  # a row matches one expression of every group

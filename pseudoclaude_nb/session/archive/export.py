@@ -20,15 +20,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from ..errors import SessionError, UnsafePathError
-from ..redact import Redactor
-from . import safeio
-from .archive_format import FORMAT, IMAGE_NAME, MANIFEST, SPILL_NAME, VERSION, ExportReport
-from .catalog import session_info
-from .entries import SpillEntry, decode, parse_entry
-from .images import IMAGE_DIR
-from .paths import LOG_NAME, META_NAME, SPILL_DIR, session_dir
-from .writer import EncodeError, encode_entry
+from ... import safeio
+from ...errors import SessionError, UnsafePathError
+from ...redact import Redactor
+from ...workspace import LOG_NAME, META_NAME, SPILL_DIR, session_dir
+from ..catalog import session_info
+from ..entries import SpillEntry, decode, parse_entry
+from ..images import IMAGE_DIR
+from ..writer import EncodeError, encode_entry
+from .format import FORMAT, IMAGE_NAME, MANIFEST, SPILL_NAME, VERSION, ExportReport
 
 
 def export_session(

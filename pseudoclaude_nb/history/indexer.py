@@ -20,9 +20,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, BinaryIO, Literal, cast, overload
 
-from . import safeio
-from .entries import MessageEntry, SpillEntry, parse_line
-from .history_rows import (
+from .. import safeio
+from ..session.entries import MessageEntry, SpillEntry, parse_line
+from ..workspace import LOG_NAME
+from .rows import (
     SEARCH_TOOL,
     RowReader,
     decode_chunk,
@@ -32,8 +33,7 @@ from .history_rows import (
     spill_chunks,
     spill_path,
 )
-from .history_schema import KIND, PAIR, gram_text, indexed, quote
-from .paths import LOG_NAME
+from .schema import KIND, PAIR, gram_text, indexed, quote
 
 HEAD_BYTES = 4096  # a rewritten log (import, edit) is recognised by its first bytes
 BLOCK_BYTES = 4 << 20  # a log is read in blocks of whole lines
@@ -427,7 +427,7 @@ def add_terms(con: sqlite3.Connection, words: set[bytes], known: set[bytes] | No
 def fill_terms(con: sqlite3.Connection) -> int:
     """The whole vocabulary from a finished ``words`` index (a rebuild: once, in C, not per row)."""
     con.execute("CREATE VIRTUAL TABLE IF NOT EXISTS temp.words_vocab USING fts5vocab(main, 'words', 'row')")
-    # Pair tokens (``history_schema.PAIR``) are not words: no fragment search looks them up.
+    # Pair tokens (``history.schema.PAIR``) are not words: no fragment search looks them up.
     con.execute(
         "INSERT OR IGNORE INTO terms(term) SELECT term FROM temp.words_vocab WHERE instr(term, ?) = 0",
         (PAIR,),

@@ -18,9 +18,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
-from ..errors import ArchiveError
-from ..nesting import text_nesting
-from .archive_format import (
+from ...errors import ArchiveError
+from ...nesting import text_nesting
+from ...workspace import LOG_NAME, META_NAME, SPILL_DIR
+from ..images import IMAGE_DIR
+from .format import (
     CHUNK,
     FORMAT,
     IMAGE_NAME,
@@ -31,8 +33,6 @@ from .archive_format import (
     VERSION,
     ImportLimits,
 )
-from .images import IMAGE_DIR
-from .paths import LOG_NAME, META_NAME, SPILL_DIR
 
 
 @dataclass

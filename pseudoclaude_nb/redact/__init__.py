@@ -1,6 +1,6 @@
 """Secret redaction (SPEC §6.2): known key shapes become ``[REDACTED:<kind>]`` before disk.
 
-It applies the patterns (``redact_patterns``, what each kind of secret looks like) and
+It applies the patterns (``patterns``, what each kind of secret looks like) and
 nothing else: the session writer, spill files and exports call it on everything they write;
 it never reads or writes files itself. The values of the API keys in the environment
 (``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) are redacted exactly, whatever their shape, so
@@ -9,9 +9,13 @@ a key pasted into a prompt or printed by a tool never lands on disk.
 Speed matters because every log line passes through here (the durable append's budget is
 a few tens of microseconds, SPEC §15). Each pattern has literal *triggers* (``sk-``,
 ``AKIA``, ``PRIVATE KEY``…). One Aho-Corasick automaton finds all of them in a single pass
-(``redact_triggers``; 24 separate substring scans of a 2 KB line took ~40 µs): a line
+(``triggers``; 24 separate substring scans of a 2 KB line took ~40 µs): a line
 without any is written as it is, and a pattern's regex runs only on text holding one of its
 own triggers. Clean text comes back as the very same object.
+
+The package: this module applies (``Redactor``, ``redact_text``, ``redact_value``); the data
+and the pre-check are beside it — ``patterns`` (each kind of secret: triggers, regex, gates),
+``rules`` (well-known token shapes, from gitleaks) and ``triggers`` (the one-pass finder).
 """
 
 from __future__ import annotations
@@ -23,8 +27,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .redact_patterns import PATTERNS, marker
-from .redact_triggers import finder
+from .patterns import PATTERNS, marker
+from .triggers import finder
 
 # Environment variables whose values are never written, whatever they look like.
 ENV_KEYS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")

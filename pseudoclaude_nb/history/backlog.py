@@ -19,8 +19,8 @@ from pathlib import Path
 from time import monotonic
 from typing import cast
 
-from . import safeio
-from .paths import LOG_NAME, sessions_dir
+from .. import safeio
+from ..workspace import LOG_NAME, sessions_dir
 
 QUIET_SECONDS = 0.2  # the background indexer starts once no session was marked for this long
 MAX_WAIT_SECONDS = 2.0  # ... or once the first mark waited this long

@@ -1,6 +1,6 @@
 """One log entry as the timeline shows it (``Item``): its kind, a one-line label, its detail.
 
-Read from the log by offset when an entry is shown; the scan (``timeline_scan``) uses the
+Read from the log by offset when an entry is shown; the scan (``scan``) uses the
 same reading for the lines it parses, so a kind there is the kind shown here.
 """
 
@@ -11,8 +11,8 @@ from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
 
-from ..textsafe import printable
-from .entries import (
+from ...textsafe import printable
+from ..entries import (
     CompactEntry,
     Entry,
     MessageEntry,

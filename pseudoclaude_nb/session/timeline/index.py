@@ -24,9 +24,9 @@ from pathlib import Path
 
 import orjson
 
-from . import safeio
-from .paths import TIMELINE_INDEX
-from .sidecar import head_digest
+from ... import safeio
+from ...workspace import TIMELINE_INDEX
+from ..sidecar import head_digest
 
 _MAGIC = b"PCTLIDX1"
 # magic, covered bytes, the next line's number, entries, usage points, extras' bytes, head digest

@@ -2,6 +2,9 @@
 
 Session ids are local time plus two random bytes (``20261130-142030-a1b2``), claimed
 with an exclusive ``mkdir`` so two kernels starting in the same second cannot collide.
+
+It sits at the top of the package, beside ``safeio``, because tools, memory and MCP need
+the workspace's layout too and must not import the session log layer to get it.
 """
 
 from __future__ import annotations
@@ -11,13 +14,13 @@ import secrets
 import time
 from pathlib import Path
 
-from ..errors import ConfigError, SessionError, SessionNotFoundError
 from . import safeio
+from .errors import ConfigError, SessionError, SessionNotFoundError
 
 STATE_DIR = ".pseudoclaude"
 LOG_NAME = "conversation.jsonl"
 META_NAME = "meta.json"
-TIMELINE_INDEX = "timeline.idx"  # derived, like meta.json (timeline_index)
+TIMELINE_INDEX = "timeline.idx"  # derived, like meta.json (session.timeline.index)
 LOCK_NAME = "writer.lock"
 SPILL_DIR = "tool-results"
 GITIGNORE = (

@@ -17,10 +17,10 @@ from typing import Any
 
 import orjson
 
-from . import safeio
-from .entries import MessageEntry, SpillEntry, parse_line
-from .history_schema import KIND
-from .paths import LOG_NAME, SPILL_DIR
+from .. import safeio
+from ..session.entries import MessageEntry, SpillEntry, parse_line
+from ..workspace import LOG_NAME, SPILL_DIR
+from .schema import KIND
 
 CHUNK_LINES = 200  # spilled files are indexed in chunks, so a hit can name its line
 CHUNK_BYTES = 16_000
