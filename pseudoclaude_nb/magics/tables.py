@@ -156,7 +156,7 @@ def bundle(*parts: Part) -> dict[str, str]:
 
 def emit(shell: Any, *parts: Part) -> None:
     """Show the parts: one display bundle in a notebook, the aligned text in a terminal."""
-    from .render import in_notebook
+    from .frontend import in_notebook
 
     data = bundle(*parts)
     if in_notebook(shell):
@@ -169,6 +169,8 @@ def emit(shell: Any, *parts: Part) -> None:
 
 def width(text: str) -> int:
     """Columns a terminal gives ``text``: wide (CJK) characters take two, combining marks none."""
+    if text.isascii():  # no ASCII character is wide or combining: a listing's cells, mostly
+        return len(text)
     return sum(
         0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
         for ch in text

@@ -38,14 +38,11 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
-from ..conversation import Hooks
 from ..errors import SessionError
-from ..messages import Message
 from . import safeio
 from .history_backlog import Backlog, Lag, lag
-from .history_build import build, finish
 from .history_file import (
     SUFFIXES,
     Unsupported,
@@ -57,9 +54,16 @@ from .history_file import (
     set_aside,
     unlink,
 )
-from .history_indexer import Indexer, orphans
-from .history_query import Hit, match
 from .paths import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
+
+if TYPE_CHECKING:
+    # The tailing, building and matching modules read log entries (pydantic's message
+    # models): imported when the index first tails, builds or searches, not by opening it
+    # for ``lag`` (issue 34: the first %sessions list of a fresh kernel).
+    from ..conversation import Hooks
+    from ..messages import Message
+    from .history_indexer import Indexer
+    from .history_query import Hit
 
 # A failure that must not reach the user's output is logged at debug, with its traceback:
 # logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
@@ -95,12 +99,20 @@ class HistoryIndex:
         self.notices: list[str] = []
         self._con: sqlite3.Connection | None = None
         self._inode: tuple[int, int] | None = None
-        self._indexer = Indexer()
+        self._tailer: Indexer | None = None  # made on first use (``_indexer``)
         self._lock = threading.RLock()
         self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
         self.background = background
         self._backlog = Backlog(lambda folder: self.catch_up(folder))  # late bound: catch_up may be wrapped
         self._deferred: list[str] = []  # notices of the background indexer, said by the next flush
+
+    @property
+    def _indexer(self) -> Indexer:
+        if self._tailer is None:
+            from .history_indexer import Indexer
+
+            self._tailer = Indexer()
+        return self._tailer
 
     @property
     def _seen(self) -> dict[str, tuple[int, int, int]]:
@@ -110,6 +122,8 @@ class HistoryIndex:
 
     def hooks(self, session_dir: Path) -> Hooks:
         """Conversation hooks that bring ``session_dir``'s log into the index; never raise."""
+        from ..conversation import Hooks
+
         folder = Path(session_dir)
         if self.background:  # the hook only marks the session: one call, on every append
             mark = self._backlog.marker(folder)
@@ -161,6 +175,16 @@ class HistoryIndex:
             self.flush()  # what the background indexer had still to do is done now
         self._close_connection()
 
+    def hand_over(self) -> list[Path]:
+        """Close without catching up; the sessions still marked for the background indexer.
+
+        For another index of the same file to schedule: a kernel's ``%sessions list`` opens
+        one before the agent exists, and the agent, once built, keeps its own (issue 34).
+        """
+        marked = self._backlog.take()
+        self._close_connection()
+        return marked
+
     def _close_connection(self) -> None:
         with self._lock:
             if self._con is not None:
@@ -169,7 +193,8 @@ class HistoryIndex:
                 except sqlite3.Error:
                     pass
             self._con, self._inode = None, None
-            self._indexer.clear()
+            if self._tailer is not None:
+                self._tailer.clear()
 
     # --- keeping up with the logs -----------------------------------------------------------
 
@@ -195,6 +220,8 @@ class HistoryIndex:
         complete: an interrupted rebuild leaves the old index as it was. ``progress`` is
         called with (bytes done, bytes in all) as the logs are read.
         """
+        from .history_build import build, finish
+
         started = time.monotonic()
         self.flush()
         with self._lock:
@@ -264,6 +291,8 @@ class HistoryIndex:
             if self._empty_beside_logs():
                 self.rebuild()  # a new or lost index over existing logs: built in one pass, not row by row
             self._run(self._sync_all)
+        from .history_query import match
+
         return self._run(lambda con: match(con, query, session_id, limit, sessions_dir(self.workspace)))
 
     def _empty_beside_logs(self) -> bool:
@@ -390,6 +419,8 @@ class HistoryIndex:
                     deleted += self._indexer.drop(con, sid, self._log_folder(sid))
             if not scrub:
                 return deleted, False
+            from .history_indexer import orphans
+
             if orphans(con):
                 return deleted, True
             for table in ("words", "terms_g"):

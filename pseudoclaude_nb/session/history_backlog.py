@@ -83,6 +83,13 @@ class Backlog:
                 self._thread.start()
         self._wake.set()
 
+    def take(self) -> list[Path]:
+        """The marked sessions, unmarked here and not caught up: another index takes them over."""
+        with self._pending_lock:
+            pending = sorted(self._pending.values())
+            self._pending.clear()  # in place: the markers hold this dict
+        return pending
+
     def drain(self) -> None:
         """Catch up every marked session in this thread, after a catch-up under way ends."""
         with self._drain_lock:

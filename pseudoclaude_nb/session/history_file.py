@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from . import safeio
-from .history_build import defer_merges, start
 from .history_schema import expected, prepare, problem
 
 SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -50,6 +49,8 @@ def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
     # -shm files the database's mode).
     os.close(safeio.open_file(path, os.O_RDWR | os.O_CREAT, 0o600))
     con = sqlite3.connect(path, timeout=2.0, check_same_thread=False, isolation_level=None)
+    if bulk:  # the bulk loader reads log entries: imported by a rebuild, not by every opening
+        from .history_build import defer_merges, start
     try:
         harden(con)
         check(con)
