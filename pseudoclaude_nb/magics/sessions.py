@@ -337,11 +337,14 @@ class SessionMagics(Magics):
         size = (path / LOG_NAME).stat().st_size if size is None else size
         scrub = size <= SCRUB_BYTES
         from ..widgets import SessionTimeline
-        from .context_steps import now_tokens
 
-        # The scrubber's NOW figures are the agent's (its system prompt, tools, memory): only
-        # a log small enough for the scrubber builds the agent here.
-        now = now_tokens(self._host.agent()) if scrub else None
+        now = None
+        if scrub:
+            # The scrubber's NOW figures are the agent's (its system prompt, tools, memory):
+            # only a log small enough for the scrubber builds the agent here.
+            from .context_steps import now_tokens
+
+            now = now_tokens(self._host.agent())
         display(SessionTimeline(timeline, steps=scrub, now=now))
         if not scrub:
             print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")

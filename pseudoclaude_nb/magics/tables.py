@@ -158,13 +158,12 @@ def emit(shell: Any, *parts: Part) -> None:
     """Show the parts: one display bundle in a notebook, the aligned text in a terminal."""
     from .frontend import in_notebook
 
-    data = bundle(*parts)
     if in_notebook(shell):
         from IPython.display import display
 
-        display(data, raw=True)
-    else:
-        print(data["text/plain"])
+        display(bundle(*parts), raw=True)
+    else:  # the text alone: a terminal never shows the HTML (a 1,000-row listing's third)
+        print("\n".join(part.text() if isinstance(part, Table) else printable(part) for part in parts))
 
 
 def width(text: str) -> int:

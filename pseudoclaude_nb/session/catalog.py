@@ -33,7 +33,7 @@ META_VERSION = sidecar_meta.META_VERSION
 META_LIMIT = sidecar_meta.META_LIMIT
 
 
-def _sidecar() -> ModuleType:
+def _sidecar() -> ModuleType:  # typed loosely: a module, its functions Any to the checker
     """The incremental replay, imported when a sidecar must be (re)built: it brings the log's
     entry readers and pydantic's message models, which a listing of current sidecars never
     needs (issue 34: the first ``%sessions list`` of a fresh kernel)."""
@@ -88,7 +88,8 @@ def meta_from_load(result: LoadResult) -> dict[str, Any]:
 
 def write_meta(session_dir: Path, result: LoadResult | None = None) -> dict[str, Any]:
     """Write ``session_dir``'s sidecar afresh from its log (``result`` is not needed any more)."""
-    return _sidecar().refresh(session_dir, {})
+    meta: dict[str, Any] = _sidecar().refresh(session_dir, {})
+    return meta
 
 
 def _info(session_dir: Path, meta: dict[str, Any], size: int, status: str) -> SessionInfo:
