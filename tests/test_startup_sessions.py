@@ -63,9 +63,15 @@ for line in json.loads(sys.argv[3]):
         continue
     before = set(sys.modules)
     buf = io.StringIO()
+    error = None
     with redirect_stdout(buf):
-        shell.run_line_magic("sessions", line)
-    out["steps"].append({"line": line, "printed": buf.getvalue(), "imported": sorted(set(sys.modules) - before)})
+        try:
+            shell.run_line_magic("sessions", line)
+        except Exception as exc:  # a UsageError, as the shell would show it
+            error = f"{type(exc).__name__}: {exc}"
+    out["steps"].append({
+        "line": line, "printed": buf.getvalue(), "error": error, "imported": sorted(set(sys.modules) - before)
+    })
 with open(sys.argv[1], "w", encoding="utf-8") as f:
     json.dump(out, f)
 """
@@ -162,3 +168,17 @@ def test_new_after_a_pending_resume_lets_the_session_go(three_sessions) -> None:
     steps = _run(ws, ["resume --last", "new", "@locked", "@agent"])
     assert steps[2]["locked"] == []
     assert steps[3]["session"] is None  # the next %agent starts a new session
+
+
+def test_a_refused_resume_keeps_the_pending_one_and_says_what_the_agent_says(three_sessions) -> None:
+    """Another kernel has session 0 open: the refusal reads as it does with the agent built,
+    and the session resumed before stays the one the next %agent continues."""
+    ws, ids = three_sessions
+    from pseudoclaude_nb.session.paths import session_dir
+
+    with SessionWriter(session_dir(ws, ids[0]), fsync=False):  # "another kernel"
+        fresh = _run(ws, [f"resume {ids[1]}", f"resume {ids[0]}", "@locked", "@agent"])
+        built = _run(ws, [f"resume {ids[1]}", f"resume {ids[0]}"], agent_first=True)
+    assert fresh[1]["error"] and fresh[1]["error"] == built[1]["error"]
+    assert fresh[2]["locked"] == sorted([ids[0], ids[1]])
+    assert fresh[3]["session"] == ids[1]

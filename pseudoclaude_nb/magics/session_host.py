@@ -139,8 +139,10 @@ class SessionHost:
                 raise SessionNotFoundError(f"no sessions in {ws} yet; start one with %agent")
             session_id = latest.id
         path = session_dir(ws, session_id)
-        self.release()  # resuming the pending session again reads it afresh, as the agent does
+        if self._pending is not None and self._pending.path == path:
+            self.release()  # the pending session again: read afresh (our own lock would refuse us)
         # Lock first, then read: no other process can append between the two (as Agent.resume).
+        # A refusal leaves a pending resume as it was, as the agent keeps its current session.
         fd = locks.acquire(path, session_id)
         try:
             info = session_info(path)  # the sidecar, caught up from its offset if it is stale
@@ -148,6 +150,7 @@ class SessionHost:
         except BaseException:
             locks.release(fd)
             raise
+        self.release()
         self._pending = _Pending(path, fd)
         state = meta.get("replay")
         last_ts = state.get("last_ts") if isinstance(state, dict) else None
