@@ -99,11 +99,20 @@ def three_sessions(workspace: Path) -> tuple[Path, list[str]]:
 
 def _run(ws: Path, lines: list[str], *, agent_first: bool = False) -> list[dict]:
     env = {k: v for k, v in os.environ.items() if not k.endswith(("_API_KEY", "_BASE_URL"))}
-    env.update(PYTHONPATH=str(ROOT), PSEUDOCLAUDE_HOME=str(ws.parent / "home"), IPYTHONDIR=str(ws.parent / "ipy"))
+    env.update(
+        PYTHONPATH=str(ROOT), PSEUDOCLAUDE_HOME=str(ws.parent / "home"), IPYTHONDIR=str(ws.parent / "ipy")
+    )
     env.pop("JPY_SESSION_NAME", None)
     result = ws.parent / "steps.json"
     done = subprocess.run(
-        [sys.executable, "-c", SCRIPT, str(result), "agent-first" if agent_first else "fresh", json.dumps(lines)],
+        [
+            sys.executable,
+            "-c",
+            SCRIPT,
+            str(result),
+            "agent-first" if agent_first else "fresh",
+            json.dumps(lines),
+        ],
         cwd=ws,
         env=env,
         capture_output=True,
@@ -144,12 +153,21 @@ def test_each_read_path_prints_what_it_prints_once_the_agent_exists(three_sessio
     """The same actions in two fresh kernels, one with its agent built first (as every other
     test of the magics runs them): the same text, line for line."""
     ws, ids = three_sessions
-    lines = ["list", f"show {ids[0]}", "search --all PLUM-42", "resume --last", "list", "show", "search PLUM-42"]
+    lines = [
+        "list",
+        f"show {ids[0]}",
+        f"timeline {ids[0]}",
+        "search --all PLUM-42",
+        "resume --last",
+        "list",
+        "show",
+        "search PLUM-42",
+    ]
     fresh = _run(ws, lines)
     built = _run(ws, lines, agent_first=True)
     for a, b in zip(fresh, built, strict=True):
         assert _same_text(a["printed"]) == _same_text(b["printed"]), a["line"]
-    assert "* " + ids[2] in fresh[4]["printed"] and "current" in fresh[4]["printed"]
+    assert "* " + ids[2] in fresh[5]["printed"] and "current" in fresh[5]["printed"]
 
 
 def test_a_resume_before_the_agent_is_the_session_the_next_agent_continues(three_sessions) -> None:

@@ -196,4 +196,3 @@ class SessionHost:
         if self._history is not None:
             self._history.close()
             self._history = None
-

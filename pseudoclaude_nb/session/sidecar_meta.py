@@ -39,7 +39,6 @@ def dated(ts: object, mtime: float, now: float | None = None) -> float:
     return min(mtime, now) if mtime > 0 else 0.0
 
 
-
 def head_digest(fd: int, offset: int) -> str:
     """What identifies the log an offset belongs to: a digest of its first bytes."""
     return hashlib.sha1(os.pread(fd, min(offset, HEAD_BYTES), 0)).hexdigest()
@@ -109,4 +108,3 @@ def plausible(meta: dict[str, Any], size: int, now: float | None = None) -> bool
         and len(problems_) <= 5
         and all(type(p) is str and len(p) <= 300 for p in problems_)
     )
-
