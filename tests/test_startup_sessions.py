@@ -200,3 +200,28 @@ def test_a_refused_resume_keeps_the_pending_one_and_says_what_the_agent_says(thr
     assert fresh[1]["error"] and fresh[1]["error"] == built[1]["error"]
     assert fresh[2]["locked"] == sorted([ids[0], ids[1]])
     assert fresh[3]["session"] == ids[1]
+
+
+def test_the_listing_index_hands_its_backlog_over_to_the_agents(three_sessions) -> None:
+    """A listing before the agent marks lagging sessions on the host's own index; the agent,
+    once built, takes those marks over (``SessionHost.adopt``), and the host's index indexes
+    nothing more after that."""
+    from pseudoclaude_nb.session.history import HistoryIndex
+    from pseudoclaude_nb.session.paths import session_dir
+
+    ws, ids = three_sessions
+    folders = [session_dir(ws, sid) for sid in ids]
+    index = HistoryIndex(ws, background=True)
+    index.count()  # the file made, nothing in it
+    index.schedule(*folders)
+    marked = index.hand_over()
+    assert sorted(marked) == sorted(folders)
+    assert index.catch_up(folders[0]) == 0
+    fresh = HistoryIndex(ws)
+    try:
+        assert fresh.count() == 0  # nothing was indexed by the handed-over index
+        fresh.schedule(*marked)
+        fresh.flush()
+        assert fresh.count() == 7
+    finally:
+        fresh.close()

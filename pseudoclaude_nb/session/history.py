@@ -182,6 +182,10 @@ class HistoryIndex:
         one before the agent exists, and the agent, once built, keeps its own (issue 34).
         """
         marked = self._backlog.take()
+        # A catch-up the background thread has under way ends with its session; the rest
+        # of its round is skipped (``catch_up`` does nothing once disabled) and left to the
+        # other index, whose first search catches every log up anyway.
+        self.disabled = "handed over to another index"
         self._close_connection()
         return marked
 
