@@ -5,9 +5,9 @@
 recorder and the ``?`` fix, and registers each magic name (``deferred``). The agent, the
 Magics classes and everything a run needs are imported and built on the first magic call
 (``current_agent``); ``%sessions`` works through a ``SessionHost`` (``session_host``) and
-builds the agent only for the actions that need it (issue 34). Keep it so: nothing imported at the top of this module, ``notebook``
-or ``deferred`` may import the agent, providers, widgets, MCP or their libraries
-(``tests/test_startup.py`` checks).
+builds the agent only for the actions that need it (issue 34). Keep it so: nothing imported
+at the top of this module, ``notebook`` or ``deferred`` may import the agent, providers,
+widgets, MCP or their libraries (``tests/test_startup.py`` checks).
 """
 
 from __future__ import annotations
