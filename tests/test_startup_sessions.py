@@ -225,3 +225,28 @@ def test_the_listing_index_hands_its_backlog_over_to_the_agents(three_sessions) 
         assert fresh.count() == 7
     finally:
         fresh.close()
+
+
+def test_a_fresh_listing_says_the_lag_without_opening_the_index_for_writing(three_sessions) -> None:
+    """An index that holds none of the logs: the first listing of a fresh kernel says how far
+    it is behind as the agent's listing does, from a read-only look at the index; the index
+    is not opened for writing (its WAL switch, table checks and settings) just to say so."""
+    from pseudoclaude_nb.session.history import HistoryIndex
+
+    ws, _ = three_sessions
+    made = HistoryIndex(ws)
+    made.count()
+    made.close()
+    path = ws / ".pseudoclaude" / "history.sqlite"
+    before = (path.stat().st_mtime_ns, path.read_bytes())
+    index = HistoryIndex(ws, background=True)
+    lag = index.lag(count=1 << 20)
+    assert sorted(lag) == sorted(p.name for p in (ws / ".pseudoclaude" / "sessions").iterdir())
+    assert index._con is None  # no writer connection was made for the report
+    assert (path.stat().st_mtime_ns, path.read_bytes()) == before
+    index.close()
+    (fresh,) = _run(ws, ["list"])
+    (built,) = _run(ws, ["list"], agent_first=True)
+    assert "entries behind in 3 sessions" in fresh["printed"]
+    assert fresh["printed"] == built["printed"]
+    assert _heavy(fresh, NOT_LISTING) == []

@@ -281,7 +281,7 @@ class SessionMagics(Magics):
                 _title(s.title),
             )
         notes = [Note("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")]
-        lag_line = _index_lag(self._host)
+        lag_line = _index_lag(self._host, sizes={s.id: s.bytes for s in sessions})
         if lag_line:
             notes.append(Note(lag_line))
         if trashed:
@@ -506,12 +506,14 @@ class SessionMagics(Magics):
 LAG_COUNT_LISTED = 1 << 20  # bytes behind whose entries a listing counts
 
 
-def _index_lag(host: Any) -> str:
+def _index_lag(host: Any, sizes: dict[str, int] | None = None) -> str:
     """How far the history index is behind the logs (the background indexer is told to catch up).
 
-    ``host``: a ``SessionHost`` or an ``Agent`` (anything with ``history`` and ``workspace``)."""
+    ``host``: a ``SessionHost`` or an ``Agent`` (anything with ``history`` and ``workspace``);
+    ``sizes``: the logs' sizes as the listing read them (no second stat of each log)."""
     index = host.history
-    lag = index.lag(count=LAG_COUNT_LISTED)  # more behind than that: the bytes (a stat a log), no log read
+    # More behind than LAG_COUNT_LISTED: the bytes are said, no log is read.
+    lag = index.lag(count=LAG_COUNT_LISTED, sizes=sizes)
     if not lag:
         return ""
     ws = host.workspace  # resolved once, not once per session

@@ -51,6 +51,7 @@ from .history_file import (
     delete_aside,
     delete_files,
     is_corrupt,
+    read_offsets,
     set_aside,
     unlink,
 )
@@ -154,7 +155,7 @@ class HistoryIndex:
         for text in deferred:
             self._notice(text)
 
-    def lag(self, *, count: int = 1 << 62) -> dict[str, Lag]:
+    def lag(self, *, count: int = 1 << 62, sizes: dict[str, int] | None = None) -> dict[str, Lag]:
         """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
 
         Reads the committed offsets; never raises, never waits long for a catch-up under way
@@ -163,12 +164,17 @@ class HistoryIndex:
         if self.disabled or not self.path.exists() or not self._lock.acquire(timeout=0.05):
             return {}
         try:
-            rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
+            if self._con is None:
+                # Not open yet (a fresh kernel's first listing): one read-only look, not an
+                # opening for writing that waits for the disk (issue 34: lag said lazily).
+                rows = read_offsets(self.path)
+            else:
+                rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
         except Exception:  # noqa: BLE001 - a report, never a failure
             return {}
         finally:
             self._lock.release()
-        return lag(self.workspace, rows, count=count)
+        return lag(self.workspace, rows, count=count, sizes=sizes)
 
     def close(self) -> None:
         if self._backlog:

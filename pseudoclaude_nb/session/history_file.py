@@ -80,6 +80,25 @@ def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
     return con
 
 
+def read_offsets(path: Path) -> dict[str, int]:
+    """The offset the index committed for each log, read without writing to the file.
+
+    For ``HistoryIndex.lag`` before the index is open: opening it for writing switches it
+    to WAL and prepares its tables (writes a loaded disk makes a listing wait for), where
+    saying how far it is behind needs one read. The file is checked as ``connect`` checks
+    it; anything amiss raises, and the caller says nothing (the next real opening decides).
+    """
+    for suffix in SUFFIXES:
+        safeio.check_no_links(f"{path}{suffix}")
+    con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=0.05, isolation_level=None)
+    try:
+        harden(con)
+        check(con)
+        return dict(con.execute("SELECT session_id, offset FROM logs").fetchall())
+    finally:
+        con.close()
+
+
 def harden(con: sqlite3.Connection) -> None:
     """Settings for a file that may come from anyone, before anything reads it."""
     # No SQL function or virtual table named in the file's schema runs unless marked
