@@ -44,12 +44,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import safeio
-from ..conversation import Hooks
 from ..errors import SessionError
-from ..messages import Message
 from ..workspace import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 from .backlog import Backlog, Lag, lag
 from .file import (
@@ -60,12 +58,19 @@ from .file import (
     delete_aside,
     delete_files,
     is_corrupt,
+    read_offsets,
     set_aside,
     unlink,
 )
-from .indexer import Indexer, orphans
-from .query import Hit, match
-from .rebuild import build, finish
+
+if TYPE_CHECKING:
+    # The tailing, building and matching modules read log entries (pydantic's message
+    # models): imported when the index first tails, builds or searches, not by opening it
+    # for ``lag`` (issue 34: the first %sessions list of a fresh kernel).
+    from ..conversation import Hooks
+    from ..messages import Message
+    from .indexer import Indexer
+    from .query import Hit
 
 # A failure that must not reach the user's output is logged at debug, with its traceback:
 # logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
@@ -101,12 +106,20 @@ class HistoryIndex:
         self.notices: list[str] = []
         self._con: sqlite3.Connection | None = None
         self._inode: tuple[int, int] | None = None
-        self._indexer = Indexer()
+        self._tailer: Indexer | None = None  # made on first use (``_indexer``)
         self._lock = threading.RLock()
         self.disabled: str | None = None  # why the index cannot work at all (no FTS5, …)
         self.background = background
         self._backlog = Backlog(lambda folder: self.catch_up(folder))  # late bound: catch_up may be wrapped
         self._deferred: list[str] = []  # notices of the background indexer, said by the next flush
+
+    @property
+    def _indexer(self) -> Indexer:
+        if self._tailer is None:
+            from .indexer import Indexer
+
+            self._tailer = Indexer()
+        return self._tailer
 
     @property
     def _seen(self) -> dict[str, tuple[int, int, int]]:
@@ -116,6 +129,8 @@ class HistoryIndex:
 
     def hooks(self, session_dir: Path) -> Hooks:
         """Conversation hooks that bring ``session_dir``'s log into the index; never raise."""
+        from ..conversation import Hooks
+
         folder = Path(session_dir)
         if self.background:  # the hook only marks the session: one call, on every append
             mark = self._backlog.marker(folder)
@@ -146,7 +161,7 @@ class HistoryIndex:
         for text in deferred:
             self._notice(text)
 
-    def lag(self, *, count: int = 1 << 62) -> dict[str, Lag]:
+    def lag(self, *, count: int = 1 << 62, sizes: dict[str, int] | None = None) -> dict[str, Lag]:
         """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
 
         Reads the committed offsets; never raises, never waits long for a catch-up under way
@@ -155,17 +170,36 @@ class HistoryIndex:
         if self.disabled or not self.path.exists() or not self._lock.acquire(timeout=0.05):
             return {}
         try:
-            rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
+            if self._con is None:
+                # Not open yet (a fresh kernel's first listing): one read-only look, not an
+                # opening for writing that waits for the disk (issue 34: lag said lazily).
+                rows = read_offsets(self.path)
+            else:
+                rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
         except Exception:  # noqa: BLE001 - a report, never a failure
             return {}
         finally:
             self._lock.release()
-        return lag(self.workspace, rows, count=count)
+        return lag(self.workspace, rows, count=count, sizes=sizes)
 
     def close(self) -> None:
         if self._backlog:
             self.flush()  # what the background indexer had still to do is done now
         self._close_connection()
+
+    def hand_over(self) -> list[Path]:
+        """Close without catching up; the sessions still marked for the background indexer.
+
+        For another index of the same file to schedule: a kernel's ``%sessions list`` opens
+        one before the agent exists, and the agent, once built, keeps its own (issue 34).
+        """
+        marked = self._backlog.take()
+        # A catch-up the background thread has under way ends with its session; the rest
+        # of its round is skipped (``catch_up`` does nothing once disabled) and left to the
+        # other index, whose first search catches every log up anyway.
+        self.disabled = "handed over to another index"
+        self._close_connection()
+        return marked
 
     def _close_connection(self) -> None:
         with self._lock:
@@ -175,7 +209,8 @@ class HistoryIndex:
                 except sqlite3.Error:
                     pass
             self._con, self._inode = None, None
-            self._indexer.clear()
+            if self._tailer is not None:
+                self._tailer.clear()
 
     # --- keeping up with the logs -----------------------------------------------------------
 
@@ -201,6 +236,8 @@ class HistoryIndex:
         complete: an interrupted rebuild leaves the old index as it was. ``progress`` is
         called with (bytes done, bytes in all) as the logs are read.
         """
+        from .rebuild import build, finish
+
         started = time.monotonic()
         self.flush()
         with self._lock:
@@ -270,6 +307,8 @@ class HistoryIndex:
             if self._empty_beside_logs():
                 self.rebuild()  # a new or lost index over existing logs: built in one pass, not row by row
             self._run(self._sync_all)
+        from .query import match
+
         return self._run(lambda con: match(con, query, session_id, limit, sessions_dir(self.workspace)))
 
     def _empty_beside_logs(self) -> bool:
@@ -396,6 +435,8 @@ class HistoryIndex:
                     deleted += self._indexer.drop(con, sid, self._log_folder(sid))
             if not scrub:
                 return deleted, False
+            from .indexer import orphans
+
             if orphans(con):
                 return deleted, True
             for table in ("words", "terms_g"):

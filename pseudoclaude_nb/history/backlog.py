@@ -83,6 +83,13 @@ class Backlog:
                 self._thread.start()
         self._wake.set()
 
+    def take(self) -> list[Path]:
+        """The marked sessions, unmarked here and not caught up: another index takes them over."""
+        with self._pending_lock:
+            pending = sorted(self._pending.values())
+            self._pending.clear()  # in place: the markers hold this dict
+        return pending
+
     def drain(self) -> None:
         """Catch up every marked session in this thread, after a catch-up under way ends."""
         with self._drain_lock:
@@ -127,27 +134,32 @@ class Lag:
     counted: bool  # False: too many bytes behind to count their lines here
 
 
-def lag(workspace: Path, offsets: dict[str, int], *, count: int = 1 << 62) -> dict[str, Lag]:
+def lag(
+    workspace: Path, offsets: dict[str, int], *, count: int = 1 << 62, sizes: dict[str, int] | None = None
+) -> dict[str, Lag]:
     """Sessions whose log has grown past the offset the index committed for it.
 
     The entries behind are counted (the logs read past their offsets) while all that is
     behind is within ``count`` bytes; past it only the bytes are said (one stat a log):
-    ``%sessions list`` of 1,000 unindexed logs spent ~0.5 s reading them.
+    ``%sessions list`` of 1,000 unindexed logs spent ~0.5 s reading them. ``sizes`` (the
+    logs' sizes by session id, as a listing has just read them) spares a second stat of each.
     """
     out: dict[str, Lag] = {}
     root = sessions_dir(workspace)
     if not root.is_dir():
         return out
     behind: dict[str, tuple[Path, int, int]] = {}
-    for d in root.iterdir():
-        log = d / LOG_NAME
-        try:
-            size = os.stat(log).st_size
-        except OSError:
-            continue
-        offset = offsets.get(d.name, 0)
+    if sizes is None:
+        sizes = {}
+        for d in root.iterdir():
+            try:
+                sizes[d.name] = os.stat(d / LOG_NAME).st_size
+            except OSError:
+                continue
+    for name, size in sizes.items():
+        offset = offsets.get(name, 0)
         if size > offset:
-            behind[d.name] = (log, offset, size - offset)
+            behind[name] = (root / name / LOG_NAME, offset, size - offset)
     counting = sum(b for _, _, b in behind.values()) <= count
     for name, (log, offset, nbytes) in behind.items():
         if not counting or nbytes > LAG_COUNT_BYTES:

@@ -18,7 +18,6 @@ import time
 from pathlib import Path
 
 from .. import safeio
-from .rebuild import defer_merges, start
 from .schema import expected, prepare, problem
 
 SUFFIXES = ("", "-wal", "-shm", "-journal")
@@ -50,6 +49,8 @@ def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
     # -shm files the database's mode).
     os.close(safeio.open_file(path, os.O_RDWR | os.O_CREAT, 0o600))
     con = sqlite3.connect(path, timeout=2.0, check_same_thread=False, isolation_level=None)
+    if bulk:  # the bulk loader reads log entries: imported by a rebuild, not by every opening
+        from .rebuild import defer_merges, start
     try:
         harden(con)
         check(con)
@@ -77,6 +78,25 @@ def connect(path: Path, *, bulk: bool = False) -> sqlite3.Connection:
         con.close()
         raise
     return con
+
+
+def read_offsets(path: Path) -> dict[str, int]:
+    """The offset the index committed for each log, read without writing to the file.
+
+    For ``HistoryIndex.lag`` before the index is open: opening it for writing switches it
+    to WAL and prepares its tables (writes a loaded disk makes a listing wait for), where
+    saying how far it is behind needs one read. The file is checked as ``connect`` checks
+    it; anything amiss raises, and the caller says nothing (the next real opening decides).
+    """
+    for suffix in SUFFIXES:
+        safeio.check_no_links(f"{path}{suffix}")
+    con = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=0.05, isolation_level=None)
+    try:
+        harden(con)
+        check(con)
+        return dict(con.execute("SELECT session_id, offset FROM logs").fetchall())
+    finally:
+        con.close()
 
 
 def harden(con: sqlite3.Connection) -> None:

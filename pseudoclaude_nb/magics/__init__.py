@@ -4,9 +4,10 @@
 ``import IPython``): it keeps the user's environment, makes the settings, installs the cell
 recorder and the ``?`` fix, and registers each magic name (``deferred``). The agent, the
 Magics classes and everything a run needs are imported and built on the first magic call
-(``current_agent``). Keep it so: nothing imported at the top of this module, ``notebook``
-or ``deferred`` may import the agent, providers, widgets, MCP or their libraries
-(``tests/test_startup.py`` checks).
+(``current_agent``); ``%sessions`` works through a ``SessionHost`` (``session_host``) and
+builds the agent only for the actions that need it (issue 34). Keep it so: nothing imported
+at the top of this module, ``notebook`` or ``deferred`` may import the agent, providers,
+widgets, MCP or their libraries (``tests/test_startup.py`` checks).
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from .mcp import McpMagics
     from .memory import MemoryMagics
     from .python_exec import python_executor
+    from .session_host import SessionHost
     from .sessions import SessionMagics
 
 
@@ -41,6 +43,7 @@ class _Loaded:
     recorder: CellRecorder
     notebook_file: str | None
     agent: Agent | None = None
+    host: SessionHost | None = None  # what %sessions works with, made on its first call
 
 
 _LOADED: dict[int, _Loaded] = {}
@@ -61,7 +64,26 @@ def current_agent(shell: Any) -> Agent:
             python_executor=python_executor(shell),
             notebook=IPythonNotebook(shell, loaded.store),
         )
+        if loaded.host is not None:
+            # What %sessions did before the agent existed: its history index's backlog and
+            # a resume whose conversation the agent loads now.
+            loaded.host.adopt(loaded.agent)
     return loaded.agent
+
+
+def sessions_of(shell: Any) -> SessionHost:
+    """What ``%sessions`` of this shell works with: the agent's state once built, files before."""
+    loaded = _LOADED[id(shell)]
+    if loaded.host is None:
+        from .session_host import SessionHost
+
+        loaded.host = SessionHost(
+            loaded.settings,
+            loaded.notebook_file,
+            build=lambda: current_agent(shell),
+            built=lambda: loaded.agent,
+        )
+    return loaded.host
 
 
 def register(shell: Any) -> None:
@@ -84,6 +106,9 @@ def register(shell: Any) -> None:
     _RECORDERS[id(shell)] = recorder
 
     def build(cls: type) -> Any:
+        # %sessions reads files and builds the agent only when an action needs it (issue 34).
+        if getattr(cls, "takes_host", False):
+            return cls(shell, sessions_of(shell))
         return cls(shell, current_agent(shell))
 
     table = shell.magics_manager.magics
@@ -103,6 +128,8 @@ def unregister(shell: Any) -> None:
     ]
     loaded = _LOADED.pop(id(shell), None)
     if loaded is not None:
+        if loaded.host is not None:
+            loaded.host.close()  # a pending resume's lock, the host's own history index
         if loaded.agent is not None:
             loaded.agent.close()
         shell.configurables[:] = [c for c in shell.configurables if c is not loaded.settings]
@@ -127,6 +154,7 @@ __all__ = [
     "SessionMagics",
     "current_agent",
     "python_executor",
+    "sessions_of",
     "question_transformer",
     "register",
     "unregister",

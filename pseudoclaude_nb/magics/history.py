@@ -1,19 +1,24 @@
 """``%sessions search`` and ``%sessions reindex``: the actions, as text or tables for the magic to show.
 
 Thin: the index lives in ``history``; these only choose the scope and phrase the answer.
+Each takes the kernel's ``SessionHost`` (or an ``Agent``, as callers did before the host):
+neither needs the agent built (issue 34).
 """
 
 from __future__ import annotations
 
 import sys
 import time
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
-from ..agent import Agent
 from ..errors import ConfigError
-from ..history import ProgressCallback
-from ..history.query import Hit
+from .session_host import SessionHost
 from .tables import Column, Part, Table, bundle, json_unescaped
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..history import ProgressCallback
+    from ..history.query import Hit
 
 SEARCH_LIMIT = 20
 
@@ -27,29 +32,35 @@ def double_quoted(query: str) -> str:
     return query
 
 
-def search_action(agent: Agent, query: str, all_sessions: bool = False) -> str:
+def _host(where: SessionHost | Agent) -> SessionHost:
+    return where if isinstance(where, SessionHost) else SessionHost.over(where)
+
+
+def search_action(agent: SessionHost | Agent, query: str, all_sessions: bool = False) -> str:
     """Matches for ``query`` in the current session, or with ``all_sessions`` in every one, as text."""
     return bundle(*search_parts(agent, query, all_sessions))["text/plain"]
 
 
-def search_parts(agent: Agent, query: str, all_sessions: bool = False) -> list[Part]:
+def search_parts(agent: SessionHost | Agent, query: str, all_sessions: bool = False) -> list[Part]:
     """The matches as ``tables`` parts: the notices, the scope said once, a table of hits."""
+    host = _host(agent)
     if not query.strip():
         raise ConfigError('%sessions search needs a query: %sessions search "text to find" [--all]')
     query = double_quoted(query.strip())
     if all_sessions:
         session_id, scope = None, "all sessions of this workspace"
-    elif agent.session is not None:
-        session_id, scope = agent.session.id, f"session {agent.session.id}"
+    elif host.current_id is not None:
+        session_id, scope = host.current_id, f"session {host.current_id}"
     else:
         raise ConfigError(
             "no current session to search; add --all to search every session, or %sessions resume ID first"
         )
-    hits = agent.history.search(query, session_id=session_id, limit=SEARCH_LIMIT)
+    history = host.history
+    hits = history.search(query, session_id=session_id, limit=SEARCH_LIMIT)
     parts = hits_for_people(hits, query, scope, all_sessions=all_sessions)
     if not hits and not all_sessions and isinstance(parts[-1], str):
         parts[-1] += " Add --all to search every session."
-    notices, agent.history.notices[:] = list(agent.history.notices), []
+    notices, history.notices[:] = list(history.notices), []
     return [*(f"! {n}" for n in notices), *parts]
 
 
@@ -84,9 +95,10 @@ def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bo
     return [f"{len(hits)} match{'es' if len(hits) != 1 else ''} for {query!r} in {scope}:", table]
 
 
-def reindex_action(agent: Agent, progress: ProgressCallback | None = None) -> str:
+def reindex_action(agent: SessionHost | Agent, progress: ProgressCallback | None = None) -> str:
     """Rebuild ``history.sqlite`` from every session log; ``progress`` is told (bytes done, bytes in all)."""
-    stats = agent.history.rebuild(progress=progress)
+    history = _host(agent).history
+    stats = history.rebuild(progress=progress)
     noun = "session" if stats.sessions == 1 else "sessions"
     mb = stats.log_bytes / 1e6
     rate = f", {mb / stats.seconds:,.1f} MB/s" if stats.seconds > 0 and mb >= 1 else ""
@@ -95,9 +107,9 @@ def reindex_action(agent: Agent, progress: ProgressCallback | None = None) -> st
     )
     text = (
         f"reindexed {stats.sessions} {noun} ({stats.rows:,} rows, {mb:,.1f} MB of logs) into "
-        f"{agent.history.path} in {stats.seconds:.1f} s{rate}{size}"
+        f"{history.path} in {stats.seconds:.1f} s{rate}{size}"
     )
-    return _with_notices(agent, text)
+    return _with_notices(history, text)
 
 
 class ReindexProgress:
@@ -142,6 +154,6 @@ class ReindexProgress:
             self.out.flush()
 
 
-def _with_notices(agent: Agent, text: str) -> str:
-    notices, agent.history.notices[:] = list(agent.history.notices), []
+def _with_notices(history: Any, text: str) -> str:
+    notices, history.notices[:] = list(history.notices), []
     return "\n".join([*(f"! {n}" for n in notices), text])

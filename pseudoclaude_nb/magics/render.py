@@ -35,6 +35,7 @@ from ..events import (
 from ..textsafe import printable
 from ..widgets.theme import BRAND, ERROR, FG1, FG2, WARN
 from .answer_stream import AnswerStream, markdown_bundle
+from .frontend import in_notebook
 from .output_batch import OutputBatch, show
 from .tool_line import WAITING, ToolLine, call_brief, result_brief, tool_result_bundle
 
@@ -394,11 +395,6 @@ def _html_line(markup: str, plain: str, color: str, accent: str | None = None) -
 
 def _show_html(markup: str, plain: str, color: str, accent: str | None = None) -> None:
     display(_html_line(markup, plain, color, accent), raw=True)
-
-
-def in_notebook(shell: Any) -> bool:
-    # A kernel (ipykernel's ZMQInteractiveShell) has a frontend that renders HTML and widgets.
-    return getattr(shell, "kernel", None) is not None
 
 
 def renderer_for(shell: Any, quiet: bool = False) -> TerminalRenderer | NotebookRenderer:

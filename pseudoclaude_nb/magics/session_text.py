@@ -10,11 +10,14 @@ from __future__ import annotations
 
 import datetime as dt
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from IPython.core.error import UsageError
 
-from ..messages import Message
 from ..textsafe import printable
+
+if TYPE_CHECKING:  # only read here: %sessions list must not import pydantic's models (issue 34)
+    from ..messages import Message
 
 SHOW_EDGE = 20  # without --limit/--tail, a long conversation shows its first and last 20 messages
 TITLE_WIDTH = 60

@@ -2,47 +2,40 @@
 
 Thin: it parses, calls ``session`` (catalog, lifecycle, archive) and prints. Every mistake
 or refusal is a ``UsageError`` whose text says what to do instead.
+
+It works through a ``SessionHost``, not the agent: ``list``, ``resume``, ``show``, ``search``
+and the rest read sidecars, logs and the history index, and the agent (with its imports,
+~0.4 s in a fresh kernel) is built only by the actions that need it — ``fork``, and the step
+scrubber of a small log's timeline (issue 34). Keep the imports at the top of this module
+light for the same reason: what one action needs is imported in that action
+(``tests/test_startup_sessions.py`` checks).
 """
 
 from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
 from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..agent import Agent
 from ..config import STRATEGIES
 from ..errors import PseudoClaudeError
-from ..history import LIFECYCLE_HOOK
-from ..session import (
-    export_session,
-    gc_sessions,
-    import_session,
-    list_sessions,
-    list_trash,
-    load_session,
-    plan_purge,
-    purge,
-    restore_session,
-    trash_session,
-)
-from ..session.catalog import whole_log
-from ..session.fork import fork_session
-from ..session.timeline import build_timeline
-from ..widgets import SessionTimeline
-from ..widgets.timeline import timeline_text
+from ..session.catalog import list_sessions
+from ..session.lifecycle import gc_sessions, list_trash, plan_purge, purge, restore_session, trash_session
 from ..workspace import LOG_NAME, session_dir
 from .args import parse, unknown, usage_line
-from .context_steps import now_tokens
-from .history import ReindexProgress, reindex_action, search_parts
-from .render import in_notebook
+from .frontend import in_notebook
+from .session_host import SessionHost
 from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_cells, safe_line
 from .tables import Column, Note, Table, emit
+
+if TYPE_CHECKING:
+    from ..agent import Agent
+    from ..session.lifecycle import IndexHook
 
 ACTIONS = (
     "list",
@@ -105,9 +98,12 @@ _USAGE = {
 
 @magics_class
 class SessionMagics(Magics):
-    def __init__(self, shell: Any, agent: Agent) -> None:
+    # magics.register builds this class over the kernel's SessionHost, not over its agent.
+    takes_host = True
+
+    def __init__(self, shell: Any, host: SessionHost | Agent) -> None:
         super().__init__(shell)
-        self._agent = agent
+        self._host = host if isinstance(host, SessionHost) else SessionHost.over(host)
 
     @magic_arguments()
     @argument("--last", action="store_true", help="with resume (or alone): the latest session")
@@ -205,18 +201,22 @@ class SessionMagics(Magics):
         elif action == "show":
             self._show(target or self._current_id(), limit=args.limit, tail=args.tail)
         elif action == "timeline":
-            self._timeline(session_dir(self._agent.workspace, target or self._current_id()))
+            self._timeline(session_dir(self._host.workspace, target or self._current_id()))
         elif action == "new":
-            self._agent.new_session()
+            self._host.new_session()
             print("the next %agent starts a new session")
         elif action == "fork":
             self._fork(target, at=args.at, strategy=args.strategy)
         elif action == "search":
-            emit(self.shell, *search_parts(self._agent, " ".join(args.targets), all_sessions=args.all))
+            from .history import search_parts
+
+            emit(self.shell, *search_parts(self._host, " ".join(args.targets), all_sessions=args.all))
         elif action == "reindex":
+            from .history import ReindexProgress, reindex_action
+
             progress = ReindexProgress(in_notebook(self.shell))
             try:
-                text = reindex_action(self._agent, progress)
+                text = reindex_action(self._host, progress)
             finally:
                 progress.finish()
             print(text)
@@ -236,28 +236,30 @@ class SessionMagics(Magics):
             self._import(target)
 
     def _open_id(self) -> str | None:
-        return self._agent.session.id if self._agent.session else None
+        return self._host.current_id
 
     def _path(self, text: str) -> Path:
         """A path as typed: relative to the workspace (the notebook's folder)."""
         path = Path(text).expanduser()
-        return path if path.is_absolute() else self._agent.workspace / path
+        return path if path.is_absolute() else self._host.workspace / path
 
     def _current_id(self) -> str:
-        if self._agent.session is None:
+        current = self._host.current_id
+        if current is None:
             raise UsageError("no current session; use %sessions show ID (see %sessions list)")
-        return self._agent.session.id
+        return current
 
     def _list(self) -> None:
-        sessions = list_sessions(self._agent.workspace)
-        trashed = list_trash(self._agent.workspace)
+        ws = self._host.workspace
+        sessions = list_sessions(ws)
+        trashed = list_trash(ws)
         in_trash = f"{_count(len(trashed), 'session')} in the trash: %sessions list --trash"
         if not sessions:
-            print(f"no sessions yet in {self._agent.workspace}; start one with %agent")
+            print(f"no sessions yet in {ws}; start one with %agent")
             if trashed:
                 print(in_trash)
             return
-        current = self._agent.session.id if self._agent.session else None
+        current = self._host.current_id
         table = Table(
             (
                 Column("", gap=1),
@@ -280,7 +282,7 @@ class SessionMagics(Magics):
                 _title(s.title),
             )
         notes = [Note("messages = effective/logged; * = current. %sessions show ID · %sessions resume ID")]
-        lag_line = _index_lag(self._agent)
+        lag_line = _index_lag(self._host, sizes={s.id: s.bytes for s in sessions})
         if lag_line:
             notes.append(Note(lag_line))
         if trashed:
@@ -288,7 +290,11 @@ class SessionMagics(Magics):
         emit(self.shell, table, *notes)
 
     def _show(self, session_id: str, *, limit: int | None = None, tail: int | None = None) -> None:
-        path = session_dir(self._agent.workspace, session_id)
+        from ..session.catalog import whole_log
+        from ..session.loader import load_session
+
+        ws = self._host.workspace
+        path = session_dir(ws, session_id)
         loaded = load_session(path)  # from the last replace; the counts and problems of the
         logged = whole_log(path)  # whole log are its sidecar's (a replay of 200 MB took ~1.2 s)
         for n in (limit, tail):
@@ -298,7 +304,7 @@ class SessionMagics(Magics):
         model = safe_line(loaded.last_model or "?")
         replaces = "" if logged.replaces is None else f" · {logged.replaces} replaces"
         head: list[str] = [
-            f"session {session_id} · {_relative(path / 'conversation.jsonl', self._agent.workspace)}",
+            f"session {session_id} · {_relative(path / 'conversation.jsonl', ws)}",
             f"{len(loaded.messages)} effective messages of {logged.physical_messages} logged"
             f"{replaces} · {_size(loaded.bytes)} · model {model}",
             *(f"! {safe_line(problem)}" for problem in logged.problems),
@@ -320,6 +326,9 @@ class SessionMagics(Magics):
         """The physical log as a timeline: the widget in a notebook (choosing an entry shows it
         in full; below it the step scrubber: a step's request, as %context --at STEP shows
         it), else its text."""
+        from ..session.timeline import build_timeline
+        from ..widgets.timeline import timeline_text
+
         timeline = build_timeline(path)
         if not in_notebook(self.shell):
             print(timeline_text(timeline))
@@ -328,36 +337,49 @@ class SessionMagics(Magics):
         # cost seconds on top of the load above, so a big session points to --at instead.
         size = (path / LOG_NAME).stat().st_size if size is None else size
         scrub = size <= SCRUB_BYTES
-        display(SessionTimeline(timeline, steps=scrub, now=now_tokens(self._agent)))
+        from ..widgets import SessionTimeline
+
+        now = None
+        if scrub:
+            # The scrubber's NOW figures are the agent's (its system prompt, tools, memory):
+            # only a log small enough for the scrubber builds the agent here.
+            from .context_steps import now_tokens
+
+            now = now_tokens(self._host.agent())
+        display(SessionTimeline(timeline, steps=scrub, now=now))
         if not scrub:
             print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
 
     def _resume(self, session_id: str | None) -> None:
-        loaded = self._agent.resume(session_id)
-        sid = self._agent.session.id if self._agent.session else session_id
+        resumed = self._host.resume(session_id)
         idle = ""
-        if loaded.last_ts:
-            hours = (time.time() - loaded.last_ts) / 3600
+        if resumed.last_ts:
+            hours = (time.time() - resumed.last_ts) / 3600
             idle = f", last active {hours:.1f} h ago" if hours >= 1 else ""
         print(
-            f"resumed session {safe_line(sid)}: {len(loaded.messages)} messages{idle}; the next %agent continues it"
+            f"resumed session {safe_line(resumed.session_id)}: {resumed.messages} messages{idle}; "
+            "the next %agent continues it"
         )
-        for problem in loaded.problems():
+        for problem in resumed.problems:
             print(f"! {safe_line(problem)}")
 
     def _fork(self, target: str, *, at: int | None, strategy: str | None) -> None:
-        if not target and self._agent.session is None:
+        from ..session.fork import fork_session
+
+        if not target and self._host.current_id is None:
             raise UsageError(
                 "no current session to fork; use %sessions fork ID --at STEP (see %sessions list)"
             )
-        source = session_dir(self._agent.workspace, target or self._current_id())
-        report = fork_session(self._agent.workspace, source, at)
+        ws = self._host.workspace
+        source = session_dir(ws, target or self._current_id())
+        report = fork_session(ws, source, at)
+        agent = self._host.agent()  # the fork is made current with its strategy: the agent's part
         if strategy is not None:
-            self._agent.settings.strategy = strategy  # the runs of this kernel, the fork's included
-        strategy = self._agent.settings.strategy
-        self._agent.resume(report.session_id)
-        if self._agent.session is not None:
-            self._agent.session.context.use(strategy)
+            agent.settings.strategy = strategy  # the runs of this kernel, the fork's included
+        strategy = agent.settings.strategy
+        agent.resume(report.session_id)
+        if agent.session is not None:
+            agent.session.context.use(strategy)
         print(
             f"forked session {safe_line(report.source_id)} at step {report.step} of {report.steps} "
             f"→ new session {report.session_id} (strategy {strategy})"
@@ -372,7 +394,7 @@ class SessionMagics(Magics):
     # --- trash, restore, purge, gc ---------------------------------------------------------------
 
     def _list_trash(self) -> None:
-        trashed = list_trash(self._agent.workspace)
+        trashed = list_trash(self._host.workspace)
         if not trashed:
             print("the trash is empty (.pseudoclaude/trash/)")
             return
@@ -406,7 +428,7 @@ class SessionMagics(Magics):
         )
 
     def _trash(self, session_id: str) -> None:
-        t = trash_session(self._agent.workspace, session_id, open_id=self._open_id(), index=LIFECYCLE_HOOK)
+        t = trash_session(self._host.workspace, session_id, open_id=self._open_id(), index=_index_hook())
         title = f" ({safe_line(t.title)})" if t.title else ""
         print(
             f"moved session {session_id}{title} to the trash: .pseudoclaude/trash/{t.id}. "
@@ -414,13 +436,13 @@ class SessionMagics(Magics):
         )
 
     def _restore(self, trash_id: str) -> None:
-        path = restore_session(self._agent.workspace, trash_id, index=LIFECYCLE_HOOK)
+        path = restore_session(self._host.workspace, trash_id, index=_index_hook())
         print(f"restored session {path.name}; continue it with %sessions resume {path.name}")
 
     def _purge(self, trash_id: str | None, *, all_trash: bool, yes: bool) -> None:
         if bool(trash_id) == all_trash:
             raise UsageError("%sessions purge needs one trashed session ID or --all-trash (not both)")
-        plan = plan_purge(self._agent.workspace, trash_id)
+        plan = plan_purge(self._host.workspace, trash_id)
         if not plan.count:
             print("the trash is empty; nothing to purge")
             return
@@ -431,13 +453,13 @@ class SessionMagics(Magics):
             again = f"%sessions purge {trash_id or '--all-trash'} --yes"
             print(f"would permanently delete {what}. Nothing was deleted; to confirm, run {again}")
             return
-        purge(plan, index=LIFECYCLE_HOOK)
+        purge(plan, index=_index_hook())
         print(f"permanently deleted {what}")
 
     def _gc(self, days: int) -> None:
         if days < 1:
             raise UsageError(f"--days must be at least 1, not {days}")
-        report = gc_sessions(self._agent.workspace, days, open_id=self._open_id(), index=LIFECYCLE_HOOK)
+        report = gc_sessions(self._host.workspace, days, open_id=self._open_id(), index=_index_hook())
         for info, why in report.skipped:
             print(f"kept {safe_line(info.id)} (idle since {_when(info.last_activity)}, but {why})")
         if not report.moved:
@@ -456,7 +478,9 @@ class SessionMagics(Magics):
     # --- export and import -----------------------------------------------------------------------
 
     def _export(self, session_id: str, dest: str, *, spills: bool) -> None:
-        report = export_session(self._agent.workspace, session_id, self._path(dest), spills=spills)
+        from ..session.archive import export_session
+
+        report = export_session(self._host.workspace, session_id, self._path(dest), spills=spills)
         if report.redactions:
             kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.redactions.items()))
             redacted = f"{_count(sum(report.redactions.values()), 'secret')} redacted ({kinds})"
@@ -469,7 +493,9 @@ class SessionMagics(Magics):
         )
 
     def _import(self, source: str) -> None:
-        report = import_session(self._agent.workspace, self._path(source))
+        from ..session.archive import import_session
+
+        report = import_session(self._host.workspace, self._path(source))
         sid = report.session_id
         print(f"imported {source} as session {sid}; continue it with %sessions resume {sid}")
         if report.renamed:
@@ -481,13 +507,17 @@ class SessionMagics(Magics):
 LAG_COUNT_LISTED = 1 << 20  # bytes behind whose entries a listing counts
 
 
-def _index_lag(agent: Any) -> str:
-    """How far the history index is behind the logs (the background indexer is told to catch up)."""
-    index = agent.history
-    lag = index.lag(count=LAG_COUNT_LISTED)  # more behind than that: the bytes (a stat a log), no log read
+def _index_lag(host: Any, sizes: dict[str, int] | None = None) -> str:
+    """How far the history index is behind the logs (the background indexer is told to catch up).
+
+    ``host``: a ``SessionHost`` or an ``Agent`` (anything with ``history`` and ``workspace``);
+    ``sizes``: the logs' sizes as the listing read them (no second stat of each log)."""
+    index = host.history
+    # More behind than LAG_COUNT_LISTED: the bytes are said, no log is read.
+    lag = index.lag(count=LAG_COUNT_LISTED, sizes=sizes)
     if not lag:
         return ""
-    ws = agent.workspace  # resolved once, not once per session
+    ws = host.workspace  # resolved once, not once per session
     index.schedule(*(session_dir(ws, sid) for sid in lag))
     entries = sum(v.entries for v in lag.values() if v.counted)
     uncounted = sum(v.bytes for v in lag.values() if not v.counted)
@@ -496,3 +526,11 @@ def _index_lag(agent: Any) -> str:
         parts.append(f"{_size(uncounted)} of log")
     sessions = f"{len(lag)} session{'s' if len(lag) != 1 else ''}"
     return f"history index: {' and '.join(parts)} behind in {sessions} (catching up in the background)"
+
+
+def _index_hook() -> IndexHook:
+    """The history index's part in trash, restore, purge and gc, imported only by those actions:
+    a listing in a fresh kernel stays without the index's modules (issue 34)."""
+    from ..history import LIFECYCLE_HOOK
+
+    return LIFECYCLE_HOOK

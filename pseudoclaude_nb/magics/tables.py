@@ -67,18 +67,19 @@ class Table:
         self.rows.append(line)
 
     def text(self) -> str:
-        rows = [tuple(_lines(c) for c in row) for row in self.rows if not isinstance(row, str)]
-        header = tuple([c.name] for c in self.columns)
+        # Each cell made printable once (a 1,000-row listing has 7,000 cells), kept for the lines.
+        lined = [row if isinstance(row, str) else [_lines(c) for c in row] for row in self.rows]
+        rows = [row for row in lined if not isinstance(row, str)]
+        header = [[c.name] for c in self.columns]
         widths = [
             max(width(line) for cells in (header, *rows) for line in cells[i])
             for i in range(len(self.columns))
         ]
         out = [self._line([c.name for c in self.columns], widths)]
-        for row in self.rows:
-            if isinstance(row, str):
-                out.append(self.indent + printable(row, one_line=True))
+        for cells in lined:
+            if isinstance(cells, str):
+                out.append(self.indent + printable(cells, one_line=True))
                 continue
-            cells = [_lines(c) for c in row]
             for k in range(max(len(c) for c in cells)):  # a multi-line cell: its lines under it
                 out.append(self._line([c[k] if k < len(c) else "" for c in cells], widths))
         return "\n".join(out)
@@ -156,23 +157,28 @@ def bundle(*parts: Part) -> dict[str, str]:
 
 def emit(shell: Any, *parts: Part) -> None:
     """Show the parts: one display bundle in a notebook, the aligned text in a terminal."""
-    from .render import in_notebook
+    from .frontend import in_notebook
 
-    data = bundle(*parts)
     if in_notebook(shell):
         from IPython.display import display
 
-        display(data, raw=True)
-    else:
-        print(data["text/plain"])
+        display(bundle(*parts), raw=True)
+    else:  # the text alone: a terminal never shows the HTML (a 1,000-row listing's third)
+        print("\n".join(part.text() if isinstance(part, Table) else printable(part) for part in parts))
 
 
 def width(text: str) -> int:
     """Columns a terminal gives ``text``: wide (CJK) characters take two, combining marks none."""
-    return sum(
-        0 if unicodedata.combining(ch) else 2 if unicodedata.east_asian_width(ch) in "WF" else 1
-        for ch in text
-    )
+    n = len(text)
+    if text.isascii():  # no ASCII character is wide or combining: a listing's cells, mostly
+        return n
+    for ch in text:
+        if ch > "\x7f":  # only these can be wide (two columns) or combining (none)
+            if unicodedata.combining(ch):
+                n -= 1
+            elif unicodedata.east_asian_width(ch) in "WF":
+                n += 1
+    return n
 
 
 def _lines(text: str) -> list[str]:

@@ -16,19 +16,31 @@ import stat
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from .. import safeio
 from ..errors import SessionError
 from ..workspace import LOCK_NAME, LOG_NAME, META_NAME, TIMELINE_INDEX, sessions_dir
-from . import loader, sidecar
-from .loader import LoadResult
+from . import sidecar_meta
 from .locks import held, is_locked
 
-META_VERSION = sidecar.META_VERSION
-META_LIMIT = sidecar.META_LIMIT
+if TYPE_CHECKING:
+    from .loader import LoadResult
+
+META_VERSION = sidecar_meta.META_VERSION
+META_LIMIT = sidecar_meta.META_LIMIT
+
+
+def _sidecar() -> ModuleType:  # typed loosely: a module, its functions Any to the checker
+    """The incremental replay, imported when a sidecar must be (re)built: it brings the log's
+    entry readers and pydantic's message models, which a listing of current sidecars never
+    needs (issue 34: the first ``%sessions list`` of a fresh kernel)."""
+    from . import sidecar
+
+    return sidecar
 
 
 @dataclass
@@ -69,15 +81,16 @@ def meta_from_load(result: LoadResult) -> dict[str, Any]:
         "physical_messages": result.physical_messages,
         "effective_messages": len(result.messages),
         "bytes": result.bytes,
-        "created": sidecar.dated(result.first_ts, mtime, now),
-        "last_activity": sidecar.dated(result.last_ts, mtime, now),
+        "created": sidecar_meta.dated(result.first_ts, mtime, now),
+        "last_activity": sidecar_meta.dated(result.last_ts, mtime, now),
         "status": status,
     }
 
 
 def write_meta(session_dir: Path, result: LoadResult | None = None) -> dict[str, Any]:
     """Write ``session_dir``'s sidecar afresh from its log (``result`` is not needed any more)."""
-    return sidecar.refresh(session_dir, {})
+    meta: dict[str, Any] = _sidecar().refresh(session_dir, {})
+    return meta
 
 
 def _info(session_dir: Path, meta: dict[str, Any], size: int, status: str) -> SessionInfo:
@@ -106,9 +119,9 @@ def session_info(session_dir: Path) -> SessionInfo:
     st = log.stat()
     size = st.st_size
     meta = _read_meta(session_dir / META_NAME)
-    if not sidecar.is_current(meta, st):
+    if not sidecar_meta.is_current(meta, st):
         try:
-            meta = sidecar.refresh(session_dir, meta)  # the bytes after its offset only
+            meta = _sidecar().refresh(session_dir, meta)  # the bytes after its offset only
         except FileNotFoundError:
             raise
         except OSError as exc:
@@ -157,7 +170,7 @@ def _time(value: object) -> float:
         out = float(value)
     except OverflowError:
         return 0.0
-    return out if 0.0 <= out <= time.time() + sidecar.CLOCK_SKEW else 0.0
+    return out if 0.0 <= out <= time.time() + sidecar_meta.CLOCK_SKEW else 0.0
 
 
 @dataclass(frozen=True)
@@ -172,7 +185,7 @@ class WholeLog:
 def whole_log(session_dir: Path) -> WholeLog:
     """Counts and problems of the whole log from the sidecar (caught up from its offset), not
     a replay of every line: ``%sessions show`` of a 200 MB log took ~1.2 s for these alone."""
-    meta = sidecar.refresh(Path(session_dir))
+    meta = _sidecar().refresh(Path(session_dir))
     replaces = meta.get("replaces")
     problems = meta.get("problems")
     return WholeLog(
@@ -184,6 +197,8 @@ def whole_log(session_dir: Path) -> WholeLog:
 
 def load_session(path: Path) -> LoadResult:
     """The catalog's load: the whole log (``full``), so counts and unreadable lines cover all of it."""
+    from . import loader
+
     return loader.load_session(path, full=True)
 
 
@@ -265,7 +280,7 @@ def _claimed_activity(root_fd: int, name: str) -> float:
     try:
         st = os.stat(LOG_NAME, dir_fd=dfd, follow_symlinks=False)
         meta = _read_meta_at(dfd)
-        if not sidecar.is_current(meta, st):
+        if not sidecar_meta.is_current(meta, st):
             return float("inf")
         return _time(meta.get("last_activity"))
     except OSError:
@@ -295,7 +310,7 @@ def _clean_info(root_fd: int, session_dir: Path) -> SessionInfo | None:
         st = os.stat(LOG_NAME, dir_fd=dfd, follow_symlinks=False)
         size = st.st_size
         meta = _read_meta_at(dfd)
-        if not sidecar.is_current(meta, st):
+        if not sidecar_meta.is_current(meta, st):
             return None
         assert meta is not None
         status = "open" if _locked_at(dfd) else _str(meta.get("status")) or "ok"

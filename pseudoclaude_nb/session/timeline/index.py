@@ -26,7 +26,7 @@ import orjson
 
 from ... import safeio
 from ...workspace import TIMELINE_INDEX
-from ..sidecar import head_digest
+from ..sidecar_meta import head_digest
 
 _MAGIC = b"PCTLIDX1"
 # magic, covered bytes, the next line's number, entries, usage points, extras' bytes, head digest
