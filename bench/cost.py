@@ -325,9 +325,9 @@ def run_task(root: Path, template: Path, strategy: Strategy, runs: list, window:
             session_dir=folder,
             seconds=time.perf_counter() - started,
             steps=provider.turns_used + provider.handoffs,
-            compactions=context.compactions,
+            compactions=context.shared.compactions,
             rollovers=getattr(context, "rollovers", 0),
-            spills=context.ledger.spilled,
+            spills=context.shared.ledger.spilled,
             statuses=statuses,
             rollover_reasons=_commits(folder / LOG_NAME),
         )

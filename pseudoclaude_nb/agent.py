@@ -22,7 +22,7 @@ from .agent_tools import Relay, RunSurface
 from .agent_views import ContextViews
 from .agent_window import AgentWindow
 from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .context import CompactSettings, ContextManager
+from .context import CompactSettings, ContextManager, ContextStrategy, dry_strategy
 from .context.confirm import Ask, Review, text_ask
 from .context.layer2 import Plan
 from .context.pins import Pins
@@ -125,7 +125,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             # Make the log's effective state the replayed one, so later appends land on it.
             # The last usage described what was cut, so the estimate starts afresh.
             active.conversation.replace("resync", loaded.messages)
-            active.context.forget_anchor()
+            active.context.shared.forget_anchor()
         active.previous_model, active.idle_since = loaded.last_model, loaded.last_ts
         return loaded
 
@@ -151,6 +151,12 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         if self.session is not None:
             return self.session.context.strategy.name
         return self.settings.strategy
+
+    def _context_strategy(self, settings: CompactSettings | None = None) -> ContextStrategy:
+        """The current session's strategy, else the configured one over no session (dry)."""
+        if self.session is not None:
+            return self.session.context.strategy
+        return dry_strategy(self.settings.strategy, settings or CompactSettings(), self.workspace)
 
     def close(self) -> None:
         """The end of this agent: the session closed, the MCP servers stopped."""
@@ -220,18 +226,18 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         memory_index = self._memory_for_run(config.memory, memory_events)
         relay = Relay()  # this run's events, for tools that report (new_context)
         mcp_problems = self.prepare_mcp()
-        tools = self._tools(config.strategy, memory_index, relay)
-        system = join_sections(self._sections(config.strategy, memory_index))
+        tools = self._tools(context.strategy, memory_index, relay)
+        system = join_sections(self._sections(context.strategy, memory_index))
         window_notes = self.learn_window(provider)
         window_notes += self.tools_notice(tools.schemas(), provider.context_window, self.settings.compact_tools)
-        context.configure(
+        context.shared.configure(
             self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
         )
-        context.start_run()
+        context.shared.start_run()
 
         def on_window(window: int) -> None:
             self.adopt_window(provider, window)
-            context.configure(self.compact_settings(window), system=system, tools=tools.schemas())
+            context.shared.configure(self.compact_settings(window), system=system, tools=tools.schemas())
 
         self.last_provider = provider
         permissions = Permissions(config.permission_mode, ask=self.ask)
@@ -317,7 +323,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
                 listener(event)
 
         if layer1_only:
-            return self.session.context.spill_all(emit)
+            return self.session.context.spiller.spill_all(emit)
         return self.session.context.compact(self.provider_for_context(), "manual", emit)
 
     def compact_preview(self) -> Plan:

@@ -82,7 +82,7 @@ class RunMemory:
         messages, count = withhold_bodies(active.conversation.messages())
         if count:
             active.conversation.replace("edit", messages)
-            active.context.forget_anchor()  # the last usage measured the bodies
+            active.context.shared.forget_anchor()  # the last usage measured the bodies
             runner.emit(
                 Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
             )

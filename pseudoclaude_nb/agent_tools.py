@@ -18,22 +18,19 @@ from typing import TYPE_CHECKING
 
 from .agent_session import ActiveSession
 from .config import PseudoClaude
-from .context import Emit
+from .context import ContextStrategy, Emit
 from .context.pins import Pins
-from .errors import ToolError
 from .events import Notice, RunEvent
 from .mcp import McpHub, load_config
 from .mcp.approval import not_approved, question
 from .memory import MemoryManager
 from .notebook import NotebookHost
 from .prompt import system_sections, with_memory, with_pins
-from .rollover.handoff import GUIDANCE, Intent
 from .session.history import HistoryIndex
 from .tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from .tools.compact_set import compact
 from .tools.notebook import notebook_tools
 from .tools.registry import Tool
-from .tools.rollover import new_context_tool, search_history_tool
 from .tools.user import user_tools
 
 
@@ -59,10 +56,11 @@ class RunSurface:
         def memory(self) -> MemoryManager: ...
 
     _strategy: Callable[[], str]
+    _context_strategy: Callable[[], ContextStrategy]
     _memory_index: Callable[[bool], str | None]
 
     def _tools(
-        self, strategy: str, memory_index: str | None = None, emit: Emit | None = None
+        self, strategy: ContextStrategy, memory_index: str | None = None, emit: Emit | None = None
     ) -> ToolRegistry:
         # read_memory only when memory is on and holds something: else it is noise.
         reader = MemoryReader(self.memory) if memory_index else None
@@ -72,16 +70,7 @@ class RunSurface:
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
         extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
-        if strategy == "rollover":
-            extra.append(
-                (new_context_tool(self.workspace, lambda i: self._declare_rollover(i, emit)), "rollover")
-            )
-            extra.append(
-                (
-                    search_history_tool(self.history, lambda: self.session.id if self.session else None),
-                    "rollover",
-                )
-            )
+        extra += [(tool, f"{strategy.name} strategy") for tool in strategy.tools(self.history, emit or _ignore)]
         extra += [(tool, f"MCP server {tool.server!r}") for tool in (self._mcp.tools() if self._mcp else ())]
         for tool, source in extra:
             if tool.name in tools:
@@ -154,7 +143,7 @@ class RunSurface:
         whose it is, the first sentence of its description) and the notes under them."""
         clashes: list[RunEvent] = []
         tools = self._tools(
-            self._strategy(), self._memory_index(self.settings.memory_policy != "off"), clashes.append
+            self._context_strategy(), self._memory_index(self.settings.memory_policy != "off"), clashes.append
         )
         mine = {t.name: t for t in user_tools()}
         rows = []
@@ -167,17 +156,10 @@ class RunSurface:
         notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
-    def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
-        sections = system_sections(self.workspace)
-        if strategy == "rollover":
-            sections.append(("rollover", GUIDANCE))
+    def _sections(self, strategy: ContextStrategy, memory_index: str | None = None) -> list[tuple[str, str]]:
+        sections = system_sections(self.workspace) + strategy.sections()
         # Pins are system text, not messages: no summary or handoff can drop or reword them.
         return with_memory(with_pins(sections, self.pins.texts()), memory_index)
-
-    def _declare_rollover(self, intent: Intent, emit: Emit | None) -> str:
-        if self.session is None:
-            raise ToolError("new_context needs a session; keep working in this window")
-        return self.session.context.declare(intent, emit or _ignore)
 
 
 class Relay:

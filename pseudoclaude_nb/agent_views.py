@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from .compact.manifest import manifest, notebook_cells
-from .context import CompactSettings, threshold_for
+from .context import CompactSettings, ContextStrategy
 from .context.cache import outlook
 from .errors import ConfigError
 from .prompt import join_sections, without_memory
@@ -46,8 +46,9 @@ class AgentParts(Protocol):
     def compact_settings(self, context_window: int) -> CompactSettings: ...
     def _strategy(self) -> str: ...
     def _memory_index(self, enabled: bool) -> str | None: ...
-    def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]: ...
-    def _tools(self, strategy: str, memory_index: str | None = None) -> ToolRegistry: ...
+    def _context_strategy(self, settings: CompactSettings | None = None) -> ContextStrategy: ...
+    def _sections(self, strategy: ContextStrategy, memory_index: str | None = None) -> list[tuple[str, str]]: ...
+    def _tools(self, strategy: ContextStrategy, memory_index: str | None = None) -> ToolRegistry: ...
     def notebook_block(self) -> Any: ...
 
     # the views' own, for one another
@@ -84,13 +85,13 @@ class ContextViews:
     def _prepared_context(
         self: AgentParts,
     ) -> tuple[list[tuple[str, str]], list[dict], CompactSettings, str | None]:
-        strategy = self._strategy()
+        settings = self.compact_settings(self._context_window())
+        strategy = self._context_strategy(settings)
         memory_index = self._memory_index(self.settings.memory_policy != "off")
         sections = self._sections(strategy, memory_index)
         tools = self._tools(strategy, memory_index).schemas()
-        settings = self.compact_settings(self._context_window())
         if self.session is not None:
-            self.session.context.configure(settings, system=join_sections(sections), tools=tools)
+            self.session.context.shared.configure(settings, system=join_sections(sections), tools=tools)
         return sections, tools, settings, memory_index
 
     def context_manifest(self: AgentParts) -> dict:
@@ -101,11 +102,11 @@ class ContextViews:
         """
         sections, tools, settings, memory_index = self._prepared_context()
         sections = without_memory(sections)
-        strategy = self._strategy()
-        threshold = threshold_for(strategy, settings)
+        strategy = self._context_strategy(settings)
+        threshold = strategy.threshold()
         extra: dict = {
             "window_source": self.window_source,
-            "strategy": strategy,
+            "strategy": strategy.name,
             "session_id": None,
             "memory_policy": self.settings.memory_policy,
             "user_tools": [t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
@@ -114,9 +115,7 @@ class ContextViews:
         pending = block.text if block is not None and block.text else None
         extra["notebook_pending_cells"] = block.shown if pending and block is not None else 0
         extra.update(notebook_cells(block))  # issue-29: the cells, each with its estimate
-        if strategy == "rollover":
-            # The gauge and %context show these instead of the Layer 2 line.
-            extra["rollover_limits"] = settings.rollover_limits
+        extra.update(strategy.describe())
         if self.session is None:
             return manifest(
                 sections=sections,
@@ -132,13 +131,11 @@ class ContextViews:
         state = ctx.state()
         extra.update(
             session_id=self.session.id,
-            breaker="open" if ctx.breaker.open else "closed",
-            breaker_failures=ctx.breaker.failures,
-            spills=ctx.ledger.spilled,
-            compactions=ctx.compactions,
+            breaker="open" if ctx.shared.breaker.open else "closed",
+            breaker_failures=ctx.shared.breaker.failures,
+            spills=ctx.shared.ledger.spilled,
+            compactions=ctx.shared.compactions,
         )
-        if strategy == "rollover":
-            extra.update(rollovers=ctx.rollovers, rollover_phase=state.phase)
         messages = self.session.conversation.messages()
         if self.settings.memory_policy == "off":
             messages, _ = withhold_bodies(messages)

@@ -193,16 +193,16 @@ class Runner(Limits):
             # The pre-step boundary: every result of the last step is in, the next request
             # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
             self.context.before_request(self.provider, self.emit, self.review)
-            self.surface = self.context.surface(self.tools)
+            self.surface = self.context.strategy.surface(self.tools)
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
             self._adopt_window(exc)
-            if self.context is None or not self.context.recover(self.provider, self.emit, self.review):
+            if self.context is None or not self.context.strategy.recover(self.provider, self.emit, self.review):
                 raise self._too_long(exc) from exc
-            self.surface = self.context.surface(self.tools)
+            self.surface = self.context.strategy.surface(self.tools)
             try:
                 response = self._ask(self._request())
             except ContextTooLong as again:
@@ -214,7 +214,7 @@ class Runner(Limits):
         self._last_usage = response.usage
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
-            self.context.on_usage(response.usage, len(self.conversation), sent)
+            self.context.shared.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         if self.writer is not None:
             self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
@@ -334,7 +334,7 @@ class Runner(Limits):
             admitted = result
             if self.context is not None:
                 try:
-                    admitted = self.context.admit(call, result, self.emit)
+                    admitted = self.context.spiller.admit(call, result, self.emit)
                 except SpillWriteError as exc:
                     # The spill file could not be written (a full disk): the conversation
                     # and the log get the bounded stand-in, never the raw body, and the run
@@ -349,4 +349,4 @@ class Runner(Limits):
                 admitted = admitted.model_copy(update={"content": f"{admitted.content}\n" + "\n".join(notes)})
             self.conversation.add_result(admitted, parts)
         if self.context is not None:
-            self.context.after_tools(len(calls))
+            self.context.spiller.after_tools(len(calls))

@@ -77,7 +77,7 @@ def test_the_fallback_steps_small_tool_set_does_not_hide_the_hard_limit(
     assert committed.reason == "hard-limit"
     # The estimate that triggered it counted the full tool set again, not the fallback's two
     # (5,020 as counted + the ~1,250 tokens of schemas the fallback left out).
-    assert committed.before_tokens >= agent.session.context.settings.rollover_limits["base"]
+    assert committed.before_tokens >= agent.session.context.shared.settings.rollover_limits["base"]
     # The new window's request fits the window with room to answer.
     third = server.bodies[2]
     assert len(third["tools"]) == 8 and "<handoff>" in third["messages"][1]["content"]
@@ -85,7 +85,7 @@ def test_the_fallback_steps_small_tool_set_does_not_hide_the_hard_limit(
     rest = [Message(role=m["role"], content=m["content"]) for m in third["messages"][1:]]
     assert (
         estimate_request(system, rest, third["tools"])
-        < agent.session.context.settings.rollover_limits["base"]
+        < agent.session.context.shared.settings.rollover_limits["base"]
     )
 
 

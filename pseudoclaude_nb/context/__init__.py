@@ -9,11 +9,11 @@ ledger, breaker, counters, pending tool batch), the Layer 1 ``Spiller`` and a
 
 from .compact import CompactStrategy
 from .layer1 import Emit, Spiller, is_spill_preview
-from .manager import STRATEGIES, ContextManager
+from .manager import STRATEGIES, ContextManager, dry_strategy, strategy_for
 from .rollover import FALLBACK_MARK, REMIND_MARK, FallbackTools, RolloverStrategy
 from .settings import CompactSettings
 from .state import SharedState
-from .strategy import ContextStrategy, Marks, marks_for, threshold_for
+from .strategy import ContextStrategy, Marks
 
 __all__ = [
     "FALLBACK_MARK",
@@ -30,6 +30,6 @@ __all__ = [
     "SharedState",
     "Spiller",
     "is_spill_preview",
-    "marks_for",
-    "threshold_for",
+    "dry_strategy",
+    "strategy_for",
 ]

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -31,6 +31,7 @@ from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
 from ..rollover.budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
 from ..rollover.handoff import (
+    GUIDANCE,
     CheckedFile,
     Handoff,
     Intent,
@@ -43,13 +44,15 @@ from ..session.entries import MessageEntry, parse_line
 from ..session.loader import LoadResult
 from ..session.paths import LOG_NAME
 from ..tools.registry import Permissions, ToolRegistry
-from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
+from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS, new_context_tool, search_history_tool
 from ..tools.workspace import resolve_in_workspace
 from .confirm import Proposal, Review
 from .layer1 import Emit
-from .strategy import Marks, marks_for
+from .strategy import Marks
 
 if TYPE_CHECKING:
+    from ..session.history import HistoryIndex
+    from ..tools.registry import Tool
     from .state import SharedState
 
 # A new window's first message gets at least this much room, however full the fixed prompt.
@@ -95,7 +98,7 @@ class RolloverStrategy:
         self.sync_window()
 
     def marks(self) -> Marks:
-        return marks_for(self.name, self.state.settings)
+        return tuple(self.state.settings.rollover_limits.items())
 
     def threshold(self) -> int:  # the base limit: where the host starts to act
         return self.state.settings.rollover_limits["base"]
@@ -106,6 +109,28 @@ class RolloverStrategy:
         if self.fallback_claimed:
             return "fallback"
         return "reminded" if self.reminded else "normal"
+
+    def sections(self) -> list[tuple[str, str]]:
+        return [("rollover", GUIDANCE)]
+
+    def tools(self, history: HistoryIndex, emit: Emit) -> list[Tool]:
+        """``new_context`` (declared to this strategy, its events to ``emit``) and ``search_history``."""
+        s = self.state
+        workspace = s.workspace or Path.cwd()
+        session = s.session_dir.name if s.session_dir is not None else None
+        return [
+            new_context_tool(workspace, lambda intent: self.declare(intent, emit)),
+            search_history_tool(history, lambda: session),
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        s = self.state
+        # The gauge and %context show these instead of the Layer 2 line.
+        return {
+            "rollover_limits": dict(s.settings.rollover_limits),
+            "rollovers": s.rollovers,
+            "rollover_phase": self.phase(),
+        }
 
     def restore(self, loaded: LoadResult) -> None:
         self.declared = _pending_intent(loaded)

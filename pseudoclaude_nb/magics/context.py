@@ -378,7 +378,7 @@ class ContextMagics(Magics):
                 else printable(f"would fail ({plan.error})", one_line=True)
             )
             lines.append(f"  preview pending: {what}")
-        last = session.context.last_compact if session else None
+        last = session.context.shared.last_compact if session else None
         if last is not None:
             outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
             lines.append(

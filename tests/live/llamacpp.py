@@ -125,7 +125,7 @@ def run_checks(base: str, ctx: int, workdir: Path) -> dict:
             report[strategy] = {
                 "status": summary.status,
                 "error": str(summary.error) if summary.error else None,
-                "window": agent.session.context.settings.context_window,
+                "window": agent.session.context.shared.settings.context_window,
                 "window_source": getattr(agent.last_provider, "window_source", None),
             }
             if strategy == "compact":
@@ -137,7 +137,7 @@ def run_checks(base: str, ctx: int, workdir: Path) -> dict:
                     "error": done.error,
                 }  # type: ignore[union-attr]
             else:
-                report["rollovers"] = agent.session.context.rollovers
+                report["rollovers"] = agent.session.context.shared.rollovers
         finally:
             agent.close()
     ratios = [r["server"] / r["estimate"] for r in report["requests"] if r["estimate"] and r["server"]]
