@@ -307,7 +307,7 @@ def test_stderr_is_a_bounded_ring(hub: McpHub, workspace: Path, tmp_path: Path) 
 def test_a_user_tool_named_like_an_mcp_tool_is_a_notice_not_a_crash(
     workspace: Path, agents, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from pseudoclaude_nb import agent_tools
+    from pseudoclaude_nb.agent import surface as agent_tools
     from pseudoclaude_nb.context import rollover as rollover_strategy
     from pseudoclaude_nb.mcp.tools import McpArgs
     from pseudoclaude_nb.tools.user import UserTool

@@ -9,7 +9,7 @@ ledger, breaker, counters, pending tool batch), the Layer 1 ``Spiller`` and a
 
 from .compact import CompactStrategy
 from .layer1 import Emit, Spiller, is_spill_preview
-from .manager import STRATEGIES, ContextManager, dry_strategy, strategy_for
+from .manager import STRATEGIES, ContextManager, dry_copy, dry_strategy, strategy_for
 from .rollover import FALLBACK_MARK, REMIND_MARK, FallbackTools, RolloverStrategy
 from .settings import CompactSettings
 from .state import SharedState
@@ -30,6 +30,7 @@ __all__ = [
     "SharedState",
     "Spiller",
     "is_spill_preview",
+    "dry_copy",
     "dry_strategy",
     "strategy_for",
 ]

@@ -16,6 +16,7 @@ logged as a replace marker plus snapshot) and writes to the log only ``spill``,
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
 
@@ -50,6 +51,16 @@ def strategy_for(name: str, state: SharedState) -> ContextStrategy:
 def dry_strategy(name: str, settings: CompactSettings, workspace: Path | None = None) -> ContextStrategy:
     """Strategy ``name`` over an empty conversation: what it adds and marks before any session."""
     return strategy_for(name, SharedState(Conversation([]), settings, workspace=workspace))
+
+
+def dry_copy(strategy: ContextStrategy, settings: CompactSettings) -> ContextStrategy:
+    """``strategy`` as it would stand under ``settings``, over a copy of its state: a plan that
+    only shows (``%context``) reads it and sets the copy's system and tools, never the session's."""
+    state = copy.copy(strategy.state)
+    state.settings = settings
+    dry = copy.copy(strategy)
+    dry.state = state
+    return dry
 
 
 class ContextManager:

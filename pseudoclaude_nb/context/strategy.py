@@ -24,12 +24,14 @@ if TYPE_CHECKING:
     from ..tools import ToolRegistry
     from ..tools.registry import Tool
     from .confirm import Review
+    from .state import SharedState
 
 Marks = tuple[tuple[str, int], ...]
 
 
 class ContextStrategy(Protocol):
     name: str
+    state: SharedState  # the session's (a strategy is built over it: ``manager.STRATEGIES``)
 
     def marks(self) -> Marks:
         """(label, tokens) lines for gauges and ``%context``: where this strategy acts."""

@@ -1,11 +1,15 @@
 """The agent of one kernel: which session is current, and how a run is put together.
 
-It owns the session lifecycle (new, resume, continue) and builds each run from the
-current settings: resume restores the *conversation*, never the runtime configuration,
-so the provider, model, permission mode and memory setting of this run apply. With memory
-on, a run gets the memory index in its system prompt and the ``read_memory`` tool, and a
-run that ends normally queues the memory update; with memory off, neither the index nor
-any note's body is in what the model is sent.
+``Agent`` is the composition root, and its parts are explicit members, each with one job:
+``surface`` (``RunSurface``: tools, system sections, MCP servers), ``run_memory``
+(``RunMemory``: the memory index and update), ``activity`` (``NotebookActivity``: the cells
+a run reports), ``windows`` (``AgentWindow``: learned windows) and ``pins``. It owns the
+session lifecycle (new, resume, continue). A run is three steps: ``plan_run`` decides
+everything from the current settings into a frozen ``RunPlan``, the ``Runner`` plays it,
+and a run that ended normally queues the memory update. ``%context`` shows a *dry* plan
+and never configures the live session. Resume restores the *conversation*, never the
+runtime configuration, so the provider, model, permission mode and memory setting of this
+run apply. With memory off, neither the index nor any note's body is in what the model is sent.
 """
 
 from __future__ import annotations
@@ -14,43 +18,39 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import Any
 
-from .agent_memory import MEMORY_WAIT_SECONDS, RunMemory
-from .agent_notebook import NOTEBOOK_IMAGES, NotebookActivity
-from .agent_session import ActiveSession
-from .agent_tools import Relay, RunSurface
-from .agent_views import ContextViews
-from .agent_window import AgentWindow
-from .config import PseudoClaude, RunConfig, load_dotenv_file, run_config
-from .context import CompactSettings, ContextManager, ContextStrategy, dry_strategy
-from .context.confirm import Ask, Review, text_ask
-from .context.layer2 import Plan
-from .context.pins import Pins
-from .context.undo import Undone
-from .conversation import Conversation, Hooks
-from .errors import ConfigError, SessionNotFoundError
-from .events import Compacted, RunEvent
-from .mcp import McpHub
-from .memory import MemoryManager
-from .messages import Message
-from .notebook import NotebookHost
-from .prompt import join_sections
-from .providers import Provider, provider_for
-from .runner import Listener, Notice, Runner, RunSummary
-from .session import LoadResult, SessionWriter, load_session, new_session_dir
-from .session.catalog import latest_session
-from .session.history import HistoryIndex
-from .session.paths import resolve_workspace, session_dir
-from .tools import Permissions, PythonExecutor
-
-# Re-exported: these lived here before the split, and callers import them from here.
-__all__ = ["MEMORY_WAIT_SECONDS", "NOTEBOOK_IMAGES", "ActiveSession", "Agent"]
+from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from ..context import CompactSettings, ContextManager, ContextStrategy, dry_strategy
+from ..context.confirm import Ask, Review, text_ask
+from ..context.layer2 import Plan
+from ..context.pins import Pins
+from ..context.undo import Undone
+from ..conversation import Conversation, Hooks
+from ..errors import ConfigError, SessionNotFoundError
+from ..events import Compacted, RunEvent
+from ..mcp import McpHub
+from ..memory import MemoryManager
+from ..messages import Message
+from ..notebook import ActivityBlock, NotebookHost
+from ..providers import Provider, provider_for
+from ..runner import Listener, Notice, Runner, RunSummary
+from ..session import LoadResult, SessionWriter, load_session, new_session_dir
+from ..session.catalog import latest_session
+from ..session.history import HistoryIndex
+from ..session.paths import resolve_workspace, session_dir
+from ..tools import Permissions, PythonExecutor
+from . import views
+from .memory import RunMemory
+from .notebook import NotebookActivity
+from .plan import RunPlan, plan_run
+from .session import ActiveSession
+from .surface import Relay, RunSurface
+from .window import AgentWindow
 
 
-class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
-    """The composition root: sessions and runs here; what a run offers (``RunSurface``), its
-    memory (``RunMemory``), its notebook activity (``NotebookActivity``) and what ``%context``
-    shows (``ContextViews``) are mixins over the same state."""
+class Agent:
+    """The composition root: sessions and runs here, the rest in its parts."""
 
     def __init__(
         self,
@@ -63,19 +63,28 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
     ) -> None:
         self.settings = settings or PseudoClaude()
         self.notebook_file = notebook_file
-        self.python_executor = python_executor
         self.notebook = notebook
-        self.ask = ask
         self.session: ActiveSession | None = None
         self.last_runner: Runner | None = None
         self.last_provider: Provider | None = None
         self._history: HistoryIndex | None = None
-        self._memory: MemoryManager | None = None
-        self.memory_wait = MEMORY_WAIT_SECONDS
         self._last_memory_index: str | None = None  # what the last run's requests carried
-        self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
         self.pins = Pins()  # the current session's, or held for the session the next run starts
         self.window_source: str | None = None  # where %context's window came from (issue 32)
+        # The parts (the workspace and the history index are read when used: both follow %config).
+        self.run_memory = RunMemory(self.settings, lambda: self.workspace)
+        self.activity = NotebookActivity(self.settings, notebook)
+        self.windows = AgentWindow()
+        self.surface = RunSurface(
+            self.settings,
+            workspace=lambda: self.workspace,
+            history=lambda: self.history,
+            memory=self.run_memory,
+            pins=self.pins,
+            notebook=notebook,
+            python_executor=python_executor,
+            ask=ask,
+        )
 
     @property
     def workspace(self) -> Path:
@@ -92,6 +101,64 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             # committed offsets, and every search catches up first (issue 18).
             self._history = HistoryIndex(ws, background=True)
         return self._history
+
+    # --- what the magics read and set of the parts -----------------------------------------
+
+    @property
+    def memory(self) -> MemoryManager:
+        """The project memory of the current workspace and the user memory (``%memory``)."""
+        return self.run_memory.memory
+
+    def pending_memory(self) -> MemoryManager | None:
+        """The memory whose update the last run started and is still running (the run's output
+        says what it did), else ``None``."""
+        return self.run_memory.pending()
+
+    @property
+    def memory_wait(self) -> float:
+        """How long a run waits for the previous run's memory update."""
+        return self.run_memory.wait
+
+    @memory_wait.setter
+    def memory_wait(self, seconds: float) -> None:
+        self.run_memory.wait = seconds
+
+    @property
+    def ask(self) -> Callable[[str], str] | None:
+        """How the agent asks the person (permissions, MCP approvals, confirmations); ``None``: input."""
+        return self.surface.ask
+
+    @ask.setter
+    def ask(self, ask: Callable[[str], str] | None) -> None:
+        self.surface.ask = ask
+
+    @property
+    def skip_counts(self) -> frozenset[int]:
+        """Execution counts the next run's block leaves out (``%agent --skip-cells``)."""
+        return self.activity.skip_counts
+
+    @skip_counts.setter
+    def skip_counts(self, counts: frozenset[int]) -> None:
+        self.activity.skip_counts = counts
+
+    @property
+    def mcp(self) -> McpHub:
+        """The kernel's MCP servers (``%mcp``); nothing runs until a run or ``%mcp`` starts them."""
+        return self.surface.mcp
+
+    def prepare_mcp(self, *, start: bool = True) -> list[str]:
+        return self.surface.prepare_mcp(start=start)
+
+    def describe_tools(self) -> str:
+        """``%agent --tools`` as text: every tool the next run offers, the user's own marked."""
+        return self.surface.describe_tools(self._context_strategy())
+
+    def tool_listing(self) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+        return self.surface.tool_listing(self._context_strategy())
+
+    def notebook_block(self, active: ActiveSession | None = None) -> ActivityBlock | None:
+        """The cells the next run of ``active`` (default: the current session) would report."""
+        return self.activity.block(active if active is not None else self.session)
 
     # --- sessions ------------------------------------------------------------------------
 
@@ -142,27 +209,10 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
 
-    def _use_strategy(self, active: ActiveSession, strategy: str) -> ContextManager:
-        """The session's context with ``strategy`` current; a switch keeps the whole shared state."""
-        active.context.use(strategy)
-        return active.context
-
-    def _strategy(self) -> str:
-        if self.session is not None:
-            return self.session.context.strategy.name
-        return self.settings.strategy
-
-    def _context_strategy(self, settings: CompactSettings | None = None) -> ContextStrategy:
-        """The current session's strategy, else the configured one over no session (dry)."""
-        if self.session is not None:
-            return self.session.context.strategy
-        return dry_strategy(self.settings.strategy, settings or CompactSettings(), self.workspace)
-
     def close(self) -> None:
         """The end of this agent: the session closed, the MCP servers stopped."""
         self._close_session()
-        if self._mcp is not None:
-            self._mcp.close()
+        self.surface.close()
 
     def _close_session(self) -> None:
         if self.session is not None:
@@ -210,10 +260,10 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         confirm: Ask | None = None,
         **options: object,
     ) -> RunSummary:
-        """One ``%agent`` run; ``confirm`` asks the person about replaces when
-        ``confirm_compaction`` is on (default: a text prompt through ``self.ask`` or ``input``)."""
+        """One ``%agent`` run: plan, play, then the memory update. ``confirm`` asks the person
+        about replaces when ``confirm_compaction`` is on (default: a text prompt through ``ask``)."""
         config = self.config(**options)
-        env_notices = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
+        warnings = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
         provider = provider_for(config)
         if new:
             self.new_session()
@@ -221,33 +271,42 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             self.resume(session_id)
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
-        context = self._use_strategy(active, config.strategy)
-        memory_events: list[RunEvent] = []
-        memory_index = self._memory_for_run(config.memory, memory_events)
+        active.context.use(config.strategy)  # a switch keeps the whole shared state
         relay = Relay()  # this run's events, for tools that report (new_context)
-        mcp_problems = self.prepare_mcp()
-        tools = self._tools(context.strategy, memory_index, relay)
-        system = join_sections(self._sections(context.strategy, memory_index))
-        window_notes = self.learn_window(provider)
-        window_notes += self.tools_notice(tools.schemas(), provider.context_window, self.settings.compact_tools)
-        context.shared.configure(
-            self.compact_settings(provider.context_window), system=system, tools=tools.schemas()
-        )
+        plan = plan_run(self, config, provider, active=active, emit=relay, warnings=warnings)
+        runner = self._runner(plan, active, listeners, confirm)
+        relay.target = runner.emit
+        for event in plan.notices:
+            runner.emit(event)
+        first = self._first_message(plan, active, runner, prompt)
+        summary, new_messages = self._play(runner, active, first)
+        if summary.status == "done" and config.memory:
+            self.run_memory.update(new_messages, provider, active)
+        return summary
+
+    def _runner(
+        self, plan: RunPlan, active: ActiveSession, listeners: Iterable[Listener], confirm: Ask | None
+    ) -> Runner:
+        """The plan applied to the session's context, and the runner that plays it."""
+        context, config = active.context, plan.config
+        provider = plan.provider
+        assert provider is not None  # a run's plan always has one
+        context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
         context.shared.start_run()
 
         def on_window(window: int) -> None:
-            self.adopt_window(provider, window)
-            context.shared.configure(self.compact_settings(window), system=system, tools=tools.schemas())
+            self.windows.adopt_window(provider, window)
+            context.shared.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
 
         self.last_provider = provider
         permissions = Permissions(config.permission_mode, ask=self.ask)
-        permissions.always_allowed |= {t.name for t in tools if getattr(t, "preapproved", False)}
+        permissions.always_allowed |= {t.name for t in plan.tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,
             provider=provider,
-            tools=tools,
+            tools=plan.tools,
             permissions=permissions,
-            system_prompt=system,
+            system_prompt=plan.system,
             writer=active.writer,
             context=context,
             max_steps=config.max_steps,
@@ -257,32 +316,24 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             review=self._review(config, confirm),
             on_window=on_window,
         )
-        relay.target = runner.emit
         self.last_runner = runner
-        self._last_memory_index = memory_index
-        block = self.notebook_block(active) if config.notebook else None
-        if block is not None and (block.total or block.skipped):
-            runner.emit(Notice(block.summary()))
-        for event in memory_events:
-            runner.emit(event)
-        for text in window_notes:
-            runner.emit(Notice(text))
-        for text in env_notices + mcp_problems:
-            runner.emit(Notice(text, "warning"))
-        if not config.memory:
-            self._withhold_memory(active, runner)
-        if config.provider == "auto" and provider.name == "offline":
-            runner.emit(
-                Notice(
-                    "no ANTHROPIC_API_KEY, OPENAI_API_KEY or OPENAI_BASE_URL is set: no model will answer. "
-                    "The offline explainer explains the newest error in the cells you ran, and nothing "
-                    "else; set a key for a model, or run %agent --provider demo for the offline tour."
-                )
-            )
-        prompt = self._resume_notices(active, provider.model, config, runner) + prompt
-        first = self._first_message(prompt, block, active)
+        self._last_memory_index = plan.memory_index
+        return runner
+
+    def _first_message(self, plan: RunPlan, active: ActiveSession, runner: Runner, prompt: str) -> Message:
+        """What the session must hear before the prompt (memory withheld, a model change, a long
+        idle), then the run's first message: the notebook block and the prompt."""
+        if not plan.config.memory:
+            withheld = self.run_memory.withhold(active)
+            if withheld is not None:
+                runner.emit(withheld)
+        prompt = self._resume_notices(active, runner.provider.model, plan.config, runner) + prompt
+        return self.activity.first_message(prompt, plan.block, active)
+
+    def _play(self, runner: Runner, active: ActiveSession, first: Message) -> tuple[RunSummary, list[Message]]:
+        """The run itself; what it appended (whatever replaces happen), and the log settled after."""
         self.history.on_notice = lambda text: runner.emit(Notice(text, "warning"))
-        new_messages: list[Message] = []  # what this run appended, whatever replaces happen
+        new_messages: list[Message] = []
         collect = Hooks(on_append=new_messages.append)
         active.conversation.add_hooks(collect)
         try:
@@ -298,9 +349,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
             active.writer.settle_meta()
             for text in active.writer.take_notices():
                 runner.emit(Notice(text, "warning"))
-        if summary.status == "done" and config.memory:
-            self._update_memory(new_messages, provider, active)
-        return summary
+        return summary, new_messages
 
     def _review(self, config: RunConfig, confirm: Ask | None) -> Review | None:
         """This run's say over replaces (``confirm_compaction``): ``confirm``, else a text prompt."""
@@ -315,7 +364,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         """
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_context()
+        self._prepared_session()
         targets = list(listeners)
 
         def emit(event: RunEvent) -> None:
@@ -330,7 +379,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         """``%compact --preview``: what Layer 2 would do now, summary included; nothing is written."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_context()
+        self._prepared_session()
         return self.session.context.preview(self.provider_for_context())
 
     def compact_apply(self, text: str | None = None) -> Compacted:
@@ -338,15 +387,72 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         ``text`` in its place (``--edit``)."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_context()
+        self._prepared_session()
         return self.session.context.apply(text=text)
 
     def compact_undo(self) -> Undone:
         """``%compact --undo``: restore the state before the last compaction or rollover commit."""
+        return self._prepared_session().context.undo()
+
+    # --- what %context shows ---------------------------------------------------------------
+
+    def _strategy(self) -> str:
+        if self.session is not None:
+            return self.session.context.strategy.name
+        return self.settings.strategy
+
+    def _context_strategy(self) -> ContextStrategy:
+        """The current session's strategy, else the configured one over no session (dry)."""
+        if self.session is not None:
+            return self.session.context.strategy
+        return dry_strategy(self.settings.strategy, CompactSettings(), self.workspace)
+
+    def provider_for_context(self) -> Provider:
+        """The provider of the last run (a scripted one keeps its place), else a new one."""
+        if self.last_provider is not None:
+            return self.last_provider
+        return provider_for(self.config(strategy=self._strategy()))
+
+    def dry_plan(self) -> RunPlan:
+        """The plan of the next run, made without touching the session (``%context``)."""
+        config = self.config(strategy=self._strategy())
+        try:
+            provider = self.provider_for_context()
+        except ConfigError:
+            provider = None
+        self.window_source = "--context-window" if config.context_window else None
+        if provider is not None and not config.context_window:
+            learn = getattr(provider, "learn_window", None)
+            if learn is not None:
+                learn()  # asked once per server and model, then cached (issue 32)
+            self.window_source = getattr(provider, "window_source", None)
+        return plan_run(self, config, provider, active=self.session, emit=_ignore, dry=True)
+
+    def _prepared_session(self) -> ActiveSession:
+        """The current session's context configured as the next run would (``%compact`` acts on it)."""
         if self.session is None:
             raise ConfigError("no current session; run %agent or %sessions resume first")
-        self._prepared_context()
-        return self.session.context.undo()
+        plan = self.dry_plan()
+        self.session.context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
+        return self.session
+
+    def context_manifest(self) -> dict[str, Any]:
+        """What the next request would contain, part by part (``%context``)."""
+        return views.next_request(
+            self.dry_plan(),
+            active=self.session,
+            settings=self.settings,
+            window_source=self.window_source,
+            last_runner=self.last_runner,
+        )
+
+    def last_manifest(self) -> dict[str, Any] | None:
+        """The manifest of the last request actually sent (``%context --last``)."""
+        runner = self.last_runner
+        if runner is None:
+            return None
+        settings = self.compact_settings(runner.provider.context_window)
+        return views.last_request(runner, self._last_memory_index, settings)
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""
@@ -367,3 +473,7 @@ class Agent(ContextViews, RunSurface, RunMemory, NotebookActivity, AgentWindow):
         active.previous_model = None
         return prefix
 
+
+
+def _ignore(event: RunEvent) -> None:
+    """A dry plan's tools say nothing: they are only listed."""
