@@ -18,29 +18,23 @@ import time
 from collections.abc import Callable, Iterable
 from functools import partial
 
-from .compact.estimate import estimate_request
 from .context import ContextManager
 from .context.confirm import Review
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
 from .events import (
     AssistantDelta,
-    CompactStarted,
     Listener,
     Notice,
-    PermissionAnswered,
-    PermissionAsked,
     ReasoningDelta,
-    RolloverDeclared,
     RunEvent,
     RunFinished,
     RunSummary,
     StepFinished,
     StepStarted,
-    ToolFinished,
-    ToolStarted,
 )
-from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage
+from .hooks import RunEvents, RunHooks
+from .messages import ImagePart, Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
@@ -76,6 +70,7 @@ class Runner(Limits):
         max_tokens: int = Request.max_tokens,
         review: Review | None = None,
         on_window: Callable[[int], None] | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self.conversation = conversation
         self.on_window = on_window  # told the window a context-length error named
@@ -86,46 +81,21 @@ class Runner(Limits):
         self.writer = writer
         self.max_steps = max_steps
         self.strict = strict
-        self.listeners = list(listeners)
+        # The run's hooks: given (made before the tools that report through them), or the
+        # listeners' own. Everything the run reports goes through them.
+        self.hooks = hooks if hooks is not None else RunEvents(listeners)
         self.context = context  # told this run's emit on every call, never kept
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
-        self._last_usage: Usage | None = None  # the last answer's, for what a replace un-caches
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
     def emit(self, event: RunEvent) -> None:
-        if isinstance(event, (CompactStarted, RolloverDeclared)):
-            self._say_cache_loss(event)
-        # Listeners only observe: a broken display must not break the run (an interrupt,
-        # though, is the user's and goes through).
-        for listener in list(self.listeners):
-            try:
-                listener(event)
-            except Exception as exc:  # noqa: BLE001 - any display bug: detached and said as a notice
-                self.listeners.remove(listener)
-                self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
-
-    def _say_cache_loss(self, event: CompactStarted | RolloverDeclared) -> None:
-        """issue 31: a replace makes the next request write the conversation to the prompt cache
-        again; say how much of it was cached (the last request's prompt, as measured, less the
-        system prompt and tools, which stay cached)."""
-        request, usage = self.last_request, self._last_usage
-        if request is None or usage is None:
-            return  # no request of this run yet: what is cached is not known here
-        cached = usage.prompt_total - estimate_request(request.system, [], request.tools)
-        if cached > 0:
-            what = "compaction" if isinstance(event, CompactStarted) else "handoff"
-            self.emit(
-                Notice(
-                    f"this {what} invalidates ~{cached:,} cached tokens of the prompt cache "
-                    "(the system prompt and tools stay cached)"
-                )
-            )
+        self.hooks.on_event(event)
 
     def run(self, prompt: str | Message) -> RunSummary:
         """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
@@ -211,7 +181,6 @@ class Runner(Limits):
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
         summary.spend.add(response.usage, self.provider.model)
-        self._last_usage = response.usage
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
             self.context.shared.on_usage(response.usage, len(self.conversation), sent)
@@ -223,6 +192,7 @@ class Runner(Limits):
 
     def _ask(self, request: Request) -> Response:
         assembler = StreamAssembler()
+        self.hooks.on_llm_start(request)
         try:
             for event in self.provider.stream(request):
                 assembler.feed(event)
@@ -236,7 +206,9 @@ class Runner(Limits):
                 text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
-        return assembler.finish()
+        response = assembler.finish()
+        self.hooks.on_llm_end(request, response)
+        return response
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
@@ -319,18 +291,12 @@ class Runner(Limits):
 
     def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
-            self.emit(ToolStarted(call))
+            self.hooks.on_tool_start(call)
             started, waited = time.monotonic(), self.permissions.waited
-            self.permissions.on_prompt = lambda allowed, call=call: self.emit(
-                PermissionAsked(call) if allowed is None else PermissionAnswered(call, allowed)
-            )
-            try:
-                result = self.surface.run(call, self.permissions)
-            finally:
-                self.permissions.on_prompt = None
+            result = self.surface.run(call, self.permissions, self.hooks)
             # The tool's time, without the time the user took to answer a permission prompt.
             asked = self.permissions.waited - waited
-            self.emit(ToolFinished(call, result, time.monotonic() - started - asked))
+            self.hooks.on_tool_end(call, result, time.monotonic() - started - asked)
             admitted = result
             if self.context is not None:
                 try:

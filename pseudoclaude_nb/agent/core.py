@@ -29,6 +29,7 @@ from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
 from ..errors import ConfigError, SessionNotFoundError
 from ..events import Compacted, RunEvent
+from ..hooks import RunEvents, RunHooks
 from ..mcp import McpHub
 from ..memory import MemoryManager
 from ..messages import Message
@@ -45,7 +46,7 @@ from .memory import RunMemory
 from .notebook import NotebookActivity
 from .plan import RunPlan, plan_run
 from .session import ActiveSession
-from .surface import Relay, RunSurface
+from .surface import RunSurface
 from .window import AgentWindow
 
 
@@ -272,10 +273,9 @@ class Agent:
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
         active.context.use(config.strategy)  # a switch keeps the whole shared state
-        relay = Relay()  # this run's events, for tools that report (new_context)
-        plan = plan_run(self, config, provider, active=active, emit=relay, warnings=warnings)
-        runner = self._runner(plan, active, listeners, confirm)
-        relay.target = runner.emit
+        hooks = RunEvents(listeners)  # before the tools: those that report (new_context) get them
+        plan = plan_run(self, config, provider, active=active, emit=hooks.on_event, warnings=warnings)
+        runner = self._runner(plan, active, hooks, confirm)
         for event in plan.notices:
             runner.emit(event)
         first = self._first_message(plan, active, runner, prompt)
@@ -284,9 +284,7 @@ class Agent:
             self.run_memory.update(new_messages, provider, active)
         return summary
 
-    def _runner(
-        self, plan: RunPlan, active: ActiveSession, listeners: Iterable[Listener], confirm: Ask | None
-    ) -> Runner:
+    def _runner(self, plan: RunPlan, active: ActiveSession, hooks: RunHooks, confirm: Ask | None) -> Runner:
         """The plan applied to the session's context, and the runner that plays it."""
         context, config = active.context, plan.config
         provider = plan.provider
@@ -311,7 +309,7 @@ class Agent:
             context=context,
             max_steps=config.max_steps,
             strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
-            listeners=listeners,
+            hooks=hooks,
             max_tokens=config.agent_output_tokens,
             review=self._review(config, confirm),
             on_window=on_window,
@@ -332,7 +330,6 @@ class Agent:
 
     def _play(self, runner: Runner, active: ActiveSession, first: Message) -> tuple[RunSummary, list[Message]]:
         """The run itself; what it appended (whatever replaces happen), and the log settled after."""
-        self.history.on_notice = lambda text: runner.emit(Notice(text, "warning"))
         new_messages: list[Message] = []
         collect = Hooks(on_append=new_messages.append)
         active.conversation.add_hooks(collect)
@@ -344,10 +341,11 @@ class Agent:
             # The run's last appends into the index before the next cell (once per run, not per
             # append), and any problem the background indexer met said during the run.
             self.history.flush()
-            self.history.on_notice = None
             # The listing and resume --last then read a current sidecar (no catch-up).
             active.writer.settle_meta()
-            for text in active.writer.take_notices():
+            # What the index and the writer could not keep, said in the run that met it.
+            met, self.history.notices[:] = list(self.history.notices), []
+            for text in met + active.writer.take_notices():
                 runner.emit(Notice(text, "warning"))
         return summary, new_messages
 

@@ -164,31 +164,5 @@ class RunSurface:
         return with_memory(with_pins(sections, self.pins.texts()), memory_index)
 
 
-class Relay:
-    """The events of one run, for what is built before its runner (the tools): those sent
-    before the runner exists are kept and delivered when ``target`` is set."""
-
-    def __init__(self) -> None:
-        self._target: Emit | None = None
-        self._early: list[RunEvent] = []
-
-    @property
-    def target(self) -> Emit:
-        return self._target or _ignore
-
-    @target.setter
-    def target(self, emit: Emit) -> None:
-        self._target = emit
-        early, self._early = self._early, []
-        for event in early:
-            emit(event)
-
-    def __call__(self, event: RunEvent) -> None:
-        if self._target is None:
-            self._early.append(event)
-        else:
-            self._target(event)
-
-
 def _ignore(event: RunEvent) -> None:
-    pass
+    """Nobody listens (``%agent --tools``, a dry plan): a clash is only listed."""

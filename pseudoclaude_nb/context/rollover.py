@@ -51,6 +51,7 @@ from .layer1 import Emit
 from .strategy import Marks
 
 if TYPE_CHECKING:
+    from ..hooks import RunHooks
     from ..session.history import HistoryIndex
     from ..tools.registry import Tool
     from .state import SharedState
@@ -70,9 +71,9 @@ class FallbackTools(ToolRegistry):
         super().__init__(t for t in tools if t.name in allowed)
         self.full = tools
 
-    def run(self, call: ToolCall, permissions: Permissions) -> ToolResult:
+    def run(self, call: ToolCall, permissions: Permissions, hooks: RunHooks | None = None) -> ToolResult:
         if call.name in self:
-            return super().run(call, permissions)
+            return super().run(call, permissions, hooks)
         offered = " and ".join(self.names()) or "no tools"
         return ToolResult(
             call_id=call.id,
