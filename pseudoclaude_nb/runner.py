@@ -42,6 +42,7 @@ from .providers.base import ReasoningDelta as StreamReasoning
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
+from .session.record import NO_RECORD, SessionRecord
 from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
@@ -79,6 +80,7 @@ class Runner(Limits):
         self.permissions = permissions
         self.system_prompt = system_prompt
         self.writer = writer
+        self.record: SessionRecord = writer if writer is not None else NO_RECORD  # entries besides messages
         self.max_steps = max_steps
         self.strict = strict
         # The run's hooks: given (made before the tools that report through them), or the
@@ -185,8 +187,7 @@ class Runner(Limits):
             sent = self.last_request.tools if self.last_request is not None else None
             self.context.shared.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
-        if self.writer is not None:
-            self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        self.record.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
         self.emit(StepFinished(step, response.usage, message, self.provider.model))
         return message
 
@@ -259,8 +260,7 @@ class Runner(Limits):
             self.conversation.replace("resync", messages)
             text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
-            if self.writer is not None:
-                self.writer.note(text, "warning")
+            self.record.note(text, "warning")
         request = Request(
             system=self.system_prompt,
             messages=messages,

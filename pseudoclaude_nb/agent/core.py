@@ -458,7 +458,7 @@ class Agent:
         if active.previous_model and active.previous_model != model:
             text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
-            active.writer.note(text)
+            active.record.note(text)
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
             hours = (time.time() - active.idle_since) / 3600
             text = (
@@ -466,7 +466,7 @@ class Agent:
                 "have changed since: re-check them before relying on earlier observations."
             )
             runner.emit(Notice(text))
-            active.writer.note(text)
+            active.record.note(text)
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix

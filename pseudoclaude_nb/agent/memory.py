@@ -93,7 +93,7 @@ class RunMemory:
     def update(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
         if not _plays_memory(provider):
             return
-        log = active.writer
+        log = active.record
         self.memory.update_async(
             messages,
             provider=provider,

@@ -13,6 +13,7 @@ from pathlib import Path
 from ..context import ContextManager
 from ..conversation import Conversation
 from ..session import SessionWriter
+from ..session.record import SessionRecord
 
 
 @dataclass
@@ -28,3 +29,8 @@ class ActiveSession:
     @property
     def id(self) -> str:
         return self.dir.name
+
+    @property
+    def record(self) -> SessionRecord:
+        """Where notes go (the log's one route besides messages)."""
+        return self.writer

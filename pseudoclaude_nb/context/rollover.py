@@ -233,15 +233,14 @@ class RolloverStrategy:
         intent = replace(
             intent, call_id=call.id if call else None, message_uuid=caller.id if caller else None
         )
-        if s.writer is not None:
-            s.writer.rollover(
-                phase="intent",
-                reason="model",
-                handoff=intent.handoff.model_dump(),
-                related_files=[f.to_dict() for f in intent.related_files],
-                call_id=intent.call_id,
-                message_uuid=intent.message_uuid,
-            )
+        s.record.rollover(
+            phase="intent",
+            reason="model",
+            handoff=intent.handoff.model_dump(),
+            related_files=[f.to_dict() for f in intent.related_files],
+            call_id=intent.call_id,
+            message_uuid=intent.message_uuid,
+        )
         self.declared = intent
         missing = tuple(f.path for f in intent.related_files if not f.exists)
         emit(RolloverDeclared(intent.call_id, intent.message_uuid, len(intent.related_files), missing))
@@ -315,17 +314,16 @@ class RolloverStrategy:
             )
         s.reset_anchor(new)
         after = s.anchor[0] if s.anchor else 0
-        if s.writer is not None:
-            s.writer.rollover(
-                phase="commit",
-                reason=reason,
-                handoff=intent.handoff.model_dump(),
-                related_files=[f.to_dict() for f in intent.related_files],
-                call_id=intent.call_id,
-                message_uuid=intent.message_uuid,
-                before_tokens=before,
-                after_tokens=after,
-            )
+        s.record.rollover(
+            phase="commit",
+            reason=reason,
+            handoff=intent.handoff.model_dump(),
+            related_files=[f.to_dict() for f in intent.related_files],
+            call_id=intent.call_id,
+            message_uuid=intent.message_uuid,
+            before_tokens=before,
+            after_tokens=after,
+        )
         self.declared, self.reminded, self.fallback_claimed, self.pruned = None, False, False, False
         s.rollovers += 1
         event = RolloverCommitted(
@@ -361,8 +359,7 @@ class RolloverStrategy:
         after = s.calibrated(s.estimate_of([Message(role="user", content=text)]))
         decision = review.decide(Proposal("rollover", reason, rendered, before, after, count, 0), emit)
         if decision.action == "reject":
-            if s.writer is not None:
-                s.writer.note(f"{reason} rollover rejected by the person; the window stays", "info")
+            s.record.note(f"{reason} rollover rejected by the person; the window stays", "info")
             return None
         if decision.action == "edit" and decision.text is not None:
             # The person's text takes the handoff's place; the anchors and the pinned request stay.
