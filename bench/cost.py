@@ -326,7 +326,7 @@ def run_task(root: Path, template: Path, strategy: Strategy, runs: list, window:
             seconds=time.perf_counter() - started,
             steps=provider.turns_used + provider.handoffs,
             compactions=context.shared.compactions,
-            rollovers=getattr(context, "rollovers", 0),
+            rollovers=context.shared.rollovers,
             spills=context.shared.ledger.spilled,
             statuses=statuses,
             rollover_reasons=_commits(folder / LOG_NAME),
