@@ -29,8 +29,8 @@ from typing import Any
 
 import orjson
 
-from pseudoclaude_nb import agent as agent_module
 from pseudoclaude_nb.agent import Agent
+from pseudoclaude_nb.agent import core as agent_module  # where a run builds its provider
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.base import Request
