@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
+from ..compact.manifest import Manifest
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from ..context import CompactSettings, ContextManager, ContextStrategy, dry_strategy
 from ..context.confirm import Ask, Review, text_ask
@@ -434,7 +435,7 @@ class Agent:
         self.session.context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
         return self.session
 
-    def context_manifest(self) -> dict[str, Any]:
+    def next_manifest(self) -> Manifest:
         """What the next request would contain, part by part (``%context``)."""
         return views.next_request(
             self.dry_plan(),
@@ -444,13 +445,22 @@ class Agent:
             last_runner=self.last_runner,
         )
 
-    def last_manifest(self) -> dict[str, Any] | None:
+    def sent_manifest(self) -> Manifest | None:
         """The manifest of the last request actually sent (``%context --last``)."""
         runner = self.last_runner
         if runner is None:
             return None
         settings = self.compact_settings(runner.provider.context_window)
         return views.last_request(runner, self._last_memory_index, settings)
+
+    def context_manifest(self) -> dict[str, Any]:
+        """``next_manifest`` as JSON data (``%context --json``)."""
+        return self.next_manifest().as_dict()
+
+    def last_manifest(self) -> dict[str, Any] | None:
+        """``sent_manifest`` as JSON data (``%context --json --last``)."""
+        sent = self.sent_manifest()
+        return sent.as_dict() if sent is not None else None
 
     def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
         """Say once that the model changed; ask the model to re-check after a long idle."""

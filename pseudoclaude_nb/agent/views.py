@@ -10,9 +10,9 @@ request the last runner actually sent.
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import replace
 
-from ..compact.manifest import manifest, notebook_cells
+from ..compact.manifest import Manifest, manifest, notebook_cells
 from ..config import PseudoClaude
 from ..context import CompactSettings
 from ..context.cache import outlook
@@ -33,7 +33,7 @@ def next_request(
     settings: PseudoClaude,
     window_source: str | None,
     last_runner: Runner | None,
-) -> dict[str, Any]:
+) -> Manifest:
     """What the next request would contain, part by part (``%context``).
 
     The memory index is its own part (``memory_included``, ``memory_index``), not a
@@ -42,41 +42,13 @@ def next_request(
     sections = without_memory(list(plan.sections))
     tools = plan.schemas()
     strategy = plan.strategy
-    extra: dict[str, Any] = {
-        "window_source": window_source,
-        "strategy": strategy.name,
-        "session_id": None,
-        "memory_policy": settings.memory_policy,
-        "user_tools": [t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
-    }
     block = plan.block
     pending = block.text if block is not None and block.text else None
-    extra["notebook_pending_cells"] = block.shown if pending and block is not None else 0
-    extra.update(notebook_cells(block))  # issue-29: the cells, each with its estimate
-    extra.update(strategy.describe())  # e.g. rollover's limits instead of the Layer 2 line
-    if active is None:
-        return manifest(
-            sections=sections,
-            messages=[],
-            tools=tools,
-            context_window=plan.settings.context_window,
-            threshold=strategy.threshold(),
-            memory_index=plan.memory_index,
-            extra=extra,
-            pending_notebook=pending,
-        )
     state = strategy.state  # the plan's copy: reading the estimate never moves the session's anchor
-    estimate = state.estimate()
-    extra.update(
-        session_id=active.id,
-        breaker="open" if state.breaker.open else "closed",
-        breaker_failures=state.breaker.failures,
-        spills=state.ledger.spilled,
-        compactions=state.compactions,
-    )
-    messages = active.conversation.messages()
+    messages = active.conversation.messages() if active is not None else []
     if settings.memory_policy == "off":
         messages, _ = withhold_bodies(messages)
+    estimate = state.estimate() if active is not None else None
     data = manifest(
         sections=sections,
         messages=messages,
@@ -84,25 +56,44 @@ def next_request(
         context_window=plan.settings.context_window,
         threshold=strategy.threshold(),
         estimated_tokens=estimate,
-        anchor_tokens=state.anchor[0] if state.anchor else 0,
+        anchor_tokens=state.anchor[0] if active is not None and state.anchor else 0,
         memory_index=plan.memory_index,
-        extra=extra,
         pending_notebook=pending,
     )
+    data = replace(
+        data,
+        window_source=window_source,
+        strategy=strategy.name,
+        marks=strategy.marks(),
+        strategy_view=strategy.describe(),  # e.g. rollover's limits instead of the Layer 2 line
+        memory_policy=settings.memory_policy,
+        user_tools=[t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
+        notebook_pending_cells=block.shown if pending and block is not None else 0,
+        **notebook_cells(block),  # issue-29: the cells, each with its estimate
+    )
+    if active is None:
+        return data
+    data = replace(
+        data,
+        session_id=active.id,
+        breaker="open" if state.breaker.open else "closed",
+        breaker_failures=state.breaker.failures,
+        spills=state.ledger.spilled,
+        compactions=state.compactions,
+    )
     anchored = bool(state.anchor and state.anchor[0] > 0)
-    data.update(_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored))
-    return data
+    return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored)
 
 
-def _cache_and_cost(
-    data: dict[str, Any],
+def _with_cache_and_cost(
+    data: Manifest,
     messages: list,
     active: ActiveSession,
     settings: PseudoClaude,
     last_runner: Runner | None,
     *,
     anchored: bool,
-) -> dict[str, Any]:
+) -> Manifest:
     """issue 31: the run's and the session's cost, the cache hit ratio, and the cache outlook
     of the next request (breakpoints, expected cache read)."""
     spend = session_spend(active.writer.path)
@@ -112,7 +103,7 @@ def _cache_and_cost(
     provider = last_runner.provider.name if last_runner is not None else settings.provider
     if provider == "auto":
         provider = auto_provider()  # the one a run would pick now
-    head = sum(data["parts"].get(k, 0) for k in ("system", "pins", "memory", "tool_schemas", "mcp_tool_schemas"))
+    head = sum(data.parts.get(k, 0) for k in ("system", "pins", "memory", "tool_schemas", "mcp_tool_schemas"))
     cache = outlook(
         provider=provider,
         head_tokens=head,
@@ -124,8 +115,9 @@ def _cache_and_cost(
     )
     ratio = spend.hit_ratio()
     session_cost = spend.cost()
-    return {
-        "cost": {
+    return replace(
+        data,
+        cost={
             "run": run.cost().text() if run is not None and run.requests else None,
             "session": session_cost.text() if spend.requests else None,
             "session_saved": session_cost.saved_text() if spend.requests and session_cost.known else "",
@@ -133,12 +125,12 @@ def _cache_and_cost(
             "cache_hit_ratio": None if ratio is None else round(ratio, 4),
             "model": last_model,
         },
-        "cache": cache.as_dict(),
-        "cache_lines": cache.lines(),
-    }
+        cache=cache.as_dict(),
+        cache_lines=cache.lines(),
+    )
 
 
-def last_request(runner: Runner | None, memory_index: str | None, settings: CompactSettings) -> dict[str, Any] | None:
+def last_request(runner: Runner | None, memory_index: str | None, settings: CompactSettings) -> Manifest | None:
     """The manifest of the last request ``runner`` actually sent (``%context --last``);
     ``memory_index`` is what that run's system prompt carried."""
     if runner is None or runner.last_request is None:
@@ -149,12 +141,12 @@ def last_request(runner: Runner | None, memory_index: str | None, settings: Comp
         system = system[: -len(memory_index) - 2]
     elif memory_index and memory_index not in system:
         memory_index = None
-    return manifest(
+    data = manifest(
         sections=[("system prompt as sent", system)],
         messages=request.messages,
         tools=request.tools,
         context_window=settings.context_window,
         threshold=settings.threshold,
         memory_index=memory_index,
-        extra={"provider": runner.provider.name, "model": runner.provider.model},
     )
+    return replace(data, provider=runner.provider.name, model=runner.provider.model, next_request=False)
