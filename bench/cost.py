@@ -29,8 +29,8 @@ from typing import Any
 
 import orjson
 
-from pseudoclaude_nb import agent as agent_module
 from pseudoclaude_nb.agent import Agent
+from pseudoclaude_nb.agent import core as agent_module  # where a run builds its provider
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.base import Request
@@ -325,9 +325,9 @@ def run_task(root: Path, template: Path, strategy: Strategy, runs: list, window:
             session_dir=folder,
             seconds=time.perf_counter() - started,
             steps=provider.turns_used + provider.handoffs,
-            compactions=context.compactions,
-            rollovers=getattr(context, "rollovers", 0),
-            spills=context.ledger.spilled,
+            compactions=context.shared.compactions,
+            rollovers=context.shared.rollovers,
+            spills=context.shared.ledger.spilled,
             statuses=statuses,
             rollover_reasons=_commits(folder / LOG_NAME),
         )

@@ -68,14 +68,14 @@ def play(messages: list[Message], count: Callable[[str], int]) -> dict:
     """One session through the product's ``ContextManager``; errors of its estimates."""
     conversation = Conversation()
     context = ContextManager(conversation, CompactSettings(context_window=10**9))
-    context.configure(context.settings, system=SYSTEM, tools=[])
+    context.shared.configure(context.shared.settings, system=SYSTEM, tools=[])
     warm = max(MIN_WARM_STEPS, math.ceil(len(messages) * WARM_SHARE))
     total = count(SYSTEM)
     scored = {"bytes": 0, "tokens": 0, "seed": 0, "calibrated": 0}
     steps: list[float] = []
     for i, m in enumerate(messages):
         size, truth = message_bytes(m), message_tokens(m, count)
-        guess = tokens_for_bytes(size, context.calibration.ratio)
+        guess = tokens_for_bytes(size, context.shared.calibration.ratio)
         if i >= warm:
             scored["bytes"] += size
             scored["tokens"] += truth
@@ -84,7 +84,7 @@ def play(messages: list[Message], count: Callable[[str], int]) -> dict:
             steps.append(guess / truth - 1)
         conversation.append(m)
         total += truth
-        context.on_usage(Usage(input_tokens=total), len(conversation))
+        context.shared.on_usage(Usage(input_tokens=total), len(conversation))
     all_bytes = sum(message_bytes(m) for m in messages)
     steps.sort()
     return {
@@ -93,7 +93,7 @@ def play(messages: list[Message], count: Callable[[str], int]) -> dict:
         "bytes_per_token": round(scored["bytes"] / scored["tokens"], 3),
         "seed_error": round(scored["seed"] / scored["tokens"] - 1, 4),
         "calibrated_error": round(scored["calibrated"] / scored["tokens"] - 1, 4),
-        "final_ratio": round(context.calibration.ratio, 3),
+        "final_ratio": round(context.shared.calibration.ratio, 3),
         "scored_steps": len(steps),
         "step_error_p10_p90": [round(steps[len(steps) // 10], 3), round(steps[len(steps) * 9 // 10], 3)],
     }

@@ -19,28 +19,22 @@ from collections.abc import Callable, Iterable
 from functools import partial
 
 from .context.confirm import Review
-from .context.estimate import estimate_request
 from .context.manager import ContextManager
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
 from .events import (
     AssistantDelta,
-    CompactStarted,
     Listener,
     Notice,
-    PermissionAnswered,
-    PermissionAsked,
     ReasoningDelta,
-    RolloverDeclared,
     RunEvent,
     RunFinished,
     RunSummary,
     StepFinished,
     StepStarted,
-    ToolFinished,
-    ToolStarted,
 )
-from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage
+from .hooks import RunEvents, RunHooks
+from .messages import ImagePart, Message, PairingCheck, ToolCall
 from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
@@ -48,6 +42,7 @@ from .providers.base import ReasoningDelta as StreamReasoning
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
+from .session.record import NO_RECORD, SessionRecord
 from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
@@ -76,6 +71,7 @@ class Runner(Limits):
         max_tokens: int = Request.max_tokens,
         review: Review | None = None,
         on_window: Callable[[int], None] | None = None,
+        hooks: RunHooks | None = None,
     ) -> None:
         self.conversation = conversation
         self.on_window = on_window  # told the window a context-length error named
@@ -84,48 +80,24 @@ class Runner(Limits):
         self.permissions = permissions
         self.system_prompt = system_prompt
         self.writer = writer
+        self.record: SessionRecord = writer if writer is not None else NO_RECORD  # entries besides messages
         self.max_steps = max_steps
         self.strict = strict
-        self.listeners = list(listeners)
+        # The run's hooks: given (made before the tools that report through them), or the
+        # listeners' own. Everything the run reports goes through them.
+        self.hooks = hooks if hooks is not None else RunEvents(listeners)
         self.context = context  # told this run's emit on every call, never kept
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
-        self._last_usage: Usage | None = None  # the last answer's, for what a replace un-caches
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
     def emit(self, event: RunEvent) -> None:
-        if isinstance(event, (CompactStarted, RolloverDeclared)):
-            self._say_cache_loss(event)
-        # Listeners only observe: a broken display must not break the run (an interrupt,
-        # though, is the user's and goes through).
-        for listener in list(self.listeners):
-            try:
-                listener(event)
-            except Exception as exc:  # noqa: BLE001 - any display bug: detached and said as a notice
-                self.listeners.remove(listener)
-                self.emit(Notice(f"a display listener failed and was detached: {exc!r}", "warning"))
-
-    def _say_cache_loss(self, event: CompactStarted | RolloverDeclared) -> None:
-        """issue 31: a replace makes the next request write the conversation to the prompt cache
-        again; say how much of it was cached (the last request's prompt, as measured, less the
-        system prompt and tools, which stay cached)."""
-        request, usage = self.last_request, self._last_usage
-        if request is None or usage is None:
-            return  # no request of this run yet: what is cached is not known here
-        cached = usage.prompt_total - estimate_request(request.system, [], request.tools)
-        if cached > 0:
-            what = "compaction" if isinstance(event, CompactStarted) else "handoff"
-            self.emit(
-                Notice(
-                    f"this {what} invalidates ~{cached:,} cached tokens of the prompt cache "
-                    "(the system prompt and tools stay cached)"
-                )
-            )
+        self.hooks.on_event(event)
 
     def run(self, prompt: str | Message) -> RunSummary:
         """Run one turn from ``prompt`` (text, or a prepared user message with its fields)."""
@@ -172,7 +144,7 @@ class Runner(Limits):
         next steps are the fallback step (the model may write its handoff) and the rollover."""
         if message.stop_reason != "max_tokens" or step >= self.max_steps or self.context is None:
             return False
-        if not self.context.hands_off_next():
+        if not self.context.strategy.hands_off_due(self.context.shared.estimate()):
             return False
         self.emit(
             Notice(
@@ -213,16 +185,16 @@ class Runner(Limits):
             # The pre-step boundary: every result of the last step is in, the next request
             # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
             self.context.before_request(self.provider, self.emit, self.review)
-            self.surface = self.context.surface(self.tools)
+            self.surface = self.context.strategy.surface(self.tools)
         try:
             response = self._ask(self._request())
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
             self._adopt_window(exc)
-            if self.context is None or not self.context.recover(self.provider, self.emit, self.review):
+            if self.context is None or not self.context.strategy.recover(self.provider, self.emit, self.review):
                 raise self._too_long(exc) from exc
-            self.surface = self.context.surface(self.tools)
+            self.surface = self.context.strategy.surface(self.tools)
             try:
                 response = self._ask(self._request())
             except ContextTooLong as again:
@@ -231,14 +203,12 @@ class Runner(Limits):
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
         summary.spend.add(response.usage, self.provider.model)
-        self._last_usage = response.usage
         if self.context is not None:
             sent = self.last_request.tools if self.last_request is not None else None
-            self.context.on_usage(response.usage, len(self.conversation), sent)
+            self.context.shared.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
-        if self.writer is not None:
-            self.writer.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
-        if self.context is not None and self.context.after_response(self.emit):
+        self.record.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        if self.context is not None and self.context.strategy.after_response(self.emit):
             # issue 31: the provider compacted (--strategy api); the replace comes after the
             # usage entry, so the log still says what this request was (%context --at).
             self.emit(self.context.state())
@@ -247,6 +217,7 @@ class Runner(Limits):
 
     def _ask(self, request: Request) -> Response:
         assembler = StreamAssembler()
+        self.hooks.on_llm_start(request)
         try:
             for event in self.provider.stream(request):
                 assembler.feed(event)
@@ -260,7 +231,9 @@ class Runner(Limits):
                 text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
-        return assembler.finish()
+        response = assembler.finish()
+        self.hooks.on_llm_end(request, response)
+        return response
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
@@ -311,8 +284,7 @@ class Runner(Limits):
             self.conversation.replace("resync", messages)
             text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
-            if self.writer is not None:
-                self.writer.note(text, "warning")
+            self.record.note(text, "warning")
         request = Request(
             system=self.system_prompt,
             messages=messages,
@@ -343,22 +315,16 @@ class Runner(Limits):
 
     def _run_tools(self, calls: list[ToolCall]) -> None:
         for call in calls:
-            self.emit(ToolStarted(call))
+            self.hooks.on_tool_start(call)
             started, waited = time.monotonic(), self.permissions.waited
-            self.permissions.on_prompt = lambda allowed, call=call: self.emit(
-                PermissionAsked(call) if allowed is None else PermissionAnswered(call, allowed)
-            )
-            try:
-                result = self.surface.run(call, self.permissions)
-            finally:
-                self.permissions.on_prompt = None
+            result = self.surface.run(call, self.permissions, self.hooks)
             # The tool's time, without the time the user took to answer a permission prompt.
             asked = self.permissions.waited - waited
-            self.emit(ToolFinished(call, result, time.monotonic() - started - asked))
+            self.hooks.on_tool_end(call, result, time.monotonic() - started - asked)
             admitted = result
             if self.context is not None:
                 try:
-                    admitted = self.context.admit(call, result, self.emit)
+                    admitted = self.context.spiller.admit(call, result, self.emit)
                 except SpillWriteError as exc:
                     # The spill file could not be written (a full disk): the conversation
                     # and the log get the bounded stand-in, never the raw body, and the run
@@ -373,4 +339,4 @@ class Runner(Limits):
                 admitted = admitted.model_copy(update={"content": f"{admitted.content}\n" + "\n".join(notes)})
             self.conversation.add_result(admitted, parts)
         if self.context is not None:
-            self.context.after_tools(len(calls))
+            self.context.spiller.after_tools(len(calls))

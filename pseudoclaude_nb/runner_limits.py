@@ -153,7 +153,7 @@ class Limits:
             stop_reason=stop,  # type: ignore[arg-type]
         )
         message = self.conversation.append(self._admitted(answer, "the model's answer"))
-        window = self.context.settings.context_window if self.context is not None else 0
+        window = self.context.shared.settings.context_window if self.context is not None else 0
         used = response.usage.prompt_total + response.usage.output_tokens
         cap = self._cap_used(self.last_request)
         if (
@@ -202,7 +202,7 @@ class Limits:
         from now on (issue 32: after llama.cpp's 400 said n_ctx 2,048, 128,000 was kept)."""
         if self.context is None or not exc.window or self.on_window is None:
             return
-        assumed = self.context.settings.context_window
+        assumed = self.context.shared.settings.context_window
         if exc.window >= assumed:
             return
         self.on_window(exc.window)
@@ -226,7 +226,7 @@ class Limits:
         if self.context is None:
             window, strategy = self.provider.context_window, "compact"
         else:
-            window, strategy = self.context.settings.context_window, self.context.strategy.name
+            window, strategy = self.context.shared.settings.context_window, self.context.strategy.name
         prompts = sum(1 for m in messages if m.role == "user" and m.tool_result is None)
         smaller = any(not isinstance(tool, CompactTool) for tool in self.surface)
         text = too_long_advice(
@@ -267,4 +267,4 @@ class Limits:
         """Output tokens the window leaves after the next request's prompt (estimated)."""
         if self.context is None:
             return None
-        return max(MIN_OUTPUT_TOKENS, self.context.settings.context_window - self.context.estimate())
+        return max(MIN_OUTPUT_TOKENS, self.context.shared.settings.context_window - self.context.shared.estimate())

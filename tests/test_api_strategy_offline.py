@@ -56,7 +56,7 @@ def test_over_the_trigger_the_answer_begins_with_a_compaction_block_and_the_log_
     assert agent.run("and the units?", script=second).status == "done"
     sent = agent.last_provider.requests[-1]
     assert compaction_of(sent.messages[0]) == {"type": "compaction", "content": SUMMARY}
-    assert agent.session.context.compactions == 1
+    assert agent.session.context.shared.compactions == 1
 
     # Resume: the same effective context, the block included, from the log alone.
     session_id = agent.session.id
@@ -138,7 +138,7 @@ def test_a_log_that_ended_before_the_replace_catches_up_before_the_next_request(
     events: list = []
     context.before_request(provider, events.append)
     assert conversation.messages() == [answer]
-    assert provider.server_context is not None and provider.server_context.trigger == context.settings.threshold
+    assert provider.server_context is not None and provider.server_context.trigger == context.shared.settings.threshold
     assert [e.trigger for e in events if type(e).__name__ == "Compacted"] == ["server"]
     context.before_request(provider, events.append)  # caught up: nothing more
-    assert context.compactions == 1
+    assert context.shared.compactions == 1

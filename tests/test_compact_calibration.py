@@ -32,7 +32,7 @@ CJK = "上下文窗口是编码智能体最稀缺的资源，模型每一次请�
 
 def manager(system: str = "system prompt") -> ContextManager:
     context = ContextManager(Conversation(), CompactSettings(context_window=10**9))
-    context.configure(context.settings, system=system, tools=[])
+    context.shared.configure(context.shared.settings, system=system, tools=[])
     return context
 
 
@@ -40,9 +40,9 @@ def play(context: ContextManager, text: str, steps: int, bytes_per_token: float,
     """Append ``steps`` messages; after each, a usage anchor with counts at ``bytes_per_token``."""
     total = start
     for _ in range(steps):
-        message = context.conversation.add_user(text)
+        message = context.shared.conversation.add_user(text)
         total += math.ceil(message_bytes(message) / bytes_per_token)
-        context.on_usage(Usage(input_tokens=total), len(context.conversation))
+        context.shared.on_usage(Usage(input_tokens=total), len(context.shared.conversation))
     return total
 
 
@@ -91,65 +91,65 @@ def test_reset_forgets():
 
 def test_consecutive_anchors_give_samples_of_the_messages_in_between():
     context = manager()
-    context.conversation.add_user("a" * 1_000)
-    context.on_usage(Usage(input_tokens=600), 1)
-    assert context.calibration.samples == 0  # one anchor: no pair yet
-    m2 = context.conversation.add_assistant("b" * 2_000)
-    m3 = context.conversation.add_user("c" * 1_000)
-    context.on_usage(Usage(input_tokens=600 + 700, output_tokens=0), 3)
-    assert context.calibration.samples == 1
-    assert context.calibration.bytes == message_bytes(m2) + message_bytes(m3)
-    assert context.calibration.tokens == 700
+    context.shared.conversation.add_user("a" * 1_000)
+    context.shared.on_usage(Usage(input_tokens=600), 1)
+    assert context.shared.calibration.samples == 0  # one anchor: no pair yet
+    m2 = context.shared.conversation.add_assistant("b" * 2_000)
+    m3 = context.shared.conversation.add_user("c" * 1_000)
+    context.shared.on_usage(Usage(input_tokens=600 + 700, output_tokens=0), 3)
+    assert context.shared.calibration.samples == 1
+    assert context.shared.calibration.bytes == message_bytes(m2) + message_bytes(m3)
+    assert context.shared.calibration.tokens == 700
 
 
 def test_output_tokens_count_in_the_anchor_pair():
     context = manager()
-    context.conversation.add_user("go")
-    context.conversation.add_assistant("x" * 700)
-    context.on_usage(Usage(input_tokens=100, output_tokens=200), 2)
-    context.conversation.add_user("y" * 700)
-    context.conversation.add_assistant("z" * 700)
-    context.on_usage(Usage(input_tokens=100 + 200 + 200, output_tokens=200), 4)
+    context.shared.conversation.add_user("go")
+    context.shared.conversation.add_assistant("x" * 700)
+    context.shared.on_usage(Usage(input_tokens=100, output_tokens=200), 2)
+    context.shared.conversation.add_user("y" * 700)
+    context.shared.conversation.add_assistant("z" * 700)
+    context.shared.on_usage(Usage(input_tokens=100 + 200 + 200, output_tokens=200), 4)
     # anchor 1 = 300 (prompt + its answer); anchor 2 = 700; in between: two messages.
-    assert context.calibration.tokens == 400
+    assert context.shared.calibration.tokens == 400
 
 
 def test_a_replace_by_anyone_breaks_the_pair():
     context = manager()
     play(context, PROSE, 1, 4.4)
     # An edit (not the manager's own replace): another message now ends the last anchor.
-    context.conversation.replace("edit", [Message(role="user", content="edited " + PROSE)])
-    play(context, PROSE, 1, 4.4, start=context.anchor[0])  # a plausible count, yet not a pair
-    assert context.calibration.samples == 0
-    play(context, PROSE, 1, 4.4, start=context.anchor[0])
-    assert context.calibration.samples == 1
+    context.shared.conversation.replace("edit", [Message(role="user", content="edited " + PROSE)])
+    play(context, PROSE, 1, 4.4, start=context.shared.anchor[0])  # a plausible count, yet not a pair
+    assert context.shared.calibration.samples == 0
+    play(context, PROSE, 1, 4.4, start=context.shared.anchor[0])
+    assert context.shared.calibration.samples == 1
 
 
 def test_the_managers_own_replace_breaks_the_pair():
     context = manager()
     play(context, PROSE, 2, 4.4)
-    assert context.calibration.samples == 1
-    context.shared.reset_anchor(context.conversation.messages())  # what a compaction or snapshot does
-    play(context, PROSE, 1, 4.4, start=context.anchor[0])
-    assert context.calibration.samples == 1
+    assert context.shared.calibration.samples == 1
+    context.shared.reset_anchor(context.shared.conversation.messages())  # what a compaction or snapshot does
+    play(context, PROSE, 1, 4.4, start=context.shared.anchor[0])
+    assert context.shared.calibration.samples == 1
 
 
 def test_a_new_system_prompt_breaks_the_pair():
     context = manager("first")
     play(context, PROSE, 1, 4.4)
-    context.configure(context.settings, system="second, with a memory index", tools=[])
+    context.shared.configure(context.shared.settings, system="second, with a memory index", tools=[])
     play(context, PROSE, 1, 4.4, start=5_000)
-    assert context.calibration.samples == 0
-    play(context, PROSE, 1, 4.4, start=context.anchor[0])
-    assert context.calibration.samples == 1
+    assert context.shared.calibration.samples == 0
+    play(context, PROSE, 1, 4.4, start=context.shared.anchor[0])
+    assert context.shared.calibration.samples == 1
 
 
 def test_without_samples_the_estimate_is_the_seeds():
     context = manager()
-    context.conversation.add_user("x")
-    context.on_usage(Usage(input_tokens=1_000), 1)
-    context.conversation.add_user(PROSE)
-    assert context.estimate() == 1_000 + estimate_tokens([context.conversation.last()])
+    context.shared.conversation.add_user("x")
+    context.shared.on_usage(Usage(input_tokens=1_000), 1)
+    context.shared.conversation.add_user(PROSE)
+    assert context.shared.estimate() == 1_000 + estimate_tokens([context.shared.conversation.last()])
 
 
 @pytest.mark.parametrize(("text", "bytes_per_token"), [(PROSE, 4.4), (PROSE, 4.7), (CJK, 2.7), (PROSE, 3.2)])
@@ -157,10 +157,10 @@ def test_the_suffix_estimate_lands_within_the_target(text, bytes_per_token):
     """±15 %, never more than 5 % under, once a session has shown its ratio."""
     context = manager()
     play(context, text, 8, bytes_per_token)
-    anchor = context.anchor[0]
-    new = context.conversation.add_user(text)
+    anchor = context.shared.anchor[0]
+    new = context.shared.conversation.add_user(text)
     truth = math.ceil(message_bytes(new) / bytes_per_token)
-    error = (context.estimate() - anchor) / truth - 1
+    error = (context.shared.estimate() - anchor) / truth - 1
     assert -0.05 <= error <= 0.15, error
     seed_error = tokens_for_bytes(message_bytes(new)) / truth - 1
     assert abs(error) < abs(seed_error) or abs(seed_error) < 0.05
@@ -169,36 +169,36 @@ def test_the_suffix_estimate_lands_within_the_target(text, bytes_per_token):
 def test_a_dense_text_raises_the_estimate_early():
     context = manager()
     play(context, CJK, 3, 2.7)  # two samples of ~3 KB: weak evidence
-    assert context.calibration.ratio < BYTES_PER_TOKEN
+    assert context.shared.calibration.ratio < BYTES_PER_TOKEN
 
 
 def test_a_sparse_text_lowers_it_only_on_strong_evidence():
     context = manager()
     play(context, PROSE, 3, 4.6)
-    assert context.calibration.ratio == BYTES_PER_TOKEN
-    play(context, PROSE, 5, 4.6, start=context.anchor[0])
-    assert context.calibration.ratio > BYTES_PER_TOKEN
+    assert context.shared.calibration.ratio == BYTES_PER_TOKEN
+    play(context, PROSE, 5, 4.6, start=context.shared.anchor[0])
+    assert context.shared.calibration.ratio > BYTES_PER_TOKEN
 
 
 def test_a_reset_anchor_uses_the_calibrated_ratio():
     context = manager()
     play(context, PROSE, 8, 4.6)
-    messages = context.conversation.messages()
-    context.conversation.replace("edit", messages[-2:])
+    messages = context.shared.conversation.messages()
+    context.shared.conversation.replace("edit", messages[-2:])
     seed = tokens_for_bytes(sum(message_bytes(m) for m in messages[-2:]) + len(b"system prompt"))
-    assert context.estimate() < seed  # prose: fewer tokens than bytes/3.5 says
+    assert context.shared.estimate() < seed  # prose: fewer tokens than bytes/3.5 says
 
 
 def test_the_cost_per_step_stays_constant():
     """A sample reads only the messages between two anchors, never the history."""
     context = manager()
     for _ in range(200):
-        context.conversation.add_user("old")
+        context.shared.conversation.add_user("old")
     play(context, PROSE, 2, 4.4)
-    real = context.conversation.messages
-    context.conversation.messages = lambda: (_ for _ in ()).throw(AssertionError("history read"))  # type: ignore[method-assign]
+    real = context.shared.conversation.messages
+    context.shared.conversation.messages = lambda: (_ for _ in ()).throw(AssertionError("history read"))  # type: ignore[method-assign]
     try:
-        play(context, PROSE, 3, 4.4, start=context.anchor[0])
-        context.estimate()
+        play(context, PROSE, 3, 4.4, start=context.shared.anchor[0])
+        context.shared.estimate()
     finally:
-        context.conversation.messages = real  # type: ignore[method-assign]
+        context.shared.conversation.messages = real  # type: ignore[method-assign]

@@ -110,7 +110,7 @@ def test_prompt_too_long_leads_to_one_forced_compaction_and_one_retry(workspace:
     entries = log_entries(agent.session.dir)
     assert [(e["trigger"], e["ok"]) for e in of_type(entries, "compact")] == [("forced", True)]
     assert [e["reason"] for e in of_type(entries, "replace")] == ["compact"]
-    assert agent.session.context.compactions == 1
+    assert agent.session.context.shared.compactions == 1
     check_log(agent)
 
 
@@ -154,7 +154,7 @@ def test_prompt_too_long_with_nothing_to_summarize_stops_with_advice(workspace: 
     assert agent.last_provider.summaries_used == 0
     [entry] = of_type(log_entries(agent.session.dir), "compact")
     assert (entry["trigger"], entry["ok"]) == ("forced", False)
-    assert not agent.session.context.breaker.failures  # forced attempts are not automatic ones
+    assert not agent.session.context.shared.breaker.failures  # forced attempts are not automatic ones
     check_log(agent)
 
 
@@ -272,7 +272,7 @@ def test_a_session_through_both_layers_and_a_resume(workspace: Path, agents):
     assert all(not s.breaker_open for i, s in states if i < third)
     assert all(s.breaker_open for i, s in states if i > third)
     assert any(i > events3.index(notices[0]) for i, _ in states)
-    assert agent.session.context.breaker.open
+    assert agent.session.context.shared.breaker.open
     assert [(e["trigger"], e["ok"]) for e in of_type(log_entries(session), "compact")] == [
         ("auto", False)
     ] * 3
@@ -286,13 +286,13 @@ def test_a_session_through_both_layers_and_a_resume(workspace: Path, agents):
     loaded = second.resume(session_id)
     context = second.session.context
     entries = log_entries(session)
-    assert context.anchor == last_usage_anchor(entries) == loaded.usage_anchor
-    assert context.breaker.open and context.breaker.failures == 3
-    assert context.compactions == 0
-    assert context.ledger.decision("call_big") == context.ledger.decision("c4") == "spilled"
+    assert context.shared.anchor == last_usage_anchor(entries) == loaded.usage_anchor
+    assert context.shared.breaker.open and context.shared.breaker.failures == 3
+    assert context.shared.compactions == 0
+    assert context.shared.ledger.decision("call_big") == context.shared.ledger.decision("c4") == "spilled"
     for cid in ("c0", "c1", "c2", "c3", "d0", "d1", "s0", "s3"):
-        assert context.ledger.decision(cid) == "kept"
-    assert context.ledger.spilled == 2
+        assert context.shared.ledger.decision(cid) == "kept"
+    assert context.shared.ledger.spilled == 2
 
     # The restored breaker is what the next run obeys: no automatic attempt, one notice.
     path = write_script(workspace, "run4", turn("still here"), context_window=WINDOW)
@@ -307,12 +307,12 @@ def test_a_session_through_both_layers_and_a_resume(workspace: Path, agents):
     before = second.session.conversation.messages()
     result = context.compact(good, trigger="manual")
     assert result.ok, result.error
-    assert not context.breaker.open and context.breaker.failures == 0
+    assert not context.shared.breaker.open and context.shared.breaker.failures == 0
     new = second.session.conversation.messages()
     assert len(new) < len(before)
     assert new[0].content.startswith("<summary>\n## Confirmed requirements")
     last = second.last_provider.requests[-1]
-    assert context.anchor == (estimate_request(last.system, new, last.tools), len(new))
+    assert context.shared.anchor == (estimate_request(last.system, new, last.tools), len(new))
     entries = log_entries(session)
     assert [e["reason"] for e in of_type(entries, "replace")] == ["snapshot", "compact"]
     assert [(e["trigger"], e["ok"]) for e in of_type(entries, "compact")] == [("auto", False)] * 3 + [
@@ -338,14 +338,14 @@ def test_a_session_through_both_layers_and_a_resume(workspace: Path, agents):
     loaded = third.resume(session_id)
     context = third.session.context
     entries = log_entries(session)
-    assert context.anchor == last_usage_anchor(entries) == loaded.usage_anchor
-    assert context.anchor[1] == len(loaded.messages)
-    assert not context.breaker.open and context.breaker.failures == 0
-    assert context.compactions == 1
-    assert context.ledger.decision("call_big") == context.ledger.decision("c4") == "spilled"
+    assert context.shared.anchor == last_usage_anchor(entries) == loaded.usage_anchor
+    assert context.shared.anchor[1] == len(loaded.messages)
+    assert not context.shared.breaker.open and context.shared.breaker.failures == 0
+    assert context.shared.compactions == 1
+    assert context.shared.ledger.decision("call_big") == context.shared.ledger.decision("c4") == "spilled"
     for msg in loaded.messages:
         if msg.tool_result is not None:
-            assert context.ledger.decision(msg.tool_result.call_id) is not None
+            assert context.shared.ledger.decision(msg.tool_result.call_id) is not None
 
     # Nothing in the log is a raw spilled body.
     sizes = [len(line) for line in (session / "conversation.jsonl").read_bytes().split(b"\n")]
@@ -369,11 +369,11 @@ def test_resume_of_a_session_compacted_before_its_last_usage(workspace: Path, ag
     agents.append(other)
     loaded = other.resume(session_id)
     assert loaded.usage_anchor is None
-    assert other.session.context.anchor is None
-    assert other.session.context.compactions == 1
-    estimate = other.session.context.estimate()  # the whole conversation, estimated once
+    assert other.session.context.shared.anchor is None
+    assert other.session.context.shared.compactions == 1
+    estimate = other.session.context.shared.estimate()  # the whole conversation, estimated once
     assert estimate >= estimate_tokens(loaded.messages)
-    assert other.session.context.anchor == (estimate, len(loaded.messages))
+    assert other.session.context.shared.anchor == (estimate, len(loaded.messages))
 
 
 def test_resume_after_a_crash_still_restores_the_breaker(workspace: Path, agents):
@@ -387,7 +387,7 @@ def test_resume_after_a_crash_still_restores_the_breaker(workspace: Path, agents
         workspace, "second", *checks, turn("done"), context_window=6_000, summaries=["", "", ""]
     )
     assert agent.run("check", script=path).status == "done"
-    assert agent.session.context.breaker.open
+    assert agent.session.context.shared.breaker.open
     session = agent.session.dir
     agent.close()
     # A crash while a tool ran: an assistant tool call without its result ends the log.
@@ -399,4 +399,4 @@ def test_resume_after_a_crash_still_restores_the_breaker(workspace: Path, agents
     agents.append(other)
     loaded = other.resume(session.name)
     assert loaded.truncated_tool_calls
-    assert other.session.context.breaker.open
+    assert other.session.context.shared.breaker.open

@@ -76,7 +76,7 @@ def make(workspace: Path):
         conversation = Conversation()
         writer.attach(conversation)
         context = ContextManager(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
-        context.configure(settings, system=SYSTEM, tools=TOOLS)
+        context.shared.configure(settings, system=SYSTEM, tools=TOOLS)
         return Managed(path, writer, conversation, context)
 
     yield factory
@@ -100,8 +100,8 @@ def tool_batch(m: Managed, sizes: list[int], prefix: str = "c") -> list[str]:
     calls = [ToolCall(id=cid, name="bash", arguments={"command": cid}) for cid in ids]
     m.conversation.add_assistant_tool_calls("running", calls)
     for call, size in zip(calls, sizes, strict=True):
-        m.conversation.add_result(m.context.admit(call, result(call, "r" * size), emit=m.events.append))
-    m.context.after_tools(len(calls))
+        m.conversation.add_result(m.context.spiller.admit(call, result(call, "r" * size), emit=m.events.append))
+    m.context.spiller.after_tools(len(calls))
     return ids
 
 
@@ -133,14 +133,14 @@ def test_without_an_anchor_the_whole_request_is_estimated_once(make, monkeypatch
     m = make()
     for i in range(3):
         exchange(m.conversation, i)
-    assert m.context.anchor is None
+    assert m.context.shared.anchor is None
     full = request_estimate(m.conversation.messages())
     reads = []
     real = m.conversation.messages
     monkeypatch.setattr(m.conversation, "messages", lambda: reads.append(1) or real())
-    assert m.context.estimate() == full
-    assert m.context.anchor == (full, 12)
-    assert m.context.estimate() == full
+    assert m.context.shared.estimate() == full
+    assert m.context.shared.anchor == (full, 12)
+    assert m.context.shared.estimate() == full
     assert len(reads) == 1  # anchored now: the second estimate did not read the history
 
 
@@ -151,11 +151,11 @@ def test_on_usage_anchors_on_prompt_total_plus_output(make):
         input_tokens=100, output_tokens=20, cache_creation_input_tokens=300, cache_read_input_tokens=5_000
     )
     assert usage.prompt_total == 5_400
-    m.context.on_usage(usage, len(m.conversation))
-    assert m.context.anchor == (5_420, 4)
-    assert m.context.estimate() == 5_420
+    m.context.shared.on_usage(usage, len(m.conversation))
+    assert m.context.shared.anchor == (5_420, 4)
+    assert m.context.shared.estimate() == 5_420
     m.conversation.add_user("hello")  # 9 bytes → 3 tokens
-    assert m.context.estimate() == 5_423
+    assert m.context.shared.estimate() == 5_423
     state = m.context.state()
     assert (state.estimated_tokens, state.anchor_tokens) == (5_423, 5_420)
 
@@ -163,20 +163,20 @@ def test_on_usage_anchors_on_prompt_total_plus_output(make):
 def test_a_zero_usage_does_not_move_the_anchor(make):
     m = make()
     exchange(m.conversation, 0)
-    m.context.on_usage(Usage(input_tokens=1_000, output_tokens=10), 4)
+    m.context.shared.on_usage(Usage(input_tokens=1_000, output_tokens=10), 4)
     m.conversation.add_user("more")
-    m.context.on_usage(Usage(), 5)
-    assert m.context.anchor == (1_010, 4)
+    m.context.shared.on_usage(Usage(), 5)
+    assert m.context.shared.anchor == (1_010, 4)
 
 
 def test_an_anchor_beyond_the_conversation_is_dropped(make):
     m = make()
     for i in range(2):
         exchange(m.conversation, i)
-    m.context.on_usage(Usage(input_tokens=50_000, output_tokens=10), 8)
+    m.context.shared.on_usage(Usage(input_tokens=50_000, output_tokens=10), 8)
     m.conversation.replace("edit", m.conversation.messages()[:4])  # shorter than the anchor
-    assert m.context.estimate() == request_estimate(m.conversation.messages())
-    assert m.context.anchor == (request_estimate(m.conversation.messages()), 4)
+    assert m.context.shared.estimate() == request_estimate(m.conversation.messages())
+    assert m.context.shared.anchor == (request_estimate(m.conversation.messages()), 4)
 
 
 def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: pytest.MonkeyPatch):
@@ -189,7 +189,7 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
         for i in range(history // 2):
             conversation.add_assistant(f"a{i}")
             conversation.add_user(f"u{i}")
-        context.on_usage(Usage(input_tokens=10_000, output_tokens=5), len(conversation))
+        context.shared.on_usage(Usage(input_tokens=10_000, output_tokens=5), len(conversation))
 
         def history_read() -> list[Message]:
             raise AssertionError("the whole conversation was read during a step")
@@ -211,12 +211,12 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
             message = conversation.add_assistant_tool_calls(
                 "", [ToolCall(id="x", name="bash"), ToolCall(id="y", name="bash")]
             )
-            context.on_usage(Usage(input_tokens=10_010, output_tokens=7), len(conversation))
+            context.shared.on_usage(Usage(input_tokens=10_010, output_tokens=7), len(conversation))
             for call in message.tool_calls:
-                conversation.add_result(context.admit(call, result(call, "small result")))
-            context.after_tools(2)
+                conversation.add_result(context.spiller.admit(call, result(call, "small result")))
+            context.spiller.after_tools(2)
             context.before_request(p)
-            context.estimate()
+            context.shared.estimate()
             context.state()
         assert p.requests == []
         return seen
@@ -229,12 +229,12 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
 def test_a_batch_snapshot_resets_the_anchor(make):
     m = make()
     m.conversation.add_user("go")
-    m.context.on_usage(Usage(input_tokens=999_999), 1)
+    m.context.shared.on_usage(Usage(input_tokens=999_999), 1)
     tool_batch(m, [45_000] * 5)
     m.context.before_request(provider(), emit=m.events.append)
     assert [e["reason"] for e in m.of_type("replace")] == ["snapshot"]
     new = m.conversation.messages()
-    assert m.context.anchor == (request_estimate(new), len(new))
+    assert m.context.shared.anchor == (request_estimate(new), len(new))
     [state] = m.of_event(ContextState)
     assert state.anchor_tokens == state.estimated_tokens == request_estimate(new)
 
@@ -244,21 +244,21 @@ def test_spill_all_resets_the_anchor(make):
     m.conversation.add_user("go")
     m.conversation.add_assistant_tool_calls("", [ToolCall(id="big", name="bash")])
     m.conversation.add_tool_result("big", "b" * 80_000)  # appended without admit
-    m.context.on_usage(Usage(input_tokens=999_999), 3)
-    assert m.context.spill_all(emit=m.events.append) == 1
+    m.context.shared.on_usage(Usage(input_tokens=999_999), 3)
+    assert m.context.spiller.spill_all(emit=m.events.append) == 1
     new = m.conversation.messages()
-    assert m.context.anchor == (request_estimate(new), 3)
+    assert m.context.shared.anchor == (request_estimate(new), 3)
 
 
 def test_compact_resets_the_anchor(make):
     m = make(SMALL)
     for i in range(10):
         exchange(m.conversation, i)
-    m.context.on_usage(Usage(input_tokens=999_999), 40)
+    m.context.shared.on_usage(Usage(input_tokens=999_999), 40)
     assert m.context.compact(provider("the summary"), emit=m.events.append).ok
     new = m.conversation.messages()
-    assert m.context.anchor == (request_estimate(new), len(new))
-    assert m.context.estimate() == request_estimate(new)
+    assert m.context.shared.anchor == (request_estimate(new), len(new))
+    assert m.context.shared.estimate() == request_estimate(new)
 
 
 def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
@@ -276,8 +276,8 @@ def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
     restored.restore(loaded)
-    assert restored.anchor == (5_420, 4)
-    assert restored.estimate() == 5_423
+    assert restored.shared.anchor == (5_420, 4)
+    assert restored.shared.estimate() == 5_423
 
 
 def test_restore_drops_an_anchor_that_a_replace_came_after(make):
@@ -287,16 +287,16 @@ def test_restore_drops_an_anchor_that_a_replace_came_after(make):
     m.conversation.replace("snapshot", m.conversation.messages())
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
-    restored.configure(CompactSettings(), system=SYSTEM, tools=TOOLS)
+    restored.shared.configure(CompactSettings(), system=SYSTEM, tools=TOOLS)
     restored.restore(loaded)
-    assert restored.anchor is None
-    assert restored.estimate() == request_estimate(loaded.messages)
+    assert restored.shared.anchor is None
+    assert restored.shared.estimate() == request_estimate(loaded.messages)
 
     m.writer.usage(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x")
     loaded = load_session(m.dir)
     again = ContextManager(Conversation(loaded.messages))
     again.restore(loaded)
-    assert again.anchor == (7_030, 4)
+    assert again.shared.anchor == (7_030, 4)
 
 
 # --- Layer 1 bookkeeping -----------------------------------------------------------------------------
@@ -306,15 +306,15 @@ def test_admit_spills_over_spill_bytes_only(make):
     m = make()
     call = ToolCall(id="c1", name="bash")
     kept = result(call, "x" * 50_000)
-    assert m.context.admit(call, kept, emit=m.events.append) is kept
+    assert m.context.spiller.admit(call, kept, emit=m.events.append) is kept
     exact = result(call, "é" * 25_000)  # exactly 50,000 bytes
-    assert m.context.admit(call, exact, emit=m.events.append) is exact
+    assert m.context.spiller.admit(call, exact, emit=m.events.append) is exact
     assert m.of_type("spill") == []
-    shown = m.context.admit(call, result(call, "é" * 25_001), emit=m.events.append)  # 50,002 bytes
+    shown = m.context.spiller.admit(call, result(call, "é" * 25_001), emit=m.events.append)  # 50,002 bytes
     assert shown.content.startswith(PREVIEW_START) and shown.spilled == "tool-results/c1.txt"
     [entry] = m.of_type("spill")
     assert entry["bytes"] == 50_002 and entry["call_id"] == "c1" and entry["tool"] == "bash"
-    assert m.context.ledger.decision("c1") == "spilled"
+    assert m.context.shared.ledger.decision("c1") == "spilled"
     [event] = m.of_event(Spilled)
     assert event.reason == "single" and not Path(event.path).is_absolute()
 
@@ -322,8 +322,8 @@ def test_admit_spills_over_spill_bytes_only(make):
 def test_without_a_session_directory_nothing_is_spilled():
     context = ContextManager(Conversation())
     call = ToolCall(id="c", name="bash")
-    assert context.admit(call, result(call, "x" * 100_000)).content == "x" * 100_000
-    assert context.spill_all() == 0
+    assert context.spiller.admit(call, result(call, "x" * 100_000)).content == "x" * 100_000
+    assert context.spiller.spill_all() == 0
 
 
 def test_batch_check_spills_largest_first_and_freezes_the_rest(make):
@@ -334,14 +334,14 @@ def test_batch_check_spills_largest_first_and_freezes_the_rest(make):
     m.context.before_request(provider(), emit=m.events.append)
     after = m.conversation.messages()
     assert [e["call_id"] for e in m.of_type("spill")] == ["c4"]
-    assert [m.context.ledger.decision(i) for i in ids] == ["kept"] * 4 + ["spilled"]
+    assert [m.context.shared.ledger.decision(i) for i in ids] == ["kept"] * 4 + ["spilled"]
     assert [x.id for x in after] == [x.id for x in before]
     assert sum(len(x.tool_result.content) for x in after if x.tool_result) <= 200_000
     assert m.loaded_equals_conversation()
 
     # A stricter cap later, and the same batch checked again: nothing is re-decided.
-    m.context.configure(CompactSettings(spill_batch_bytes=50_000), system=SYSTEM, tools=TOOLS)
-    m.context.after_tools(5)
+    m.context.shared.configure(CompactSettings(spill_batch_bytes=50_000), system=SYSTEM, tools=TOOLS)
+    m.context.spiller.after_tools(5)
     m.context.before_request(provider(), emit=m.events.append)
     assert m.conversation.messages() == after
     assert len(m.of_type("spill")) == 1
@@ -375,14 +375,14 @@ def test_spill_all_spills_large_results_and_fits_batches(make):
     m.conversation.add_assistant_tool_calls("", [ToolCall(id=f"q{i}", name="bash") for i in range(5)])
     for i, size in enumerate([42_000, 44_000, 46_000, 48_000, 50_000]):
         m.conversation.add_tool_result(f"q{i}", "q" * size)
-    assert m.context.spill_all(emit=m.events.append) == 4  # big, p1, p2, and the largest of the q batch
+    assert m.context.spiller.spill_all(emit=m.events.append) == 4  # big, p1, p2, and the largest of the q batch
     messages = m.conversation.messages()
     q_sizes = [len(result_of(messages, f"q{i}").tool_result.content) for i in range(5)]
     assert q_sizes[:4] == [42_000, 44_000, 46_000, 48_000] and q_sizes[4] < 3_000
     assert sum(q_sizes) <= 200_000
     for cid in ("big", "p1", "p2", "q4"):
         assert result_of(messages, cid).tool_result.content.startswith(PREVIEW_START)
-        assert m.context.ledger.decision(cid) == "spilled"
+        assert m.context.shared.ledger.decision(cid) == "spilled"
     assert result_of(messages, "p0").tool_result.content == "p" * 45_000
     assert result_of(messages, "small").tool_result.content == "s" * 100
     assert [e["reason"] for e in m.of_type("replace")] == ["snapshot"]
@@ -393,7 +393,7 @@ def test_spill_all_spills_large_results_and_fits_batches(make):
     assert pairing_problems(messages) == []
     assert m.loaded_equals_conversation()
     # Previews are not spilled again.
-    assert m.context.spill_all(emit=m.events.append) == 0
+    assert m.context.spiller.spill_all(emit=m.events.append) == 0
     assert len(m.of_type("replace")) == 1
 
 
@@ -405,7 +405,7 @@ def test_spill_all_spills_no_more_than_needed(make):
         m.conversation.add_tool_result(f"c{i}", "r" * size)
     # Spilling the 60K result leaves 180K + one preview: the batch fits (as the automatic path
     # would leave it: a single spill at append time, then nothing for the batch check).
-    assert m.context.spill_all(emit=m.events.append) == 1
+    assert m.context.spiller.spill_all(emit=m.events.append) == 1
 
 
 def test_a_failed_batch_spill_freezes_no_decision(make, monkeypatch: pytest.MonkeyPatch):
@@ -426,7 +426,7 @@ def test_a_failed_batch_spill_freezes_no_decision(make, monkeypatch: pytest.Monk
         m.context.before_request(provider(), emit=m.events.append)
     messages = m.conversation.messages()
     assert all(not x.tool_result.content.startswith(PREVIEW_START) for x in messages if x.tool_result)
-    assert [m.context.ledger.decision(i) for i in ids] == [None] * 5
+    assert [m.context.shared.ledger.decision(i) for i in ids] == [None] * 5
 
 
 def test_a_failed_single_spill_raises_a_write_error_and_freezes_nothing(
@@ -439,13 +439,13 @@ def test_a_failed_single_spill_raises_a_write_error_and_freezes_nothing(
 
     monkeypatch.setattr(spill_module, "write_spill", disk_full)
     with pytest.raises(SessionWriteError) as info:
-        m.context.admit(ToolCall(id="c", name="bash"), result(ToolCall(id="c", name="bash"), "x" * 60_000))
+        m.context.spiller.admit(ToolCall(id="c", name="bash"), result(ToolCall(id="c", name="bash"), "x" * 60_000))
     assert "No space left on device" in str(info.value)
     assert "%compact --layer1" in str(info.value)
     # What the conversation gets instead: a bounded stand-in, not the raw body.
     kept = info.value.kept
     assert kept.call_id == "c" and kept.spilled is None and len(kept.content) < 3_000
-    assert m.context.ledger.decision("c") is None
+    assert m.context.shared.ledger.decision("c") is None
     assert m.of_type("spill") == []
 
 
@@ -454,13 +454,13 @@ def test_restore_rebuilds_the_ledger(make):
     m.conversation.add_user("go")
     tool_batch(m, [120_000, 45_000, 45_000, 45_000, 45_000, 45_000])  # c0 single, then the batch
     m.context.before_request(provider(), emit=m.events.append)
-    expected = {f"c{i}": m.context.ledger.decision(f"c{i}") for i in range(6)}
+    expected = {f"c{i}": m.context.shared.ledger.decision(f"c{i}") for i in range(6)}
     assert list(expected.values()).count("spilled") == 2
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
     restored.restore(loaded)
-    assert {cid: restored.ledger.decision(cid) for cid in expected} == expected
-    assert restored.ledger.spilled == 2
+    assert {cid: restored.shared.ledger.decision(cid) for cid in expected} == expected
+    assert restored.shared.ledger.spilled == 2
 
 
 # --- Layer 2 -----------------------------------------------------------------------------------
@@ -506,8 +506,8 @@ def test_compact_replaces_the_head_with_the_summary(make):
     assert (entry["before_tokens"], entry["after_tokens"]) == (result.before_tokens, result.after_tokens)
     assert m.loaded_equals_conversation()
 
-    assert m.context.compactions == 1
-    assert m.context.last_compact == result
+    assert m.context.shared.compactions == 1
+    assert m.context.shared.last_compact == result
     [started] = m.of_event(CompactStarted)
     assert (started.trigger, started.before_tokens) == ("manual", result.before_tokens)
     assert m.of_event(Compacted) == [result]
@@ -555,7 +555,7 @@ def test_compact_gives_up_after_three_retries(make):
     [entry] = m.of_type("compact")
     assert entry["ok"] is False and "still too long after 3 retries" in entry["error"]
     assert entry["after_tokens"] == entry["before_tokens"]
-    assert m.context.compactions == 0
+    assert m.context.shared.compactions == 0
     assert m.loaded_equals_conversation()
 
 
@@ -586,8 +586,8 @@ def test_a_summary_that_frees_less_than_5_percent_is_a_failure(make):
     assert m.conversation.messages() == original
     assert m.of_type("replace") == []
     assert [e["ok"] for e in m.of_type("compact")] == [False]
-    assert m.context.breaker.failures == 1
-    assert m.context.compactions == 0
+    assert m.context.shared.breaker.failures == 1
+    assert m.context.shared.compactions == 0
 
 
 def test_an_empty_summary_is_a_failure(make):
@@ -630,12 +630,12 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     m = make(SMALL)
     for i in range(10):
         exchange(m.conversation, i)
-    assert m.context.estimate() >= SMALL.threshold
+    assert m.context.shared.estimate() >= SMALL.threshold
     p = provider("", "", "", "never asked")
     for _ in range(3):
         m.context.before_request(p, emit=m.events.append)
     assert [(e.trigger, e.ok) for e in m.of_event(Compacted)] == [("auto", False)] * 3
-    assert m.context.breaker.open
+    assert m.context.shared.breaker.open
     assert m.of_event(Notice) == []
 
     # Open: automatic Layer 2 is skipped, with one visible notice per run.
@@ -647,10 +647,10 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     assert "automatic compaction skipped" in notices[0].text and "%compact" in notices[0].text
     assert notices[0].level == "warning"
     assert m.of_event(ContextState)[-1].breaker_open is True
-    m.context.configure(SMALL, system=SYSTEM, tools=TOOLS)  # the next run
+    m.context.shared.configure(SMALL, system=SYSTEM, tools=TOOLS)  # the next run
     m.context.before_request(p, emit=m.events.append)
     assert len(m.of_event(Notice)) == 1  # configuring alone (as %context does) resets nothing
-    m.context.start_run()
+    m.context.shared.start_run()
     m.context.before_request(p, emit=m.events.append)
     assert len(m.of_event(Notice)) == 2
     assert len(summary_requests(p)) == 3
@@ -658,7 +658,7 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     # A manual compaction still runs, and its success closes the breaker.
     good = provider("the summary")
     assert m.context.compact(good, trigger="manual", emit=m.events.append).ok
-    assert not m.context.breaker.open and m.context.breaker.failures == 0
+    assert not m.context.shared.breaker.open and m.context.shared.breaker.failures == 0
     assert m.of_event(ContextState)[-1].breaker_open is True  # the gauge before it
     assert m.context.state().breaker_open is False
     assert [(e["trigger"], e["ok"]) for e in m.of_type("compact")] == [("auto", False)] * 3 + [
@@ -673,12 +673,12 @@ def test_manual_failures_do_not_open_the_breaker(make):
     p = provider("", "", "", "", "", "the summary")
     for _ in range(3):
         assert not m.context.compact(p, trigger="manual", emit=m.events.append).ok
-    assert not m.context.breaker.open and m.context.breaker.failures == 0
+    assert not m.context.shared.breaker.open and m.context.shared.breaker.failures == 0
     m.context.before_request(p, emit=m.events.append)
     m.context.before_request(p, emit=m.events.append)
-    assert m.context.breaker.failures == 2
+    assert m.context.shared.breaker.failures == 2
     assert m.context.compact(p, trigger="manual", emit=m.events.append).ok  # success closes (resets) it
-    assert m.context.breaker.failures == 0
+    assert m.context.shared.breaker.failures == 0
 
 
 def test_restore_rebuilds_breaker_and_compaction_count(make):
@@ -691,8 +691,8 @@ def test_restore_rebuilds_breaker_and_compaction_count(make):
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
     restored.restore(loaded)
-    assert restored.breaker.open and restored.breaker.failures == 3
-    assert restored.compactions == 0
+    assert restored.shared.breaker.open and restored.shared.breaker.failures == 3
+    assert restored.shared.compactions == 0
 
     assert m.context.compact(p, trigger="manual", emit=m.events.append).ok
     for i in range(10, 20):
@@ -702,8 +702,8 @@ def test_restore_rebuilds_breaker_and_compaction_count(make):
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
     restored.restore(loaded)
-    assert restored.compactions == 1
-    assert restored.breaker.failures == 2 and not restored.breaker.open
+    assert restored.shared.compactions == 1
+    assert restored.shared.breaker.failures == 2 and not restored.shared.breaker.open
     assert restored.state().compactions == 1
 
 

@@ -162,7 +162,7 @@ def check(conversation: Conversation, context: ContextManager, spill_bytes: int)
         size = len(msg.tool_result.content.encode("utf-8"))
         # Nothing over spill_bytes reaches the conversation except as a preview.
         assert size <= spill_bytes or is_preview(msg)
-        if context.ledger.decision(msg.tool_result.call_id) == "spilled":
+        if context.shared.ledger.decision(msg.tool_result.call_id) == "spilled":
             assert is_preview(msg)
 
 
@@ -184,7 +184,7 @@ def test_any_sequence_of_spills_and_compactions_stays_valid(operations: list, pa
             context = ContextManager(
                 conversation, SETTINGS, session_dir=session, workspace=workspace, writer=writer
             )
-            context.configure(SETTINGS, system="system", tools=[])
+            context.shared.configure(SETTINGS, system="system", tools=[])
             conversation.add_user("start")
             for i in range(4):  # some history, so that compactions have something to summarize
                 conversation.add_assistant_tool_calls("", [ToolCall(id=f"warm{i}", name="bash")])
@@ -203,29 +203,29 @@ def test_any_sequence_of_spills_and_compactions_stays_valid(operations: list, pa
                     conversation.add_assistant_tool_calls("", calls)
                     for call, (char, size) in zip(calls, op[1], strict=True):
                         conversation.add_result(
-                            context.admit(call, ToolResult(call_id=call.id, content=body(char, size)))
+                            context.spiller.admit(call, ToolResult(call_id=call.id, content=body(char, size)))
                         )
-                    context.after_tools(len(calls))
+                    context.spiller.after_tools(len(calls))
                 elif kind == "batch":  # a tool batch, then the check before the next request
                     calls = [ToolCall(id=f"call{next(ids)}", name="read_file", arguments={}) for _ in op[1]]
                     conversation.add_assistant_tool_calls("", calls)
                     for call, size in zip(calls, op[1], strict=True):
                         conversation.add_result(
-                            context.admit(call, ToolResult(call_id=call.id, content="b" * size))
+                            context.spiller.admit(call, ToolResult(call_id=call.id, content="b" * size))
                         )
-                    context.after_tools(len(calls))
+                    context.spiller.after_tools(len(calls))
                     context.before_request(provider)
                 elif kind == "request":
                     context.before_request(provider)
                 elif kind == "usage":
-                    context.on_usage(Usage(input_tokens=op[1]), len(conversation))
+                    context.shared.on_usage(Usage(input_tokens=op[1]), len(conversation))
                 elif kind == "compact":
                     context.compact(provider, trigger="manual")
                 elif kind == "settings":
-                    context.configure(op[1], system="system", tools=[])
+                    context.shared.configure(op[1], system="system", tools=[])
                     largest_limit = max(largest_limit, op[1].spill_bytes)
                 else:
-                    context.spill_all()
+                    context.spiller.spill_all()
                 check(conversation, context, largest_limit)
 
             for request in provider.requests:

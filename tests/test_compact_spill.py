@@ -382,7 +382,7 @@ def test_a_large_result_is_spilled_when_appended(workspace: Path, agents):
     assert [(e.call_id, e.tool, e.path, e.bytes, e.reason) for e in spilled] == [
         ("call_big", "read_file", shown, len(data), "single")
     ]
-    assert agent.session.context.ledger.decision("call_big") == "spilled"
+    assert agent.session.context.shared.ledger.decision("call_big") == "spilled"
     assert same_messages(load_session(session).messages, agent.session.conversation.messages())
 
 
@@ -477,7 +477,7 @@ def test_a_batch_over_the_cap_spills_the_largest_until_the_rest_fits(workspace: 
     assert pairing_problems(sent) == []
     assert [(e.call_id, e.reason) for e in events if isinstance(e, Spilled)] == [("c4", "batch")]
 
-    ledger = agent.session.context.ledger
+    ledger = agent.session.context.shared.ledger
     assert [ledger.decision(f"c{i}") for i in range(5)] == ["kept"] * 4 + ["spilled"]
     assert same_messages(load_session(session).messages, agent.session.conversation.messages())
 
@@ -559,16 +559,16 @@ def test_a_failed_spill_keeps_a_bounded_stand_in_and_stops_the_run(
     assert not any(e["type"] == "spill" for e in log_entries(agent.session.dir))
 
     context = agent.session.context
-    assert context.ledger.decision("call_big") is None  # not frozen: still to be spilled
+    assert context.shared.ledger.decision("call_big") is None  # not frozen: still to be spilled
 
     # Once the disk has room, %compact --layer1 writes the full text held in memory.
     monkeypatch.undo()
-    assert context.spill_all() == 1
+    assert context.spiller.spill_all() == 1
     after = agent.session.conversation.messages()
     assert result_message(after, "call_big").tool_result.content.startswith("[Tool result too large")
     assert result_message(after, "call_big").tool_result.spilled
-    assert context.ledger.decision("call_big") == "spilled"
+    assert context.shared.ledger.decision("call_big") == "spilled"
     [spill] = [e for e in log_entries(agent.session.dir) if e["type"] == "spill"]
     assert (agent.session.dir / spill["path"]).read_text(encoding="utf-8") == expected
     assert same_messages(load_session(agent.session.dir).messages, after)
-    assert context.spill_all() == 0  # nothing waits any more
+    assert context.spiller.spill_all() == 0  # nothing waits any more

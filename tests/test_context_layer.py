@@ -27,30 +27,30 @@ def test_a_strategy_switch_keeps_calibration_anchor_and_the_pending_batch(worksp
         writer.attach(conversation)
         settings = CompactSettings(context_window=10**9, spill_batch_bytes=30_000)
         context = ContextManager(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
-        context.configure(settings, system="s", tools=[])
+        context.shared.configure(settings, system="s", tools=[])
         # Two anchors a pair apart: one calibration sample.
         for tokens in (1_000, 2_000):
             conversation.add_user("x" * 2_000)
-            context.on_usage(Usage(input_tokens=tokens), len(conversation))
-        assert context.calibration.samples == 1
+            context.shared.on_usage(Usage(input_tokens=tokens), len(conversation))
+        assert context.shared.calibration.samples == 1
         calls = [ToolCall(id=f"c{i}", name="bash", arguments={}) for i in range(3)]
         conversation.add_assistant_tool_calls("", calls)
         for call in calls:
-            conversation.add_result(context.admit(call, ToolResult(call_id=call.id, content="r" * 20_000)))
-        context.after_tools(len(calls))
-        calibration, anchor, shared = context.calibration, context.anchor, context.shared
+            conversation.add_result(context.spiller.admit(call, ToolResult(call_id=call.id, content="r" * 20_000)))
+        context.spiller.after_tools(len(calls))
+        calibration, anchor, shared = context.shared.calibration, context.shared.anchor, context.shared
 
         rollover = context.use("rollover")
         assert rollover.name == "rollover" and context.strategy is rollover
-        assert context.shared is shared and context.calibration is calibration
-        assert context.calibration.samples == 1 and context.anchor == anchor
+        assert context.shared is shared and context.shared.calibration is calibration
+        assert context.shared.calibration.samples == 1 and context.shared.anchor == anchor
         assert shared.pending_batch == ["c0", "c1", "c2"]
         # The batch is still checked at the next boundary, under the new strategy.
         events: list = []
         context.before_request(ScriptedProvider(script()), events.append)
         assert shared.pending_batch == []
-        assert [context.ledger.decision(f"c{i}") for i in range(3)].count("spilled") == 2
-        assert context.use("compact").name == "compact" and context.calibration is calibration
+        assert [context.shared.ledger.decision(f"c{i}") for i in range(3)].count("spilled") == 2
+        assert context.use("compact").name == "compact" and context.shared.calibration is calibration
 
 
 def demo_agent(workspace: Path) -> Agent:
@@ -172,7 +172,7 @@ def test_a_legacy_preview_is_recognised_on_resume(workspace: Path):
     assert result.is_spill_preview and result.tool_result.spilled == "tool-results/c1.txt"
     context = ContextManager(Conversation(loaded.messages), session_dir=path, workspace=workspace)
     context.restore(loaded)
-    assert context.ledger.decision("c1") == "spilled"
+    assert context.shared.ledger.decision("c1") == "spilled"
 
 
 def test_in_a_current_log_text_alone_is_not_a_preview(workspace: Path):

@@ -106,3 +106,35 @@ def test_compact_usage_errors(ip) -> None:
         ip.run_line_magic("compact", "--layer1 --status")
     with pytest.raises(UsageError, match="unrecognized"):
         ip.run_line_magic("context", "--bogus")
+
+
+def _live_state(shared) -> tuple:
+    """What a run configures on the session's shared state (and ``%context`` must not)."""
+    return (
+        shared.settings,
+        shared.system,
+        shared.tools,
+        shared.observed,
+        shared.anchor,
+        shared.breaker.limit,
+        shared.breaker_noted,
+        shared.unsaved_noted,
+    )
+
+
+def test_context_is_a_dry_plan_that_leaves_the_shared_state_unchanged(ip, workspace: Path) -> None:
+    path = write(workspace / "s.json", script(turn("hi there")))
+    run(ip, f"agent --provider scripted --script {path} hello")
+    shared = current_agent(ip).session.context.shared
+    shared.breaker_noted = shared.unsaved_noted = True  # said once this run: the next %context keeps it
+    before = _live_state(shared)
+    # Settings a next run would apply differently: %context shows them, the live state keeps its own.
+    ip.run_line_magic("config", "PseudoClaude.context_window = 64000")
+    ip.run_line_magic("config", "PseudoClaude.breaker_limit = 7")
+    (workspace / "CLAUDE.md").write_text("A new project note the next run's system prompt carries.\n")
+    data = json.loads(run(ip, "context --json"))
+    assert data["context_window"] == 64_000  # the plan of the next run
+    assert _live_state(shared) == before
+    assert shared.settings is before[0] and shared.observed is before[3]
+    run(ip, "context")
+    assert _live_state(shared) == before

@@ -86,7 +86,7 @@ def test_the_agent_magic_plays_the_strategys_script(ip, capsys) -> None:
     assert out.count("context rollover reminder") == 1
     assert "with the model's handoff" in out
     agent = current_agent(ip)
-    assert agent.session.context.rollovers == 1 and agent.session.context.compactions == 0
+    assert agent.session.context.shared.rollovers == 1 and agent.session.context.shared.compactions == 0
 
 
 # --- the rollover script itself ---------------------------------------------------------------

@@ -85,7 +85,7 @@ def test_a_full_disk_during_a_spill_never_logs_the_raw_body_and_converges(
     body = (session.dir / preview.spilled).read_text(encoding="utf-8")
     assert body.rstrip("\n").endswith("line 01099 " + "x" * 90) and len(body) > len(big)  # numbered
     assert tail not in log_bytes(session.dir)
-    assert session.context.ledger.decision("call_big") == "spilled"
+    assert session.context.shared.ledger.decision("call_big") == "spilled"
     assert not [p for p in (session.dir / "tool-results").iterdir() if p.name.endswith(".tmp")]
 
 
@@ -149,8 +149,8 @@ def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_
     session = current_agent(ip).session
     context = session.context
     before = session.conversation.messages()
-    anchor, ratio = context.anchor, context.calibration.ratio
-    assert context.estimate() >= context.settings.threshold  # the next run compacts first
+    anchor, ratio = context.shared.anchor, context.shared.calibration.ratio
+    assert context.shared.estimate() >= context.shared.settings.threshold  # the next run compacts first
     assert len(SUMMARY) > 12_000  # its replace needs more than the room left
 
     second = write(
@@ -163,8 +163,8 @@ def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_
     assert "not compacted" in out
     memory = session.conversation.messages()
     assert memory[: len(before)] == before and memory[-1].content == "and now?"  # the old state
-    assert context.compactions == 0 and context.breaker.failures == 0 and not context.breaker.open
-    assert context.anchor == anchor and context.calibration.ratio == ratio
+    assert context.shared.compactions == 0 and context.shared.breaker.failures == 0 and not context.shared.breaker.open
+    assert context.shared.anchor == anchor and context.shared.calibration.ratio == ratio
     loaded = load_session(session.dir)
     assert loaded.messages == memory and loaded.compacts == []  # no entry a restore would count
 
@@ -175,7 +175,7 @@ def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_
     assert "error:" not in out, out
     memory = session.conversation.messages()
     assert memory[0].content.startswith("<summary>") and "point 0399" in memory[0].content
-    assert context.compactions == 1 and context.breaker.failures == 0
+    assert context.shared.compactions == 1 and context.shared.breaker.failures == 0
     loaded = load_session(session.dir)
     assert loaded.messages == memory and loaded.bad_lines == []
     assert [(c.trigger, c.ok) for c in loaded.compacts] == [("auto", True)]
@@ -197,7 +197,7 @@ def test_percent_compact_on_a_full_disk_says_so_and_counts_nothing(
     with pytest.raises(UsageError, match="the compaction was not applied.*No space left on device"):
         ip.run_line_magic("compact", "")
     assert session.conversation.messages() == before
-    assert session.context.breaker.failures == 0 and session.context.compactions == 0
+    assert session.context.shared.breaker.failures == 0 and session.context.shared.compactions == 0
     disk.free()
     assert "compacted: ~" in run(ip, "compact")
     assert load_session(session.dir).messages == session.conversation.messages()
@@ -231,7 +231,7 @@ def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handof
     assert "error: the rollover was not applied" in out and "No space left on device" in out
     memory = session.conversation.messages()
     assert memory[: len(before)] == before and memory[-1].content == "please go on"
-    assert strategy.declared is not None and session.context.rollovers == 0
+    assert strategy.declared is not None and session.context.shared.rollovers == 0
     loaded = load_session(session.dir)
     assert loaded.messages == memory and [e.phase for e in loaded.rollovers] == ["intent"]
 
@@ -241,6 +241,6 @@ def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handof
     assert "error:" not in out, out
     memory = session.conversation.messages()
     assert "<original_request>" in memory[0].content and "Keep evaluate_budget(state) pure." in memory[0].content
-    assert session.context.rollovers == 1
+    assert session.context.shared.rollovers == 1
     loaded = load_session(session.dir)
     assert loaded.messages == memory and [e.phase for e in loaded.rollovers] == ["intent", "commit"]

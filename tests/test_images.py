@@ -336,9 +336,9 @@ def test_context_shows_images_as_their_own_part_only_when_there_are_any() -> Non
         return m, render_manifest(m, title="next request")
 
     m, text = shown([_imaged(w=1200, h=1000)])
-    assert m["parts"]["images"] == 1600 and m["image_count"] == 1
+    assert m.parts["images"] == 1600 and m.image_count == 1
     assert "images" in text and "1 images" in text
-    assert m["parts"]["tool_results"] < 10  # the image is not counted twice
+    assert m.parts["tool_results"] < 10  # the image is not counted twice
     m, text = shown([Message(role="user", content="hi")])
     assert "images" not in text.replace("messages", "")
 

@@ -159,7 +159,7 @@ def test_a_junk_summary_is_rejected_and_counted(server, workspace: Path, agents,
     agent.run("go on", listeners=[seen.append])
     done = [e for e in seen if isinstance(e, Compacted)]
     assert len(done) == 1 and not done[0].ok and why in done[0].error, done
-    assert agent.session.context.breaker.failures == 1
+    assert agent.session.context.shared.breaker.failures == 1
     assert agent.session.conversation.messages()[: len(before)] == before  # nothing replaced
     assert server.bodies[1]["stream"] is False  # the summary request
     assert server.bodies[1]["max_tokens"] <= 655  # the 4,096 window's summary reserve
@@ -180,4 +180,4 @@ def test_the_compaction_line_before_is_the_estimate_that_triggered_it(
     trigger = [e for e in seen[:started] if isinstance(e, ContextState)][-1].estimated_tokens
     done = next(e for e in seen if isinstance(e, Compacted))
     assert done.ok and seen[started].before_tokens == done.before_tokens == trigger
-    assert trigger >= agent.session.context.settings.threshold
+    assert trigger >= agent.session.context.shared.settings.threshold

@@ -79,7 +79,7 @@ def test_the_fallback_steps_small_tool_set_does_not_hide_the_hard_limit(
     assert committed.reason == "hard-limit"
     # The estimate that triggered it counted the full tool set again, not the fallback's two
     # (5,020 as counted + the ~1,250 tokens of schemas the fallback left out).
-    assert committed.before_tokens >= agent.session.context.settings.rollover_limits["base"]
+    assert committed.before_tokens >= agent.session.context.shared.settings.rollover_limits["base"]
     # The new window's request fits the window with room to answer.
     third = server.bodies[2]
     assert len(third["tools"]) == 8 and "<handoff>" in third["messages"][1]["content"]
@@ -87,7 +87,7 @@ def test_the_fallback_steps_small_tool_set_does_not_hide_the_hard_limit(
     rest = [Message(role=m["role"], content=m["content"]) for m in third["messages"][1:]]
     assert (
         estimate_request(system, rest, third["tools"])
-        < agent.session.context.settings.rollover_limits["base"]
+        < agent.session.context.shared.settings.rollover_limits["base"]
     )
 
 
@@ -162,9 +162,9 @@ def test_a_long_task_in_a_4k_window_hands_off_instead_of_wedging(
         agent = small_window_agent(workspace, agents, max_steps=16)
         seen: list = []
         summary = agent.run("summarize every part file", listeners=[seen.append], new=True)
-    assert agent.session.context.settings.context_window == 4_096  # learned from /props
+    assert agent.session.context.shared.settings.context_window == 4_096  # learned from /props
     assert agent.session.context.shared.digits == DIGITS_LOCAL  # a local server's tokenizer
-    base = agent.session.context.settings.rollover_limits["base"]
+    base = agent.session.context.shared.settings.rollover_limits["base"]
     commits = [e for e in seen if isinstance(e, RolloverCommitted)]
     assert commits and all(e.reason == "hard-limit" for e in commits)
     assert summary.status == "done" and summary.final_text == "Done."
@@ -234,7 +234,7 @@ def test_an_answer_cut_by_the_cap_past_the_base_mark_goes_on_to_the_hand_off(
         agent.settings.agent_output_tokens = 384
         seen: list = []
         summary = agent.run(f"My worker log:\n{worker_log(30)}\n\nlist the files", listeners=[seen.append], new=True)
-    limits = agent.session.context.settings.rollover_limits
+    limits = agent.session.context.shared.settings.rollover_limits
     first = server.prompts[0] + 384
     assert limits["base"] <= first < limits["hard"], (first, limits)  # the shape under test
     kinds = [type(e) for e in seen if isinstance(e, (RolloverFallback, RolloverCommitted))]

@@ -69,7 +69,7 @@ def test_llamacpp_props_window_is_learned_once_and_cached(server, workspace: Pat
     agent.run("hi", listeners=[seen.append])
     assert [r.path for r in server.requests] == ["/props", "/v1/chat/completions"]
     assert server.requests[0].method == "GET"
-    assert agent.session.context.settings.context_window == 4_096
+    assert agent.session.context.shared.settings.context_window == 4_096
     assert "context window: 4,096 tokens (llama.cpp /props n_ctx)" in notices(seen)
     assert server.bodies[1]["max_tokens"] < 4_096
     [(key, entry)] = cache().items()
@@ -79,7 +79,7 @@ def test_llamacpp_props_window_is_learned_once_and_cached(server, workspace: Pat
     other = agent_for(workspace, agents)
     other.run("hi")
     assert [r.path for r in server.requests[2:]] == ["/v1/chat/completions"]
-    assert other.session.context.settings.context_window == 4_096
+    assert other.session.context.shared.settings.context_window == 4_096
 
 
 @pytest.mark.parametrize(
@@ -133,7 +133,7 @@ def test_other_servers_say_their_window_where_they_do(
     agent = agent_for(workspace, agents)
     seen: list = []
     agent.run("hi", listeners=[seen.append])
-    assert agent.session.context.settings.context_window == window
+    assert agent.session.context.shared.settings.context_window == window
     assert f"context window: {window:,} tokens ({source})" in notices(seen)
     paths = [r.path for r in server.requests]
     assert paths[-1] == "/v1/chat/completions" and len(paths) == len(answers) + 1
@@ -146,7 +146,7 @@ def test_a_stated_window_wins_and_nothing_is_asked(server, workspace: Path, agen
     agent = agent_for(workspace, agents, context_window=6_000)
     agent.run("hi")
     assert [r.path for r in server.requests] == ["/v1/chat/completions"]
-    assert agent.session.context.settings.context_window == 6_000
+    assert agent.session.context.shared.settings.context_window == 6_000
 
 
 def test_a_server_that_says_nothing_is_asked_once(server, workspace: Path, agents) -> None:
@@ -155,7 +155,7 @@ def test_a_server_that_says_nothing_is_asked_once(server, workspace: Path, agent
     agent.run("hi")
     agent.run("again")
     assert len(server.requests) == 6  # four asks once, then two answers
-    assert agent.session.context.settings.context_window == 128_000  # the unknown model's default
+    assert agent.session.context.shared.settings.context_window == 128_000  # the unknown model's default
 
 
 def test_a_template_that_cannot_show_tools_is_refused_with_the_fix(server, workspace: Path, agents) -> None:
@@ -239,7 +239,7 @@ def test_the_llamacpp_400_is_adopted_then_compact_and_retry_once(server, workspa
     for i in range(3):
         conversation.add_user(f"step {i}: " + "describe the data in detail " * 20)
         conversation.add_assistant("the data has rows and columns " * 20)
-    assert agent.session.context.settings.context_window == 128_000
+    assert agent.session.context.shared.settings.context_window == 128_000
     server.play(
         rec.reply("context_error_400"),  # the real 400: "n_ctx":2048
         wire.completion("They looked at the data."),  # the forced compaction's summary
@@ -251,6 +251,6 @@ def test_the_llamacpp_400_is_adopted_then_compact_and_retry_once(server, workspa
     assert any("window is 2,048 tokens (its error says so), not 128,000" in n for n in notices(seen))
     done = [e for e in seen if isinstance(e, Compacted)]
     assert len(done) == 1 and done[0].ok and done[0].trigger == "forced"
-    assert agent.session.context.settings.context_window == 2_048
+    assert agent.session.context.shared.settings.context_window == 2_048
     assert server.bodies[-1]["max_tokens"] <= 2_048 - 1_000  # the retry fits the learned window
     assert next(iter(cache().values()))["window"] == 2_048  # and the next kernel knows it

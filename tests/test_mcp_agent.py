@@ -160,7 +160,7 @@ def test_context_shows_mcp_schemas_as_their_own_part(workspace: Path, agents) ->
     data = agent.context_manifest()
     assert data["mcp_tools"] == ["mcp__time__convert_time", "mcp__time__get_current_time"]
     assert data["parts"]["mcp_tool_schemas"] > 100 and data["parts"]["tool_schemas"] > 0
-    text = render_manifest(data, title="next request")
+    text = render_manifest(agent.next_manifest(), title="next request")
     row = next(line for line in text.splitlines() if "MCP tool schemas" in line)
     assert f"{data['parts']['mcp_tool_schemas']:,}" in row and "2 tools of time" in row
     own = next(line for line in text.splitlines() if line.strip().startswith("tool schemas"))

@@ -185,7 +185,7 @@ def test_a_declared_rollover_commits_at_the_next_step_with_anchors_and_the_pinne
     assert "new_context" in tool_names(requests(agent)[0]) and "search_history" in tool_names(
         requests(agent)[0]
     )
-    assert any(title == "rollover" for title, _ in agent._sections("rollover"))
+    assert any(s["title"] == "rollover" for s in agent.context_manifest()["system_sections"])
     assert "## Context rollover" in requests(agent)[0].system
 
 
@@ -205,7 +205,7 @@ def test_the_original_request_stays_pinned_across_rollovers(ws: Path, agents):
     assert "still on it" in third[0].content and "the reminder is sent once" not in third[0].content
     commits = [e for e in log(agent) if e["type"] == "rollover" and e["phase"] == "commit"]
     assert [c["call_id"] for c in commits] == ["a", "b"]
-    assert agent.session.context.rollovers == 2
+    assert agent.session.context.shared.rollovers == 2
 
 
 def test_new_context_refuses_bad_input_and_declares_nothing(ws: Path, agents):
@@ -395,7 +395,7 @@ def test_a_resumed_window_remembers_its_reminder(ws: Path, agents):
 def test_switching_strategy_in_one_session_keeps_the_anchor(ws: Path, agents):
     agent = make_agent(ws, agents, used(30_000, turn("an answer")), strategy="compact")
     agent.run("one")
-    assert agent.session.context.anchor[0] == 30_050
+    assert agent.session.context.shared.anchor[0] == 30_050
     assert "new_context" not in tool_names(requests(agent)[0])
     events: list = []
     agent.run("two", strategy="rollover", listeners=[events.append])

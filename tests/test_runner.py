@@ -19,6 +19,7 @@ from pydantic import Field
 
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.errors import HookError, ProtocolError, ScriptError, SessionWriteError, StreamError
+from pseudoclaude_nb.events import ToolFinished, ToolStarted
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider
 from pseudoclaude_nb.providers.base import Request, Response, Stop, StreamEvent
@@ -30,8 +31,6 @@ from pseudoclaude_nb.runner import (
     Runner,
     StepFinished,
     StepStarted,
-    ToolFinished,
-    ToolStarted,
 )
 from pseudoclaude_nb.session import SessionWriter, load_session, new_session_dir
 from pseudoclaude_nb.tools import Permissions, Tool, ToolArgs, ToolRegistry, build_tools
@@ -537,7 +536,7 @@ def test_an_interrupt_between_tool_call_and_results_keeps_the_conversation_valid
     )
     listener, fired = _interrupt_on(kind)
     runner = make_runner(conversation, writer, provider, build_tools(workspace))
-    runner.listeners.append(listener)
+    runner.hooks.listeners.append(listener)
     summary = runner.run("go")
     assert fired
     assert summary.status == "interrupted"
@@ -573,7 +572,7 @@ def test_a_failing_writer_stops_the_run_with_a_hook_error(session, workspace: Pa
             _break_writer(writer)  # the tool result's append is the next write
 
     runner = make_runner(conversation, writer, provider, build_tools(workspace), events=events)
-    runner.listeners.append(sabotage)
+    runner.hooks.listeners.append(sabotage)
     summary = runner.run("go")
     assert summary.status == "error"
     assert isinstance(summary.error, HookError)
@@ -618,7 +617,7 @@ def test_after_a_hook_error_among_parallel_calls_the_next_run_is_valid(session, 
             _break_writer(writer)
 
     runner = make_runner(conversation, writer, provider, build_tools(workspace))
-    runner.listeners.append(sabotage)
+    runner.hooks.listeners.append(sabotage)
     assert runner.run("go").status == "error"
     _mend_writer(writer)
     # The conversation that is kept must still be one the next request can send.

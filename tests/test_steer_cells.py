@@ -141,7 +141,7 @@ def test_context_lists_the_cells_with_estimates_that_add_up(ip, workspace: Path)
     assert "left out by the budget" in text and "1 skipped (agent-skip)" in text
     from pseudoclaude_nb.magics.context import manifest_html
 
-    page = manifest_html(data, title="next request")
+    page = manifest_html(current_agent(ip).next_manifest(), title="next request")
     assert f"{cells[-1]['label']}</td>" in page and "1 skipped (agent-skip)" in page
 
 

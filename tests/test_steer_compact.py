@@ -199,7 +199,7 @@ def test_undo_restores_the_state_before_the_compaction_and_survives_a_resume(
     agent = chatty(workspace, agents)
     before = dumped(load_session(agent.session.dir).messages)
     assert agent.compact().ok
-    compacted_estimate = agent.session.context.estimate()
+    compacted_estimate = agent.session.context.shared.estimate()
     [marker] = [e for e in read_log(agent.session.dir) if e["type"] == "replace"]
 
     done = agent.compact_undo()
@@ -210,10 +210,10 @@ def test_undo_restores_the_state_before_the_compaction_and_survives_a_resume(
     assert done.before_tokens == compacted_estimate and done.after_tokens > done.before_tokens
     # The anchor describes the restored messages: the estimate follows them.
     context = agent.session.context
-    assert context.anchor == (done.after_tokens, len(before))
+    assert context.shared.anchor == (done.after_tokens, len(before))
     restored = agent.session.conversation.messages()
     assert (
-        context.estimate()
+        context.shared.estimate()
         == done.after_tokens
         == context.shared.calibrated(context.shared.estimate_of(restored))
     )

@@ -113,7 +113,7 @@ def test_reject_replaces_nothing_asks_once_per_run_and_spares_the_breaker(worksp
     agent = over_the_line(workspace, agents)
     (workspace / "small.txt").write_text("tiny\n", encoding="utf-8")
     person = Person(Decision("reject"))
-    failures = agent.session.context.breaker.failures
+    failures = agent.session.context.shared.breaker.failures
     events = second_run(workspace, agent, *reads(2), turn("done"), confirm=person)
 
     assert len(person.asked) == 1  # three steps above the line, one question
@@ -121,15 +121,15 @@ def test_reject_replaces_nothing_asks_once_per_run_and_spares_the_breaker(worksp
     assert of_type(entries, "replace") == [] and of_type(entries, "compact") == []
     assert any("rejected by the person" in e["text"] for e in of_type(entries, "note"))
     assert any("rejected by you" in text and "goes on without it" in text for text in notices(events))
-    assert agent.session.context.breaker.failures == failures == 0
-    assert agent.session.context.compactions == 0
+    assert agent.session.context.shared.breaker.failures == failures == 0
+    assert agent.session.context.shared.compactions == 0
     assert [r.purpose for r in agent.last_provider.requests].count("summary") == 1
 
     # The next run asks again.
     again = Person(Decision("approve"))
     path = write_script(workspace, "third", turn("ok"), context_window=WINDOW, summaries=["later summary"])
     assert agent.run("third", script=path, confirm=again).status == "done"
-    assert len(again.asked) == 1 and agent.session.context.compactions == 1
+    assert len(again.asked) == 1 and agent.session.context.shared.compactions == 1
 
 
 @pytest.mark.parametrize("default", ["approve", "reject"])
@@ -150,7 +150,7 @@ def test_without_stdin_the_configured_default_applies_with_a_notice(workspace: P
     assert len(said) == 1 and f"confirm_default = '{default}'" in said[0]
     compacts = [(e.trigger, e.ok) for e in events if isinstance(e, Compacted)]
     assert compacts == ([("auto", True)] if default == "approve" else [("auto", False)])
-    assert agent.session.context.breaker.failures == 0
+    assert agent.session.context.shared.breaker.failures == 0
 
 
 def test_the_forced_compaction_is_asked_too(workspace: Path, agents):
@@ -177,7 +177,7 @@ def test_a_rejected_forced_compaction_stops_with_advice_and_no_breaker_count(wor
     assert any("rejected by you" in t and "too long" in t for t in notices(events))
     # Nothing compacted; the one replace takes out the prompt that got no answer (issue 32).
     assert [e["reason"] for e in of_type(read_log(agent.session.dir), "replace")] == ["edit"]
-    assert agent.session.context.breaker.failures == 0
+    assert agent.session.context.shared.breaker.failures == 0
 
 
 @pytest.mark.script_may_remain  # "never": the rejected compaction stops the run

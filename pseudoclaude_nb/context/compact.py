@@ -6,7 +6,7 @@ a compaction, this run does not plan (nor ask) another; the next run does.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ToolError
 from ..events import Notice
@@ -16,10 +16,12 @@ from . import layer2
 from .confirm import Review
 from .handoff import Intent
 from .layer1 import Emit
-from .strategy import Marks, marks_for
+from .strategy import Marks
 
 if TYPE_CHECKING:
+    from ..history import HistoryIndex
     from ..tools import ToolRegistry
+    from ..tools.registry import Tool
     from .state import SharedState
 
 
@@ -30,13 +32,22 @@ class CompactStrategy:
         self.state = state
 
     def marks(self) -> Marks:
-        return marks_for(self.name, self.state.settings)
+        return (("Layer 2", self.state.settings.threshold),)
 
     def threshold(self) -> int:
         return self.state.settings.threshold
 
     def phase(self) -> str:
         return "normal"
+
+    def sections(self) -> list[tuple[str, str]]:
+        return []
+
+    def tools(self, history: HistoryIndex, emit: Emit) -> list[Tool]:
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        return {}
 
     def before_request(
         self, estimate: int, provider: Provider, emit: Emit, review: Review | None = None
@@ -57,6 +68,12 @@ class CompactStrategy:
             return False
         layer2.compact(s, provider, "auto", emit, review, before=estimate)
         return True
+
+    def after_response(self, emit: Emit) -> bool:
+        return False
+
+    def hands_off_due(self, estimate: int) -> bool:
+        return False
 
     def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
         if review is not None and review.skips("compact"):

@@ -219,8 +219,8 @@ class Spiller:
     def _record(self, spill: Spill, reason: str, emit: Emit, *, logged: bool = False) -> str:
         """Log a written spill and freeze its decision; returns the path shown to the model."""
         s = self.state
-        if s.writer is not None and not logged:
-            s.writer.spill(**spill.entry_fields())
+        if not logged:
+            s.record.spill(**spill.entry_fields())
         s.ledger.force(spill.call_id, "spilled")
         shown = self._shown_path(spill.path)
         emit(Spilled(spill.call_id, spill.tool, shown, spill.bytes, reason))
@@ -272,9 +272,8 @@ class Spiller:
                 msg = msg.model_copy(update={"tool_result": previewed})
             new.append(msg)
         # The log explains the snapshot before it comes: spill entries first.
-        if s.writer is not None:
-            for spill, _ in written.values():
-                s.writer.spill(**spill.entry_fields())
+        for spill, _ in written.values():
+            s.record.spill(**spill.entry_fields())
         s.conversation.replace("snapshot", new)
         s.reset_anchor(new)
         for spill, _ in written.values():

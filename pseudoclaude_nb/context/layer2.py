@@ -110,11 +110,10 @@ def _rejected(state: SharedState, p: Plan, trigger: str, emit: Emit) -> Compacte
     """The person said no: nothing replaced, the breaker untouched (a choice is not a failure),
     a note in the log so that a reader of the session sees why the context was not compacted."""
     why = "rejected by you"
-    if state.writer is not None:
-        state.writer.note(
-            f"{trigger} compaction rejected by the person (~{p.before:,} → ~{p.after:,} tokens proposed)",
-            "info",
-        )
+    state.record.note(
+        f"{trigger} compaction rejected by the person (~{p.before:,} → ~{p.after:,} tokens proposed)",
+        "info",
+    )
     result = Compacted(trigger, p.before, p.before, False, why)
     state.last_compact = result
     emit(result)
@@ -132,10 +131,9 @@ def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ig
     state.preview = None  # made from a conversation that is gone, or spent
     result = Compacted(trigger, p.before, p.after, p.new is not None, p.error)
     state.breaker.record(result.ok, trigger)
-    if state.writer is not None:
-        state.writer.compact(
-            trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
-        )
+    state.record.compact(
+        trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
+    )
     state.last_compact = result
     emit(result)
     return result

@@ -1,8 +1,10 @@
 """One session's context: the shared state, the Layer 1 spiller and the current strategy.
 
 ``ContextManager`` is what the runner and the agent hold. It composes, and decides
-nothing itself: Layer 1 is the ``Spiller``, what happens at the window's limits is the
-strategy (``compact``, ``rollover`` or ``api``), and all work on one ``SharedState``. Switching
+nothing itself (callers read the state as ``.shared``, Layer 1 as ``.spiller`` and the
+strategy as ``.strategy``; nothing here only forwards): Layer 1 is the ``Spiller``, what
+happens at the window's limits is the strategy (``compact``, ``rollover`` or ``api``), and
+all work on one ``SharedState``. Switching
 strategy (``use``) builds the other strategy over the same state, so the anchor, the
 learned calibration, the ledger, the breaker, the counters and the pending tool batch
 stay. Every method that can report takes the caller's ``emit``: events reach the run (or
@@ -15,35 +17,28 @@ logged as a replace marker plus snapshot) and writes to the log only ``spill``,
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 from ..conversation import Conversation
 from ..errors import SessionError
 from ..events import Compacted, ContextState
-from ..messages import ToolCall, ToolResult, Usage
 from ..providers.base import ManagesContext, Provider
 from ..session.loader import LoadResult
 from ..session.writer import SessionWriter
 from . import layer2, undo
-from .breaker import Breaker
 from .compact import CompactStrategy
 from .confirm import Review
-from .estimate import Calibration
-from .handoff import Intent
 from .layer1 import Emit, Spiller, ignore
 from .provider_compaction import ProviderCompactionStrategy, unsupported
 from .rollover import RolloverStrategy
 from .settings import CompactSettings
-from .spill import Ledger
 from .state import SharedState
-from .strategy import ContextStrategy, Marks, marks_for
+from .strategy import ContextStrategy
 
-if TYPE_CHECKING:
-    from ..tools import ToolRegistry
-
-# Factories over the shared state (the Protocol declares no constructor).
+# The registry: each strategy is a factory over the session's shared state, and this is the
+# only place that tells strategies apart by name (everything else asks the strategy).
 STRATEGIES: dict[str, Callable[[SharedState], ContextStrategy]] = {
     "compact": CompactStrategy,
     "rollover": RolloverStrategy,
@@ -51,11 +46,14 @@ STRATEGIES: dict[str, Callable[[SharedState], ContextStrategy]] = {
 }
 
 
-def strategy_marks(name: str, settings: CompactSettings) -> Marks:
-    """The marks of strategy ``name`` under ``settings``, without a session: its own where it
-    names them (``marks_for`` on its class), else ``strategy.marks_for``'s."""
-    own = getattr(STRATEGIES.get(name), "marks_for", None)
-    return own(settings) if own is not None else marks_for(name, settings)
+def strategy_for(name: str, state: SharedState) -> ContextStrategy:
+    """Strategy ``name`` over ``state`` (a session's, or a dry one for ``%context`` without one)."""
+    return STRATEGIES[name](state)
+
+
+def dry_strategy(name: str, settings: CompactSettings, workspace: Path | None = None) -> ContextStrategy:
+    """Strategy ``name`` over an empty conversation: what it adds and marks before any session."""
+    return strategy_for(name, SharedState(Conversation([]), settings, workspace=workspace))
 
 
 def check_provider(name: str, provider: Provider) -> None:
@@ -64,6 +62,16 @@ def check_provider(name: str, provider: Provider) -> None:
     to use instead."""
     if getattr(STRATEGIES.get(name), "needs_server_context", False) and not isinstance(provider, ManagesContext):
         raise unsupported(provider.name)
+
+
+def dry_copy(strategy: ContextStrategy, settings: CompactSettings) -> ContextStrategy:
+    """``strategy`` as it would stand under ``settings``, over a copy of its state: a plan that
+    only shows (``%context``) reads it and sets the copy's system and tools, never the session's."""
+    state = copy.copy(strategy.state)
+    state.settings = settings
+    dry = copy.copy(strategy)
+    dry.state = state
+    return dry
 
 
 class ContextManager:
@@ -81,76 +89,19 @@ class ContextManager:
             conversation, settings, session_dir=session_dir, workspace=workspace, writer=writer
         )
         self.spiller = Spiller(self.shared)
-        self.strategy: ContextStrategy = STRATEGIES[strategy](self.shared)
+        self.strategy: ContextStrategy = strategy_for(strategy, self.shared)
 
     def use(self, strategy: str) -> ContextStrategy:
         """Make ``strategy`` current; the shared state stays as it is."""
         if self.strategy.name != strategy:
-            self.strategy = STRATEGIES[strategy](self.shared)
+            self.strategy = strategy_for(strategy, self.shared)
         return self.strategy
-
-    def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
-        self.shared.configure(settings, system=system, tools=tools)
-
-    def start_run(self) -> None:
-        self.shared.start_run()
 
     def restore(self, loaded: LoadResult) -> None:
         self.shared.restore(loaded)
         self.strategy.restore(loaded)
 
     # --- what it reads ---------------------------------------------------------------------
-
-    @property
-    def conversation(self) -> Conversation:
-        return self.shared.conversation
-
-    @property
-    def settings(self) -> CompactSettings:
-        return self.shared.settings
-
-    @property
-    def anchor(self) -> tuple[int, int] | None:
-        return self.shared.anchor
-
-    @property
-    def ledger(self) -> Ledger:
-        return self.shared.ledger
-
-    @property
-    def calibration(self) -> Calibration:
-        return self.shared.calibration
-
-    @property
-    def breaker(self) -> Breaker:
-        return self.shared.breaker
-
-    @property
-    def compactions(self) -> int:
-        return self.shared.compactions
-
-    @property
-    def rollovers(self) -> int:
-        return self.shared.rollovers
-
-    @property
-    def last_compact(self) -> Compacted | None:
-        return self.shared.last_compact
-
-    def estimate(self) -> int:
-        return self.shared.estimate()
-
-    def forget_anchor(self) -> None:
-        self.shared.forget_anchor()
-
-    def on_usage(self, usage: Usage, length: int, tools: list[dict[str, Any]] | None = None) -> None:
-        self.shared.on_usage(usage, length, tools)
-
-    def after_response(self, emit: Emit = ignore) -> bool:
-        """The strategy's look at an answer once it is in and logged, where it has one (the api
-        strategy replaces the conversation when the provider compacted it); True when it acted."""
-        after_response = getattr(self.strategy, "after_response", None)
-        return bool(after_response(emit)) if after_response is not None else False
 
     def state(self, estimate: int | None = None) -> ContextState:
         """Where the context stands, for gauges; ``estimate`` when the caller has it already."""
@@ -171,13 +122,6 @@ class ContextManager:
 
     # --- a run's boundaries ------------------------------------------------------------------
 
-    def admit(self, call: ToolCall, result: ToolResult, emit: Emit = ignore) -> ToolResult:
-        """What the conversation gets for ``result``: itself, or its spill preview (Layer 1)."""
-        return self.spiller.admit(call, result, emit)
-
-    def after_tools(self, count: int) -> None:
-        self.spiller.after_tools(count)
-
     def before_request(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> None:
         """The pre-step boundary: Layer 1's batch check, then the strategy at the estimate.
 
@@ -190,18 +134,6 @@ class ContextManager:
         emit(self.state(estimate))
         if self.strategy.before_request(estimate, provider, emit, review):
             emit(self.state())
-
-    def recover(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> bool:
-        return self.strategy.recover(provider, emit, review)
-
-    def hands_off_next(self) -> bool:
-        """Whether the strategy starts its hand-off before the next request (rollover past its
-        base mark): then a cut answer does not end the run (issue 32)."""
-        due = getattr(self.strategy, "rollover_due", None)
-        return bool(due is not None and due(self.shared.estimate()))
-
-    def surface(self, tools: ToolRegistry) -> ToolRegistry:
-        return self.strategy.surface(tools)
 
     # --- on request ----------------------------------------------------------------------------
 
@@ -218,7 +150,7 @@ class ContextManager:
     def pending_preview(self) -> layer2.Plan | None:
         """The kept preview while ``%compact --apply`` could still commit it (``--status``)."""
         plan = self.shared.preview
-        return plan if plan is not None and plan.made_from(self.conversation.messages()) else None
+        return plan if plan is not None and plan.made_from(self.shared.conversation.messages()) else None
 
     def apply(self, emit: Emit = ignore, text: str | None = None) -> Compacted:
         """``%compact --apply``: commit the kept preview, without asking the model again;
@@ -226,7 +158,7 @@ class ContextManager:
         plan = self.shared.preview
         if plan is None:
             raise SessionError("there is no compaction preview to apply; run %compact --preview first")
-        if not plan.made_from(self.conversation.messages()):
+        if not plan.made_from(self.shared.conversation.messages()):
             self.shared.preview = None
             raise SessionError(
                 "the conversation changed since the preview; run %compact --preview again, then --apply"
@@ -247,11 +179,3 @@ class ContextManager:
         if sync_window is not None:
             sync_window()
         return done
-
-    def spill_all(self, emit: Emit = ignore) -> int:
-        """``%compact --layer1``."""
-        return self.spiller.spill_all(emit)
-
-    def declare(self, intent: Intent, emit: Emit = ignore) -> str:
-        """``new_context``'s handler (only rollover accepts it)."""
-        return self.strategy.declare(intent, emit)

@@ -1,12 +1,16 @@
 """What a request contains, part by part, with token estimates: ``%context``'s data.
 
-A pure function of the request's parts, so the same code describes the next request
-and the last one actually sent.
+``manifest`` is a pure function of the request's parts, so the same code describes the next
+request and the last one actually sent. It returns a ``Manifest``: a frozen dataclass the
+magic reads by attribute; ``as_dict`` is its JSON (``%context --json``), the same keys as
+before it was a dataclass (what only a session, a strategy or a sent request has is left
+out when it is not there).
 """
 
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from ..mcp.tools import is_mcp_tool
@@ -43,6 +47,104 @@ def message_parts(messages: list[Message]) -> dict[str, int]:
     return {k: tokens_for_bytes(v) for k, v in parts.items()}
 
 
+Marks = tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class Manifest:
+    context_window: int
+    estimated_tokens: int
+    anchor_tokens: int
+    threshold: int
+    message_count: int
+    image_count: int
+    tools: list[str]
+    mcp_tools: list[str]
+    memory_included: bool
+    memory_index: str | None
+    parts: dict[str, int]
+    system_sections: list[dict[str, Any]]  # {"title", "tokens"} each, in prompt order
+    notebook_pending_tokens: int
+    # The next request's (``%context``): where the window came from, the strategy and its lines.
+    window_source: str | None = None
+    strategy: str | None = None
+    marks: Marks = ()  # the strategy's lines (Layer 2, or rollover's three limits)
+    strategy_view: dict[str, Any] = field(default_factory=dict)  # ContextStrategy.describe()
+    session_id: str | None = None
+    memory_policy: str | None = None
+    user_tools: list[str] = field(default_factory=list)
+    notebook_pending_cells: int = 0
+    notebook_cells: list[dict[str, Any]] = field(default_factory=list)
+    notebook_block_overhead: int | None = None
+    notebook_left_out: int = 0
+    notebook_skipped: int = 0
+    # A session's: the breaker, what the context layer did, cost and cache (issue 31).
+    breaker: str | None = None
+    breaker_failures: int | None = None
+    spills: int | None = None
+    compactions: int | None = None
+    cost: dict[str, Any] | None = None
+    cache: dict[str, Any] | None = None
+    cache_lines: list[str] | None = None
+    # The last request sent (``%context --last``): who it went to.
+    provider: str | None = None
+    model: str | None = None
+    next_request: bool = True  # False: the last request actually sent
+
+    def lines(self) -> Marks:
+        """The strategy's lines, or the Layer 2 line when none were given (a sent request)."""
+        return self.marks or (("Layer 2", self.threshold),)
+
+    def cache_lost(self) -> int:
+        """The cached conversation tokens a replace now would invalidate (issue 31); 0 if unknown."""
+        return int((self.cache or {}).get("invalidated_by_replace") or 0)
+
+    def as_dict(self) -> dict[str, Any]:
+        """The JSON of ``%context --json``."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if f.name in ("marks", "strategy_view", "next_request"):
+                continue
+            if f.name in _NEXT_ONLY and not self.next_request:
+                continue
+            if f.name in _WHEN_SET and value is None:
+                continue
+            out[f.name] = value
+        out.update(self.strategy_view)
+        return out
+
+
+# Keys only the next request's manifest has, and keys shown only when they have a value.
+_NEXT_ONLY = frozenset(
+    {
+        "window_source",
+        "strategy",
+        "session_id",
+        "memory_policy",
+        "user_tools",
+        "notebook_pending_cells",
+        "notebook_cells",
+        "notebook_left_out",
+        "notebook_skipped",
+    }
+)
+_WHEN_SET = frozenset(
+    {
+        "notebook_block_overhead",
+        "breaker",
+        "breaker_failures",
+        "spills",
+        "compactions",
+        "cost",
+        "cache",
+        "cache_lines",
+        "provider",
+        "model",
+    }
+)
+
+
 def manifest(
     *,
     sections: list[tuple[str, str]],
@@ -53,9 +155,8 @@ def manifest(
     estimated_tokens: int | None = None,
     anchor_tokens: int = 0,
     memory_index: str | None = None,
-    extra: dict[str, Any] | None = None,
     pending_notebook: str | None = None,
-) -> dict[str, Any]:
+) -> Manifest:
     """``pending_notebook`` is the activity block the next run would add (counted as notebook).
 
     The user's pins are a system section, shown as their own part ("pins").
@@ -80,18 +181,18 @@ def manifest(
         + sum(parts.values())
         + memory_tokens
     )
-    data: dict[str, Any] = {
-        "context_window": context_window,
-        "estimated_tokens": estimated_tokens + pending_tokens if estimated_tokens is not None else computed,
-        "anchor_tokens": anchor_tokens,
-        "threshold": threshold,
-        "message_count": len(messages),
-        "image_count": sum(len(m.parts) for m in messages),
-        "tools": [t["name"] for t in tools],
-        "mcp_tools": [t["name"] for t in mcp_tools],
-        "memory_included": memory_index is not None,
-        "memory_index": memory_index,
-        "parts": {
+    return Manifest(
+        context_window=context_window,
+        estimated_tokens=estimated_tokens + pending_tokens if estimated_tokens is not None else computed,
+        anchor_tokens=anchor_tokens,
+        threshold=threshold,
+        message_count=len(messages),
+        image_count=sum(len(m.parts) for m in messages),
+        tools=[t["name"] for t in tools],
+        mcp_tools=[t["name"] for t in mcp_tools],
+        memory_included=memory_index is not None,
+        memory_index=memory_index,
+        parts={
             "system": sum(s["tokens"] for s in system),
             "pins": pins_tokens,
             "memory": memory_tokens,
@@ -99,11 +200,9 @@ def manifest(
             "mcp_tool_schemas": mcp_tokens,
             **parts,
         },
-        "system_sections": system,
-        "notebook_pending_tokens": pending_tokens,
-    }
-    data.update(extra or {})
-    return data
+        system_sections=system,
+        notebook_pending_tokens=pending_tokens,
+    )
 
 
 def notebook_cells(block: Any) -> dict[str, Any]:

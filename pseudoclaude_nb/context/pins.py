@@ -109,7 +109,7 @@ def message_text(m: Message) -> str:
     if m.tool_result is not None:
         return m.tool_result.content
     if m.notebook is not None:
-        # The block is followed by a blank line, then the prompt (agent_notebook).
+        # The block is followed by a blank line, then the prompt (agent.notebook).
         return m.content[m.notebook.chars :].removeprefix("\n\n")
     return m.content
 

@@ -19,7 +19,7 @@ answer that carried it (``undone``), or the provider would drop them again at on
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SessionWriteError, ToolError
 from ..events import Compacted
@@ -33,7 +33,9 @@ from .layer1 import Emit, ignore
 from .strategy import Marks
 
 if TYPE_CHECKING:
+    from ..history import HistoryIndex
     from ..tools import ToolRegistry
+    from ..tools.registry import Tool
     from .settings import CompactSettings
     from .state import SharedState
 
@@ -106,6 +108,18 @@ class ProviderCompactionStrategy:
     def phase(self) -> str:
         return "normal"
 
+    def sections(self) -> list[tuple[str, str]]:
+        return []  # the provider compacts on its own: the model is told nothing
+
+    def tools(self, history: HistoryIndex, emit: Emit) -> list[Tool]:
+        return []
+
+    def describe(self) -> dict[str, Any]:
+        return {}
+
+    def hands_off_due(self, estimate: int) -> bool:
+        return False
+
     def before_request(
         self, estimate: int, provider: Provider, emit: Emit, review: Review | None = None
     ) -> bool:
@@ -153,8 +167,7 @@ class ProviderCompactionStrategy:
         after = s.anchor[0] if s.anchor is not None else s.estimate_of(new)
         result = Compacted(TRIGGER, before, after, True)
         s.breaker.record(True, TRIGGER)
-        if s.writer is not None:
-            s.writer.compact(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
+        s.record.compact(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
         s.last_compact = result
         emit(result)
         return True

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
@@ -31,12 +31,13 @@ from ..providers.base import Provider
 from ..session.entries import MessageEntry, parse_line
 from ..session.loader import LoadResult
 from ..tools.registry import Permissions, ToolRegistry
-from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS
+from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS, new_context_tool, search_history_tool
 from ..tools.workspace import resolve_in_workspace
 from ..workspace import LOG_NAME
 from .confirm import Proposal, Review
 from .estimate import BYTES_PER_TOKEN, text_units
 from .handoff import (
+    GUIDANCE,
     CheckedFile,
     Handoff,
     Intent,
@@ -47,9 +48,12 @@ from .handoff import (
 )
 from .layer1 import Emit
 from .rollover_budget import CONTINUE, BudgetAction, BudgetState, evaluate_budget
-from .strategy import Marks, marks_for
+from .strategy import Marks
 
 if TYPE_CHECKING:
+    from ..history import HistoryIndex
+    from ..hooks import RunHooks
+    from ..tools.registry import Tool
     from .state import SharedState
 
 # A new window's first message gets at least this much room, however full the fixed prompt.
@@ -67,9 +71,9 @@ class FallbackTools(ToolRegistry):
         super().__init__(t for t in tools if t.name in allowed)
         self.full = tools
 
-    def run(self, call: ToolCall, permissions: Permissions) -> ToolResult:
+    def run(self, call: ToolCall, permissions: Permissions, hooks: RunHooks | None = None) -> ToolResult:
         if call.name in self:
-            return super().run(call, permissions)
+            return super().run(call, permissions, hooks)
         offered = " and ".join(self.names()) or "no tools"
         return ToolResult(
             call_id=call.id,
@@ -95,7 +99,7 @@ class RolloverStrategy:
         self.sync_window()
 
     def marks(self) -> Marks:
-        return marks_for(self.name, self.state.settings)
+        return tuple(self.state.settings.rollover_limits.items())
 
     def threshold(self) -> int:  # the base limit: where the host starts to act
         return self.state.settings.rollover_limits["base"]
@@ -106,6 +110,28 @@ class RolloverStrategy:
         if self.fallback_claimed:
             return "fallback"
         return "reminded" if self.reminded else "normal"
+
+    def sections(self) -> list[tuple[str, str]]:
+        return [("rollover", GUIDANCE)]
+
+    def tools(self, history: HistoryIndex, emit: Emit) -> list[Tool]:
+        """``new_context`` (declared to this strategy, its events to ``emit``) and ``search_history``."""
+        s = self.state
+        workspace = s.workspace or Path.cwd()
+        session = s.session_dir.name if s.session_dir is not None else None
+        return [
+            new_context_tool(workspace, lambda intent: self.declare(intent, emit)),
+            search_history_tool(history, lambda: session),
+        ]
+
+    def describe(self) -> dict[str, Any]:
+        s = self.state
+        # The gauge and %context show these instead of the Layer 2 line.
+        return {
+            "rollover_limits": dict(s.settings.rollover_limits),
+            "rollovers": s.rollovers,
+            "rollover_phase": self.phase(),
+        }
 
     def restore(self, loaded: LoadResult) -> None:
         self.declared = _pending_intent(loaded)
@@ -181,7 +207,10 @@ class RolloverStrategy:
         self.last_action = action
         return acted
 
-    def rollover_due(self, estimate: int) -> bool:
+    def after_response(self, emit: Emit) -> bool:
+        return False
+
+    def hands_off_due(self, estimate: int) -> bool:
         """The next pre-step boundary starts the hand-off — fallback past the base mark, a
         rollover past the hard mark or after fallback — and this window holds work to hand over."""
         action = evaluate_budget(self.budget_state(estimate))
@@ -213,15 +242,14 @@ class RolloverStrategy:
         intent = replace(
             intent, call_id=call.id if call else None, message_uuid=caller.id if caller else None
         )
-        if s.writer is not None:
-            s.writer.rollover(
-                phase="intent",
-                reason="model",
-                handoff=intent.handoff.model_dump(),
-                related_files=[f.to_dict() for f in intent.related_files],
-                call_id=intent.call_id,
-                message_uuid=intent.message_uuid,
-            )
+        s.record.rollover(
+            phase="intent",
+            reason="model",
+            handoff=intent.handoff.model_dump(),
+            related_files=[f.to_dict() for f in intent.related_files],
+            call_id=intent.call_id,
+            message_uuid=intent.message_uuid,
+        )
         self.declared = intent
         missing = tuple(f.path for f in intent.related_files if not f.exists)
         emit(RolloverDeclared(intent.call_id, intent.message_uuid, len(intent.related_files), missing))
@@ -295,17 +323,16 @@ class RolloverStrategy:
             )
         s.reset_anchor(new)
         after = s.anchor[0] if s.anchor else 0
-        if s.writer is not None:
-            s.writer.rollover(
-                phase="commit",
-                reason=reason,
-                handoff=intent.handoff.model_dump(),
-                related_files=[f.to_dict() for f in intent.related_files],
-                call_id=intent.call_id,
-                message_uuid=intent.message_uuid,
-                before_tokens=before,
-                after_tokens=after,
-            )
+        s.record.rollover(
+            phase="commit",
+            reason=reason,
+            handoff=intent.handoff.model_dump(),
+            related_files=[f.to_dict() for f in intent.related_files],
+            call_id=intent.call_id,
+            message_uuid=intent.message_uuid,
+            before_tokens=before,
+            after_tokens=after,
+        )
         self.declared, self.reminded, self.fallback_claimed, self.pruned = None, False, False, False
         s.rollovers += 1
         event = RolloverCommitted(
@@ -351,8 +378,7 @@ class RolloverStrategy:
         after = s.calibrated(s.estimate_of([Message(role="user", content=text)]))
         decision = review.decide(Proposal("rollover", reason, rendered, before, after, count, 0), emit)
         if decision.action == "reject":
-            if s.writer is not None:
-                s.writer.note(f"{reason} rollover rejected by the person; the window stays", "info")
+            s.record.note(f"{reason} rollover rejected by the person; the window stays", "info")
             return None
         if decision.action == "edit" and decision.text is not None:
             # The person's text takes the handoff's place; the anchors and the pinned request stay.

@@ -24,6 +24,7 @@ from ..errors import HookError, SessionWriteError
 from ..events import Compacted
 from ..messages import Message, ToolResult, Usage
 from ..session.loader import LoadResult
+from ..session.record import NO_RECORD, SessionRecord
 from ..session.writer import SessionWriter
 from . import estimate as _estimate
 from .breaker import Breaker
@@ -49,7 +50,9 @@ class SharedState:
         self.settings = settings or CompactSettings()
         self.session_dir = session_dir
         self.workspace = workspace
-        self.writer = writer
+        self.writer = writer  # for what undo reads of the log (its path, its markers)
+        # Notes, spill, compact and rollover entries: the one route to the log besides messages.
+        self.record: SessionRecord = writer if writer is not None else NO_RECORD
         self.ledger = Ledger()
         self.breaker = Breaker(self.settings.breaker_limit)
         self.anchor: tuple[int, int] | None = None  # (tokens, conversation length)

@@ -16,6 +16,7 @@ from IPython.display import display
 
 from ..agent import Agent
 from ..context.layer2 import Plan
+from ..context.manifest import Manifest
 from ..context.provider_compaction import MARK as SERVER_MARK
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
@@ -41,12 +42,12 @@ PART_LABELS = {
 }
 # Lab centres a table, fixes its layout and right-aligns its cells (for DataFrames): these
 # are read from the left, their columns as wide as their text, in the theme's text colour.
-def manifest_html(m: dict[str, Any], *, title: str) -> str:
+def manifest_html(m: Manifest, *, title: str) -> str:
     """The breakdown as an HTML table, largest parts visible at a glance."""
-    window = m["context_window"] or 1
+    window = m.context_window or 1
     rows = []
     for key, label in _labels(m):
-        value = m["parts"].get(key, 0)
+        value = m.parts.get(key, 0)
         width = 100 * value / window
         rows.append(
             f"<tr><td style='text-align:left'>{html.escape(label)}</td><td style='text-align:right'>{value:,}</td>"
@@ -59,72 +60,71 @@ def manifest_html(m: dict[str, Any], *, title: str) -> str:
                 f"<td style='text-align:right'>{f'{tokens:,}' if tokens >= 0 else ''}</td><td></td></tr>"
                 for name, tokens in _notebook_rows(m)
             ]
-    sections = ", ".join(f"{html.escape(s['title'])} {s['tokens']:,}" for s in m["system_sections"])
+    sections = ", ".join(f"{html.escape(s['title'])} {s['tokens']:,}" for s in m.system_sections)
     return (
-        f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m['estimated_tokens']:,} of "
-        f"{m['context_window']:,} tokens · {html.escape(limits_phrase(m))} · {m['message_count']} messages"
+        f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m.estimated_tokens:,} of "
+        f"{m.context_window:,} tokens · {html.escape(limits_phrase(m))} · {m.message_count} messages"
         f"<table style='{TABLE_STYLE}'><tr><th style='text-align:left'>part</th><th style='text-align:right'>tokens</th>"
         "<th style='text-align:left'>share of window</th></tr>"
         f"{''.join(rows)}</table>"
-        f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m['tools']))}"
-        f" · memory {'included' if m['memory_included'] else 'not included'}</div>"
+        f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m.tools))}"
+        f" · memory {'included' if m.memory_included else 'not included'}</div>"
         + "".join(f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m))
         + "</div>"
     )
 
 
-def render_manifest(m: dict[str, Any], *, title: str) -> str:
-    window, est = m["context_window"], m["estimated_tokens"]
+def render_manifest(m: Manifest, *, title: str) -> str:
+    window, est = m.context_window, m.estimated_tokens
     pct = 100 * est / window if window else 0.0
     lines = [
         f"{title}: ~{est:,} of {window:,} tokens ({pct:.0f}%) · {limits_phrase(m)}"
-        + (f" · window from {m['window_source']}" if m.get("window_source") else "")
-        + (f" · breaker {m['breaker']}" if "breaker" in m else "")
+        + (f" · window from {m.window_source}" if m.window_source else "")
+        + (f" · breaker {m.breaker}" if m.breaker is not None else "")
     ]
-    if m.get("anchor_tokens"):
+    if m.anchor_tokens:
         lines.append(
-            f"  {m['anchor_tokens']:,} as last measured by the provider + "
-            f"{max(est - m['anchor_tokens'], 0):,} estimated since (bytes/3.5)"
+            f"  {m.anchor_tokens:,} as last measured by the provider + "
+            f"{max(est - m.anchor_tokens, 0):,} estimated since (bytes/3.5)"
         )
     lines.append(f"  {'part':<22}{'tokens':>9}")
     for key, label in _labels(m):
-        value = m["parts"].get(key, 0)
+        value = m.parts.get(key, 0)
         note = ""
         if key == "system":
-            note = "  " + ", ".join(f"{s['title']} {s['tokens']:,}" for s in m["system_sections"])
+            note = "  " + ", ".join(f"{s['title']} {s['tokens']:,}" for s in m.system_sections)
         elif key == "memory":
-            note = "" if m["memory_included"] else "  (not included)"
+            note = "" if m.memory_included else "  (not included)"
         elif key == "tool_schemas":
-            own = [t for t in m["tools"] if t not in set(m.get("mcp_tools", ()))]
+            own = [t for t in m.tools if t not in set(m.mcp_tools)]
             note = f"  {len(own)} tools: {', '.join(own)}"
-            if m.get("user_tools"):
-                note += f" (yours: {', '.join(m['user_tools'])})"
+            if m.user_tools:
+                note += f" (yours: {', '.join(m.user_tools)})"
         elif key == "mcp_tool_schemas":
-            note = f"  {len(m['mcp_tools'])} tools of {', '.join(_mcp_servers(m['mcp_tools']))}"
+            note = f"  {len(m.mcp_tools)} tools of {', '.join(_mcp_servers(m.mcp_tools))}"
         elif key == "images":
-            note = f"  {m.get('image_count', 0)} images (Anthropic's width*height/750, at least 765)"
-        elif key == "notebook" and m.get("notebook_pending_cells"):
-            note = f"  incl. {m['notebook_pending_cells']} cells for the next run"
+            note = f"  {m.image_count} images (Anthropic's width*height/750, at least 765)"
+        elif key == "notebook" and m.notebook_pending_cells:
+            note = f"  incl. {m.notebook_pending_cells} cells for the next run"
         lines.append(f"  {label:<22}{value:>9,}{note}")
         if key == "notebook":
             lines += [
                 f"    {name:<20}{tokens:>9,}" if tokens >= 0 else f"    {name}"
                 for name, tokens in _notebook_rows(m)
             ]
-    lines.append(f"  {m['message_count']} messages")
-    if m.get("session_id"):
+    lines.append(f"  {m.message_count} messages")
+    if m.session_id:
         lines.append(
-            f"  session {m['session_id']} · {m.get('spills', 0)} spilled results · "
-            f"{m.get('compactions', 0)} compactions"
+            f"  session {m.session_id} · {m.spills or 0} spilled results · {m.compactions or 0} compactions"
         )
     lines += [f"  {row}" for row in cost_rows(m)]
     # Section titles (PSEUDOCLAUDE.md headings), tool and server names come from the workspace.
     return printable("\n".join(lines))
 
 
-def cost_rows(m: dict[str, Any]) -> list[str]:
+def cost_rows(m: Manifest) -> list[str]:
     """issue 31: the run's and session's cost with the cache hit ratio, then the cache outlook."""
-    cost = m.get("cost")
+    cost = m.cost
     if not cost:
         return []
     rows = []
@@ -136,7 +136,7 @@ def cost_rows(m: dict[str, Any]) -> list[str]:
         saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""
         n = cost["session_requests"]
         rows.append(f"cost: {run}session {cost['session']} ({n} request{'s' if n != 1 else ''}{saved}) · {hit}")
-    return rows + list(m.get("cache_lines") or [])
+    return rows + list(m.cache_lines or [])
 
 
 # What JSON leaves as it is but a terminal acts on: C1 controls and the bidi overrides.
@@ -148,32 +148,32 @@ def json_text(data: Any) -> str:
     return _JSON_UNSAFE.sub(lambda c: f"\\u{ord(c.group()):04x}", json.dumps(data, ensure_ascii=False))
 
 
-def _labels(m: dict[str, Any]) -> list[tuple[str, str]]:
+def _labels(m: Manifest) -> list[tuple[str, str]]:
     """The parts to show: the MCP row only when MCP tools are offered; pins and images only
     when there are any (a row of zeros for a feature not in use is noise)."""
     return [
         (k, v)
         for k, v in PART_LABELS.items()
-        if (k != "mcp_tool_schemas" or m.get("mcp_tools"))
-        and (k not in ("images", "pins") or m["parts"].get(k))
+        if (k != "mcp_tool_schemas" or m.mcp_tools)
+        and (k not in ("images", "pins") or m.parts.get(k))
     ]
 
 
-def _notebook_rows(m: dict[str, Any]) -> list[tuple[str, int]]:
+def _notebook_rows(m: Manifest) -> list[tuple[str, int]]:
     """The next run's notebook cells under the "notebook activity" part (issue 29).
 
     Each cell with its estimate, the block's own lines, then what is left out (tokens -1:
     a line without a number).
     """
-    cells = m.get("notebook_cells") or []
+    cells = m.notebook_cells
     rows = [(str(c["label"]), int(c["tokens"])) for c in cells]
     if cells:
-        rows.append(("(block header)", int(m.get("notebook_block_overhead", 0))))
+        rows.append(("(block header)", m.notebook_block_overhead or 0))
     gone = []
-    if m.get("notebook_left_out"):
-        gone.append(f"{m['notebook_left_out']} left out by the budget (read_cells reads them)")
-    if m.get("notebook_skipped"):
-        gone.append(f"{m['notebook_skipped']} skipped (agent-skip)")
+    if m.notebook_left_out:
+        gone.append(f"{m.notebook_left_out} left out by the budget (read_cells reads them)")
+    if m.notebook_skipped:
+        gone.append(f"{m.notebook_skipped} skipped (agent-skip)")
     if gone:
         rows.append(("; ".join(gone), -1))
     return rows
@@ -184,39 +184,29 @@ def _mcp_servers(names: list[str]) -> list[str]:
     return sorted({name[len("mcp__") :].split("__", 1)[0] for name in names})
 
 
-def marks_of(m: dict[str, Any]) -> tuple[tuple[str, int], ...]:
+def limits_phrase(m: Manifest) -> str:
     """The lines that matter for the strategy: Layer 2, or rollover's three limits."""
-    limits = m.get("rollover_limits")
-    if limits:
-        return tuple((name, int(value)) for name, value in limits.items())
-    marks = m.get("marks")  # the strategy's own, where it names them (api: the server's compaction)
-    if marks:
-        return tuple((str(name), int(value)) for name, value in marks)
-    return (("Layer 2", m["threshold"]),)
-
-
-def limits_phrase(m: dict[str, Any]) -> str:
     # A single line the strategy acts at reads "<name> at N"; rollover's three limits read "<name> N".
     return " · ".join(
         f"{name} at {value:,}" if name in ("Layer 2", SERVER_MARK) else f"{name} {value:,}"
-        for name, value in marks_of(m)
+        for name, value in m.lines()
     )
 
 
-def status_gauge(m: dict[str, Any]) -> Any:
+def status_gauge(m: Manifest) -> Any:
     from ..widgets import ContextGauge, GaugeState
 
     gauge = ContextGauge()
     gauge.update(
         GaugeState(
-            estimated_tokens=m["estimated_tokens"],
-            anchor_tokens=m.get("anchor_tokens", 0),
-            context_window=m["context_window"],
-            marks=marks_of(m),
-            spills=m.get("spills", 0),
-            compactions=m.get("compactions", 0),
-            rollovers=m.get("rollovers", 0),
-            breaker_open=m.get("breaker") == "open",
+            estimated_tokens=m.estimated_tokens,
+            anchor_tokens=m.anchor_tokens,
+            context_window=m.context_window,
+            marks=m.lines(),
+            spills=m.spills or 0,
+            compactions=m.compactions or 0,
+            rollovers=int(m.strategy_view.get("rollovers", 0)),
+            breaker_open=m.breaker == "open",
         )
     )
     return gauge
@@ -268,14 +258,14 @@ class ContextMagics(Magics):
 
             return steps_action(self, args)
         try:
-            data = self._agent.last_manifest() if args.last else self._agent.context_manifest()
+            data = self._agent.sent_manifest() if args.last else self._agent.next_manifest()
         except PseudoClaudeError as exc:
             raise UsageError(str(exc)) from None
         if data is None:
             raise UsageError("no request has been sent in this kernel yet; run %agent first")
         title = "last request" if args.last else "next request"
         if args.json:
-            print(json_text(data))
+            print(json_text(data.as_dict()))
         elif in_notebook(self.shell):
             display(
                 {
@@ -326,7 +316,7 @@ class ContextMagics(Magics):
             )
         try:
             if args.status:
-                data = self._agent.context_manifest()
+                data = self._agent.next_manifest()
                 text = render_manifest(data, title="context")
                 lines = self._last_compact()
                 if not in_notebook(self.shell):
@@ -367,7 +357,7 @@ class ContextMagics(Magics):
     def _cached_conversation(self) -> int:
         """The cached conversation tokens a replace now would invalidate (issue 31); 0 if unknown."""
         try:
-            return int(self._agent.context_manifest().get("cache", {}).get("invalidated_by_replace") or 0)
+            return self._agent.next_manifest().cache_lost()
         except PseudoClaudeError:
             return 0
 
@@ -384,7 +374,7 @@ class ContextMagics(Magics):
                 else printable(f"would fail ({plan.error})", one_line=True)
             )
             lines.append(f"  preview pending: {what}")
-        last = session.context.last_compact if session else None
+        last = session.context.shared.last_compact if session else None
         if last is not None:
             outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
             lines.append(
@@ -393,16 +383,14 @@ class ContextMagics(Magics):
         return lines
 
 
-def status_html(m: dict[str, Any], lines: list[str]) -> str:
+def status_html(m: Manifest, lines: list[str]) -> str:
     """``%compact --status`` under its gauge: the parts table, then what only the status says
     (where the window comes from, the breaker, the session's spills and compactions)."""
-    said = [f"window from {m['window_source']}"] if m.get("window_source") else []
-    if "breaker" in m:
-        said.append(f"breaker {m['breaker']}")
-    if m.get("session_id"):
-        said.append(
-            f"session {m['session_id']} · {m.get('spills', 0)} spilled results · {m.get('compactions', 0)} compactions"
-        )
+    said = [f"window from {m.window_source}"] if m.window_source else []
+    if m.breaker is not None:
+        said.append(f"breaker {m.breaker}")
+    if m.session_id:
+        said.append(f"session {m.session_id} · {m.spills or 0} spilled results · {m.compactions or 0} compactions")
     notes = "".join(
         f"<div style='font-size:85%;color:{FG2}'>{html.escape(printable(line.strip()))}</div>"
         for line in [" · ".join(said), *lines]

@@ -51,7 +51,7 @@ def steps_action(magics: Any, args: Any) -> None:
 def _now_tokens(agent: Any) -> dict[str, int] | None:
     """Today's system prompt and tool schema tokens (the log does not keep them), or None."""
     try:
-        parts = agent.context_manifest()["parts"]
+        parts = agent.next_manifest().parts
     except (PseudoClaudeError, KeyError, TypeError):
         return None
     return {

@@ -346,8 +346,8 @@ def memory_outcome(agent: Any, renderer: TerminalRenderer | NotebookRenderer) ->
     The answer is already shown; the update runs in the background. Its line appears at
     once ("updating…") and says what it did when it is done, or that it is still running.
     """
-    memory = getattr(agent, "_memory", None)  # only when this kernel used memory at all
-    if memory is None or not memory.pending:
+    memory = agent.pending_memory()
+    if memory is None:
         return
     line = "memory: updating in the background…"
     handle = (

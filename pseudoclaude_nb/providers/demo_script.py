@@ -451,7 +451,8 @@ def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
     """
     if strategy not in CONTEXT_STORY:
         raise ValueError(f"no demo script for strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-    middle = _handoff_turns() if strategy == "rollover" else _paging_turns()
+    # The middle and the summaries by strategy (a table, not a comparison of names).
+    middle = {"compact": _paging_turns, "rollover": _handoff_turns, "api": _paging_turns}[strategy]()
     turns = _write_code_turns() + _sample_data_turns() + middle + _fix_and_verify_turns(strategy)
     return {
         "model": DEMO_MODEL,
@@ -459,9 +460,11 @@ def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
         "turns": turns,
         # Rollover writes no summary in the run; a `%compact` after it describes the finished task.
         # Under api the emulated server compaction takes the first summary (``ScriptedProvider``).
-        "summaries": [SUMMARY_AFTER_FIX]
-        if strategy == "rollover"
-        else [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
+        "summaries": {
+            "compact": [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
+            "rollover": [SUMMARY_AFTER_FIX],
+            "api": [SUMMARY_AFTER_PAGING, SUMMARY_AFTER_FIX],
+        }[strategy],
         "memory_ops": [],
         "summary_seconds": DEMO_SUMMARY_SECONDS,
     }

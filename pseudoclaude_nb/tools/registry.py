@@ -18,7 +18,7 @@ import functools
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import TYPE_CHECKING, Any, Literal, cast, get_args
 
 import orjson
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -26,6 +26,16 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..errors import ConfigError, ToolError
 from ..messages import ToolCall, ToolResult
 from ..textsafe import escape_surrogates
+
+if TYPE_CHECKING:
+    from ..hooks import RunHooks
+
+# Hears a permission prompt go out (``None``) and its answer (allowed or not).
+Tell = Callable[[bool | None], None]
+
+
+def _silent(allowed: bool | None) -> None:
+    """No run listens (a tool run outside a run, in a test or a magic)."""
 
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
@@ -178,22 +188,22 @@ class Permissions:
         # must not end looking like a success (the end line says so).
         self.allowed = 0
         self.refused = 0
-        # Told when a prompt goes out (``None``) and when it is answered (allowed or not): the
-        # runner points it at the current call, so the tool line can say it waits for the user.
-        self.on_prompt: Callable[[bool | None], None] | None = None
 
-    def refusal(self, tool: Tool, args: BaseModel) -> str | None:
-        """Return ``None`` when the call may run, else the refusal message for the model."""
+    def refusal(self, tool: Tool, args: BaseModel, tell: Tell | None = None) -> str | None:
+        """Return ``None`` when the call may run, else the refusal message for the model.
+
+        ``tell`` hears when a prompt goes out (``None``) and when it is answered (allowed or
+        not): the run's hook for this call, so the tool line can say it waits for the user."""
         if not tool.side_effect:
             return None
-        why = self._refusal(tool, args)
+        why = self._refusal(tool, args, tell or _silent)
         if why is None:
             self.allowed += 1
         else:
             self.refused += 1
         return why
 
-    def _refusal(self, tool: Tool, args: BaseModel) -> str | None:
+    def _refusal(self, tool: Tool, args: BaseModel, tell: Tell) -> str | None:
         if self.mode == "auto":
             return None
         call = describe_call(tool.name, args)
@@ -205,13 +215,13 @@ class Permissions:
         if tool.name in self.always_allowed:
             return None
         ask = self._ask if self._ask is not None else builtins.input
-        self._tell(None)
+        tell(None)
         asked = time.monotonic()
         try:
             answer = ask(permission_prompt(tool.name, args))
         except (EOFError, NotImplementedError, OSError, RuntimeError):
             # NotImplementedError covers IPython's StdinNotImplementedError (no stdin frontend).
-            self._tell(False)
+            tell(False)
             return NO_STDIN_REFUSAL
         finally:
             self.waited += time.monotonic() - asked
@@ -219,12 +229,8 @@ class Permissions:
         if answer in ("a", "always"):
             self.always_allowed.add(tool.name)
         allowed = answer in ("a", "always", "y", "yes")
-        self._tell(allowed)
+        tell(allowed)
         return None if allowed else f"refused: the user did not allow {call}; ask the user how to proceed"
-
-    def _tell(self, allowed: bool | None) -> None:
-        if self.on_prompt is not None:
-            self.on_prompt(allowed)
 
 
 class ToolRegistry:
@@ -266,8 +272,10 @@ class ToolRegistry:
             raise KeyError(f"unknown tools {unknown}; available: {', '.join(self._tools)}")
         return ToolRegistry(self._tools[n] for n in wanted)
 
-    def run(self, call: ToolCall, permissions: Permissions) -> ToolResult:
+    def run(self, call: ToolCall, permissions: Permissions, hooks: RunHooks | None = None) -> ToolResult:
         """Run one call; every failure short of an interrupt becomes an error result.
+
+        ``hooks`` (the run's) hear about the call's permission prompt.
 
         The result's text has its lone surrogates escaped, with a note (``escaped_text``).
         """
@@ -283,7 +291,8 @@ class ToolRegistry:
             args = tool.args.model_validate(call.arguments)
         except ValidationError as exc:
             return error(f"invalid arguments for {tool.name}: {_validation_problems(exc)}")
-        refused = permissions.refusal(tool, args)
+        tell = functools.partial(hooks.on_permission, call) if hooks is not None else None
+        refused = permissions.refusal(tool, args, tell)
         if refused is not None:
             return error(refused)
         try:

@@ -160,7 +160,7 @@ def run_checks(
             report[strategy] = {
                 "status": summary.status,
                 "error": str(summary.error) if summary.error else None,
-                "window": agent.session.context.settings.context_window,
+                "window": agent.session.context.shared.settings.context_window,
                 "window_source": getattr(agent.last_provider, "window_source", None),
             }
             if strategy == "compact":
@@ -172,7 +172,7 @@ def run_checks(
                     "error": done.error,
                 }  # type: ignore[union-attr]
             else:
-                report["rollovers"] = agent.session.context.rollovers
+                report["rollovers"] = agent.session.context.shared.rollovers
         finally:
             agent.close()
     # estimate / server − 1: negative when the estimate is low (it was 1 − estimate / server,

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from .context.estimate import DIGITS_HOSTED, DIGITS_LOCAL, estimate_request
-from .errors import ConfigError
-from .providers.window import Learned, remember
-from .tools.compact_set import TOOLS_SHARE_NOTICE
+from ..context.estimate import DIGITS_HOSTED, DIGITS_LOCAL, estimate_request
+from ..errors import ConfigError
+from ..providers.window import Learned, remember
+from ..tools.compact_set import TOOLS_SHARE_NOTICE
 
 
 class AgentWindow:
+    """One part of the agent: the windows it learned and the notices it said once about them."""
+
     _windows_said: set[tuple[str, str, int]]
 
     def learn_window(self, provider: Any) -> list[str]:

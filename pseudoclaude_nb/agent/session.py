@@ -1,7 +1,7 @@
 """The agent's current session: its folder, log writer, conversation and context, with what
 its next run must still say (a model change, a long idle, the cells not yet reported).
 
-Its own module so the parts of the agent that read it (memory, notebook activity, tools)
+Its own module so the parts of the agent that read it (memory, notebook activity, the plan)
 need not import the agent.
 """
 
@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from .context.manager import ContextManager
-from .conversation import Conversation
-from .session import SessionWriter
+from ..context.manager import ContextManager
+from ..conversation import Conversation
+from ..session import SessionWriter
+from ..session.record import SessionRecord
 
 
 @dataclass
@@ -28,3 +29,8 @@ class ActiveSession:
     @property
     def id(self) -> str:
         return self.dir.name
+
+    @property
+    def record(self) -> SessionRecord:
+        """Where notes go (the log's one route besides messages)."""
+        return self.writer

@@ -1,23 +1,23 @@
 """Memory in a run: the index a run's requests carry, note bodies withheld when memory is off,
 and the update queued after a run that ended normally.
 
-A mixin of ``Agent``. The update runs in the background; what it did is said at the next
-run (or by ``%memory``), and a run waits for a pending one only ``memory_wait`` seconds.
+``RunMemory`` is one part of the agent: it owns the ``MemoryManager`` of the current
+workspace. The update runs in the background; what it did is said at the next run (or by
+``%memory``), and a run waits for a pending one only ``wait`` seconds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .agent_session import ActiveSession
-from .config import PseudoClaude
-from .events import MemoryUpdated, Notice, RunEvent
-from .memory import MemoryManager, user_memory_dir
-from .messages import Message
-from .providers import Provider
-from .runner import Runner
-from .tools.memory import withhold_bodies
+from ..config import PseudoClaude
+from ..events import MemoryUpdated, Notice, RunEvent
+from ..memory import MemoryManager, user_memory_dir
+from ..messages import Message
+from ..providers import Provider
+from ..tools.memory import withhold_bodies
+from .session import ActiveSession
 
 # How long a run waits for the previous run's memory update before going on without it.
 MEMORY_WAIT_SECONDS = 15.0
@@ -26,37 +26,41 @@ MEMORY_WAIT_SECONDS = 15.0
 class RunMemory:
     """The agent's project and user memory, as runs use it."""
 
-    settings: PseudoClaude
-    memory_wait: float
-    _memory: MemoryManager | None
-    if TYPE_CHECKING:  # the agent's (typed only: nothing here shadows the agent's own)
-
-        @property
-        def workspace(self) -> Path: ...
+    def __init__(self, settings: PseudoClaude, workspace: Callable[[], Path]) -> None:
+        self.settings = settings
+        self._workspace = workspace  # the agent's: it follows %config PseudoClaude.workspace
+        self.wait = MEMORY_WAIT_SECONDS
+        self._memory: MemoryManager | None = None
 
     @property
     def memory(self) -> MemoryManager:
         """The project memory of the current workspace and the user memory (``%memory``)."""
-        ws, user = self.workspace, user_memory_dir()
+        ws, user = self._workspace(), user_memory_dir()
         if self._memory is None or self._memory.workspace != ws or self._memory.user.root != user:
             self._memory = MemoryManager(ws, user)
         return self._memory
 
-    def _memory_index(self, enabled: bool) -> str | None:
-        """The index for the next request (after any pending update), or ``None``."""
+    def pending(self) -> MemoryManager | None:
+        """The memory whose update is still running, if any (never builds one: a kernel that
+        never used memory has none)."""
+        return self._memory if self._memory is not None and self._memory.pending else None
+
+    def index(self, enabled: bool) -> str | None:
+        """The index for the next request (after any pending update), or ``None``; says nothing
+        (``%context`` only describes: the run says what went wrong)."""
         if not enabled:
             return None
-        self.memory.wait(self.memory_wait)
+        self.memory.wait(self.wait)
         try:
             return self.memory.prompt_index()
         except OSError:
-            return None  # said by _memory_for_run; %context only describes
+            return None
 
-    def _memory_for_run(self, enabled: bool, events: list[RunEvent]) -> str | None:
+    def for_run(self, enabled: bool, events: list[RunEvent]) -> str | None:
         """The index for this run; what earlier updates did, and any problem, as events."""
         if not enabled:
             return None
-        if not self.memory.wait(self.memory_wait):
+        if not self.memory.wait(self.wait):
             events.append(
                 Notice(
                     "the memory update of the previous run is still running; this run sees memory "
@@ -77,26 +81,25 @@ class RunMemory:
         events.extend(Notice(text, "warning") for text in self.memory.take_notices())
         return index
 
-    def _withhold_memory(self, active: ActiveSession, runner: Runner) -> None:
+    def withhold(self, active: ActiveSession) -> Notice | None:
         """Memory is off: notes read in earlier runs leave the conversation (an ``edit`` replace)."""
         messages, count = withhold_bodies(active.conversation.messages())
-        if count:
-            active.conversation.replace("edit", messages)
-            active.context.forget_anchor()  # the last usage measured the bodies
-            runner.emit(
-                Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
-            )
+        if not count:
+            return None
+        active.conversation.replace("edit", messages)
+        active.context.shared.forget_anchor()  # the last usage measured the bodies
+        return Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
 
-    def _update_memory(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
+    def update(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
         if not _plays_memory(provider):
             return
-        writer = active.writer
+        log = active.record
         self.memory.update_async(
             messages,
             provider=provider,
             policy=self.settings.memory_policy,
             session_id=active.id,
-            note=lambda text, level: writer.note(text, level),
+            note=lambda text, level: log.note(text, level),
         )
 
 

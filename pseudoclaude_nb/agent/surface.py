@@ -1,9 +1,11 @@
-"""What a run offers the model: its tools (built-in, notebook, ``@tool``, rollover, MCP) and
-its system prompt's sections, both by strategy; ``%agent --tools`` lists the same tools.
+"""What a run offers the model: its tools (built-in, notebook, ``@tool``, the strategy's, MCP)
+and its system prompt's sections; ``%agent --tools`` lists the same tools.
 
-A mixin of ``Agent``: ``%context`` and a run build their tool list here, so what
-``%context`` shows is what the model gets. Two tools of one name (a ``@tool`` named like a
-built-in or an MCP tool) never break a run: the first is kept and the clash is a notice.
+``RunSurface`` is one part of the agent: the plan of a run and of ``%context`` build their
+tool list here, so what ``%context`` shows is what the model gets. The strategy adds its own
+tools and sections (``ContextStrategy.tools``, ``.sections``). Two tools of one name (a
+``@tool`` named like a built-in or an MCP tool) never break a run: the first is kept and the
+clash is a notice.
 
 Project MCP servers (the workspace's ``.mcp.json``) are asked about here, before a run
 starts them (SPEC §19); without stdin they stay off and a notice says how to approve them.
@@ -14,74 +16,61 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from .agent_session import ActiveSession
-from .config import PseudoClaude
-from .context.handoff import GUIDANCE, Intent
-from .context.layer1 import Emit
-from .context.pins import Pins
-from .errors import ToolError
-from .events import Notice, RunEvent
-from .history import HistoryIndex
-from .mcp import McpHub, load_config
-from .mcp.approval import not_approved, question
-from .memory import MemoryManager
-from .notebook import NotebookHost
-from .prompt import system_sections, with_memory, with_pins
-from .tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
-from .tools.compact_set import compact
-from .tools.notebook import notebook_tools
-from .tools.registry import Tool
-from .tools.rollover import new_context_tool, search_history_tool
-from .tools.user import user_tools
+from ..config import PseudoClaude
+from ..context.layer1 import Emit
+from ..context.pins import Pins
+from ..context.strategy import ContextStrategy
+from ..events import Notice, RunEvent
+from ..history import HistoryIndex
+from ..mcp import McpHub, load_config
+from ..mcp.approval import not_approved, question
+from ..notebook import NotebookHost
+from ..prompt import system_sections, with_memory, with_pins
+from ..tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
+from ..tools.compact_set import compact
+from ..tools.notebook import notebook_tools
+from ..tools.registry import Tool
+from ..tools.user import user_tools
+from .memory import RunMemory
 
 
 class RunSurface:
     """The tools and system sections of a run, and the MCP servers that add tools."""
 
-    settings: PseudoClaude
-    session: ActiveSession | None
-    notebook: NotebookHost | None
-    python_executor: PythonExecutor | None
-    _mcp: McpHub | None
-    ask: Callable[[str], str] | None
-    pins: Pins
+    def __init__(
+        self,
+        settings: PseudoClaude,
+        *,
+        workspace: Callable[[], Path],
+        history: Callable[[], HistoryIndex],
+        memory: RunMemory,
+        pins: Pins,
+        notebook: NotebookHost | None = None,
+        python_executor: PythonExecutor | None = None,
+        ask: Callable[[str], str] | None = None,
+    ) -> None:
+        self.settings = settings
+        self._workspace, self._history = workspace, history  # the agent's: they follow the workspace
+        self.memory = memory
+        self.pins = pins
+        self.notebook = notebook
+        self.python_executor = python_executor
+        self.ask = ask
+        self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
-    # The agent's own, read here (typed only: nothing here shadows the agent's properties).
-    if TYPE_CHECKING:
-
-        @property
-        def workspace(self) -> Path: ...
-        @property
-        def history(self) -> HistoryIndex: ...
-        @property
-        def memory(self) -> MemoryManager: ...
-
-    _strategy: Callable[[], str]
-    _memory_index: Callable[[bool], str | None]
-
-    def _tools(
-        self, strategy: str, memory_index: str | None = None, emit: Emit | None = None
+    def tools(
+        self, strategy: ContextStrategy, memory_index: str | None = None, emit: Emit | None = None
     ) -> ToolRegistry:
         # read_memory only when memory is on and holds something: else it is noise.
-        reader = MemoryReader(self.memory) if memory_index else None
-        tools = build_tools(self.workspace, python_executor=self.python_executor, memory=reader)
+        reader = MemoryReader(self.memory.memory) if memory_index else None
+        tools = build_tools(self._workspace(), python_executor=self.python_executor, memory=reader)
         origin = dict.fromkeys(tools.names(), "built-in")
         extra: list[tuple[Tool, str]] = []
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
         extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
-        if strategy == "rollover":
-            extra.append(
-                (new_context_tool(self.workspace, lambda i: self._declare_rollover(i, emit)), "rollover")
-            )
-            extra.append(
-                (
-                    search_history_tool(self.history, lambda: self.session.id if self.session else None),
-                    "rollover",
-                )
-            )
+        extra += [(tool, f"{strategy.name} strategy") for tool in strategy.tools(self._history(), emit or _ignore)]
         extra += [(tool, f"MCP server {tool.server!r}") for tool in (self._mcp.tools() if self._mcp else ())]
         for tool, source in extra:
             if tool.name in tools:
@@ -110,15 +99,20 @@ class RunSurface:
             self._mcp = McpHub()
         return self._mcp
 
+    def close(self) -> None:
+        """Stop the MCP servers (the agent's end)."""
+        if self._mcp is not None:
+            self._mcp.close()
+
     def prepare_mcp(self, *, start: bool = True) -> list[str]:
         """Match the servers to the configuration now, starting new ones; problems as lines."""
         hub = self.mcp
         hub.start_timeout, hub.call_timeout = self.settings.mcp_start_timeout, self.settings.mcp_timeout
-        config = load_config(self.workspace, self.settings.mcp_servers)
-        problems = hub.configure(config, self.workspace, start=False)
+        config = load_config(self._workspace(), self.settings.mcp_servers)
+        problems = hub.configure(config, self._workspace(), start=False)
         if start:
             problems += self._ask_mcp_approvals(hub)
-            problems += hub.configure(config, self.workspace, start=True)[len(config.errors) :]
+            problems += hub.configure(config, self._workspace(), start=True)[len(config.errors) :]
         return problems
 
     def _ask_mcp_approvals(self, hub: McpHub) -> list[str]:
@@ -129,7 +123,7 @@ class RunSurface:
             if key in hub.declined:
                 out.append(not_approved(state.name))
                 continue
-            ask = getattr(self, "ask", None) or builtins.input
+            ask = self.ask or builtins.input
             try:
                 answer = ask(question(state.config))
             except (EOFError, NotImplementedError, OSError, RuntimeError):
@@ -143,19 +137,17 @@ class RunSurface:
                 out.append(not_approved(state.name))
         return out
 
-    def describe_tools(self) -> str:
+    def describe_tools(self, strategy: ContextStrategy) -> str:
         """``%agent --tools`` as text: every tool the next run offers, the user's own marked."""
-        head, rows, notes = self.tool_listing()
+        head, rows, notes = self.tool_listing(strategy)
         lines = [head, *(f"  {name:<18} {kind} — {summary}" for name, kind, summary in rows)]
         return "\n".join(lines + [f"  {note}" for note in notes])
 
-    def tool_listing(self) -> tuple[str, list[tuple[str, str, str]], list[str]]:
-        """The tools the next run offers: a heading, a row per tool (name, what it may do and
-        whose it is, the first sentence of its description) and the notes under them."""
+    def tool_listing(self, strategy: ContextStrategy) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+        """The tools the next run offers with ``strategy``: a heading, a row per tool (name, what
+        it may do and whose it is, the first sentence of its description) and the notes under them."""
         clashes: list[RunEvent] = []
-        tools = self._tools(
-            self._strategy(), self._memory_index(self.settings.memory_policy != "off"), clashes.append
-        )
+        tools = self.tools(strategy, self.memory.index(self.settings.memory_policy != "off"), clashes.append)
         mine = {t.name: t for t in user_tools()}
         rows = []
         for tool in tools:
@@ -167,44 +159,11 @@ class RunSurface:
         notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
-    def _sections(self, strategy: str, memory_index: str | None = None) -> list[tuple[str, str]]:
-        sections = system_sections(self.workspace)
-        if strategy == "rollover":
-            sections.append(("rollover", GUIDANCE))
+    def sections(self, strategy: ContextStrategy, memory_index: str | None = None) -> list[tuple[str, str]]:
+        sections = system_sections(self._workspace()) + strategy.sections()
         # Pins are system text, not messages: no summary or handoff can drop or reword them.
         return with_memory(with_pins(sections, self.pins.texts()), memory_index)
 
-    def _declare_rollover(self, intent: Intent, emit: Emit | None) -> str:
-        if self.session is None:
-            raise ToolError("new_context needs a session; keep working in this window")
-        return self.session.context.declare(intent, emit or _ignore)
-
-
-class Relay:
-    """The events of one run, for what is built before its runner (the tools): those sent
-    before the runner exists are kept and delivered when ``target`` is set."""
-
-    def __init__(self) -> None:
-        self._target: Emit | None = None
-        self._early: list[RunEvent] = []
-
-    @property
-    def target(self) -> Emit:
-        return self._target or _ignore
-
-    @target.setter
-    def target(self, emit: Emit) -> None:
-        self._target = emit
-        early, self._early = self._early, []
-        for event in early:
-            emit(event)
-
-    def __call__(self, event: RunEvent) -> None:
-        if self._target is None:
-            self._early.append(event)
-        else:
-            self._target(event)
-
 
 def _ignore(event: RunEvent) -> None:
-    pass
+    """Nobody listens (``%agent --tools``, a dry plan): a clash is only listed."""

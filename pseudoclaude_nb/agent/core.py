@@ -1,0 +1,492 @@
+"""The agent of one kernel: which session is current, and how a run is put together.
+
+``Agent`` is the composition root, and its parts are explicit members, each with one job:
+``surface`` (``RunSurface``: tools, system sections, MCP servers), ``run_memory``
+(``RunMemory``: the memory index and update), ``activity`` (``NotebookActivity``: the cells
+a run reports), ``windows`` (``AgentWindow``: learned windows) and ``pins``. It owns the
+session lifecycle (new, resume, continue). A run is three steps: ``plan_run`` decides
+everything from the current settings into a frozen ``RunPlan``, the ``Runner`` plays it,
+and a run that ended normally queues the memory update. ``%context`` shows a *dry* plan
+and never configures the live session. Resume restores the *conversation*, never the
+runtime configuration, so the provider, model, permission mode and memory setting of this
+run apply. With memory off, neither the index nor any note's body is in what the model is sent.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from ..context.confirm import Ask, Review, text_ask
+from ..context.layer2 import Plan
+from ..context.manager import ContextManager, check_provider, dry_strategy
+from ..context.manifest import Manifest
+from ..context.pins import Pins
+from ..context.settings import CompactSettings
+from ..context.strategy import ContextStrategy
+from ..context.undo import Undone
+from ..conversation import Conversation, Hooks
+from ..errors import ConfigError, SessionNotFoundError
+from ..events import Compacted, RunEvent
+from ..history import HistoryIndex
+from ..hooks import RunEvents, RunHooks
+from ..mcp import McpHub
+from ..memory import MemoryManager
+from ..messages import Message
+from ..notebook import ActivityBlock, NotebookHost
+from ..providers import Provider, provider_for
+from ..runner import Listener, Notice, Runner, RunSummary
+from ..session import LoadResult, SessionWriter, load_session, new_session_dir
+from ..session.catalog import latest_session
+from ..tools import Permissions, PythonExecutor
+from ..workspace import resolve_workspace, session_dir
+from . import views
+from .memory import RunMemory
+from .notebook import NotebookActivity
+from .plan import RunPlan, plan_run
+from .session import ActiveSession
+from .surface import RunSurface
+from .window import AgentWindow
+
+
+class Agent:
+    """The composition root: sessions and runs here, the rest in its parts."""
+
+    def __init__(
+        self,
+        settings: PseudoClaude | None = None,
+        *,
+        notebook_file: str | None = None,
+        python_executor: PythonExecutor | None = None,
+        ask: Callable[[str], str] | None = None,
+        notebook: NotebookHost | None = None,
+    ) -> None:
+        self.settings = settings or PseudoClaude()
+        self.notebook_file = notebook_file
+        self.notebook = notebook
+        self.session: ActiveSession | None = None
+        self.last_runner: Runner | None = None
+        self.last_provider: Provider | None = None
+        self._history: HistoryIndex | None = None
+        self._last_memory_index: str | None = None  # what the last run's requests carried
+        self.pins = Pins()  # the current session's, or held for the session the next run starts
+        self.window_source: str | None = None  # where %context's window came from (issue 32)
+        # The parts (the workspace and the history index are read when used: both follow %config).
+        self.run_memory = RunMemory(self.settings, lambda: self.workspace)
+        self.activity = NotebookActivity(self.settings, notebook)
+        self.windows = AgentWindow()
+        self.surface = RunSurface(
+            self.settings,
+            workspace=lambda: self.workspace,
+            history=lambda: self.history,
+            memory=self.run_memory,
+            pins=self.pins,
+            notebook=notebook,
+            python_executor=python_executor,
+            ask=ask,
+        )
+
+    @property
+    def workspace(self) -> Path:
+        return resolve_workspace(self.settings.workspace or None, notebook_file=self.notebook_file)
+
+    @property
+    def history(self) -> HistoryIndex:
+        """The full-history index of the current workspace (``.pseudoclaude/history.sqlite``)."""
+        ws = self.workspace
+        if self._history is None or self._history.workspace != ws:
+            if self._history is not None:
+                self._history.close()
+            # Indexing runs off the append path: a background indexer catches up from the
+            # committed offsets, and every search catches up first (issue 18).
+            self._history = HistoryIndex(ws, background=True)
+        return self._history
+
+    # --- what the magics read and set of the parts -----------------------------------------
+
+    @property
+    def memory(self) -> MemoryManager:
+        """The project memory of the current workspace and the user memory (``%memory``)."""
+        return self.run_memory.memory
+
+    def pending_memory(self) -> MemoryManager | None:
+        """The memory whose update the last run started and is still running (the run's output
+        says what it did), else ``None``."""
+        return self.run_memory.pending()
+
+    @property
+    def memory_wait(self) -> float:
+        """How long a run waits for the previous run's memory update."""
+        return self.run_memory.wait
+
+    @memory_wait.setter
+    def memory_wait(self, seconds: float) -> None:
+        self.run_memory.wait = seconds
+
+    @property
+    def ask(self) -> Callable[[str], str] | None:
+        """How the agent asks the person (permissions, MCP approvals, confirmations); ``None``: input."""
+        return self.surface.ask
+
+    @ask.setter
+    def ask(self, ask: Callable[[str], str] | None) -> None:
+        self.surface.ask = ask
+
+    @property
+    def skip_counts(self) -> frozenset[int]:
+        """Execution counts the next run's block leaves out (``%agent --skip-cells``)."""
+        return self.activity.skip_counts
+
+    @skip_counts.setter
+    def skip_counts(self, counts: frozenset[int]) -> None:
+        self.activity.skip_counts = counts
+
+    @property
+    def mcp(self) -> McpHub:
+        """The kernel's MCP servers (``%mcp``); nothing runs until a run or ``%mcp`` starts them."""
+        return self.surface.mcp
+
+    def prepare_mcp(self, *, start: bool = True) -> list[str]:
+        return self.surface.prepare_mcp(start=start)
+
+    def describe_tools(self) -> str:
+        """``%agent --tools`` as text: every tool the next run offers, the user's own marked."""
+        return self.surface.describe_tools(self._context_strategy())
+
+    def tool_listing(self) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+        return self.surface.tool_listing(self._context_strategy())
+
+    def notebook_block(self, active: ActiveSession | None = None) -> ActivityBlock | None:
+        """The cells the next run of ``active`` (default: the current session) would report."""
+        return self.activity.block(active if active is not None else self.session)
+
+    # --- sessions ------------------------------------------------------------------------
+
+    def new_session(self) -> None:
+        """Close the current session; the next run starts a fresh one."""
+        self._close_session()
+
+    def resume(self, session_id: str | None = None) -> LoadResult:
+        """Make a stored session current. ``None`` means the latest one."""
+        ws = self.workspace
+        if session_id is None:
+            latest = latest_session(ws)
+            if latest is None:
+                raise SessionNotFoundError(f"no sessions in {ws} yet; start one with %agent")
+            session_id = latest.id
+        path = session_dir(ws, session_id)
+        if self.session is not None and self.session.dir == path:
+            self._close_session()  # resuming the current session reloads it from disk
+        # Lock first, then read: no other process can append between the two.
+        writer = SessionWriter(path, fsync=self.settings.fsync, redact=self.settings.redact_secrets)
+        try:
+            loaded = load_session(path)
+        except BaseException:
+            writer.close()
+            raise
+        self._close_session()
+        active = self._activate(path, writer, loaded.messages)
+        active.context.restore(loaded)
+        self.pins.attach(writer, loaded.pins)
+        if loaded.repaired:
+            # Make the log's effective state the replayed one, so later appends land on it.
+            # The last usage described what was cut, so the estimate starts afresh.
+            active.conversation.replace("resync", loaded.messages)
+            active.context.shared.forget_anchor()
+        active.previous_model, active.idle_since = loaded.last_model, loaded.last_ts
+        return loaded
+
+    def _activate(self, path: Path, writer: SessionWriter, messages: list) -> ActiveSession:
+        conversation = Conversation(messages)
+        writer.attach(conversation)
+        # Right after the writer: each append marks the session for the background indexer,
+        # which also catches up now what the log holds beyond the index (a resumed session).
+        conversation.add_hooks(self.history.hooks(path))
+        self.history.schedule(path)
+        context = ContextManager(
+            conversation, strategy=self.settings.strategy, session_dir=path, workspace=self.workspace, writer=writer
+        )
+        self.session = ActiveSession(path, writer, conversation, context)
+        return self.session
+
+    def close(self) -> None:
+        """The end of this agent: the session closed, the MCP servers stopped."""
+        self._close_session()
+        self.surface.close()
+
+    def _close_session(self) -> None:
+        if self.session is not None:
+            self.session.writer.close()
+            self.session = None
+            self.pins.detach()
+        if self._history is not None:
+            self._history.close()  # reopened on demand
+
+    def _ensure_session(self, config: RunConfig) -> ActiveSession:
+        if self.session is None:
+            path = new_session_dir(self.workspace)
+            active = self._activate(
+                path, SessionWriter(path, fsync=config.fsync, redact=self.settings.redact_secrets), []
+            )
+            self.pins.attach(active.writer, [])  # pins set before the session are written into it
+        assert self.session is not None
+        return self.session
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def compact_settings(self, context_window: int) -> CompactSettings:
+        s = self.settings
+        return CompactSettings.fitted(
+            context_window,
+            spill_bytes=s.spill_bytes,
+            spill_batch_bytes=s.spill_batch_bytes,
+            summary_reserve=s.summary_reserve,
+            safety_margin=s.safety_margin,
+            recent_tokens=s.recent_tokens,
+            breaker_limit=s.breaker_limit,
+            reminder_threshold=s.reminder_threshold,
+            clear_tool_results=s.api_clear_tool_results,
+        )
+
+    def config(self, **options: object) -> RunConfig:
+        return run_config(self.settings).with_options(**options)
+
+    def run(
+        self,
+        prompt: str,
+        *,
+        new: bool = False,
+        session_id: str | None = None,
+        listeners: Iterable[Listener] = (),
+        confirm: Ask | None = None,
+        **options: object,
+    ) -> RunSummary:
+        """One ``%agent`` run: plan, play, then the memory update. ``confirm`` asks the person
+        about replaces when ``confirm_compaction`` is on (default: a text prompt through ``ask``)."""
+        config = self.config(**options)
+        warnings = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
+        provider = provider_for(config)
+        check_provider(config.strategy, provider)  # --strategy api: before any session or request
+        if new:
+            self.new_session()
+        elif session_id:
+            self.resume(session_id)
+        active = self._ensure_session(config)
+        active.writer.set_model(provider.model)
+        active.context.use(config.strategy)  # a switch keeps the whole shared state
+        hooks = RunEvents(listeners)  # before the tools: those that report (new_context) get them
+        plan = plan_run(self, config, provider, active=active, emit=hooks.on_event, warnings=warnings)
+        runner = self._runner(plan, active, hooks, confirm)
+        for event in plan.notices:
+            runner.emit(event)
+        first = self._first_message(plan, active, runner, prompt)
+        summary, new_messages = self._play(runner, active, first)
+        if summary.status == "done" and config.memory:
+            self.run_memory.update(new_messages, provider, active)
+        return summary
+
+    def _runner(self, plan: RunPlan, active: ActiveSession, hooks: RunHooks, confirm: Ask | None) -> Runner:
+        """The plan applied to the session's context, and the runner that plays it."""
+        context, config = active.context, plan.config
+        provider = plan.provider
+        assert provider is not None  # a run's plan always has one
+        context.shared.digits = self.windows.token_profile(provider)  # issue 32: before the first estimate
+        context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
+        context.shared.start_run()
+
+        def on_window(window: int) -> None:
+            self.windows.adopt_window(provider, window)
+            context.shared.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
+
+        self.last_provider = provider
+        permissions = Permissions(config.permission_mode, ask=self.ask)
+        permissions.always_allowed |= {t.name for t in plan.tools if getattr(t, "preapproved", False)}
+        runner = Runner(
+            conversation=active.conversation,
+            provider=provider,
+            tools=plan.tools,
+            permissions=permissions,
+            system_prompt=plan.system,
+            writer=active.writer,
+            context=context,
+            max_steps=config.max_steps,
+            strict=os.environ.get("PSEUDOCLAUDE_STRICT") == "1",
+            hooks=hooks,
+            max_tokens=config.agent_output_tokens,
+            review=self._review(config, confirm),
+            on_window=on_window,
+        )
+        self.last_runner = runner
+        self._last_memory_index = plan.memory_index
+        return runner
+
+    def _first_message(self, plan: RunPlan, active: ActiveSession, runner: Runner, prompt: str) -> Message:
+        """What the session must hear before the prompt (memory withheld, a model change, a long
+        idle), then the run's first message: the notebook block and the prompt."""
+        if not plan.config.memory:
+            withheld = self.run_memory.withhold(active)
+            if withheld is not None:
+                runner.emit(withheld)
+        prompt = self._resume_notices(active, runner.provider.model, plan.config, runner) + prompt
+        return self.activity.first_message(prompt, plan.block, active)
+
+    def _play(self, runner: Runner, active: ActiveSession, first: Message) -> tuple[RunSummary, list[Message]]:
+        """The run itself; what it appended (whatever replaces happen), and the log settled after."""
+        new_messages: list[Message] = []
+        collect = Hooks(on_append=new_messages.append)
+        active.conversation.add_hooks(collect)
+        try:
+            summary = runner.run(first)
+        finally:
+            active.conversation.remove_hooks(collect)
+            active.idle_since = time.time()
+            # The run's last appends into the index before the next cell (once per run, not per
+            # append), and any problem the background indexer met said during the run.
+            self.history.flush()
+            # The listing and resume --last then read a current sidecar (no catch-up).
+            active.writer.settle_meta()
+            # What the index and the writer could not keep, said in the run that met it.
+            met, self.history.notices[:] = list(self.history.notices), []
+            for text in met + active.writer.take_notices():
+                runner.emit(Notice(text, "warning"))
+        return summary, new_messages
+
+    def _review(self, config: RunConfig, confirm: Ask | None) -> Review | None:
+        """This run's say over replaces (``confirm_compaction``): ``confirm``, else a text prompt."""
+        if not config.confirm_compaction:
+            return None
+        return Review(confirm or text_ask(self.ask), config.confirm_default)
+
+    def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
+        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
+
+        Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
+        """
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_session()
+        targets = list(listeners)
+
+        def emit(event: RunEvent) -> None:
+            for listener in targets:
+                listener(event)
+
+        if layer1_only:
+            return self.session.context.spiller.spill_all(emit)
+        return self.session.context.compact(self.provider_for_context(), "manual", emit)
+
+    def compact_preview(self) -> Plan:
+        """``%compact --preview``: what Layer 2 would do now, summary included; nothing is written."""
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_session()
+        return self.session.context.preview(self.provider_for_context())
+
+    def compact_apply(self, text: str | None = None) -> Compacted:
+        """``%compact --apply``: commit the previewed summary (no second model request), or
+        ``text`` in its place (``--edit``)."""
+        if self.session is None:
+            raise ConfigError("no current session to compact; run %agent or %sessions resume first")
+        self._prepared_session()
+        return self.session.context.apply(text=text)
+
+    def compact_undo(self) -> Undone:
+        """``%compact --undo``: restore the state before the last compaction or rollover commit."""
+        return self._prepared_session().context.undo()
+
+    # --- what %context shows ---------------------------------------------------------------
+
+    def _strategy(self) -> str:
+        if self.session is not None:
+            return self.session.context.strategy.name
+        return self.settings.strategy
+
+    def _context_strategy(self) -> ContextStrategy:
+        """The current session's strategy, else the configured one over no session (dry)."""
+        if self.session is not None:
+            return self.session.context.strategy
+        return dry_strategy(self.settings.strategy, CompactSettings(), self.workspace)
+
+    def provider_for_context(self) -> Provider:
+        """The provider of the last run (a scripted one keeps its place), else a new one."""
+        if self.last_provider is not None:
+            return self.last_provider
+        return provider_for(self.config(strategy=self._strategy()))
+
+    def dry_plan(self) -> RunPlan:
+        """The plan of the next run, made without touching the session (``%context``)."""
+        config = self.config(strategy=self._strategy())
+        try:
+            provider = self.provider_for_context()
+        except ConfigError:
+            provider = None
+        self.window_source = "--context-window" if config.context_window else None
+        if provider is not None and not config.context_window:
+            learn = getattr(provider, "learn_window", None)
+            if learn is not None:
+                learn()  # asked once per server and model, then cached (issue 32)
+            self.window_source = getattr(provider, "window_source", None)
+        return plan_run(self, config, provider, active=self.session, emit=_ignore, dry=True)
+
+    def _prepared_session(self) -> ActiveSession:
+        """The current session's context configured as the next run would (``%compact`` acts on it)."""
+        if self.session is None:
+            raise ConfigError("no current session; run %agent or %sessions resume first")
+        plan = self.dry_plan()
+        self.session.context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
+        return self.session
+
+    def next_manifest(self) -> Manifest:
+        """What the next request would contain, part by part (``%context``)."""
+        return views.next_request(
+            self.dry_plan(),
+            active=self.session,
+            settings=self.settings,
+            window_source=self.window_source,
+            last_runner=self.last_runner,
+        )
+
+    def sent_manifest(self) -> Manifest | None:
+        """The manifest of the last request actually sent (``%context --last``)."""
+        runner = self.last_runner
+        if runner is None:
+            return None
+        settings = self.compact_settings(runner.provider.context_window)
+        return views.last_request(runner, self._last_memory_index, settings)
+
+    def context_manifest(self) -> dict[str, Any]:
+        """``next_manifest`` as JSON data (``%context --json``)."""
+        return self.next_manifest().as_dict()
+
+    def last_manifest(self) -> dict[str, Any] | None:
+        """``sent_manifest`` as JSON data (``%context --json --last``)."""
+        sent = self.sent_manifest()
+        return sent.as_dict() if sent is not None else None
+
+    def _resume_notices(self, active: ActiveSession, model: str, config: RunConfig, runner: Runner) -> str:
+        """Say once that the model changed; ask the model to re-check after a long idle."""
+        prefix = ""
+        if active.previous_model and active.previous_model != model:
+            text = f"this session previously used model {active.previous_model}; this run uses model {model}"
+            runner.emit(Notice(text))
+            active.record.note(text)
+        if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
+            hours = (time.time() - active.idle_since) / 3600
+            text = (
+                f"This session was idle for {hours:.0f} hours. Files and external state may "
+                "have changed since: re-check them before relying on earlier observations."
+            )
+            runner.emit(Notice(text))
+            active.record.note(text)
+            prefix = f"[host note] {text}\n\n"
+        active.previous_model = None
+        return prefix
+
+
+
+def _ignore(event: RunEvent) -> None:
+    """A dry plan's tools say nothing: they are only listed."""
