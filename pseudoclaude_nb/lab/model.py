@@ -26,7 +26,7 @@ from ..providers.scripted import ScriptCall, ScriptedProvider, ScriptTurn
 from .facts import newest
 from .task import Fact, Task
 
-DEFAULT_BUDGET = 8  # facts a summary or handoff keeps: about a screen of bullet points
+DEFAULT_BUDGET = 12  # facts a summary or handoff keeps: about a screen of bullet points
 REREAD_LINES = 120  # what a new window re-reads of each related file (a page, as the task reads)
 
 
@@ -86,10 +86,14 @@ class LabModel:
             elif self._reread:
                 # The new window's first message says to re-read the related files before
                 # changing them; a model that heeds it pays for those reads.
-                calls = [ScriptCall(name="read_file", arguments={"path": p, "limit": REREAD_LINES}) for p in self._reread]
+                calls = [
+                    ScriptCall(name="read_file", arguments={"path": p, "limit": REREAD_LINES})
+                    for p in self._reread
+                ]
                 self._reread = []
                 self.inner.script.turns.insert(
-                    self.inner.turns_used, ScriptTurn(text="Re-reading the related files first.", tool_calls=calls)
+                    self.inner.turns_used,
+                    ScriptTurn(text="Re-reading the related files first.", tool_calls=calls),
                 )
         elif request.purpose == "summary":
             self.summaries += 1

@@ -26,11 +26,12 @@ from ..config import PseudoClaude
 from ..context import STRATEGIES
 from ..messages import Message
 from ..providers import scripted
+from ..providers.base import Request
 from ..session.entries import ReplaceEntry, parse_line
 from ..session.paths import LOG_NAME
 from .facts import context_text, kept
 from .model import DEFAULT_BUDGET, LabModel
-from .task import MUST_KEEP, PIN_TEXTS, SPEC, Task, make_workspace
+from .task import MUST_KEEP, PIN_TEXTS, SPEC, Fact, Task, make_workspace
 
 NONE = "none"
 UNMANAGED_WINDOW = 10_000_000  # a window the task never fills: no replace, ever
@@ -66,6 +67,7 @@ def strategy_names() -> list[str]:
 @dataclass
 class ArmResult:
     arm: Arm
+    modules: int = 0  # the task's length
     steps: int = 0  # agent requests
     summaries: int = 0  # summary requests (Layer 2)
     handoffs: int = 0  # new_context answers to a rollover reminder
@@ -81,6 +83,7 @@ class ArmResult:
     dollars_uncached: float = 0.0  # the same requests, every prompt token at the input price
     kept: dict[str, bool] = field(default_factory=dict)  # must-keep fact -> in the final context
     drift: list[float] = field(default_factory=list)  # spec kept after each replace, in order
+    replaced_at: list[int] = field(default_factory=list)  # the agent step each replace came before
     per_step: list[int] = field(default_factory=list)  # prompt tokens of each agent request
     statuses: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -115,7 +118,7 @@ def lab_process(home: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        agent_module.provider_for = real  # type: ignore[assignment]
+        agent_module.provider_for = real
         if before is None:
             os.environ.pop("PSEUDOCLAUDE_HOME", None)
         else:
@@ -151,7 +154,7 @@ def run_arm(
         settings.update(spill_bytes=10**12, spill_batch_bytes=10**12)
     agent = agent_module.Agent(PseudoClaude(**settings))
     result = ArmResult(arm)
-    agent_module.provider_for = lambda *_a, **_k: model  # type: ignore[assignment]
+    agent_module.provider_for = lambda *_a, **_k: model
     started = time.perf_counter()
     try:
         if arm.pins:
@@ -159,7 +162,9 @@ def run_arm(
                 agent.pins.add(text)
         for prompt, _turns in task.runs:
             summary = agent.run(prompt)
-            result.statuses.append(summary.status if summary.error is None else f"{summary.status}: {summary.error}")
+            result.statuses.append(
+                summary.status if summary.error is None else f"{summary.status}: {summary.error}"
+            )
         assert agent.session is not None
         final = agent.session.conversation.messages()
         log = agent.session.dir / LOG_NAME
@@ -209,20 +214,34 @@ def _measure(
     result.peak_context = max(result.per_step, default=0)
     cost = model.spend(price_model).cost()
     result.dollars, result.dollars_uncached = cost.dollars, cost.uncached
-    stated = [f for f in MUST_KEEP if f in task.facts]
+    must = [f for f in MUST_KEEP if f in task.facts]
     system = agent_requests[-1].system if agent_requests else ""
-    result.kept = kept(stated, context_text(system, final))
-    spec = [f for f in SPEC if f in task.facts]
-    # A strategy's replace starts the conversation over: the first request after one is the
-    # first whose opening message differs from the request before it's (Layer 1's snapshots
-    # rewrite a tool result further on, never the opening message). The spec counted is what
-    # the user had stated by then (the rule comes with the second prompt).
+    result.kept = kept(must, context_text(system, final))
+    _follow_the_spec(result, agent_requests, [f for f in SPEC if f in task.facts])
+
+
+def _follow_the_spec(result: ArmResult, agent_requests: list[Request], spec: list[Fact]) -> None:
+    """Where the strategy replaced the context, and the share of the spec stated by then that
+    the first request after each replace still holds (``drift``).
+
+    A strategy's replace starts the conversation over: the first request after one is the
+    first whose opening message differs from the request before it's (Layer 1's snapshots
+    rewrite a tool result further on, never the opening message). The spec counted is what
+    the user had stated by then (the rule comes with the second prompt).
+    """
     stated: set[str] = set()
+    seen: set[str] = set()  # messages (and system prompts) already read for what they state
     opening: str | None = None
-    for request in agent_requests:
-        found = kept(spec, context_text(request.system, request.messages))
-        stated |= {key for key, hit in found.items() if hit}
+    for step, request in enumerate(agent_requests, 1):
+        new = [m for m in request.messages if m.id not in seen]
+        seen.update(m.id for m in new)
+        heard = context_text("" if request.system in seen else request.system, new)
+        seen.add(request.system)
+        stated |= {key for key, hit in kept(spec, heard).items() if hit}
         first = request.messages[0].id if request.messages else None
-        if opening is not None and first != opening and stated:
-            result.drift.append(sum(found[key] for key in stated) / len(stated))
+        if opening is not None and first != opening:
+            result.replaced_at.append(step)
+            if stated:
+                found = kept(spec, context_text(request.system, request.messages))
+                result.drift.append(sum(found[key] for key in stated) / len(stated))
         opening = first

@@ -56,7 +56,9 @@ CONSTRAINTS = (
 RULE = Fact(
     "raw-data", "rule", "Never write to data/raw/ (the customer's copy).", "never write to data/raw/", True
 )
-ERROR_PATH = Fact("dates-module", "path", "src/ledger/dates.py raises the open error.", "src/ledger/dates.py", True)
+ERROR_PATH = Fact(
+    "dates-module", "path", "src/ledger/dates.py raises the open error.", "src/ledger/dates.py", True
+)
 TEST_PATH = Fact(
     "dates-test", "path", "tests/test_dates.py reproduces the open error.", "tests/test_dates.py", True
 )
@@ -183,8 +185,18 @@ def note_facts(k: int) -> tuple[Fact, Fact]:
     path = f"{PACKAGE}/{module_name(k)}"
     n = len([ln for ln in module_source(k).splitlines() if ln.startswith("def ")])
     return (
-        Fact(f"note-{k}", "note", f"{path} has {n} functions, all with docstrings.", f"{module_name(k)} has {n} functions"),
-        Fact(f"test-{k}", "note", f"tests/test_mod_{k:02d}.py is the smoke test of {path}.", f"test_mod_{k:02d}.py is the smoke test"),
+        Fact(
+            f"note-{k}",
+            "note",
+            f"{path} has {n} functions, all with docstrings.",
+            f"{module_name(k)} has {n} functions",
+        ),
+        Fact(
+            f"test-{k}",
+            "note",
+            f"tests/test_mod_{k:02d}.py is the smoke test of {path}.",
+            f"test_mod_{k:02d}.py is the smoke test",
+        ),
     )
 
 
@@ -195,7 +207,10 @@ def _error_turns() -> list[dict[str, Any]]:
         "            parse_day('2026-13-01')\n"
     )
     return [
-        _turn("First the last nightly run, to see what state the package is in.", _call("read_file", path=NIGHTLY_LOG)),
+        _turn(
+            "First the last nightly run, to see what state the package is in.",
+            _call("read_file", path=NIGHTLY_LOG),
+        ),
         _turn(
             f"The nightly run failed at row 4127: {ERROR_LINE}, raised in src/ledger/dates.py. It is not "
             "in scope to fix now, so I leave it open and add a test that reproduces it.",
