@@ -57,7 +57,7 @@ QUICK = LabSizes(
     window=60_000,
     sweep_modules=(2, 8),
     sweep_windows=(40_000,),
-    drift_modules=8,
+    drift_modules=14,
     drift_window=40_000,
     drift_generations=3,
 )
