@@ -62,7 +62,9 @@ def lab_rows(sizes: Sizes) -> tuple[list[Row], dict[str, Any], str]:
                 )
             )
     for r in lab.drift:
-        last = r.drift[lab.sizes.drift_generations - 1] if len(r.drift) >= lab.sizes.drift_generations else None
+        last = (
+            r.drift[lab.sizes.drift_generations - 1] if len(r.drift) >= lab.sizes.drift_generations else None
+        )
         rows.append(
             Row(
                 key=f"lab_drift_{r.arm.name}{'_pinned' if r.arm.pins else ''}",
