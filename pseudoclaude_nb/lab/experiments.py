@@ -4,8 +4,9 @@
    and without the spec pinned: cost, cache, replaces, peak context, facts kept.
 2. **Sweep** (open question 1): task length × window (how often the strategies replace)
    for every arm, to find where rollover stops paying under caching.
-3. **Drift** (open question 2): a task long enough for ten and more replaces, with and
-   without the spec pinned: the share of the spec in the context after each replace.
+3. **Drift** (open question 2): a task long enough for ten and more replaces, under every
+   strategy with and without the spec pinned: the share of the spec in the context after
+   each replace.
 
 Every figure comes from a run; nothing here is a constant of the answer. ``QUICK`` keeps
 the shape at a fraction of the time (tests, the notebook).
@@ -26,7 +27,6 @@ from .run import NONE, UNMANAGED_WINDOW, Arm, ArmResult, lab_process, run_arm, s
 from .task import build_task
 
 PRICE_MODEL = "claude-sonnet-4-5"  # $3 input, $15 output, write 1.25x, read 0.1x (prices.json)
-DRIFTING = ("compact", "rollover")  # the strategies whose replaces the drift experiment follows
 
 
 @dataclass(frozen=True)
@@ -130,7 +130,7 @@ def run_lab(
                     for window in windows:
                         report.sweep.append(play(_arm(name, window), modules))
             say(f"drift: {sizes.drift_modules} modules in a {sizes.drift_window // 1000}K window")
-            for name in (n for n in names if n in DRIFTING):
+            for name in (n for n in names if n != NONE):
                 for pins in (False, True):
                     report.drift.append(play(Arm(name, sizes.drift_window, pins), sizes.drift_modules))
     finally:

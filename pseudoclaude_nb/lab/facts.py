@@ -15,7 +15,9 @@ from .task import Fact
 
 
 def message_text(m: Message) -> str:
-    parts = [m.content]
+    # Reasoning goes back to the model too; a provider's compaction block (the api strategy)
+    # is one, and it holds the summary the model continues from.
+    parts = [*(r.text or r.data or "" for r in m.reasoning), m.content]
     parts += [f"{c.name} {json.dumps(c.arguments, ensure_ascii=False)}" for c in m.tool_calls]
     if m.tool_result is not None:
         parts.append(m.tool_result.content)

@@ -70,9 +70,19 @@ class LabModel:
         self._reread: list[str] = []  # the related files of the handoff just written
 
     def __getattr__(self, name: str) -> Any:
-        # What else a strategy may ask of the scripted provider (the api strategy's server
-        # compaction, for one) is the lab model's too.
+        # What else a strategy may ask of the scripted provider is the lab model's too.
         return getattr(self.inner, name)
+
+    # The api strategy (issue 31) sets what it asks of the provider (server-side compaction)
+    # on the provider before each request: the scripted provider is the one that emulates it.
+    @property
+    def server_context(self) -> Any:
+        return getattr(self.inner, "server_context", None)
+
+    @server_context.setter
+    def server_context(self, value: Any) -> None:
+        # setattr: the attribute is the scripted provider's only where the api strategy exists.
+        setattr(self.inner, "server_context", value)  # noqa: B010
 
     # --- the provider interface ---------------------------------------------------------------
 
@@ -98,10 +108,24 @@ class LabModel:
         elif request.purpose == "summary":
             self.summaries += 1
             self.inner.script.summaries.insert(self.inner.summaries_used, self._summary(request))
-        for event in self.inner.stream(request):
-            if isinstance(event, UsageEvent):
-                self.paid.append(Paid(request.purpose, event.usage))
-            yield event
+        # The api strategy asks the provider to compact on its own: should this request cross its
+        # trigger, the scripted provider summarizes with the script's next summary — the lab's,
+        # written like Layer 2's, so both compactions forget alike. Taken back if not used.
+        offered = request.purpose == "agent" and self.server_context is not None
+        used = self.inner.summaries_used
+        if offered:
+            self.inner.script.summaries.insert(used, self._summary(request, instruction=False))
+        try:
+            for event in self.inner.stream(request):
+                if isinstance(event, UsageEvent):
+                    self.paid.append(Paid(request.purpose, event.usage))
+                yield event
+        finally:
+            if offered:
+                if self.inner.summaries_used == used:
+                    del self.inner.script.summaries[used]
+                else:
+                    self.summaries += 1
 
     def complete(self, request: Request) -> Response:
         return collect(self.stream(request))
@@ -118,9 +142,10 @@ class LabModel:
     def _kept(self, messages: list[Message]) -> list[Fact]:
         return newest(self.facts, messages, self.budget)
 
-    def _summary(self, request: Request) -> str:
-        """Layer 2's summary, in the sections its instruction asks for, of the newest facts."""
-        facts = self._kept(request.messages[:-1])  # the last message is the instruction
+    def _summary(self, request: Request, *, instruction: bool = True) -> str:
+        """Layer 2's summary, in the sections its instruction asks for, of the newest facts
+        (``instruction``: the request ends with the summary instruction, which is no fact)."""
+        facts = self._kept(request.messages[:-1] if instruction else request.messages)
 
         def section(title: str, kinds: tuple[str, ...], suffix: str = "") -> list[str]:
             lines = [f"- {f.text}{suffix}" for f in facts if f.kind in kinds]

@@ -61,9 +61,15 @@ def sweep(report: LabReport, name: str = "rollover") -> Any:
             xs, ys = [], []
             for modules in sorted({r.modules for r in report.sweep}):
                 base = next(r for r in report.sweep if r.arm.name == NONE and r.modules == modules)
-                ours = next(r for r in report.sweep if r.arm.name == name and r.arm.window == w and r.modules == modules)
+                ours = next(
+                    r
+                    for r in report.sweep
+                    if r.arm.name == name and r.arm.window == w and r.modules == modules
+                )
                 xs.append(base.steps)
-                ys.append(ours.dollars / base.dollars if cached else ours.dollars_uncached / base.dollars_uncached)
+                ys.append(
+                    ours.dollars / base.dollars if cached else ours.dollars_uncached / base.dollars_uncached
+                )
             label = f"{w // 1000}K window, {'caching' if cached else 'no caching'}"
             ax.plot(xs, ys, style, marker="o", color=f"C{i}", label=label)
     ax.axhline(1.0, color="gray", linewidth=0.8)

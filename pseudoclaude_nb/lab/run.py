@@ -204,11 +204,14 @@ def _measure(
     result.summaries, result.handoffs = model.summaries, model.handoffs
     for paid in model.paid:
         u = paid.usage
-        result.input_tokens += u.prompt_total
-        result.uncached_input += u.input_tokens
+        # A provider's own compaction (the api strategy) is billed beside the request's context:
+        # its input and output count here as plain tokens (absent from usages without it).
+        compacted_in = getattr(u, "compaction_input_tokens", 0)
+        result.input_tokens += u.prompt_total + compacted_in
+        result.uncached_input += u.input_tokens + compacted_in
         result.cache_read += u.cache_read_input_tokens
         result.cache_write += u.cache_creation_input_tokens
-        result.output_tokens += u.output_tokens
+        result.output_tokens += u.output_tokens + getattr(u, "compaction_output_tokens", 0)
         if paid.purpose == "agent":
             result.per_step.append(u.prompt_total)
     result.peak_context = max(result.per_step, default=0)
