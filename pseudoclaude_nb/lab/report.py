@@ -159,7 +159,10 @@ def break_even_table(report: LabReport, name: str = "rollover") -> str:
         for a in against:
             for c in (True, False):
                 modules = found[(a, c)][w]
-                cells.append(f"from {modules} modules" if modules is not None else "never")
+                steps = next(
+                    (r.steps for r in report.sweep if r.arm.name == NONE and r.modules == modules), None
+                )
+                cells.append(f"from {modules} modules ({steps} steps)" if modules is not None else "never")
         rows.append(cells)
     return table(headers, rows)
 
