@@ -1,8 +1,9 @@
 """The lab's four plots (matplotlib, the ``lab`` and ``test`` extras): for the notebook.
 
-Each function draws one figure from a ``LabReport`` and returns it; in a notebook with the
-inline backend it shows when the cell ends. matplotlib is imported only here, so the lab
-itself (and the CLI) runs without it.
+Each function draws one figure from a ``LabReport`` and returns it; ``display(fig)`` shows it
+(after ``%matplotlib inline``). The figures are not pyplot's: no backend shows them on its
+own, so a cell shows each exactly once, where it says so. matplotlib is imported only here,
+so the lab itself (and the CLI) runs without it.
 """
 
 from __future__ import annotations
@@ -14,19 +15,20 @@ from .experiments import LabReport
 from .run import NONE
 
 
-def _pyplot() -> Any:
-    # A first import builds matplotlib's font cache and says so on stderr; a notebook cell
-    # (and the notebook tests, which fail on stderr) should not show that.
+def _figure() -> tuple[Any, Any]:
+    """A new figure of the lab's size and its one axes."""
+    # A first use builds matplotlib's font cache and says so on stderr; a notebook cell (and
+    # the notebook tests, which fail on stderr) should not show that.
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
-    import matplotlib.pyplot as plt
+    from matplotlib.figure import Figure
 
-    return plt
+    fig = Figure(figsize=(8, 3.6))
+    return fig, fig.subplots()
 
 
 def context_curves(report: LabReport) -> Any:
     """Prompt tokens of every agent request, per arm: the window each strategy keeps."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = _figure()
     for r in report.side_by_side:
         if not r.arm.pins:
             ax.plot(range(1, len(r.per_step) + 1), r.per_step, label=r.arm.label, linewidth=1.4)
@@ -38,9 +40,8 @@ def context_curves(report: LabReport) -> Any:
 
 def costs(report: LabReport) -> Any:
     """The task's cost per arm, with and without prompt caching."""
-    plt = _pyplot()
     results = [r for r in report.side_by_side if not r.arm.pins]
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = _figure()
     xs = range(len(results))
     ax.bar([x - 0.2 for x in xs], [r.dollars_uncached for r in results], 0.4, label="no caching")
     ax.bar([x + 0.2 for x in xs], [r.dollars for r in results], 0.4, label="prompt caching")
@@ -53,8 +54,7 @@ def costs(report: LabReport) -> Any:
 
 def sweep(report: LabReport, name: str = "rollover") -> Any:
     """``name``'s cost over none's against task length, per window: below 1 it pays."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = _figure()
     windows = sorted({r.arm.window for r in report.sweep if r.arm.name == name})
     for cached, style in ((True, "-"), (False, ":")):
         for i, w in enumerate(windows):
@@ -86,8 +86,7 @@ def sweep(report: LabReport, name: str = "rollover") -> Any:
 
 def drift(report: LabReport) -> Any:
     """The share of the spec in the context after each replace, with and without pins."""
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(8, 3.6))
+    fig, ax = _figure()
     for r in report.drift:
         shown = r.drift[: report.sizes.drift_generations]
         ax.plot(range(1, len(shown) + 1), [100 * v for v in shown], marker="o", label=r.arm.label)
