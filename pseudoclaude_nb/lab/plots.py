@@ -87,9 +87,23 @@ def sweep(report: LabReport, name: str = "rollover") -> Any:
 def drift(report: LabReport) -> Any:
     """The share of the spec in the context after each replace, with and without pins."""
     fig, ax = _figure()
+    names = list(dict.fromkeys(r.arm.name for r in report.drift))
     for r in report.drift:
         shown = r.drift[: report.sizes.drift_generations]
-        ax.plot(range(1, len(shown) + 1), [100 * v for v in shown], marker="o", label=r.arm.label)
+        k = names.index(r.arm.name)
+        # Pinned runs dashed and hollow, a marker per strategy: lines at 100 % lie on each other.
+        ax.plot(
+            range(1, len(shown) + 1),
+            [100 * v for v in shown],
+            linestyle="--" if r.arm.pins else "-",
+            marker="osD^v"[k % 5],
+            markersize=9 - 2 * k,
+            markerfacecolor="none" if r.arm.pins else f"C{k}",
+            color=f"C{k}",
+            label=r.arm.label,
+        )
+    generations = range(1, report.sizes.drift_generations + 1)
+    ax.set_xticks(list(generations), [str(g) for g in generations])
     ax.set(xlabel="replace (summary or handoff)", ylabel="% of the spec in context", ylim=(-5, 105))
     ax.set_title("Drift of the original spec")
     ax.legend(frameon=False)
