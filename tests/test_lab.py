@@ -174,3 +174,18 @@ def test_the_command_says_how_to_fix_a_wrong_option(tmp_path: Path) -> None:
             text=True,
         )
         assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+
+
+def test_the_plots_say_how_to_get_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    from pseudoclaude_nb.errors import ConfigError
+    from pseudoclaude_nb.lab import plots
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "matplotlib" else real(name, *a)
+    )
+    lab = experiments.LabReport(experiments.QUICK, PRICE, 12, ["none"])
+    with pytest.raises(ConfigError, match=r"pip install -e '\.\[lab\]'"):
+        plots.costs(lab)

@@ -8,9 +8,12 @@ so the lab itself (and the CLI) runs without it.
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
 import logging
 from typing import Any
 
+from ..errors import ConfigError
 from .experiments import LabReport
 from .run import NONE
 
@@ -20,9 +23,14 @@ def _figure() -> tuple[Any, Any]:
     # A first use builds matplotlib's font cache and says so on stderr; a notebook cell (and
     # the notebook tests, which fail on stderr) should not show that.
     logging.getLogger("matplotlib.font_manager").setLevel(logging.ERROR)
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(8, 3.6))
+    # An optional extra, imported by name as image_fit imports Pillow: the core never needs it.
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ConfigError(
+            "the lab's plots need matplotlib: pip install -e '.[lab]' (or pip install matplotlib); "
+            "the tables need nothing more (python -m pseudoclaude_nb lab)"
+        )
+    figure: Any = importlib.import_module("matplotlib.figure")
+    fig = figure.Figure(figsize=(8, 3.6))
     return fig, fig.subplots()
 
 
