@@ -51,11 +51,9 @@ class LabModel:
         context_window: int,
         budget: int = DEFAULT_BUDGET,
         model: str = "lab-scripted",
-        script: dict[str, Any] | None = None,
     ) -> None:
         self.inner = ScriptedProvider(
-            {"model": model, "context_window": context_window, "turns": task.turns, **(script or {})},
-            name="lab",
+            {"model": model, "context_window": context_window, "turns": task.turns}, name="lab"
         )
         self.name = "lab"
         self.model = self.inner.model

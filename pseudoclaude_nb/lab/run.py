@@ -37,9 +37,6 @@ NONE = "none"
 UNMANAGED_WINDOW = 10_000_000  # a window the task never fills: no replace, ever
 # Replaces that are not a strategy's (Layer 1's spill snapshot, a repair, an undo, an edit).
 NOT_A_STRATEGY = frozenset({"snapshot", "resync", "edit", "undo"})
-# What a strategy needs beyond its name, if anything (the window is the arm's).
-ARM_SETTINGS: dict[str, dict[str, Any]] = {}
-ARM_SCRIPT: dict[str, dict[str, Any]] = {}
 
 
 @dataclass(frozen=True)
@@ -105,24 +102,29 @@ class ArmResult:
 
 @contextlib.contextmanager
 def lab_process(home: Path) -> Iterator[None]:
-    """What the lab changes in this process while it runs, put back after.
-
-    The agent builds its provider per run from its settings; the lab hands it the one model
-    that keeps its place in the task (as ``bench/cost.py`` does). ``PSEUDOCLAUDE_HOME``
-    points into the lab's folder, so no MCP server or memory of the person's is started or
-    read. The scripted provider's cache is emptied, so every arm starts cold.
-    """
-    real = agent_module.provider_for
+    """``PSEUDOCLAUDE_HOME`` in the lab's folder while the lab runs, put back after: no MCP
+    server or memory of the person's is started or read by the lab's agents."""
     before = os.environ.get("PSEUDOCLAUDE_HOME")
     os.environ["PSEUDOCLAUDE_HOME"] = str(home)
     try:
         yield
     finally:
-        agent_module.provider_for = real
         if before is None:
             os.environ.pop("PSEUDOCLAUDE_HOME", None)
         else:
             os.environ["PSEUDOCLAUDE_HOME"] = before
+
+
+@contextlib.contextmanager
+def _provider(model: LabModel) -> Iterator[None]:
+    """The agent builds its provider per run from its settings; the lab hands it the one
+    model that keeps its place in the task (as ``bench/cost.py`` does), for one arm."""
+    real = agent_module.provider_for
+    agent_module.provider_for = lambda *_a, **_k: model
+    try:
+        yield
+    finally:
+        agent_module.provider_for = real
 
 
 def run_arm(
@@ -137,7 +139,7 @@ def run_arm(
     workspace = Path(tempfile.mkdtemp(prefix=f"{arm.name}-", dir=root))
     make_workspace(workspace, task.phases)
     scripted.reset_cache()
-    model = LabModel(task, context_window=arm.window, budget=budget, script=ARM_SCRIPT.get(arm.name))
+    model = LabModel(task, context_window=arm.window, budget=budget)
     settings: dict[str, Any] = dict(
         workspace=str(workspace),
         provider="scripted",
@@ -148,31 +150,30 @@ def run_arm(
         max_steps=10_000,
         context_window=arm.window,
         strategy=arm.strategy,
-        **ARM_SETTINGS.get(arm.name, {}),
     )
     if arm.name == NONE:
         settings.update(spill_bytes=10**12, spill_batch_bytes=10**12)
     agent = agent_module.Agent(PseudoClaude(**settings))
     result = ArmResult(arm)
-    agent_module.provider_for = lambda *_a, **_k: model
     started = time.perf_counter()
     try:
-        if arm.pins:
-            for text in PIN_TEXTS:
-                agent.pins.add(text)
-        for prompt, _turns in task.runs:
-            summary = agent.run(prompt)
-            result.statuses.append(
-                summary.status if summary.error is None else f"{summary.status}: {summary.error}"
-            )
-        assert agent.session is not None
-        final = agent.session.conversation.messages()
-        log = agent.session.dir / LOG_NAME
+        try:
+            if arm.pins:
+                for text in PIN_TEXTS:
+                    agent.pins.add(text)
+            for prompt, _turns in task.runs:
+                with _provider(model):
+                    summary = agent.run(prompt)
+                result.statuses.append(
+                    summary.status if summary.error is None else f"{summary.status}: {summary.error}"
+                )
+            assert agent.session is not None
+            final, log = agent.session.conversation.messages(), agent.session.dir / LOG_NAME
+        finally:
+            agent.close()
         result.seconds = time.perf_counter() - started
-        agent.close()
         _count_replaces(result, log)
     finally:
-        agent.close()
         shutil.rmtree(workspace, ignore_errors=True)
     _measure(result, model, task, final, price_model)
     return result
