@@ -123,7 +123,9 @@ def main(argv: list[str] | None = None) -> int:
         help="facts the lab model's summaries and handoffs keep (default: 12)",
     )
     lab.add_argument(
-        "--arms", default=None, help="comma-separated arms (default: none and every registered strategy)"
+        "--arms",
+        default=None,
+        help="comma-separated strategies (default: every registered one); none always runs, as the baseline",
     )
     args = parser.parse_args(argv)
     if args.command == "demo":

@@ -104,7 +104,8 @@ def run_lab(
     progress: Callable[[str], None] | None = None,
 ) -> LabReport:
     """Run the three experiments in a temporary folder (removed after); every figure measured."""
-    names = arms or strategy_names()
+    # ``none`` always runs: the sweep's ratios and the break-even are against it.
+    names = [NONE, *(n for n in (arms or strategy_names()) if n != NONE)]
     report = LabReport(sizes, price_model, budget, names)
     say = progress or (lambda _text: None)
     started = time.perf_counter()

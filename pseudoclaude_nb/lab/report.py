@@ -179,6 +179,17 @@ def drift(report: LabReport) -> str:
     return table(headers, rows)
 
 
+def _break_even_block(report: LabReport) -> list[str]:
+    if "rollover" not in report.arms:
+        return []
+    return [
+        "Where rollover starts to pay: the shortest swept task from which it costs no more than "
+        "the other arm at every longer length (below it, rollover does not pay):",
+        "",
+        break_even_table(report),
+    ]
+
+
 def render(report: LabReport) -> str:
     s = report.sizes
     parts = [
@@ -203,10 +214,7 @@ def render(report: LabReport) -> str:
         "",
         sweep(report, cached=False),
         "",
-        "Where rollover starts to pay: the shortest swept task from which it costs no more than "
-        "the other arm at every longer length (below it, rollover does not pay):",
-        "",
-        break_even_table(report),
+        *_break_even_block(report),
         "",
         f"## Drift: {s.drift_modules} modules in a {s.drift_window // 1000}K window, the spec's share after each replace",
         "",
