@@ -107,9 +107,10 @@ def test_facts_are_found_case_folded_and_the_newest_are_kept() -> None:
 
 
 def test_the_arms_are_none_and_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert strategy_names() == ["none", "compact", "rollover"]
-    monkeypatch.setitem(manager.STRATEGIES, "api", CompactStrategy)
-    assert strategy_names() == ["none", "compact", "rollover", "api"]
+    registered = list(manager.STRATEGIES)
+    assert registered[:2] == ["compact", "rollover"] and strategy_names() == ["none", *registered]
+    monkeypatch.setitem(manager.STRATEGIES, "sideways", CompactStrategy)  # a strategy registered later
+    assert strategy_names() == ["none", *registered, "sideways"]
 
 
 def test_break_even_is_read_from_the_sweep() -> None:
@@ -152,7 +153,7 @@ def test_the_command_prints_the_tables_a_person_reads(cli_run: tuple[str, dict])
     for heading in ("## Side by side", "## Sweep", "## Drift", "first rollover at step"):
         assert heading in stdout
     arms = [r["arm"] for r in figures["side_by_side"]]
-    assert arms == ["none", "compact", "compact", "rollover", "rollover"]
+    assert arms == ["none", *(name for name in manager.STRATEGIES for _pins in (False, True))]
     every = figures["side_by_side"] + figures["sweep"] + figures["drift"]
     assert all(r["statuses"] and set(r["statuses"]) == {"done"} for r in every)
     assert all(r["dollars"] <= r["dollars_uncached"] for r in every)
