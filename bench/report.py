@@ -115,6 +115,7 @@ def markdown(
     cost: list[dict],
     host: dict[str, Any],
     history_1gb: dict | None = None,
+    lab: str = "",
 ) -> str:
     when = time.strftime("%Y-%m-%d %H:%M %Z")
     lines = [
@@ -133,7 +134,7 @@ def markdown(
         "| --- | --- | --- | --- |",
     ]
     for row in rows:
-        if row.key.startswith(("cost_", "estimator_seed")):
+        if row.key.startswith(("cost_", "estimator_seed", "lab_")):
             continue
         lines.append(f"| {row.what} | {row.target or '(reference)'} | {_value(row)} | {_mark(row.ok)} |")
     missed = [r for r in rows if r.ok is False]
@@ -144,7 +145,7 @@ def markdown(
         )
     lines += ["", "### What each row measures", ""]
     for row in rows:
-        if row.key.startswith(("cost_", "estimator")):
+        if row.key.startswith(("cost_", "estimator", "lab_")):
             continue
         detail = ", ".join(
             f"{k.replace('_', ' ')} {_short(v)}" for k, v in row.detail.items() if k != "measured"
@@ -177,6 +178,7 @@ def markdown(
         ]
     lines += _estimator_section(rows, estimator)
     lines += _cost_section(cost)
+    lines += _lab_section(rows, lab)
     lines += [
         "",
         "## How to run",
@@ -231,6 +233,27 @@ def _estimator_section(rows: list[Row], estimator: dict[str, dict]) -> list[str]
         "about 20 % under, against the ±15 % / −5 % target, so the floor lifts once the evidence is strong.",
     ]
     return out
+
+
+def _lab_section(rows: list[Row], tables: str) -> list[str]:
+    """The strategy lab (issue 31): its rows, then its tables as ``pseudoclaude_nb.lab`` renders them."""
+    lab = [r for r in rows if r.key.startswith("lab_")]
+    if not lab:
+        return []
+    out = [
+        "",
+        "## Strategy lab",
+        "",
+        "`python -m pseudoclaude_nb lab` at this run's size (docs/lab.md says what the task and the lab "
+        "model are). Cost is in dollars at the prices named below; no row has a target but the sanity row.",
+        "",
+        "| row | what | measured | |",
+        "| --- | --- | --- | --- |",
+    ]
+    for row in lab:
+        out.append(f"| `{row.key}` | {row.what} | {_value(row)} {row.note} | {_mark(row.ok)} |")
+    # The tables' own headings, one level down under this section's.
+    return out + ["", *("#" + line if line.startswith("#") else line for line in tables.splitlines())]
 
 
 def _rollovers(c: dict) -> str:

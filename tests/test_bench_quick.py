@@ -165,3 +165,14 @@ def test_issue_30_startup_row_compares_load_ext_with_import_ipython(quick):
     assert abs(load["value"] - detail["load_ext_ms"] / detail["import_ipython_ms"]) < 0.02  # the ratio of the two
     assert 0 < detail["own_modules_added"] <= detail["modules_added_by_load_ext"]
     assert rows["startup_first_agent"]["detail"]["modules_added"] > 0
+
+
+def test_the_strategy_lab_section_has_its_rows_and_tables(quick):
+    data = json.loads((quick / "results.json").read_text())
+    rows = {r["key"]: r for r in data["rows"]}
+    assert {"lab_none", "lab_compact", "lab_rollover", "lab_break_even_40k", "lab_sanity"} <= set(rows)
+    assert rows["lab_sanity"]["ok"] is True  # caching never costs more; every run done
+    assert rows["lab_none"]["value"] == 1.0 and rows["lab_rollover"]["detail"]["replaces"] > 0
+    assert data["lab"]["side_by_side"] and data["lab"]["sweep"] and data["lab"]["drift"]
+    md = (quick / "results.md").read_text()
+    assert "## Strategy lab" in md and "### Side by side" in md and "`lab_sanity`" in md

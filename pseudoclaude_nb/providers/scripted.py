@@ -130,6 +130,16 @@ MIN_CACHEABLE = 1024  # Anthropic's smallest cacheable prompt for most models, t
 on_created: Callable[[ScriptedProvider], None] | None = None
 
 
+def reset_cache() -> None:
+    """Forget every prefix any scripted provider has sent: the next request starts cold.
+
+    The simulated cache is shared by the process's scripted providers (as a real one is by
+    the requests of one key); the strategy lab empties it before each arm, so no arm reads
+    what an earlier one wrote."""
+    _RECENT.clear()
+    _HEADS.clear()
+
+
 class ScriptedProvider:
     def __init__(
         self,
