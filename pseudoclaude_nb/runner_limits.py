@@ -19,6 +19,7 @@ from .events import Notice, RunEvent, RunSummary
 from .messages import Message, ToolCall
 from .providers.base import Provider, Request, Response
 from .tools.compact_set import CompactTool
+from .tools.rollover import NEW_CONTEXT
 
 if TYPE_CHECKING:
     from .context.manager import ContextManager
@@ -223,17 +224,15 @@ class Limits:
         """
         messages = self.conversation.messages()
         parts = measure(self.system_prompt, self.surface.schemas(), messages).scaled_to(exc.prompt)
-        if self.context is None:
-            window, strategy = self.provider.context_window, "compact"
-        else:
-            window, strategy = self.context.shared.settings.context_window, self.context.strategy.name
+        window = self.provider.context_window if self.context is None else self.context.shared.settings.context_window
         prompts = sum(1 for m in messages if m.role == "user" and m.tool_result is None)
         smaller = any(not isinstance(tool, CompactTool) for tool in self.surface)
         text = too_long_advice(
             str(exc),
             window,
             parts,
-            strategy=strategy,
+            # rollover can help only where this run does not already offer its hand-off
+            rollover_helps=all(tool.name != NEW_CONTEXT for tool in self.surface),
             compactable=prompts > 1,
             history=len(messages) > 1,
             smaller_tools=smaller,

@@ -135,7 +135,7 @@ def test_advice_after_compacting_once_reads_as_one_sentence() -> None:
     from pseudoclaude_nb.context.limits import FixedPrompt, too_long_advice
 
     parts = FixedPrompt(system=300, tools=1_400, tool_count=6, notebook=0, conversation=5_300)
-    text = too_long_advice("too long", 4_096, parts, strategy="compact", compactable=True, history=True)
+    text = too_long_advice("too long", 4_096, parts, rollover_helps=True, compactable=True, history=True)
     assert text.endswith(
         "Try %compact, or a new session (%sessions new), or the rollover strategy (--strategy rollover)."
     ), text

@@ -72,14 +72,15 @@ def too_long_advice(
     window: int,
     parts: FixedPrompt,
     *,
-    strategy: str,
+    rollover_helps: bool,
     compactable: bool,
     history: bool,
     smaller_tools: bool = False,
 ) -> str:
     """The error text: why, with numbers, and only advice that can work. ``compactable``:
     there is old history to summarize; ``history``: more than this run's prompt;
-    ``smaller_tools``: the compact tool set would be smaller than what was sent."""
+    ``smaller_tools``: the compact tool set would be smaller than what was sent; ``rollover_helps``:
+    the run does not offer rollover's hand-off already (so suggesting it is new)."""
     need = parts.fixed + ANSWER_ROOM
     numbers = (
         f"system prompt (with memory) ~{parts.system:,} + tool schemas ~{parts.tools:,} "
@@ -107,7 +108,7 @@ def too_long_advice(
         advice.append("%compact")
     if history:
         advice.append("a new session (%sessions new)")
-        if strategy == "compact" and parts.fixed * 2 < window:
+        if rollover_helps and parts.fixed * 2 < window:
             advice.append("the rollover strategy (--strategy rollover)")
     else:
         advice.append(f"a shorter prompt (it is ~{parts.conversation:,} tokens)")
