@@ -50,7 +50,9 @@ def _session(ws: Path, count: int) -> str:
             conversation.append(m)
         if conversation.messages()[-1].tool_result is not None:
             conversation.add_assistant("Done for now.")
-        writer.usage(Usage(input_tokens=count * 500, output_tokens=100), messages=len(conversation), model=None)
+        writer.usage(
+            Usage(input_tokens=count * 500, output_tokens=100), messages=len(conversation), model=None
+        )
     return folder.name
 
 

@@ -82,7 +82,9 @@ def add_mixed_text(folder: Path, seed: int) -> None:
             if i % 6 == 5:
                 call = ToolCall(id=f"call_zh_{seed}_{i}", name="grep", arguments={"pattern": text[:12]})
                 conversation.append(Message(role="assistant", content="", tool_calls=(call,)))
-                conversation.append(Message(role="user", tool_result=ToolResult(call_id=call.id, content=text)))
+                conversation.append(
+                    Message(role="user", tool_result=ToolResult(call_id=call.id, content=text))
+                )
             else:
                 conversation.append(Message(role="user" if i % 2 == 0 else "assistant", content=text))
 
@@ -180,7 +182,9 @@ def history_search(root: Path, sizes: Sizes) -> tuple[list[Row], list[dict]]:
                 "cold_slowest": max(cold, key=cold.get),  # type: ignore[arg-type]
                 "per_query_ms": {q: round(t * 1e3, 2) for q, t in warm.items()},
                 "per_query_cold_ms": {q: round(t * 1e3, 1) for q, t in cold.items()},
-                "indexed_mb_per_s": round(stats.log_bytes / 1e6 / stats.seconds, 1) if stats.seconds else None,
+                "indexed_mb_per_s": round(stats.log_bytes / 1e6 / stats.seconds, 1)
+                if stats.seconds
+                else None,
                 "reindex_s": round(stats.seconds, 2),
                 "reindex_cpu_s": round(cpu, 2),
             }

@@ -48,7 +48,9 @@ class _Harness:
             writer=self.writer,
         )
         context.shared.configure(context.shared.settings, system=SYSTEM, tools=[])
-        context.shared.on_usage(Usage(input_tokens=context.shared.estimate(), output_tokens=100), len(conversation))
+        context.shared.on_usage(
+            Usage(input_tokens=context.shared.estimate(), output_tokens=100), len(conversation)
+        )
 
     def step(self, exchange: list[Message]) -> float:
         """One step's seconds: what the runner does around a model call and its tools."""
@@ -59,7 +61,9 @@ class _Harness:
         def step() -> None:
             context.before_request(None)  # type: ignore[arg-type] - no compaction at this window
             conversation.append(assistant)
-            context.shared.on_usage(Usage(input_tokens=context.shared.estimate(), output_tokens=120), len(conversation))
+            context.shared.on_usage(
+                Usage(input_tokens=context.shared.estimate(), output_tokens=120), len(conversation)
+            )
             for r in results:
                 assert r.tool_result is not None
                 context.spiller.admit(calls[r.tool_result.call_id], r.tool_result)

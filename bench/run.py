@@ -145,7 +145,9 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("magics", lambda: rows.extend(magic_paths.magic_paths(scratch, sizes)))
         section("history", do_history)
         section("timeline", lambda: rows.extend(timeline.timeline_row(scratch, sizes)))
-        section("notebook", lambda: rows.extend(notebook_wire.wire_rows(scratch, quick=sizes.name == "quick")))  # issue 30
+        section(
+            "notebook", lambda: rows.extend(notebook_wire.wire_rows(scratch, quick=sizes.name == "quick"))
+        )  # issue 30
         section("tokens", do_tokens)
         section("cost", do_cost)
         section("startup", lambda: rows.extend(startup.startup_rows(scratch, sizes)))  # issue 30

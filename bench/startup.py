@@ -127,7 +127,9 @@ def measure(scratch: Path, roots: dict[str, Path], runs: int) -> dict[str, dict]
             "ratio": load_s / ipython_s,
             "load_ext_ms": round(load_s * 1e3, 1),
             "import_ipython_ms": round(ipython_s * 1e3, 1),
-            "import_and_shell_ms": round(statistics.median(r["import_and_shell_s"] for r in loads[name]) * 1e3, 1),
+            "import_and_shell_ms": round(
+                statistics.median(r["import_and_shell_s"] for r in loads[name]) * 1e3, 1
+            ),
             "load_ext_ms_all": [round(r["load_ext_s"] * 1e3, 1) for r in loads[name]],
             "import_ipython_ms_all": [round(r["import_s"] * 1e3, 1) for r in reference],
             "modules_import_ipython": reference[0]["modules"],

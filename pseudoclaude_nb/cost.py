@@ -95,7 +95,12 @@ def _rates(entry: dict[str, Any], where: str) -> Rates:
 
 
 def _is_rate(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value >= 0
+    return (
+        isinstance(value, (int, float))
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
 
 
 def parse_price(entry: Any, where: str, source: str = "", as_of: str = "") -> Price:
@@ -134,7 +139,9 @@ def parse_overrides(value: Any) -> dict[str, Price]:
     for model, entry in value.items():
         if not isinstance(model, str) or not model.strip():
             raise ValueError("PseudoClaude.prices: every key must be a model name")
-        out[_name(model)] = parse_price(entry, f"PseudoClaude.prices[{model!r}]", source="%config PseudoClaude.prices")
+        out[_name(model)] = parse_price(
+            entry, f"PseudoClaude.prices[{model!r}]", source="%config PseudoClaude.prices"
+        )
     return out
 
 

@@ -111,7 +111,11 @@ class Usage(BaseModel):
 
     def to_dict(self) -> dict[str, int]:
         data = self.model_dump()
-        for optional in ("cache_creation_1h_input_tokens", "compaction_input_tokens", "compaction_output_tokens"):
+        for optional in (
+            "cache_creation_1h_input_tokens",
+            "compaction_input_tokens",
+            "compaction_output_tokens",
+        ):
             if not data[optional]:
                 del data[optional]
         return data

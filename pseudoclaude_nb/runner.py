@@ -192,7 +192,9 @@ class Runner(Limits):
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
             self._adopt_window(exc)
-            if self.context is None or not self.context.strategy.recover(self.provider, self.emit, self.review):
+            if self.context is None or not self.context.strategy.recover(
+                self.provider, self.emit, self.review
+            ):
                 raise self._too_long(exc) from exc
             self.surface = self.context.strategy.surface(self.tools)
             try:

@@ -224,7 +224,11 @@ class Limits:
         """
         messages = self.conversation.messages()
         parts = measure(self.system_prompt, self.surface.schemas(), messages).scaled_to(exc.prompt)
-        window = self.provider.context_window if self.context is None else self.context.shared.settings.context_window
+        window = (
+            self.provider.context_window
+            if self.context is None
+            else self.context.shared.settings.context_window
+        )
         prompts = sum(1 for m in messages if m.role == "user" and m.tool_result is None)
         smaller = any(not isinstance(tool, CompactTool) for tool in self.surface)
         text = too_long_advice(
@@ -266,4 +270,6 @@ class Limits:
         """Output tokens the window leaves after the next request's prompt (estimated)."""
         if self.context is None:
             return None
-        return max(MIN_OUTPUT_TOKENS, self.context.shared.settings.context_window - self.context.shared.estimate())
+        return max(
+            MIN_OUTPUT_TOKENS, self.context.shared.settings.context_window - self.context.shared.estimate()
+        )

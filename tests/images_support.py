@@ -8,7 +8,9 @@ import zlib
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
-    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+    return (
+        struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+    )
 
 
 def png(width: int = 4, height: int = 3, *, seed: int = 0, noise: bool = False) -> bytes:
@@ -19,7 +21,12 @@ def png(width: int = 4, height: int = 3, *, seed: int = 0, noise: bool = False) 
         rows.append(b"\x00" + pixels)
     raw = b"".join(rows)
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(raw, 1)) + _chunk(b"IEND", b"")
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(raw, 1))
+        + _chunk(b"IEND", b"")
+    )
 
 
 def gif(width: int = 5, height: int = 7) -> bytes:
@@ -33,7 +40,11 @@ def jpeg(width: int = 9, height: int = 6) -> bytes:
 
 
 def webp_vp8x(width: int = 300, height: int = 200) -> bytes:
-    body = b"VP8X" + struct.pack("<I", 10) + b"\x00\x00\x00\x00" + (width - 1).to_bytes(3, "little") + (
-        height - 1
-    ).to_bytes(3, "little")
+    body = (
+        b"VP8X"
+        + struct.pack("<I", 10)
+        + b"\x00\x00\x00\x00"
+        + (width - 1).to_bytes(3, "little")
+        + (height - 1).to_bytes(3, "little")
+    )
     return b"RIFF" + struct.pack("<I", 4 + len(body)) + b"WEBP" + body

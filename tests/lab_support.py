@@ -75,5 +75,7 @@ def lab_server(root: Path, scratch: Path, env: dict[str, str] | None = None) -> 
 
 def set_theme(page, name: str, light: bool) -> None:
     page.evaluate(f"() => window.jupyterapp.commands.execute('apputils:change-theme', {{theme: '{name}'}})")
-    page.wait_for_function(f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'", timeout=30_000)
+    page.wait_for_function(
+        f"() => document.body.dataset.jpThemeLight === '{str(light).lower()}'", timeout=30_000
+    )
     page.wait_for_timeout(300)

@@ -83,7 +83,9 @@ def test_without_a_scripted_summary_the_emulation_digests_what_it_replaces() -> 
         Message(
             role="assistant",
             content="Writing it.",
-            tool_calls=(ToolCall(id="c1", name="write_file", arguments={"path": "report.py", "content": "x"}),),
+            tool_calls=(
+                ToolCall(id="c1", name="write_file", arguments={"path": "report.py", "content": "x"}),
+            ),
         ),
         Message(role="user", tool_result={"call_id": "c1", "content": "wrote report.py"}),  # type: ignore[arg-type]
     ]
@@ -138,7 +140,10 @@ def test_a_log_that_ended_before_the_replace_catches_up_before_the_next_request(
     events: list = []
     context.before_request(provider, events.append)
     assert conversation.messages() == [answer]
-    assert provider.server_context is not None and provider.server_context.trigger == context.shared.settings.threshold
+    assert (
+        provider.server_context is not None
+        and provider.server_context.trigger == context.shared.settings.threshold
+    )
     assert [e.trigger for e in events if type(e).__name__ == "Compacted"] == ["server"]
     context.before_request(provider, events.append)  # caught up: nothing more
     assert context.shared.compactions == 1

@@ -146,7 +146,9 @@ def test_issue_18_rows_time_the_shipped_path(quick):
     assert isinstance(rows["list_magic"]["value"], float) and rows["list_magic"]["ok"] in (True, False)
     timeline = rows["timeline"]["detail"]
     assert timeline["bins"] <= 200 and timeline["widget_state_bytes"] > 0 and timeline["text_html_bytes"] > 0
-    assert timeline["output_bytes"] == sum(timeline[f"{k}_bytes"] for k in ("widget_state", "text_html", "text_plain"))
+    assert timeline["output_bytes"] == sum(
+        timeline[f"{k}_bytes"] for k in ("widget_state", "text_html", "text_plain")
+    )
     assert "largest_written_message_bytes" in rows["largest_line"]["detail"]
     # Per-step cost through %agent, in a real shell: both ends timed, steps run for real.
     magic = rows["overhead_magic"]["detail"]
@@ -162,7 +164,9 @@ def test_issue_30_startup_row_compares_load_ext_with_import_ipython(quick):
     assert load["ok"] in (True, False) and load["target"] == "≤ 2.0×"
     detail = load["detail"]
     assert detail["load_ext_ms"] > 0 and detail["import_ipython_ms"] > 0
-    assert abs(load["value"] - detail["load_ext_ms"] / detail["import_ipython_ms"]) < 0.02  # the ratio of the two
+    assert (
+        abs(load["value"] - detail["load_ext_ms"] / detail["import_ipython_ms"]) < 0.02
+    )  # the ratio of the two
     assert 0 < detail["own_modules_added"] <= detail["modules_added_by_load_ext"]
     assert rows["startup_first_agent"]["detail"]["modules_added"] > 0
 

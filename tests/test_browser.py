@@ -92,7 +92,10 @@ CONTRAST = """(selector) => {
 SLOW_SCRIPT = {
     "model": "teaching-model",
     "turns": [
-        {"text": "Waiting three seconds.", "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3"}}]},
+        {
+            "text": "Waiting three seconds.",
+            "tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3"}}],
+        },
         {"text": "Done waiting."},
     ],
 }
@@ -141,7 +144,9 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         nbformat.v4.new_code_cell(f"_ = Path('slow.json').write_text({json.dumps(json.dumps(SLOW_SCRIPT))})")
     )
     nb.cells.append(
-        nbformat.v4.new_code_cell('%agent --new --provider scripted --script slow.json --mode auto "wait a bit"')
+        nbformat.v4.new_code_cell(
+            '%agent --new --provider scripted --script slow.json --mode auto "wait a bit"'
+        )
     )
     nbformat.write(nb, root / "01_quickstart.ipynb")
     settings = tmp_path / "lab-settings" / "@jupyterlab"
@@ -168,12 +173,22 @@ def lab(tmp_path: Path) -> Iterator[tuple[str, Path]]:
     log = (tmp_path / "lab.log").open("wb")  # noqa: SIM115 (closed in the finally below)
     proc = subprocess.Popen(
         [
-            sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
-            f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root",
+            sys.executable,
+            "-m",
+            "jupyterlab",
+            "--no-browser",
+            "--ip=127.0.0.1",
+            f"--port={port}",
+            f"--IdentityProvider.token={token}",
+            f"--ServerApp.root_dir={root}",
+            "--allow-root",
             # window.jupyterapp: run commands by id instead of clicking through menus.
             "--LabApp.expose_app_in_browser=True",
         ],
-        env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        cwd=root,
     )
     base = f"http://127.0.0.1:{port}"
     try:

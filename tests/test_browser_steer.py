@@ -46,7 +46,7 @@ def _scripts() -> str:
     )
 
 
-def test_the_step_slider_shows_the_request_of_the_step_it_lands_on(lab) -> None:  # noqa: F811
+def test_the_step_slider_shows_the_request_of_the_step_it_lands_on(lab) -> None:
     chromium = _browser_or_skip()
     from playwright.sync_api import sync_playwright
 
@@ -56,7 +56,9 @@ def test_the_step_slider_shows_the_request_of_the_step_it_lands_on(lab) -> None:
     nb.cells = [
         nbformat.v4.new_code_cell("%load_ext pseudoclaude_nb"),
         nbformat.v4.new_code_cell(_scripts()),
-        nbformat.v4.new_code_cell(f'%agent --new --provider scripted --script one.json --mode auto "{FIRST}"'),
+        nbformat.v4.new_code_cell(
+            f'%agent --new --provider scripted --script one.json --mode auto "{FIRST}"'
+        ),
         nbformat.v4.new_code_cell(f'%agent --provider scripted --script two.json "{SECOND}"'),
         nbformat.v4.new_code_cell("%sessions show"),
     ]
@@ -96,6 +98,10 @@ def test_the_step_slider_shows_the_request_of_the_step_it_lands_on(lab) -> None:
         )
         for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
             _set_theme(page, theme, light)
-            low = [c for c in _contrast(page, f"{HERE} .pc-context-step, {HERE} .pc-context-step *") if c["ratio"] < 4.5]
+            low = [
+                c
+                for c in _contrast(page, f"{HERE} .pc-context-step, {HERE} .pc-context-step *")
+                if c["ratio"] < 4.5
+            ]
             assert not low, (theme, low)
         browser.close()

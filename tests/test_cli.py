@@ -26,7 +26,9 @@ def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) ->
     (start,) = [line for line in out.splitlines() if " lab " in line and "then, in a new notebook" in line]
     command = shlex.split(start.split(" with  ")[1].split("  then")[0])
     assert command[1:] == ["lab", str(tmp_path / "demo-ws")]
-    version = subprocess.run([command[0], "lab", "--version"], env=env, capture_output=True, text=True, timeout=60)
+    version = subprocess.run(
+        [command[0], "lab", "--version"], env=env, capture_output=True, text=True, timeout=60
+    )
     assert version.returncode == 0 and version.stdout.strip()[:1].isdigit(), version.stderr[-2000:]
     log_line = next(line for line in out.splitlines() if line.startswith("session log: "))
     log = Path(log_line.removeprefix("session log: "))
@@ -34,7 +36,11 @@ def test_demo_command_runs_the_demo_and_says_where_the_log_is(tmp_path: Path) ->
     loaded = load_session(log)
     assert loaded.problems() == [] and loaded.messages[-1].role == "assistant"
     # The bug was really fixed: the agent's final test run passed.
-    final_tests = [m.tool_result.content for m in loaded.messages if m.tool_result and "Ran 4 tests" in m.tool_result.content]
+    final_tests = [
+        m.tool_result.content
+        for m in loaded.messages
+        if m.tool_result and "Ran 4 tests" in m.tool_result.content
+    ]
     assert final_tests and final_tests[-1].rstrip().endswith("OK")
 
 

@@ -32,7 +32,6 @@ SKIPPED = "automatic compaction skipped"
 # --- helpers ------------------------------------------------------------------------------------
 
 
-
 def of_type(entries: list[dict], kind: str) -> list[dict]:
     return [e for e in entries if e["type"] == kind]
 

@@ -100,7 +100,9 @@ def tool_batch(m: Managed, sizes: list[int], prefix: str = "c") -> list[str]:
     calls = [ToolCall(id=cid, name="bash", arguments={"command": cid}) for cid in ids]
     m.conversation.add_assistant_tool_calls("running", calls)
     for call, size in zip(calls, sizes, strict=True):
-        m.conversation.add_result(m.context.spiller.admit(call, result(call, "r" * size), emit=m.events.append))
+        m.conversation.add_result(
+            m.context.spiller.admit(call, result(call, "r" * size), emit=m.events.append)
+        )
     m.context.spiller.after_tools(len(calls))
     return ids
 
@@ -375,7 +377,9 @@ def test_spill_all_spills_large_results_and_fits_batches(make):
     m.conversation.add_assistant_tool_calls("", [ToolCall(id=f"q{i}", name="bash") for i in range(5)])
     for i, size in enumerate([42_000, 44_000, 46_000, 48_000, 50_000]):
         m.conversation.add_tool_result(f"q{i}", "q" * size)
-    assert m.context.spiller.spill_all(emit=m.events.append) == 4  # big, p1, p2, and the largest of the q batch
+    assert (
+        m.context.spiller.spill_all(emit=m.events.append) == 4
+    )  # big, p1, p2, and the largest of the q batch
     messages = m.conversation.messages()
     q_sizes = [len(result_of(messages, f"q{i}").tool_result.content) for i in range(5)]
     assert q_sizes[:4] == [42_000, 44_000, 46_000, 48_000] and q_sizes[4] < 3_000
@@ -439,7 +443,9 @@ def test_a_failed_single_spill_raises_a_write_error_and_freezes_nothing(
 
     monkeypatch.setattr(spill_module, "write_spill", disk_full)
     with pytest.raises(SessionWriteError) as info:
-        m.context.spiller.admit(ToolCall(id="c", name="bash"), result(ToolCall(id="c", name="bash"), "x" * 60_000))
+        m.context.spiller.admit(
+            ToolCall(id="c", name="bash"), result(ToolCall(id="c", name="bash"), "x" * 60_000)
+        )
     assert "No space left on device" in str(info.value)
     assert "%compact --layer1" in str(info.value)
     # What the conversation gets instead: a bounded stand-in, not the raw body.

@@ -42,7 +42,6 @@ LINE_LIMIT = 64 * 1024
 # --- helpers ----------------------------------------------------------------------------------
 
 
-
 def log_line_sizes(session_dir: Path) -> list[int]:
     return [len(line) for line in (session_dir / "conversation.jsonl").read_bytes().split(b"\n")]
 

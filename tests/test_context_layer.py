@@ -36,7 +36,9 @@ def test_a_strategy_switch_keeps_calibration_anchor_and_the_pending_batch(worksp
         calls = [ToolCall(id=f"c{i}", name="bash", arguments={}) for i in range(3)]
         conversation.add_assistant_tool_calls("", calls)
         for call in calls:
-            conversation.add_result(context.spiller.admit(call, ToolResult(call_id=call.id, content="r" * 20_000)))
+            conversation.add_result(
+                context.spiller.admit(call, ToolResult(call_id=call.id, content="r" * 20_000))
+            )
         context.spiller.after_tools(len(calls))
         calibration, anchor, shared = context.shared.calibration, context.shared.anchor, context.shared
 

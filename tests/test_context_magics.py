@@ -28,7 +28,14 @@ def test_context_json_has_the_pinned_fields_and_matches_the_session(ip, workspac
     path = write(workspace / "s.json", script(turn("hi there")))
     run(ip, f"agent --provider scripted --script {path} hello")
     data = json.loads(run(ip, "context --json"))
-    for key in ("context_window", "estimated_tokens", "message_count", "tools", "memory_included", "memory_index"):
+    for key in (
+        "context_window",
+        "estimated_tokens",
+        "message_count",
+        "tools",
+        "memory_included",
+        "memory_index",
+    ):
         assert key in data
     assert data["context_window"] == 200_000 and data["threshold"] == 167_000
     assert data["message_count"] == 2 and data["memory_included"] is False and data["memory_index"] is None
@@ -75,7 +82,9 @@ def test_compact_layer1_spills_results_kept_under_an_older_limit(ip, workspace: 
 
 def test_compact_summarizes_and_status_reports_it(ip, workspace: Path) -> None:
     answer = turn("answer " + "words " * 300)  # each run plays the script from the top
-    path = write(workspace / "s.json", script(answer, summaries=["## Confirmed requirements\n- six questions"]))
+    path = write(
+        workspace / "s.json", script(answer, summaries=["## Confirmed requirements\n- six questions"])
+    )
     for i in range(6):
         run(ip, f"agent --provider scripted --script {path} question {i}")  # a fresh provider each run
     ip.run_line_magic("config", "PseudoClaude.recent_tokens = 500")

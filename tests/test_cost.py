@@ -46,21 +46,31 @@ def test_each_rate_is_applied_to_its_own_tokens() -> None:
     one = 1_000_000
     assert cost.request_dollars(Usage(input_tokens=one), "claude-sonnet-4-5") == pytest.approx(3)
     assert cost.request_dollars(Usage(output_tokens=one), "claude-sonnet-4-5") == pytest.approx(15)
-    assert cost.request_dollars(Usage(cache_creation_input_tokens=one), "claude-sonnet-4-5") == pytest.approx(3.75)
+    assert cost.request_dollars(Usage(cache_creation_input_tokens=one), "claude-sonnet-4-5") == pytest.approx(
+        3.75
+    )
     hour = Usage(cache_creation_input_tokens=one, cache_creation_1h_input_tokens=one)
     assert cost.request_dollars(hour, "claude-sonnet-4-5") == pytest.approx(6)
     assert cost.request_dollars(Usage(cache_read_input_tokens=one), "claude-sonnet-4-5") == pytest.approx(0.3)
     # The documented multipliers hold in the shipped table: read 0.1x, 5-minute 1.25x, 1-hour 2x.
     rates = cost.price_of("claude-opus-4-5").rates
-    assert (rates.cache_read, rates.cache_write, rates.cache_write_1h) == (0.1 * rates.input, 1.25 * rates.input, 2 * rates.input)
+    assert (rates.cache_read, rates.cache_write, rates.cache_write_1h) == (
+        0.1 * rates.input,
+        1.25 * rates.input,
+        2 * rates.input,
+    )
 
 
 def test_the_long_context_tier_prices_every_token_of_a_long_request() -> None:
     # Claude Haiku 5.5 is priced by prompt length (input + cache reads + writes): over 100K, all of it.
     short = Usage(input_tokens=50_000, cache_read_input_tokens=50_000, output_tokens=1_000)
     long = Usage(input_tokens=50_001, cache_read_input_tokens=50_000, output_tokens=1_000)
-    assert cost.request_dollars(short, "claude-haiku-5-5") == pytest.approx((50_000 * 0.1 + 50_000 * 0.01 + 1_000 * 0.5) / 1e6)
-    assert cost.request_dollars(long, "claude-haiku-5-5") == pytest.approx((50_001 * 0.5 + 50_000 * 0.05 + 1_000 * 2.5) / 1e6)
+    assert cost.request_dollars(short, "claude-haiku-5-5") == pytest.approx(
+        (50_000 * 0.1 + 50_000 * 0.01 + 1_000 * 0.5) / 1e6
+    )
+    assert cost.request_dollars(long, "claude-haiku-5-5") == pytest.approx(
+        (50_001 * 0.5 + 50_000 * 0.05 + 1_000 * 2.5) / 1e6
+    )
 
 
 def test_a_model_matches_its_name_or_a_dated_snapshot_never_a_shorter_prefix() -> None:
@@ -94,12 +104,21 @@ def test_cost_saved_by_the_cache_and_the_hit_ratio() -> None:
 
 
 def test_money_reads_like_small_amounts() -> None:
-    assert [cost.money(x) for x in (0, 0.0042, 0.021, 0.5, 12.345)] == ["$0.00", "$0.0042", "$0.021", "$0.500", "$12.35"]
+    assert [cost.money(x) for x in (0, 0.0042, 0.021, 0.5, 12.345)] == [
+        "$0.00",
+        "$0.0042",
+        "$0.021",
+        "$0.500",
+        "$12.35",
+    ]
 
 
 def test_config_prices_override_the_table_and_refuse_a_bad_entry() -> None:
     settings = PseudoClaude()
-    settings.prices = {"my-local-model": {"input": 1, "output": 2}, "claude-sonnet-4-5": {"input": 30, "output": 150, "cache_read": 3}}
+    settings.prices = {
+        "my-local-model": {"input": 1, "output": 2},
+        "claude-sonnet-4-5": {"input": 30, "output": 150, "cache_read": 3},
+    }
     assert cost.request_dollars(Usage(input_tokens=1_000_000, output_tokens=1_000_000), "my-local-model") == 3
     # An override replaces the model's whole entry; a missing write price bills writes as input.
     assert cost.request_dollars(Usage(cache_creation_input_tokens=1_000_000), "claude-sonnet-4-5") == 30
@@ -124,8 +143,16 @@ def test_usage_lines_keep_their_layout_and_old_logs_still_price(tmp_path: Path) 
     assert "cache_creation_1h_input_tokens" not in Usage(input_tokens=1).to_dict()
     assert Usage(cache_creation_1h_input_tokens=5).to_dict()["cache_creation_1h_input_tokens"] == 5
     log = tmp_path / "conversation.jsonl"
-    old = {"v": 1, "type": "usage", "id": "a" * 32, "ts": 1.0, "input_tokens": 1_000_000, "output_tokens": 0,
-           "messages": 2, "model": "claude-sonnet-4-5"}  # an older writer: no cache fields at all
+    old = {
+        "v": 1,
+        "type": "usage",
+        "id": "a" * 32,
+        "ts": 1.0,
+        "input_tokens": 1_000_000,
+        "output_tokens": 0,
+        "messages": 2,
+        "model": "claude-sonnet-4-5",
+    }  # an older writer: no cache fields at all
     log.write_text(json.dumps(old) + "\n")
     spend = session_spend(tmp_path)
     assert spend.cost().text() == "$3.00" and spend.usage.cache_read_input_tokens == 0
@@ -144,7 +171,15 @@ def test_the_next_request_reads_what_the_previous_one_sent_within_the_ttl() -> N
     msgs = [Message(role="user", content="a" * 3500), Message(role="assistant", content="b" * 350)]
     last = Usage(input_tokens=10, cache_read_input_tokens=4_000, cache_creation_input_tokens=900)
     now = 1_000.0
-    fresh = outlook(provider="anthropic", head_tokens=3_000, messages=msgs, last=last, last_ts=now - 60, anchored=True, now=now)
+    fresh = outlook(
+        provider="anthropic",
+        head_tokens=3_000,
+        messages=msgs,
+        last=last,
+        last_ts=now - 60,
+        anchored=True,
+        now=now,
+    )
     assert fresh.expected_read == 4_910
     assert fresh.invalidated_by_replace == 4_910 - 3_000
     assert [b.where for b in fresh.breakpoints] == [
@@ -152,9 +187,25 @@ def test_the_next_request_reads_what_the_previous_one_sent_within_the_ttl() -> N
         "message 1, where the previous request ended",
         "the next prompt (the whole request)",
     ]
-    late = outlook(provider="anthropic", head_tokens=3_000, messages=msgs, last=last, last_ts=now - 600, anchored=True, now=now)
+    late = outlook(
+        provider="anthropic",
+        head_tokens=3_000,
+        messages=msgs,
+        last=last,
+        last_ts=now - 600,
+        anchored=True,
+        now=now,
+    )
     assert late.expected_read == 0 and "expired" in late.reason
-    replaced = outlook(provider="anthropic", head_tokens=3_000, messages=msgs, last=last, last_ts=now - 60, anchored=False, now=now)
+    replaced = outlook(
+        provider="anthropic",
+        head_tokens=3_000,
+        messages=msgs,
+        last=last,
+        last_ts=now - 60,
+        anchored=False,
+        now=now,
+    )
     assert replaced.expected_read == 3_000 and replaced.invalidated_by_replace == 0
 
 
@@ -165,7 +216,9 @@ def usage_lines(ip) -> list[dict]:
     return log_entries(ip, "usage")
 
 
-def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(ip, workspace, anthropic_fake) -> None:  # noqa: F811
+def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
+    ip, workspace, anthropic_fake
+) -> None:
     (workspace / "notes.txt").write_text("milk\n")
     anthropic_fake.play(
         # message_start carries the input side with the documented TTL split of the writes;
@@ -175,8 +228,12 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
             [("toolu_1", "list_files", {})],
             usage={"input_tokens": 20, "cache_creation_input_tokens": 30_000, "output_tokens": 1},
             cache_creation={"ephemeral_5m_input_tokens": 20_000, "ephemeral_1h_input_tokens": 10_000},
-            delta_usage={"output_tokens": 400, "input_tokens": 20, "cache_creation_input_tokens": 30_000,
-                         "cache_read_input_tokens": 0},
+            delta_usage={
+                "output_tokens": 400,
+                "input_tokens": 20,
+                "cache_creation_input_tokens": 30_000,
+                "cache_read_input_tokens": 0,
+            },
         ),
         anthropic_wire.answer(
             "One file.",
@@ -188,7 +245,11 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     run_magic(ip, "config PseudoClaude.model = 'claude-sonnet-4-5'")
     out = run_magic(ip, 'agent --provider anthropic --mode auto "what is here?"')
     first, second = usage_lines(ip)
-    assert (first["input_tokens"], first["output_tokens"], first["cache_creation_input_tokens"]) == (20, 400, 30_000)
+    assert (first["input_tokens"], first["output_tokens"], first["cache_creation_input_tokens"]) == (
+        20,
+        400,
+        30_000,
+    )
     assert first["cache_creation_1h_input_tokens"] == 10_000
     assert (second["cache_read_input_tokens"], second["output_tokens"]) == (30_000, 100)
     assert "cache_creation_1h_input_tokens" not in second  # none: the line keeps its old layout
@@ -214,37 +275,53 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     assert [tokens for _, tokens in build_timeline(folder).usage] == [30_420, 30_150]
     assert load_session(folder).usage_anchor == (30_150, 4)
     data = json.loads(run_magic(ip, "context --json"))
-    assert data["cache"]["expected_cache_read"] == 30_050 and data["cost"]["cache_hit_ratio"] == round(30_000 / 60_070, 4)
+    assert data["cache"]["expected_cache_read"] == 30_050 and data["cost"]["cache_hit_ratio"] == round(
+        30_000 / 60_070, 4
+    )
 
 
-def test_openai_cached_tokens_reach_the_log_and_the_cost(ip, openai_fake) -> None:  # noqa: F811
+def test_openai_cached_tokens_reach_the_log_and_the_cost(ip, openai_fake) -> None:
     openai_fake.play(
         openai_wire.answer(
             "Hello.",
-            usage={"prompt_tokens": 20_000, "completion_tokens": 1_000, "total_tokens": 21_000,
-                   "prompt_tokens_details": {"cached_tokens": 16_384}},
+            usage={
+                "prompt_tokens": 20_000,
+                "completion_tokens": 1_000,
+                "total_tokens": 21_000,
+                "prompt_tokens_details": {"cached_tokens": 16_384},
+            },
         )
     )
     run_magic(ip, "config PseudoClaude.model = 'gpt-5.4'")
     out = run_magic(ip, 'agent --provider openai "hi"')
     assert openai_fake.requests[0].body["stream_options"] == {"include_usage": True}
     (line,) = usage_lines(ip)
-    assert (line["input_tokens"], line["cache_read_input_tokens"], line["output_tokens"]) == (3_616, 16_384, 1_000)
+    assert (line["input_tokens"], line["cache_read_input_tokens"], line["output_tokens"]) == (
+        3_616,
+        16_384,
+        1_000,
+    )
     dollars = (3_616 * 2.5 + 16_384 * 0.25 + 1_000 * 15) / 1e6
     assert f"cache read 16,384 (82% of input) · cost {cost.money(dollars)}" in out
 
 
-def test_an_unknown_model_run_says_price_unknown_and_an_override_prices_it(ip, workspace, anthropic_fake) -> None:  # noqa: F811
+def test_an_unknown_model_run_says_price_unknown_and_an_override_prices_it(
+    ip, workspace, anthropic_fake
+) -> None:
     anthropic_fake.play(anthropic_wire.answer("ok", usage={"input_tokens": 2_000_000, "output_tokens": 10}))
     run_magic(ip, "config PseudoClaude.model = 'claude-someday-9'")
     out = run_magic(ip, 'agent --provider anthropic "hi"')
-    assert "cost price unknown (claude-someday-9)" in out and "$" not in out.split("cost ", 1)[1].split(" · ")[0]
+    assert (
+        "cost price unknown (claude-someday-9)" in out and "$" not in out.split("cost ", 1)[1].split(" · ")[0]
+    )
     run_magic(ip, "config PseudoClaude.prices = {'claude-someday-9': {'input': 1, 'output': 100}}")
     assert "session $2.00 (1 request" in run_magic(ip, "context")
 
 
 def test_the_demo_script_reports_cache_reads_offline(ip, workspace) -> None:
-    (workspace / "s.json").write_text(json.dumps(script(*[turn(f"step {i}", ("list_files", {})) for i in range(3)], turn("done"))))
+    (workspace / "s.json").write_text(
+        json.dumps(script(*[turn(f"step {i}", ("list_files", {})) for i in range(3)], turn("done")))
+    )
     run_magic(ip, f"config PseudoClaude.script = '{workspace / 's.json'}'")
     out = run_magic(ip, 'agent --provider scripted --mode auto "go"')
     lines = usage_lines(ip)
@@ -264,7 +341,9 @@ def test_the_gauge_shows_the_runs_cost_and_hit_ratio_then_the_sessions() -> None
     gauge(StepFinished(1, Usage(cache_creation_input_tokens=1_000_000), answer, "claude-sonnet-4-5"))
     gauge(StepFinished(2, Usage(cache_read_input_tokens=1_000_000), answer, "claude-sonnet-4-5"))
     assert "cache read 1,000,000 / write 0 · run $4.05 · cache hit 50%" in gauge_text(gauge.state)
-    summary = RunSummary(status="done", session_spend=cost.Spend([("claude-sonnet-4-5", Usage(input_tokens=10_000_000))]))
+    summary = RunSummary(
+        status="done", session_spend=cost.Spend([("claude-sonnet-4-5", Usage(input_tokens=10_000_000))])
+    )
     gauge(RunFinished(summary))
     assert "run $4.05 · cache hit 50% · session $30.00" in gauge_text(gauge.state)
     assert "run $4.05 · cache hit 50% · session $30.00" in gauge_html(gauge.state)

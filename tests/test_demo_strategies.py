@@ -132,7 +132,9 @@ def test_the_reminder_is_at_most_sixty_percent_of_the_base_limit(window: int, re
 
 def test_a_smaller_configured_threshold_is_kept() -> None:
     assert reminder_threshold_for(17_000, 5_000) == 5_000
-    assert CompactSettings(context_window=50_000, reminder_threshold=5_000).rollover_limits["remind"] == 12_000
+    assert (
+        CompactSettings(context_window=50_000, reminder_threshold=5_000).rollover_limits["remind"] == 12_000
+    )
     assert reminder_threshold_for(0) == 0 and reminder_threshold_for(-5) == 0
 
 

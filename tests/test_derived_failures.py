@@ -63,4 +63,3 @@ def test_a_timeline_index_that_cannot_be_kept_is_said_at_the_runs_end(workspace:
 
     (said,) = [t for t in _warnings(events) if "timeline index" in t]
     assert f"session {agent.session.id}" in said and "No space left on device" in said
-

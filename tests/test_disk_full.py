@@ -43,7 +43,11 @@ def log_bytes(session_dir: Path) -> bytes:
 @pytest.mark.parametrize("leave", [4 << 10, 16 << 10, 64 << 10], ids=["4K", "16K", "64K"])
 @pytest.mark.script_may_remain  # "never": the failed spill stops the run
 def test_a_full_disk_during_a_spill_never_logs_the_raw_body_and_converges(
-    small_disk, ip, workspace: Path, tmp_path: Path, leave: int  # noqa: F811
+    small_disk,
+    ip,
+    workspace: Path,
+    tmp_path: Path,
+    leave: int,
 ) -> None:
     disk = small_disk
     big = "".join(f"line {i:05d} " + "x" * 90 + "\n" for i in range(1_100))  # ~118 KB
@@ -53,7 +57,9 @@ def test_a_full_disk_during_a_spill_never_logs_the_raw_body_and_converges(
     session = current_agent(ip).session
     reading = write(
         tmp_path / "read.json",
-        script(turn("reading", ("read_file", {"path": "big.txt", "limit": 5_000}, "call_big")), turn("never")),
+        script(
+            turn("reading", ("read_file", {"path": "big.txt", "limit": 5_000}, "call_big")), turn("never")
+        ),
     )
 
     fill(ip, disk, leave)
@@ -91,19 +97,26 @@ def test_a_full_disk_during_a_spill_never_logs_the_raw_body_and_converges(
 
 @pytest.mark.script_may_remain  # "never": the failed spill stops the run
 def test_while_the_disk_stays_full_the_run_goes_on_with_the_stand_in_and_says_so(
-    small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
+    small_disk,
+    ip,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     disk = small_disk
     (workspace / "big.txt").write_text("".join(f"row {i:05d} " + "y" * 90 + "\n" for i in range(1_100)))
     reading = write(
         tmp_path / "read.json",
-        script(turn("reading", ("read_file", {"path": "big.txt", "limit": 5_000}, "call_big")), turn("never")),
+        script(
+            turn("reading", ("read_file", {"path": "big.txt", "limit": 5_000}, "call_big")), turn("never")
+        ),
     )
     hello = write(tmp_path / "hello.json", script(turn("hi")))
     run(ip, f"agent --provider scripted --script {hello} hello")
     session = current_agent(ip).session
     fill(ip, disk, 64 << 10)  # room for log lines, not for the 118 KB spill file
-    assert "No space left on device" in run(ip, f"agent --provider scripted --script {reading} --mode auto read")
+    assert "No space left on device" in run(
+        ip, f"agent --provider scripted --script {reading} --mode auto read"
+    )
 
     still = write(tmp_path / "still.json", script(turn("fine")))
     out = run(ip, f"agent --provider scripted --script {still} still full?")
@@ -127,7 +140,9 @@ def test_while_the_disk_stays_full_the_run_goes_on_with_the_stand_in_and_says_so
 # --- Layer 2 -------------------------------------------------------------------------------------
 
 WINDOW = 20_000  # with the reserves below: Layer 2 at 18,000 tokens
-SUMMARY = "## Confirmed requirements\n" + "".join(f"- point {i:04d} of the summary, kept\n" for i in range(400))
+SUMMARY = "## Confirmed requirements\n" + "".join(
+    f"- point {i:04d} of the summary, kept\n" for i in range(400)
+)
 
 
 def _long_session(ip, tmp_path: Path, summaries: tuple[str, ...] = ()) -> None:
@@ -142,7 +157,10 @@ def _long_session(ip, tmp_path: Path, summaries: tuple[str, ...] = ()) -> None:
 
 @pytest.mark.script_may_remain  # "never": the failed replace stops the run
 def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_run_compacts(
-    small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
+    small_disk,
+    ip,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     disk = small_disk
     _long_session(ip, tmp_path)
@@ -163,7 +181,11 @@ def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_
     assert "not compacted" in out
     memory = session.conversation.messages()
     assert memory[: len(before)] == before and memory[-1].content == "and now?"  # the old state
-    assert context.shared.compactions == 0 and context.shared.breaker.failures == 0 and not context.shared.breaker.open
+    assert (
+        context.shared.compactions == 0
+        and context.shared.breaker.failures == 0
+        and not context.shared.breaker.open
+    )
     assert context.shared.anchor == anchor and context.shared.calibration.ratio == ratio
     loaded = load_session(session.dir)
     assert loaded.messages == memory and loaded.compacts == []  # no entry a restore would count
@@ -182,7 +204,10 @@ def test_a_full_disk_during_the_compaction_replace_changes_nothing_and_the_next_
 
 
 def test_percent_compact_on_a_full_disk_says_so_and_counts_nothing(
-    small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
+    small_disk,
+    ip,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     from IPython.core.error import UsageError
 
@@ -204,7 +229,10 @@ def test_percent_compact_on_a_full_disk_says_so_and_counts_nothing(
 
 
 def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handoff(
-    small_disk, ip, workspace: Path, tmp_path: Path  # noqa: F811
+    small_disk,
+    ip,
+    workspace: Path,
+    tmp_path: Path,
 ) -> None:
     disk = small_disk
     (workspace / "budget.py").write_text("def evaluate_budget(state):\n    return 'continue'\n")
@@ -240,7 +268,9 @@ def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handof
     out = run(ip, f"agent --provider scripted --script {third} --strategy rollover go on")
     assert "error:" not in out, out
     memory = session.conversation.messages()
-    assert "<original_request>" in memory[0].content and "Keep evaluate_budget(state) pure." in memory[0].content
+    assert (
+        "<original_request>" in memory[0].content and "Keep evaluate_budget(state) pure." in memory[0].content
+    )
     assert session.context.shared.rollovers == 1
     loaded = load_session(session.dir)
     assert loaded.messages == memory and [e.phase for e in loaded.rollovers] == ["intent", "commit"]

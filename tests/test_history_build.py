@@ -26,7 +26,7 @@ from tests.test_history_oracle import QUERIES, build_sessions, expected
 
 ODD_TEXTS = [
     "NUL\x00inside qz_nul and after it",
-    "tabs\tand\r\nnewlines, \"quotes\" and \\backslashes\\ qz_esc",
+    'tabs\tand\r\nnewlines, "quotes" and \\backslashes\\ qz_esc',
     "emoji 😀 and 压缩上下文 mixed with ASCII_Words and İstanbul and Kelvin K",
     "x",
 ]
@@ -54,8 +54,12 @@ def odd_session(workspace: Path) -> list[tuple[str, str, str]]:
         (folder / SPILL_DIR / "big.txt").write_text(body, encoding="utf-8")
         big = ToolCall(id="big", name="read_file", arguments={"path": "big.log"})
         conv.append(Message(role="assistant", content="", tool_calls=(big,)))
-        writer.spill(call_id="big", tool="read_file", path=f"{SPILL_DIR}/big.txt", bytes=len(body), sha256="0" * 64)
-        conv.append(Message(role="user", tool_result=ToolResult(call_id="big", content="preview", spilled="x")))
+        writer.spill(
+            call_id="big", tool="read_file", path=f"{SPILL_DIR}/big.txt", bytes=len(body), sha256="0" * 64
+        )
+        conv.append(
+            Message(role="user", tool_result=ToolResult(call_id="big", content="preview", spilled="x"))
+        )
         # A replace repeats messages already indexed: the first, fullest version is kept.
         conv.replace("compact", conv.messages()[-3:])
     return pieces
@@ -69,11 +73,15 @@ def snapshot(path: Path) -> dict:
         terms = [r[0] for r in con.execute("SELECT term FROM temp.v ORDER BY term")]
         return {
             "docs": con.execute("SELECT * FROM docs ORDER BY id").fetchall(),
-            "logs": con.execute("SELECT sid, session_id, offset, head, stamp FROM logs ORDER BY sid").fetchall(),
+            "logs": con.execute(
+                "SELECT sid, session_id, offset, head, stamp FROM logs ORDER BY sid"
+            ).fetchall(),
             "skip": con.execute("SELECT * FROM skip ORDER BY sid, call_id").fetchall(),
             "terms": con.execute("SELECT term FROM terms ORDER BY term").fetchall(),
             "postings": {
-                t: [r[0] for r in con.execute("SELECT rowid FROM words WHERE words MATCH ?", ('"' + t + '"',))]
+                t: [
+                    r[0] for r in con.execute("SELECT rowid FROM words WHERE words MATCH ?", ('"' + t + '"',))
+                ]
                 for t in terms
             },
             "grams": con.execute("SELECT count(*) FROM terms_g WHERE terms_g MATCH '\"ing\"'").fetchone(),
@@ -163,7 +171,7 @@ def test_pack_and_write_keep_extreme_values(tmp_path):
         (3, 1, 3, 4, 0, 900, 801, 17, 99, None),
         (4, 2, 1, 2, 20, 7, None, None, None, 0),
     ]
-    texts = [(1, "a\x00b qz"), (2, ""), (3, "spill 压缩 text"), (4, "grep {\"pattern\":\"x\"}")]
+    texts = [(1, "a\x00b qz"), (2, ""), (3, "spill 压缩 text"), (4, 'grep {"pattern":"x"}')]
     out = []
     for json in (True, False):
         con = sqlite3.connect(tmp_path / f"{json}.sqlite", isolation_level=None)
@@ -206,7 +214,9 @@ def test_the_rebuilt_index_has_one_segment_and_live_settings(history):
                 before = con.execute(f"SELECT id, block FROM {table}_data ORDER BY id").fetchall()
                 con.execute(f"INSERT INTO {table}({table}) VALUES ('optimize')")
                 assert con.execute(f"SELECT id, block FROM {table}_data ORDER BY id").fetchall() == before
-            assert con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'docs_sid'").fetchone() == (1,)
+            assert con.execute("SELECT count(*) FROM sqlite_master WHERE name = 'docs_sid'").fetchone() == (
+                1,
+            )
         finally:
             con.close()
     finally:

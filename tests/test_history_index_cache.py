@@ -49,7 +49,9 @@ def test_a_log_that_grew_is_read_and_only_it(tmp_path, monkeypatch):
         conversation.add_user("a later haystack line")
     reads = []
     real = history_indexer._open_log
-    monkeypatch.setattr(history_indexer, "_open_log", lambda *a: reads.append(Path(a[0]).parent.name) or real(*a))
+    monkeypatch.setattr(
+        history_indexer, "_open_log", lambda *a: reads.append(Path(a[0]).parent.name) or real(*a)
+    )
     hits = index.search("later haystack", limit=10)
     assert [h.session_id for h in hits] == [folders[1].name]
     assert reads == [folders[1].name]

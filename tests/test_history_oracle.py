@@ -192,7 +192,9 @@ def test_a_lost_index_over_big_logs_is_built_in_one_pass(tmp_path, monkeypatch):
         monkeypatch.setattr(history_module, "BUILD_BYTES", 1000)
         builds = []
         real = HistoryIndex.rebuild
-        monkeypatch.setattr(HistoryIndex, "rebuild", lambda self, *a, **k: builds.append(1) or real(self, *a, **k))
+        monkeypatch.setattr(
+            HistoryIndex, "rebuild", lambda self, *a, **k: builds.append(1) or real(self, *a, **k)
+        )
         assert [h.message_uuid for h in index.search("压缩", limit=50)] == expected(pieces, "压缩")[:50]
         assert builds == [1]
         index.search("qz")

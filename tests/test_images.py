@@ -84,7 +84,16 @@ def test_store_refuses_a_linked_images_folder(tmp_path: Path) -> None:
 def test_message_without_parts_serializes_as_before() -> None:
     msg = Message(id="m1", role="user", tool_result=ToolResult(call_id="c", content="x"), ts=1.0)
     assert "parts" not in msg.to_dict()
-    assert list(message_entry(msg)) == ["v", "type", "id", "ts", "role", "content", "tool_calls", "tool_result"]
+    assert list(message_entry(msg)) == [
+        "v",
+        "type",
+        "id",
+        "ts",
+        "role",
+        "content",
+        "tool_calls",
+        "tool_result",
+    ]
 
 
 class NoArgs(ToolArgs):
@@ -181,7 +190,9 @@ def test_model_without_images_gets_the_note_and_the_setting_overrides(workspace:
     auto = OpenAIProvider(api_key="k", base_url="http://127.0.0.1:9/v1", model="deepseek-chat")
     body = auto._body(_request([msg], source))
     assert body["messages"][-1]["role"] == "tool"
-    assert "takes no images" in body["messages"][-1]["content"] and part.path in body["messages"][-1]["content"]
+    assert (
+        "takes no images" in body["messages"][-1]["content"] and part.path in body["messages"][-1]["content"]
+    )
     always = OpenAIProvider(
         api_key="k", base_url="http://127.0.0.1:9/v1", model="deepseek-chat", send_images="always"
     )
@@ -261,7 +272,9 @@ def no_pillow(monkeypatch: pytest.MonkeyPatch) -> None:
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "PIL" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "PIL" else real(name, *a)
+    )
 
 
 def test_oversized_image_is_refused_with_a_note_without_pillow(workspace: Path, no_pillow: None) -> None:
@@ -358,8 +371,13 @@ def test_rollover_handoff_lists_the_window_images() -> None:
     listed = _window_images([_imaged(), _imaged()], Path("/s/sess"))
     assert listed == ["/s/sess/images/ab.png (image/png, 640x480)"]
     text = first_message(
-        session_id="s", message_uuid=None, pinned_request="go", handoff=Handoff(agent_inferences=["a plot"]), related_files=[],
-        reason="model", images=listed,
+        session_id="s",
+        message_uuid=None,
+        pinned_request="go",
+        handoff=Handoff(agent_inferences=["a plot"]),
+        related_files=[],
+        reason="model",
+        images=listed,
     )
     block = text.split("<related_files>")[1].split("</related_files>")[0]
     assert "/s/sess/images/ab.png (image/png, 640x480) (image)" in block and "(none)" not in block
@@ -443,7 +461,9 @@ def test_anthropic_many_images_requests_downscale_sides_over_2000_px_with_pillow
     small = [images.store(workspace, png(8, 8, seed=s)) for s in range(2, 22)]
     provider = AnthropicProvider(api_key=KEY, base_url="http://127.0.0.1:9")
     source = lambda p: images.read(workspace, p)  # noqa: E731
-    many = provider.wire_messages([Message(role="user", content="look", parts=(p,)) for p in (big, *small)], source)
+    many = provider.wire_messages(
+        [Message(role="user", content="look", parts=(p,)) for p in (big, *small)], source
+    )
     first = many[0]["content"][1]
     assert first["type"] == "image" and first["source"]["media_type"] == "image/jpeg"
     with pil.open(io.BytesIO(base64.b64decode(first["source"]["data"]))) as img:

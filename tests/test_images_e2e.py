@@ -60,7 +60,9 @@ def test_run_python_display_reaches_anthropic_and_a_new_process_resumes_from_the
             anthropic_wire.answer("A smooth gradient."),
             anthropic_wire.answer("Still the same gradient."),
         )
-        out = run_magic(ip, 'agent --provider anthropic --mode auto "plot the sample and tell me what you see"')
+        out = run_magic(
+            ip, 'agent --provider anthropic --mode auto "plot the sample and tell me what you see"'
+        )
         assert "A smooth gradient." in out
         result = fake.requests[1].body["messages"][2]["content"][0]
         assert result["type"] == "tool_result"
@@ -129,7 +131,9 @@ def test_executor_captures_displays_svg_and_open_figures(ip, workspace: Path, mo
     out = run("from IPython.display import Image, SVG, display\ndisplay(Image(data=_pic))\n'value'")
     assert isinstance(out, ToolOutput) and out.images == ((picture, "image/png"),)
     assert "'value'" in out.text
-    small = run("from IPython.display import SVG, display\ndisplay(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"/>'))")
+    small = run(
+        "from IPython.display import SVG, display\ndisplay(SVG('<svg xmlns=\"http://www.w3.org/2000/svg\"/>'))"
+    )
     assert isinstance(small, str) and "[displayed SVG]" in small and "<svg" in small
     big_svg = "<svg xmlns='http://www.w3.org/2000/svg'>" + "<g/>" * 5000 + "</svg>"
     ip.user_ns["_svg"] = big_svg
@@ -169,7 +173,9 @@ def test_nothing_imports_matplotlib_or_pillow(workspace: Path) -> None:
         """
     )
     (workspace / "p.png").write_bytes(png())
-    done = subprocess.run([sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=workspace, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
 
@@ -178,7 +184,9 @@ def test_a_cell_s_figure_reaches_the_model_in_the_user_turn(ip, workspace: Path,
     picture = png(24, 18, seed=8)
     ip.user_ns["_cell_pic"] = picture
     # Not under capture_output: it swaps the display publisher the recorder watches.
-    ip.run_cell("from IPython.display import Image, display\ndisplay(Image(data=_cell_pic))", store_history=True)
+    ip.run_cell(
+        "from IPython.display import Image, display\ndisplay(Image(data=_cell_pic))", store_history=True
+    )
     with FakeServer("anthropic") as fake:
         monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
         monkeypatch.setenv("ANTHROPIC_BASE_URL", fake.url)

@@ -24,9 +24,7 @@ from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 
 
-def _real_log(
-    root: Path, name: str, *, exchanges: int, replace_at: int | None, seeded: bool = True
-) -> bytes:
+def _real_log(root: Path, name: str, *, exchanges: int, replace_at: int | None, seeded: bool = True) -> bytes:
     ws = root / name
     ws.mkdir()
     sdir = new_session_dir(ws)

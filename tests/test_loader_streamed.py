@@ -150,7 +150,9 @@ def test_a_full_load_holds_about_the_state_it_returns_not_the_log(workspace, mon
         msgs = conv.messages()
         result = msgs[-1].tool_result
         assert result is not None
-        swapped = msgs[-1].model_copy(update={"tool_result": result.model_copy(update={"content": "(preview)"})})
+        swapped = msgs[-1].model_copy(
+            update={"tool_result": result.model_copy(update={"content": "(preview)"})}
+        )
         conv.replace("snapshot", [*msgs[:-1], swapped])
     writer.close()
     log_bytes = (folder / "conversation.jsonl").stat().st_size

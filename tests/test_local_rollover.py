@@ -218,7 +218,9 @@ def test_the_fake_counts_like_gemma_and_refuses_like_llama_cpp() -> None:
 
 
 def worker_log(lines: int) -> str:
-    return "\n".join(f"2026-12-06 05:00:{i % 60:02d} INFO worker {i % 7} handled job {1000 + i}" for i in range(lines))
+    return "\n".join(
+        f"2026-12-06 05:00:{i % 60:02d} INFO worker {i % 7} handled job {1000 + i}" for i in range(lines)
+    )
 
 
 def test_an_answer_cut_by_the_cap_past_the_base_mark_goes_on_to_the_hand_off(
@@ -233,7 +235,9 @@ def test_an_answer_cut_by_the_cap_past_the_base_mark_goes_on_to_the_hand_off(
         agent = small_window_agent(workspace, agents, max_steps=6)
         agent.settings.agent_output_tokens = 384
         seen: list = []
-        summary = agent.run(f"My worker log:\n{worker_log(30)}\n\nlist the files", listeners=[seen.append], new=True)
+        summary = agent.run(
+            f"My worker log:\n{worker_log(30)}\n\nlist the files", listeners=[seen.append], new=True
+        )
     limits = agent.session.context.shared.settings.rollover_limits
     first = server.prompts[0] + 384
     assert limits["base"] <= first < limits["hard"], (first, limits)  # the shape under test

@@ -119,7 +119,9 @@ def test_every_reader_agrees_on_a_fuzzed_log(workspace: Path, lines: list[str]):
     for m in (e.message for e in valid_messages):
         first_versions.setdefault(m.id, m)
     expected = {
-        uuid_hash(m.id) for m in first_versions.values() if m.content.strip() or m.tool_calls or m.tool_result is not None
+        uuid_hash(m.id)
+        for m in first_versions.values()
+        if m.content.strip() or m.tool_calls or m.tool_result is not None
     }
     assert indexed == expected
 

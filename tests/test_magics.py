@@ -36,7 +36,10 @@ def test_cells_continue_the_session_and_new_starts_another(ip, workspace: Path) 
     run(ip, f"agent --provider scripted --script {path} second")
     assert current_agent(ip).session.id == first
     assert [m.content for m in load_session(current_agent(ip).session.dir).messages] == [
-        "first", "one", "second", "one",
+        "first",
+        "one",
+        "second",
+        "one",
     ]
     run(ip, f"agent --provider scripted --script {path} --new third")
     assert current_agent(ip).session.id != first
@@ -101,7 +104,9 @@ def test_sessions_list_show_resume_and_new(ip, workspace: Path) -> None:
     sid = current_agent(ip).session.id
 
     listing = run(ip, "sessions list")
-    assert f"* {sid}" in listing and "how are you" in listing and "current" in listing and "open" not in listing
+    assert (
+        f"* {sid}" in listing and "how are you" in listing and "current" in listing and "open" not in listing
+    )
 
     shown = run(ip, f"sessions show {sid}")
     assert "2 effective messages of 2 logged" in shown and "fine, thanks" in shown

@@ -24,7 +24,6 @@ def mcp_json(workspace: Path, servers: dict) -> None:
     approve_project(workspace)
 
 
-
 def results_by_call(session_dir: Path) -> dict[str, dict]:
     return {
         e["tool_result"]["call_id"]: e["tool_result"]
@@ -36,7 +35,8 @@ def results_by_call(session_dir: Path) -> dict[str, dict]:
 def test_scripted_run_uses_mcp_tools_and_logs_them(workspace: Path, agents) -> None:
     mcp_json(workspace, {"time": time_server(), "edge": edge()})
     path = write_script(
-        workspace, "script",
+        workspace,
+        "script",
         turn(
             "Checking.",
             ("mcp__time__get_current_time", {"timezone": "UTC"}, "c_time"),
@@ -62,7 +62,9 @@ def test_scripted_run_uses_mcp_tools_and_logs_them(workspace: Path, agents) -> N
 
 def test_huge_mcp_result_is_spilled_by_layer1(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
-    path = write_script(workspace, "script", turn("", ("mcp__edge__huge", {"size": 120_000}, "c_huge")), turn("Seen."))
+    path = write_script(
+        workspace, "script", turn("", ("mcp__edge__huge", {"size": 120_000}, "c_huge")), turn("Seen.")
+    )
     agent = make_agent(workspace, path)
     agents.append(agent)
     assert agent.run("make a big one").status == "done"
@@ -76,7 +78,8 @@ def test_huge_mcp_result_is_spilled_by_layer1(workspace: Path, agents) -> None:
 def test_read_only_mode_follows_the_hints(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
     path = write_script(
-        workspace, "script",
+        workspace,
+        "script",
         turn(
             "", ("mcp__edge__echo", {"text": "ok"}, "c_ro"), ("mcp__edge__write_note", {"name": "n"}, "c_rw")
         ),
@@ -92,7 +95,9 @@ def test_read_only_mode_follows_the_hints(workspace: Path, agents) -> None:
 
 def test_trust_auto_runs_side_effecting_tools_without_asking(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge(trust="auto")})
-    path = write_script(workspace, "script", turn("", ("mcp__edge__write_note", {"name": "n"}, "c1")), turn("Done."))
+    path = write_script(
+        workspace, "script", turn("", ("mcp__edge__write_note", {"name": "n"}, "c1")), turn("Done.")
+    )
     agent = make_agent(workspace, path, permission_mode="ask")
     agent.ask = lambda prompt: pytest.fail(f"asked: {prompt}")
     agents.append(agent)
@@ -102,7 +107,9 @@ def test_trust_auto_runs_side_effecting_tools_without_asking(workspace: Path, ag
 
 def test_a_server_that_fails_is_one_notice_and_the_run_goes_on(workspace: Path, agents) -> None:
     mcp_json(workspace, {"broken": {"command": "no-such-mcp-server-xyz"}, "edge": edge()})
-    path = write_script(workspace, "script", turn("", ("mcp__edge__echo", {"text": "fine"}, "c1")), turn("Done."))
+    path = write_script(
+        workspace, "script", turn("", ("mcp__edge__echo", {"text": "fine"}, "c1")), turn("Done.")
+    )
     agent = make_agent(workspace, path)
     agents.append(agent)
     events: list = []
@@ -131,7 +138,9 @@ def test_resume_when_the_server_is_gone(workspace: Path, agents) -> None:
     mcp_json(workspace, {"edge": edge()})
     first = make_agent(
         workspace,
-        write_script(workspace, "script", turn("", ("mcp__edge__echo", {"text": "old"}, "c_old")), turn("ok")),
+        write_script(
+            workspace, "script", turn("", ("mcp__edge__echo", {"text": "old"}, "c_old")), turn("ok")
+        ),
     )
     agents.append(first)
     session_id = first.run("first").session_id
@@ -266,7 +275,8 @@ def test_interrupt_during_an_mcp_call_keeps_the_log_valid(workspace: Path, agent
 
     mcp_json(workspace, {"edge": edge()})
     path = write_script(
-        workspace, "script",
+        workspace,
+        "script",
         turn("", ("mcp__edge__echo", {"text": "warm"}, "c_warm")),
         turn("", ("mcp__edge__slow", {"seconds": 90}, "c_slow")),
         turn("never reached"),

@@ -37,7 +37,6 @@ PNPM = {
 READ = ("read_memory", {"name": "package manager", "level": "project"})
 
 
-
 @pytest.fixture
 def agents():
     made: list[Agent] = []

@@ -127,7 +127,9 @@ def test_a_hard_linked_notebook_is_refused(ip, workspace: Path, tmp_path: Path) 
     assert "SECRET_OUTSIDE" not in shown and "hard links" in shown
 
 
-def test_a_fifo_named_like_a_notebook_is_refused_without_blocking(ip, workspace: Path, tmp_path: Path) -> None:
+def test_a_fifo_named_like_a_notebook_is_refused_without_blocking(
+    ip, workspace: Path, tmp_path: Path
+) -> None:
     import os
 
     os.mkfifo(workspace / "pipe.ipynb")
@@ -138,4 +140,4 @@ def test_a_fifo_named_like_a_notebook_is_refused_without_blocking(ip, workspace:
 def test_a_notebook_nested_past_the_parser_reads_as_text(workspace: Path) -> None:
     (workspace / "deep.ipynb").write_text('{"cells": ' + "[" * 5_000 + "]" * 5_000 + "}", encoding="utf-8")
     out = read_file(workspace, ReadFileArgs(path="deep.ipynb"))
-    assert out.startswith("     1\t{\"cells\": [[[")  # plain text, no RecursionError
+    assert out.startswith('     1\t{"cells": [[[')  # plain text, no RecursionError

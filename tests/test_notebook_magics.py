@@ -15,7 +15,6 @@ from tests.scripts import run_magic as run
 SECRET = "sk-ant-api03-" + "Q7" * 30
 
 
-
 def cell(ip, source: str) -> tuple[str, object]:
     with capture_output() as out:
         result = ip.run_cell(source, store_history=True)

@@ -169,7 +169,9 @@ def test_quickstart_runs_the_demo_in_the_notebook_folder(
 def _plain(cell: nbformat.NotebookNode) -> str:
     parts = []
     for o in cell.outputs:
-        parts.append(o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", ""))
+        parts.append(
+            o.get("text", "") if o.output_type == "stream" else o.get("data", {}).get("text/plain", "")
+        )
     return "\n".join(parts)
 
 

@@ -76,16 +76,27 @@ def test_last_error_reads_the_recorders_own_rendering() -> None:
         "'price'",
         ("Cell In[2], line 1, in <module>: total(rows)", "Cell In[1], line 2, in total: return r['price']"),
     )
-    block = render_activity([record(1, "def total(r):\n    return r['price']"), record(2, "total(rows)", err)]).text
+    block = render_activity(
+        [record(1, "def total(r):\n    return r['price']"), record(2, "total(rows)", err)]
+    ).text
     found = last_error(block)
     assert found is not None
-    assert (found.label, found.type, found.message, found.source) == ("In [2]", "KeyError", "'price'", "total(rows)")
+    assert (found.label, found.type, found.message, found.source) == (
+        "In [2]",
+        "KeyError",
+        "'price'",
+        "total(rows)",
+    )
     text = answer(block)
     assert "It was raised at Cell In[1], line 2: `return r['price']`." in text
     assert HINTS["KeyError"] in text and "`price`" in text
 
 
-LOOKALIKES = ["### In [9] — raised ValueError\nValueError: fake", "--- error\nOSError: fake", "</notebook-activity>"]
+LOOKALIKES = [
+    "### In [9] — raised ValueError\nValueError: fake",
+    "--- error\nOSError: fake",
+    "</notebook-activity>",
+]
 
 
 @pytest.mark.parametrize("printed", LOOKALIKES)
@@ -110,4 +121,7 @@ def test_no_block_or_no_error_is_none() -> None:
 def test_an_unknown_exception_still_gets_the_cell_and_the_message() -> None:
     err = ErrorInfo("mylib.QuotaExceeded", "over by 3", ())
     text = answer(render_activity([record(4, "go()", err)]).text)
-    assert "In [4] raised `mylib.QuotaExceeded`**: over by 3" in text and "not one the offline explainer knows" in text
+    assert (
+        "In [4] raised `mylib.QuotaExceeded`**: over by 3" in text
+        and "not one the offline explainer knows" in text
+    )

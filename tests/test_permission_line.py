@@ -66,7 +66,11 @@ def test_terminal_says_waiting_for_permission_and_times_only_the_tool(workspace:
     (finished,) = [e for e in events if isinstance(e, ToolFinished)]
     assert 0.1 < finished.seconds < THINK - 0.3
     assert f"({finished.seconds:.1f} s)" in after
-    kinds = [type(e) for e in events if isinstance(e, (ToolStarted, PermissionAsked, PermissionAnswered, ToolFinished))]
+    kinds = [
+        type(e)
+        for e in events
+        if isinstance(e, (ToolStarted, PermissionAsked, PermissionAnswered, ToolFinished))
+    ]
     assert kinds == [ToolStarted, PermissionAsked, PermissionAnswered, ToolFinished]
     assert [e.allowed for e in events if isinstance(e, PermissionAnswered)] == [True]
 

@@ -69,12 +69,17 @@ def test_an_agent_request_carries_the_beta_header_and_the_compaction_edit(server
     }
 
 
-def test_tool_result_clearing_adds_its_edit_and_beta_and_the_trigger_has_the_apis_floor(server, provider) -> None:
+def test_tool_result_clearing_adds_its_edit_and_beta_and_the_trigger_has_the_apis_floor(
+    server, provider
+) -> None:
     provider.server_context = ServerContext(trigger=9_000, clear_tool_results=30_000, keep_tool_uses=2)
     server.play(wire.answer("hi"))
     collect(provider.stream(ask(Message(role="user", content="hello"))))
     sent = server.requests[0]
-    assert set(sent.headers["anthropic-beta"].split(",")) == {"compact-2026-01-12", "context-management-2025-06-27"}
+    assert set(sent.headers["anthropic-beta"].split(",")) == {
+        "compact-2026-01-12",
+        "context-management-2025-06-27",
+    }
     clear, compact = sent.body["context_management"]["edits"]
     assert clear == {
         "type": "clear_tool_uses_20250919",
@@ -249,7 +254,9 @@ def test_undo_puts_back_the_messages_and_the_next_request_has_no_compaction_bloc
     assert sent.body["messages"][0]["role"] == "user"
     # The undo is logged; a resume yields the restored state.
     loaded = load_session(current_agent(ip).session.dir)
-    assert [m.id for m in loaded.messages] == [m.id for m in current_agent(ip).session.conversation.messages()]
+    assert [m.id for m in loaded.messages] == [
+        m.id for m in current_agent(ip).session.conversation.messages()
+    ]
 
 
 def test_strategy_api_with_the_openai_provider_is_a_usage_error_naming_what_to_use(

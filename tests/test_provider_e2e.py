@@ -221,7 +221,9 @@ def test_openai_context_length_exceeded_compacts_once_and_retries_once(ip, opena
     assert [(c["trigger"], c["ok"]) for c in log_entries(ip, "compact")] == [("forced", True)]
 
 
-def test_a_manual_compact_before_any_run_uses_the_runs_output_cap(ip, workspace: Path, anthropic_fake) -> None:
+def test_a_manual_compact_before_any_run_uses_the_runs_output_cap(
+    ip, workspace: Path, anthropic_fake
+) -> None:
     """``%compact`` right after a resume (no run in this kernel yet) builds its provider from
     the same settings a run would: a ``max_output_tokens`` override caps the summary request.
     (It used to build one from provider, model, window and script only, so the summary asked

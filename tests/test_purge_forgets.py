@@ -32,7 +32,9 @@ def session_with(workspace: Path, index: HistoryIndex, texts: list[str]) -> Path
 
 def index_bytes(workspace: Path) -> bytes:
     base = workspace / ".pseudoclaude" / "history.sqlite"
-    return b"".join(Path(f"{base}{s}").read_bytes() for s in ("", "-wal", "-shm") if Path(f"{base}{s}").exists())
+    return b"".join(
+        Path(f"{base}{s}").read_bytes() for s in ("", "-wal", "-shm") if Path(f"{base}{s}").exists()
+    )
 
 
 def test_purge_leaves_no_byte_of_the_session_in_the_index_files(workspace: Path):

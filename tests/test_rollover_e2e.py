@@ -430,7 +430,9 @@ def test_the_manifest_shows_rollover_limits_instead_of_the_layer2_line(ws: Path,
 def test_the_live_gauge_draws_the_rollover_marks(ws: Path, agents):
     from pseudoclaude_nb.widgets import ContextGauge
 
-    agent = make_agent(ws, agents, used(55_000, turn("", ("read_file", {"path": "budget.py"}))), turn("Done."))
+    agent = make_agent(
+        ws, agents, used(55_000, turn("", ("read_file", {"path": "budget.py"}))), turn("Done.")
+    )
     gauge = ContextGauge()
     assert agent.run(PROMPT, listeners=[gauge]).status == "done"
     assert gauge.state.marks == (("remind", 52_000), ("base", 67_000), ("hard", 80_000))

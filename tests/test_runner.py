@@ -219,7 +219,12 @@ def test_a_usage_entry_per_step_with_conversation_length_and_model(session, work
     reported = [e.usage for e in events if isinstance(e, StepFinished)]
     assert [u["input_tokens"] for u in usage] == [r.input_tokens for r in reported]
     # estimated by the scripted provider (split into cache reads and writes, issue 31)
-    assert usage[0]["input_tokens"] + usage[0]["cache_creation_input_tokens"] + usage[0]["cache_read_input_tokens"] > 0
+    assert (
+        usage[0]["input_tokens"]
+        + usage[0]["cache_creation_input_tokens"]
+        + usage[0]["cache_read_input_tokens"]
+        > 0
+    )
     assert (usage[1]["input_tokens"], usage[1]["output_tokens"]) == (321, 9)
     # The usage entry follows its assistant message in the log.
     kinds = [(e["type"], e.get("role")) for e in log_entries(writer)]

@@ -32,7 +32,6 @@ def cell(ip, source: str, **kwargs) -> tuple[str, int]:
     return out.stdout, result.execution_count
 
 
-
 def sent(ip) -> str:
     """The first user message of the last run, as the scripted provider received it."""
     return current_agent(ip).last_runner.last_request.messages[0].content

@@ -39,7 +39,6 @@ class Person:
         return self.answers.pop(0)
 
 
-
 def of_type(entries: list[dict], kind: str) -> list[dict]:
     return [e for e in entries if e["type"] == kind]
 

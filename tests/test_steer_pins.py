@@ -131,7 +131,7 @@ def test_pin_first_pins_the_first_prompt_as_typed(ip, workspace: Path) -> None:
 
 def test_a_typed_pin_keeps_its_spaces_quotes_and_dashes(ip, workspace: Path) -> None:
     run(ip, "context pin " + SPEC_PIN)
-    run(ip, "context pin say \"done\" only after   `pytest -q` passes")
+    run(ip, 'context pin say "done" only after   `pytest -q` passes')
     with pytest.raises(UsageError, match="no session yet"):  # the first prompt, not the word
         ip.run_line_magic("context", "pin --first")
     run(ip, "context pin -- --first is a flag")
@@ -189,7 +189,9 @@ def test_a_pin_holding_a_secret_is_redacted_on_disk(workspace: Path, agents) -> 
 
 def test_a_pin_survives_a_layer2_compaction(ip, workspace: Path) -> None:
     answer = turn("answer " + "words " * 300)  # each run plays the script from the top
-    path = write(workspace / "s.json", script(answer, summaries=["## Confirmed requirements\n- five questions"]))
+    path = write(
+        workspace / "s.json", script(answer, summaries=["## Confirmed requirements\n- five questions"])
+    )
     run(ip, "context pin " + SPEC_PIN)
     for i in range(4):
         run(ip, f"agent --provider scripted --script {path} question {i}")

@@ -38,7 +38,18 @@ def test_core_never_imports_ipython_or_widgets() -> None:
 
 def test_ruff_is_clean() -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "pseudoclaude_nb", "tests"],
+        [sys.executable, "-m", "ruff", "check", "pseudoclaude_nb", "tests", "bench"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 0, proc.stdout[-3000:]
+
+
+def test_ruff_format_leaves_every_file_as_it_is() -> None:
+    # issue 33: one format, applied and checked (a diff here means `ruff format` was not run)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ruff", "format", "--check", "pseudoclaude_nb", "tests", "bench"],
         cwd=ROOT,
         capture_output=True,
         text=True,

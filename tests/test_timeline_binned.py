@@ -171,9 +171,15 @@ def test_the_whole_output_stays_bounded_with_replaces_in_every_column(tmp_path: 
             m = Message(role="user", content=f"summary {i}", ts=1.0 + i)
             out.append(entries.encode(entries.message_entry(m, replace_id=rid)))
             continue
-        m = Message(role="user" if i % 2 == 0 else "assistant", content=f"message {i} " + "z" * 300, ts=1.0 + i)
+        m = Message(
+            role="user" if i % 2 == 0 else "assistant", content=f"message {i} " + "z" * 300, ts=1.0 + i
+        )
         out.append(entries.encode(entries.message_entry(m)))
-        out.append(entries.encode({"v": 1, "type": "usage", "id": f"u{i}", "ts": 1.0, "input_tokens": i, "messages": 2}))
+        out.append(
+            entries.encode(
+                {"v": 1, "type": "usage", "id": f"u{i}", "ts": 1.0, "input_tokens": i, "messages": 2}
+            )
+        )
     (d / "conversation.jsonl").write_bytes(b"".join(out))
     t = build_timeline(d)
     widget = SessionTimeline(t)
@@ -199,7 +205,7 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
     out: list[bytes] = []
     rid = None
     for i in range(n):
-        text = rng.choice(["", "hi", "x" * rng.choice([10, 400, 5000]), "压缩 猫咪 \"quoted\" \\ back", "a\nb"])
+        text = rng.choice(["", "hi", "x" * rng.choice([10, 400, 5000]), '压缩 猫咪 "quoted" \\ back', "a\nb"])
         model = rng.choice([None, "m1", "claude-x"])
         r = rng.random()
         if r < 0.12:
@@ -210,18 +216,26 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
                 m = m.model_copy(update={"host": "remind"})
             if rng.random() < 0.1:
                 m = m.model_copy(
-                    update={"parts": (ImagePart(path="images/a.png", media_type="image/png", bytes=3, sha256="0"),)}
+                    update={
+                        "parts": (
+                            ImagePart(path="images/a.png", media_type="image/png", bytes=3, sha256="0"),
+                        )
+                    }
                 )
             out.append(_writer(entries.message_entry(m, replace_id=rid, model=model)))
         elif r < 0.24:
             m = Message(role="assistant", content=text, ts=1.0 + i)
             if rng.random() < 0.15:
-                m = m.model_copy(update={"reasoning": (Reasoning(kind="thinking", text="hm", signature="s"),)})
+                m = m.model_copy(
+                    update={"reasoning": (Reasoning(kind="thinking", text="hm", signature="s"),)}
+                )
             if rng.random() < 0.1:
                 m = m.model_copy(update={"stop_reason": "max_tokens"})
             out.append(_writer(entries.message_entry(m, replace_id=rid, model=model)))
         elif r < 0.36:
-            args = rng.choice([{"p": text}, {}, {"nested": {"tool_calls": [{"id": "z"}], "tool_result": None}}])
+            args = rng.choice(
+                [{"p": text}, {}, {"nested": {"tool_calls": [{"id": "z"}], "tool_result": None}}]
+            )
             m = Message(
                 role="assistant",
                 content=rng.choice(["", text]),
@@ -231,13 +245,20 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
             out.append(_writer(entries.message_entry(m, replace_id=rid, model=model)))
         elif r < 0.50:
             result = ToolResult(
-                call_id=f"c{i}", content=text, is_error=rng.random() < 0.2,
+                call_id=f"c{i}",
+                content=text,
+                is_error=rng.random() < 0.2,
                 spilled=rng.choice([None, None, f"tool-results/c{i}.txt"]),
             )
             m = Message(role="user", tool_result=result, ts=1.0 + i)
             if rng.random() < 0.1:
                 m = m.model_copy(
-                    update={"parts": (ImagePart(path="images/b.png", media_type="image/png", bytes=3, sha256="1"),) * 2}
+                    update={
+                        "parts": (
+                            ImagePart(path="images/b.png", media_type="image/png", bytes=3, sha256="1"),
+                        )
+                        * 2
+                    }
                 )
             out.append(_writer(entries.message_entry(m, replace_id=rid, model=model)))
         elif r < 0.60:
@@ -252,9 +273,19 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
             rid = rng.choice([f"{rng.getrandbits(128):032x}", f"r{i:031d}"[-32:]])  # the writer's, or not
             out.append(_writer(entries.replace_entry(rng.choice(["compact", "rollover"]), rid, 2)))
         elif r < 0.67:
-            out.append(_writer(entries.spill_entry(call_id="c", tool="t", path="tool-results/c.txt", bytes=9, sha256="0")))
+            out.append(
+                _writer(
+                    entries.spill_entry(call_id="c", tool="t", path="tool-results/c.txt", bytes=9, sha256="0")
+                )
+            )
         elif r < 0.70:
-            out.append(_writer(entries.compact_entry(trigger="auto", before_tokens=9, after_tokens=3, ok=True, error=None)))
+            out.append(
+                _writer(
+                    entries.compact_entry(
+                        trigger="auto", before_tokens=9, after_tokens=3, ok=True, error=None
+                    )
+                )
+            )
         elif r < 0.72:
             out.append(_writer(entries.note_entry("a note")))
         elif r < 0.74:
@@ -263,24 +294,100 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
             # Hand-written or another tool's lines.
             e = rng.choice(
                 [
-                    {"role": "user", "v": 1, "type": "message", "id": f"h{i}", "ts": 1.0, "content": "reordered"},
-                    {"v": 1, "type": "message", "id": f"h{i}", "ts": 2, "role": "assistant", "content": "hi",
-                     "tool_calls": [], "reasoning": [{"kind": "thinking", "text": "t"}], "tool_result": None},
-                    {"v": 1, "type": "message", "id": f"h{i}", "ts": 1.5, "role": "assistant", "content": "",
-                     "tool_result": None, "tool_calls": [{"id": "c", "name": "n", "arguments": {}}]},
-                    {"v": 1, "type": "message", "id": f"h{i}", "ts": "3", "role": "user", "content": "ts as text",
-                     "tool_calls": [], "tool_result": None},
-                    {"v": 1, "type": "message", "id": f"h{i}", "ts": 1.0, "role": "user", "content": "",
-                     "tool_calls": [], "tool_result": {"call_id": "c", "content": "r", "is_error": False},
-                     "parts": [{"type": "image", "path": "images/c.png", "media_type": "image/png", "bytes": 1,
-                                "sha256": "2"}]},
-                    {"v": 1, "type": "message", "id": f"h{i}", "ts": 1.0, "role": "robot", "content": "bad role"},
-                    {"v": 1, "type": "usage", "id": "u", "ts": 1.0, "input_tokens": 5, "output_tokens": 1.5,
-                     "cache_creation_input_tokens": "7", "cache_read_input_tokens": 10**30, "messages": 1},
-                    {"v": 1, "type": "usage", "id": "u", "ts": 1.0, "input_tokens": 11, "output_tokens": 2,
-                     "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0, "messages": 1,
-                     "x": {"input_tokens": 900, "output_tokens": 9, "cache_creation_input_tokens": 9,
-                           "cache_read_input_tokens": 9}},
+                    {
+                        "role": "user",
+                        "v": 1,
+                        "type": "message",
+                        "id": f"h{i}",
+                        "ts": 1.0,
+                        "content": "reordered",
+                    },
+                    {
+                        "v": 1,
+                        "type": "message",
+                        "id": f"h{i}",
+                        "ts": 2,
+                        "role": "assistant",
+                        "content": "hi",
+                        "tool_calls": [],
+                        "reasoning": [{"kind": "thinking", "text": "t"}],
+                        "tool_result": None,
+                    },
+                    {
+                        "v": 1,
+                        "type": "message",
+                        "id": f"h{i}",
+                        "ts": 1.5,
+                        "role": "assistant",
+                        "content": "",
+                        "tool_result": None,
+                        "tool_calls": [{"id": "c", "name": "n", "arguments": {}}],
+                    },
+                    {
+                        "v": 1,
+                        "type": "message",
+                        "id": f"h{i}",
+                        "ts": "3",
+                        "role": "user",
+                        "content": "ts as text",
+                        "tool_calls": [],
+                        "tool_result": None,
+                    },
+                    {
+                        "v": 1,
+                        "type": "message",
+                        "id": f"h{i}",
+                        "ts": 1.0,
+                        "role": "user",
+                        "content": "",
+                        "tool_calls": [],
+                        "tool_result": {"call_id": "c", "content": "r", "is_error": False},
+                        "parts": [
+                            {
+                                "type": "image",
+                                "path": "images/c.png",
+                                "media_type": "image/png",
+                                "bytes": 1,
+                                "sha256": "2",
+                            }
+                        ],
+                    },
+                    {
+                        "v": 1,
+                        "type": "message",
+                        "id": f"h{i}",
+                        "ts": 1.0,
+                        "role": "robot",
+                        "content": "bad role",
+                    },
+                    {
+                        "v": 1,
+                        "type": "usage",
+                        "id": "u",
+                        "ts": 1.0,
+                        "input_tokens": 5,
+                        "output_tokens": 1.5,
+                        "cache_creation_input_tokens": "7",
+                        "cache_read_input_tokens": 10**30,
+                        "messages": 1,
+                    },
+                    {
+                        "v": 1,
+                        "type": "usage",
+                        "id": "u",
+                        "ts": 1.0,
+                        "input_tokens": 11,
+                        "output_tokens": 2,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                        "messages": 1,
+                        "x": {
+                            "input_tokens": 900,
+                            "output_tokens": 9,
+                            "cache_creation_input_tokens": 9,
+                            "cache_read_input_tokens": 9,
+                        },
+                    },
                     {"v": 1, "type": "replace", "id": "x", "ts": 1.0, "reason": "compact"},  # no count: bad
                 ]
             )
@@ -393,6 +500,8 @@ def test_labels_of_plainly_valid_messages_equal_the_validated_ones() -> None:
         if isinstance(entry, entries.MessageEntry) and entry.parsed is None:
             validated = entries.MessageEntry(entry.raw, Message.model_validate(entry.raw))
             for detail in (False, True):
-                assert entry_item(7, entry, True, with_detail=detail) == entry_item(7, validated, True, with_detail=detail)
+                assert entry_item(7, entry, True, with_detail=detail) == entry_item(
+                    7, validated, True, with_detail=detail
+                )
             seen += 1
     assert seen > 100

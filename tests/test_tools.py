@@ -246,9 +246,7 @@ def test_ask_always_remembers_the_tool_for_this_permissions_object() -> None:
 def test_ask_does_not_prompt_for_read_only_tools(tmp_path: Path) -> None:
     ask = FakeAsk()
     (tmp_path / "f.txt").write_text("x\n")
-    result = build_tools(tmp_path).run(
-        _call("read_file", path="f.txt"), Permissions("ask", ask=ask)
-    )
+    result = build_tools(tmp_path).run(_call("read_file", path="f.txt"), Permissions("ask", ask=ask))
     assert not result.is_error and ask.prompts == []
 
 
@@ -257,9 +255,7 @@ def test_ask_without_stdin_refuses_clearly(exc: type[Exception]) -> None:
     def no_stdin(prompt: str) -> str:
         raise exc("no stdin")
 
-    result = _echo_registry(side_effect=True).run(
-        _call("echo", text="x"), Permissions("ask", ask=no_stdin)
-    )
+    result = _echo_registry(side_effect=True).run(_call("echo", text="x"), Permissions("ask", ask=no_stdin))
     assert result.is_error
     assert result.content == NO_STDIN_REFUSAL
     assert "--mode auto" in result.content
@@ -274,16 +270,12 @@ def test_ask_defaults_to_builtins_input_at_call_time(monkeypatch: pytest.MonkeyP
 
 def test_permission_prompt_shortens_huge_values() -> None:
     ask = FakeAsk("n")
-    _echo_registry(side_effect=True).run(
-        _call("echo", text="x" * 10_000), Permissions("ask", ask=ask)
-    )
+    _echo_registry(side_effect=True).run(_call("echo", text="x" * 10_000), Permissions("ask", ask=ask))
     assert len(ask.prompts[0]) < 400
     assert "chars)" in ask.prompts[0]
 
 
 def test_auto_never_asks() -> None:
     ask = FakeAsk()
-    result = _echo_registry(side_effect=True).run(
-        _call("echo", text="x"), Permissions("auto", ask=ask)
-    )
+    result = _echo_registry(side_effect=True).run(_call("echo", text="x"), Permissions("auto", ask=ask))
     assert result.content == "x" and ask.prompts == []

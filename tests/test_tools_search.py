@@ -92,10 +92,7 @@ def test_list_with_a_pattern(tree: Path, run) -> None:
 def test_list_into_a_skipped_dir_when_named_explicitly(tree: Path, run) -> None:
     result = run("list_files", pattern=".pseudoclaude/**/*.txt")
     assert result.content == ".pseudoclaude/sessions/s1/tool-results/c1.txt"
-    assert (
-        run("list_files", pattern="web/node_modules/**/*").content
-        == "web/node_modules/lib/index.js"
-    )
+    assert run("list_files", pattern="web/node_modules/**/*").content == "web/node_modules/lib/index.js"
 
 
 def test_list_absolute_pattern_inside_workspace(tree: Path, run) -> None:

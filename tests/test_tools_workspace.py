@@ -26,9 +26,7 @@ def layout(tmp_path: Path) -> tuple[Path, Path]:
 def test_relative_path_resolves_inside(layout: tuple[Path, Path]) -> None:
     workspace, _ = layout
     assert resolve_in_workspace(workspace, "inside.txt") == (workspace / "inside.txt").resolve()
-    assert (
-        resolve_in_workspace(workspace, "sub/../inside.txt") == (workspace / "inside.txt").resolve()
-    )
+    assert resolve_in_workspace(workspace, "sub/../inside.txt") == (workspace / "inside.txt").resolve()
     assert resolve_in_workspace(workspace, "new/file.txt", write=True).name == "file.txt"
 
 
@@ -117,9 +115,7 @@ def test_state_dir_is_readable_but_not_writable(layout: tuple[Path, Path]) -> No
     spilled = workspace / ".pseudoclaude" / "sessions" / "s1" / "tool-results" / "c1.txt"
     spilled.parent.mkdir(parents=True)
     spilled.write_text("spilled body\n")
-    assert (
-        resolve_in_workspace(workspace, ".pseudoclaude/sessions/s1/tool-results/c1.txt") == spilled
-    )
+    assert resolve_in_workspace(workspace, ".pseudoclaude/sessions/s1/tool-results/c1.txt") == spilled
     with pytest.raises(BoundaryError, match="session logs"):
         resolve_in_workspace(workspace, ".pseudoclaude/sessions/s1/conversation.jsonl", write=True)
     with pytest.raises(BoundaryError):
@@ -164,9 +160,7 @@ def test_write_into_state_dir_refused_but_read_allowed(layout: tuple[Path, Path]
     log = workspace / ".pseudoclaude" / "sessions" / "s1" / "conversation.jsonl"
     log.parent.mkdir(parents=True)
     log.write_text('{"v": 1}\n')
-    written = _run(
-        workspace, "write_file", path=".pseudoclaude/sessions/s1/conversation.jsonl", content=""
-    )
+    written = _run(workspace, "write_file", path=".pseudoclaude/sessions/s1/conversation.jsonl", content="")
     assert written.is_error and "session logs" in written.content
     edited = _run(
         workspace,

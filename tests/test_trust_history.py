@@ -317,7 +317,7 @@ def test_a_full_disk_mid_catch_up_loses_no_message(workspace: Path, monkeypatch:
         index.close()
 
 
-def test_a_really_full_disk_then_freed_finds_every_message(workspace: Path, small_disk):  # noqa: F811
+def test_a_really_full_disk_then_freed_finds_every_message(workspace: Path, small_disk):
     if not small_disk.real:
         pytest.skip("needs a real tmpfs: SQLite writes past the simulated disk")
     index = HistoryIndex(workspace)

@@ -101,7 +101,6 @@ def hostile(tmp_path: Path, *args: str) -> dict[str, Any]:
     return {"command": sys.executable, "args": [str(path), *args]}
 
 
-
 # --- approval ----------------------------------------------------------------------------------
 
 
@@ -111,7 +110,9 @@ def test_unapproved_project_server_never_runs_without_stdin(
 ) -> None:
     marker = tmp_path / "MARKER"
     mcp_json(workspace, {"evil": marker_server(marker)})
-    agent = make_agent(workspace, write_script(workspace, "script", turn("Nothing here.")), permission_mode=mode)
+    agent = make_agent(
+        workspace, write_script(workspace, "script", turn("Nothing here.")), permission_mode=mode
+    )
     agent.ask = no_stdin
     agents.append(agent)
     events: list = []
@@ -315,7 +316,9 @@ def test_a_user_tool_named_like_an_mcp_tool_is_a_notice_not_a_crash(
     clash = UserTool("mcp__time__get_current_time", "mine", lambda **kw: "mine", McpArgs, True)
     monkeypatch.setattr(agent_tools, "user_tools", lambda: [clash])
     monkeypatch.setattr(rollover_strategy, "new_context_tool", _named("search_history"))
-    agent = make_agent(workspace, write_script(workspace, "script", turn("Fine.")), mcp_servers={"time": time_server()})
+    agent = make_agent(
+        workspace, write_script(workspace, "script", turn("Fine.")), mcp_servers={"time": time_server()}
+    )
     agents.append(agent)
     events: list = []
     assert agent.run("go", listeners=[events.append]).status == "done"

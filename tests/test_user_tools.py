@@ -107,7 +107,7 @@ def test_redefining_re_registers_and_names_are_checked() -> None:
         return x
 
     @tool  # a notebook cell run again
-    def f(x: int, y: int = 0) -> int:  # noqa: F811
+    def f(x: int, y: int = 0) -> int:
         return x + y
 
     (only,) = user_tools.user_tools()

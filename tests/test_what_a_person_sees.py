@@ -32,9 +32,10 @@ from tests.scripts import run_magic, save_script, turn
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
 
-
 def _demo(workspace: Path) -> Agent:
-    agent = Agent(PseudoClaude(workspace=str(workspace), provider="demo", permission_mode="auto", fsync=False))
+    agent = Agent(
+        PseudoClaude(workspace=str(workspace), provider="demo", permission_mode="auto", fsync=False)
+    )
     assert agent.run("Add a stats module").status == "done"
     return agent
 
@@ -42,7 +43,9 @@ def _demo(workspace: Path) -> Agent:
 def test_gauge_bundle_is_its_current_state_as_text_and_html() -> None:
     gauge = ContextGauge()
     assert gauge.widget._repr_mimebundle_()["text/plain"] == "context gauge: waiting for the first request"
-    state = GaugeState(estimated_tokens=12_000, anchor_tokens=9_000, context_window=50_000, marks=(("Layer 2", 17_000),))
+    state = GaugeState(
+        estimated_tokens=12_000, anchor_tokens=9_000, context_window=50_000, marks=(("Layer 2", 17_000),)
+    )
     gauge.update(state)
     bundle = gauge.widget._repr_mimebundle_()
     assert WIDGET in bundle
@@ -51,7 +54,9 @@ def test_gauge_bundle_is_its_current_state_as_text_and_html() -> None:
 
 
 def test_gauge_colours_come_from_the_theme_and_labels_fit() -> None:
-    state = GaugeState(estimated_tokens=1_000, context_window=50_000, marks=(("hard", 49_000), ("remind", 2_000)))
+    state = GaugeState(
+        estimated_tokens=1_000, context_window=50_000, marks=(("hard", 49_000), ("remind", 2_000))
+    )
     svg = gauge_svg(state)
     assert "--jp-ui-font-color1" in svg and "--jp-layout-color3" in svg and "--jp-brand-color1" in svg
     assert not re.search(r'fill="#(212121|424242|eceff1)"', svg)  # no fixed light-theme colours left
@@ -65,7 +70,9 @@ def test_gauge_mark_labels_close_together_do_not_overlap() -> None:
     # apart on the bar, their labels ~80 px wide. They were drawn over each other.
     marks = (("remind", 152_000), ("base", 167_000), ("hard", 180_000))
     svg = gauge_svg(GaugeState(estimated_tokens=60_000, context_window=200_000, marks=marks))
-    labels = re.findall(r'<text class="pc-gauge-mark" x="([\d.]+)" y="(\d+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<', svg)
+    labels = re.findall(
+        r'<text class="pc-gauge-mark" x="([\d.]+)" y="(\d+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<', svg
+    )
     assert [text for *_, text in labels] == ["remind 152,000", "base 167,000", "hard 180,000"]
     spans = []
     for x, y, anchor, text in labels:
@@ -239,7 +246,9 @@ def test_permission_prompt_shows_text_not_escapes_and_says_no_is_the_default() -
 
 def test_the_users_thinking_time_is_not_tool_time(workspace: Path) -> None:
     path = save_script(
-        workspace / "s.json", turn("writing", ("write_file", {"path": "a.txt", "content": "hi\n"})), turn("ok")
+        workspace / "s.json",
+        turn("writing", ("write_file", {"path": "a.txt", "content": "hi\n"})),
+        turn("ok"),
     )
 
     def slow_yes(prompt: str) -> str:
@@ -284,8 +293,14 @@ def test_sessions_search_speaks_to_a_person(ip, workspace: Path) -> None:
 
 
 def test_the_memory_notice_is_in_the_run_that_asked(ip, workspace: Path) -> None:
-    op = {"op": "create", "level": "project", "name": "pm", "description": "uses pnpm", "type": "preference",
-          "body": "pnpm"}
+    op = {
+        "op": "create",
+        "level": "project",
+        "name": "pm",
+        "description": "uses pnpm",
+        "type": "preference",
+        "body": "pnpm",
+    }
     path = save_script(workspace / "r.json", turn("Noted."), memory_ops=[[op]])
     out = run_magic(ip, f"agent --provider scripted --script {path} Remember: this project uses pnpm.")
     assert "memory updated: created project/pm" in out and "memory: memory" not in out
@@ -296,4 +311,3 @@ def test_the_memory_notice_is_in_the_run_that_asked(ip, workspace: Path) -> None
 def test_the_demo_says_it_plays_a_fixed_script(ip, workspace: Path) -> None:
     out = run_magic(ip, "agent --provider demo --mode auto write me a poem")
     assert "plays a fixed script" in out
-

@@ -84,7 +84,10 @@ def send(server: FakeServer, provider: AnthropicProvider, messages: list[Message
 
 @pytest.mark.parametrize("size", [10, 300])
 def test_a_growing_history_sends_the_full_body_and_encodes_only_the_new_turns(
-    server, provider, encodes, size  # noqa: F811
+    server,
+    provider,
+    encodes,
+    size,
 ):
     messages = history(size)
     send(server, provider, messages, encodes)
@@ -96,7 +99,9 @@ def test_a_growing_history_sends_the_full_body_and_encodes_only_the_new_turns(
 
 
 def test_a_replace_sends_the_new_history_even_one_that_keeps_only_the_first_messages(
-    server, provider, encodes  # noqa: F811
+    server,
+    provider,
+    encodes,
 ):
     messages = history(30)
     send(server, provider, messages, encodes)

@@ -208,7 +208,11 @@ class Agent:
         conversation.add_hooks(self.history.hooks(path))
         self.history.schedule(path)
         context = ContextManager(
-            conversation, strategy=self.settings.strategy, session_dir=path, workspace=self.workspace, writer=writer
+            conversation,
+            strategy=self.settings.strategy,
+            session_dir=path,
+            workspace=self.workspace,
+            writer=writer,
         )
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
@@ -334,7 +338,9 @@ class Agent:
         prompt = self._resume_notices(active, runner.provider.model, plan.config, runner) + prompt
         return self.activity.first_message(prompt, plan.block, active)
 
-    def _play(self, runner: Runner, active: ActiveSession, first: Message) -> tuple[RunSummary, list[Message]]:
+    def _play(
+        self, runner: Runner, active: ActiveSession, first: Message
+    ) -> tuple[RunSummary, list[Message]]:
         """The run itself; what it appended (whatever replaces happen), and the log settled after."""
         new_messages: list[Message] = []
         collect = Hooks(on_append=new_messages.append)
@@ -485,7 +491,6 @@ class Agent:
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix
-
 
 
 def _ignore(event: RunEvent) -> None:

@@ -70,7 +70,9 @@ class RunSurface:
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
         extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
-        extra += [(tool, f"{strategy.name} strategy") for tool in strategy.tools(self._history(), emit or _ignore)]
+        extra += [
+            (tool, f"{strategy.name} strategy") for tool in strategy.tools(self._history(), emit or _ignore)
+        ]
         extra += [(tool, f"MCP server {tool.server!r}") for tool in (self._mcp.tools() if self._mcp else ())]
         for tool, source in extra:
             if tool.name in tools:

@@ -99,7 +99,7 @@ def _with_cache_and_cost(
     spend = session_spend(active.writer.path)
     summary = last_runner.last_summary if last_runner is not None else None
     run = summary.spend if summary is not None and summary.session_id == active.id else None
-    last_model, last = (spend.requests[-1] if spend.requests else (None, None))
+    last_model, last = spend.requests[-1] if spend.requests else (None, None)
     provider = last_runner.provider.name if last_runner is not None else settings.provider
     if provider == "auto":
         provider = auto_provider()  # the one a run would pick now
@@ -130,7 +130,9 @@ def _with_cache_and_cost(
     )
 
 
-def last_request(runner: Runner | None, memory_index: str | None, settings: CompactSettings) -> Manifest | None:
+def last_request(
+    runner: Runner | None, memory_index: str | None, settings: CompactSettings
+) -> Manifest | None:
     """The manifest of the last request ``runner`` actually sent (``%context --last``);
     ``memory_index`` is what that run's system prompt carried."""
     if runner is None or runner.last_request is None:

@@ -37,7 +37,10 @@ class CacheOutlook:
 
     def lines(self) -> list[str]:
         out = [f"cache: next request reads ~{self.expected_read:,} tokens from the cache ({self.reason})"]
-        out += [f"  breakpoint {i}: after {b.where} (~{b.tokens:,} tokens)" for i, b in enumerate(self.breakpoints, 1)]
+        out += [
+            f"  breakpoint {i}: after {b.where} (~{b.tokens:,} tokens)"
+            for i, b in enumerate(self.breakpoints, 1)
+        ]
         if self.invalidated_by_replace:
             out.append(
                 f"  a compaction or handoff now invalidates ~{self.invalidated_by_replace:,} cached tokens "
@@ -85,7 +88,9 @@ def outlook(
 
 def _breakpoints(provider: str, head: int, messages: list[Message], sizes: list[int]) -> list[Breakpoint]:
     if provider == "openai":
-        return [Breakpoint("the longest prefix seen before (automatic, from 1,024 tokens)", head + sum(sizes))]
+        return [
+            Breakpoint("the longest prefix seen before (automatic, from 1,024 tokens)", head + sum(sizes))
+        ]
     if provider == "offline":
         return []
     points = [Breakpoint("tools + system prompt", head)]

@@ -117,7 +117,12 @@ class Spiller:
         except SessionWriteError as exc:
             if not s.unsaved_noted:
                 s.unsaved_noted = True
-                emit(Notice(f"{len(full)} huge tool result(s) still wait in memory for disk space: {exc}", "warning"))
+                emit(
+                    Notice(
+                        f"{len(full)} huge tool result(s) still wait in memory for disk space: {exc}",
+                        "warning",
+                    )
+                )
             return 0
         self._apply(written, "single", emit)
         s.unsaved.clear()

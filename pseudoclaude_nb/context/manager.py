@@ -60,7 +60,9 @@ def check_provider(name: str, provider: Provider) -> None:
     """Refuse, before a run, a provider strategy ``name`` cannot work with (``--strategy api``
     needs one that manages the context itself, ``ManagesContext``): ``ConfigError`` with what
     to use instead."""
-    if getattr(STRATEGIES.get(name), "needs_server_context", False) and not isinstance(provider, ManagesContext):
+    if getattr(STRATEGIES.get(name), "needs_server_context", False) and not isinstance(
+        provider, ManagesContext
+    ):
         raise unsupported(provider.name)
 
 

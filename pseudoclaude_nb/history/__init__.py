@@ -175,7 +175,9 @@ class HistoryIndex:
                 # opening for writing that waits for the disk (issue 34: lag said lazily).
                 rows = read_offsets(self.path)
             else:
-                rows = dict(self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall()))
+                rows = dict(
+                    self._run(lambda con: con.execute("SELECT session_id, offset FROM logs").fetchall())
+                )
         except Exception:  # noqa: BLE001 - a report, never a failure
             return {}
         finally:

@@ -76,7 +76,9 @@ class Backlog:
 
     def _mark(self, key: str | dict[str, Path], folder: Path | None = None) -> None:
         with self._pending_lock:
-            self._pending.update(key if isinstance(key, dict) else {key: cast(Path, folder)})  # given with a str key
+            self._pending.update(
+                key if isinstance(key, dict) else {key: cast(Path, folder)}
+            )  # given with a str key
             if self._thread is None or not self._thread.is_alive():
                 self._running = True
                 self._thread = threading.Thread(target=self._loop, name="pseudoclaude-indexer", daemon=True)

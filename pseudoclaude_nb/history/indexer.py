@@ -184,7 +184,9 @@ class Indexer:
         offset, head = row
         try:
             with os.fdopen(safeio.open_file(folder / LOG_NAME), "rb") as f:
-                return bool(os.fstat(f.fileno()).st_size >= offset and (offset == 0 or head_of(f, offset) == head))
+                return bool(
+                    os.fstat(f.fileno()).st_size >= offset and (offset == 0 or head_of(f, offset) == head)
+                )
         except OSError:
             return False
 

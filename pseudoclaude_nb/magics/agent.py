@@ -41,7 +41,11 @@ class AgentMagics(Magics):
     @argument("--model", help="model name (default: the provider's)")
     @argument("--new", action="store_true", help="start a new session for this run")
     @argument("--session", metavar="ID", help="resume session ID and continue it")
-    @argument("--strategy", choices=STRATEGIES, help="context strategy: compact, rollover or api (the provider's own)")
+    @argument(
+        "--strategy",
+        choices=STRATEGIES,
+        help="context strategy: compact, rollover or api (the provider's own)",
+    )
     @argument("--mode", choices=MODES, help="tool permissions: read-only, ask (default) or auto")
     @argument("--no-memory", action="store_true", help="leave memory out of this run")
     @argument("--no-notebook", action="store_true", help="leave the notebook activity block out")
@@ -88,7 +92,9 @@ class AgentMagics(Magics):
         args = parse(self.agent, line)
         if args.tools:
             head, rows, notes = self._agent.tool_listing()
-            table = Table((Column("tool", mono=True), Column("effect"), Column("does", code=True)), indent="  ")
+            table = Table(
+                (Column("tool", mono=True), Column("effect"), Column("does", code=True)), indent="  "
+            )
             for row in rows:
                 table.add(*row)
             emit(self.shell, head, table, *(Note(f"  {note}") for note in notes))

@@ -29,7 +29,9 @@ def preview_rows(plan: Plan, lost: int = 0) -> list[tuple[str, str]]:
         ("estimate", f"~{plan.before:,} → ~{plan.after:,} tokens"),
     ]
     if lost:
-        rows.append(("prompt cache", f"invalidates ~{lost:,} cached tokens (system prompt and tools stay cached)"))
+        rows.append(
+            ("prompt cache", f"invalidates ~{lost:,} cached tokens (system prompt and tools stay cached)")
+        )
     return rows
 
 

@@ -40,6 +40,8 @@ PART_LABELS = {
     "spill_previews": "spill previews",
     "images": "images",
 }
+
+
 # Lab centres a table, fixes its layout and right-aligns its cells (for DataFrames): these
 # are read from the left, their columns as wide as their text, in the theme's text colour.
 def manifest_html(m: Manifest, *, title: str) -> str:
@@ -69,7 +71,9 @@ def manifest_html(m: Manifest, *, title: str) -> str:
         f"{''.join(rows)}</table>"
         f"<div style='font-size:85%;color:{FG2}'>system: {sections} · tools: {html.escape(', '.join(m.tools))}"
         f" · memory {'included' if m.memory_included else 'not included'}</div>"
-        + "".join(f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m))
+        + "".join(
+            f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m)
+        )
         + "</div>"
     )
 
@@ -135,7 +139,9 @@ def cost_rows(m: Manifest) -> list[str]:
         run = f"last run {cost['run']} · " if cost.get("run") and not same_unknown else ""
         saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""
         n = cost["session_requests"]
-        rows.append(f"cost: {run}session {cost['session']} ({n} request{'s' if n != 1 else ''}{saved}) · {hit}")
+        rows.append(
+            f"cost: {run}session {cost['session']} ({n} request{'s' if n != 1 else ''}{saved}) · {hit}"
+        )
     return rows + list(m.cache_lines or [])
 
 
@@ -154,8 +160,7 @@ def _labels(m: Manifest) -> list[tuple[str, str]]:
     return [
         (k, v)
         for k, v in PART_LABELS.items()
-        if (k != "mcp_tool_schemas" or m.mcp_tools)
-        and (k not in ("images", "pins") or m.parts.get(k))
+        if (k != "mcp_tool_schemas" or m.mcp_tools) and (k not in ("images", "pins") or m.parts.get(k))
     ]
 
 
@@ -223,7 +228,9 @@ class ContextMagics(Magics):
     @argument("--last", action="store_true", help="the last request actually sent, not the next one")
     @argument("--at", type=int, metavar="STEP", help="the request the model received at step STEP")
     @argument("--diff", type=int, nargs=2, metavar=("A", "B"), help="what changed between steps A and B")
-    @argument("words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N")
+    @argument(
+        "words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N"
+    )
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
@@ -390,7 +397,9 @@ def status_html(m: Manifest, lines: list[str]) -> str:
     if m.breaker is not None:
         said.append(f"breaker {m.breaker}")
     if m.session_id:
-        said.append(f"session {m.session_id} · {m.spills or 0} spilled results · {m.compactions or 0} compactions")
+        said.append(
+            f"session {m.session_id} · {m.spills or 0} spilled results · {m.compactions or 0} compactions"
+        )
     notes = "".join(
         f"<div style='font-size:85%;color:{FG2}'>{html.escape(printable(line.strip()))}</div>"
         for line in [" · ".join(said), *lines]

@@ -64,7 +64,12 @@ def search_parts(agent: SessionHost | Agent, query: str, all_sessions: bool = Fa
     return [*(f"! {n}" for n in notices), *parts]
 
 
-_WHAT = {"text": "said", "tool_call": "called a tool", "tool_result": "tool result", "spill": "spilled result"}
+_WHAT = {
+    "text": "said",
+    "tool_call": "called a tool",
+    "tool_result": "tool result",
+    "spill": "spilled result",
+}
 
 
 def hits_for_people(hits: list[Hit], query: str, scope: str, *, all_sessions: bool = False) -> list[Part]:

@@ -125,7 +125,9 @@ def listing(hub: McpHub, problems: list[str]) -> list[Part]:
         ]
     parts: list[Part] = [f"MCP servers (from {', '.join(config.sources) or 'nowhere'}):"]
     servers = Table((Column("server"), Column("type"), Column("status")), indent="  ")
-    tools = Table((Column("tool", mono=True), Column("effect"), Column("description", code=True)), indent="  ")
+    tools = Table(
+        (Column("tool", mono=True), Column("effect"), Column("description", code=True)), indent="  "
+    )
     said: list[str] = []
     for state in hub.servers.values():
         name = printable(state.name, one_line=True)

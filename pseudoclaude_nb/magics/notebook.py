@@ -139,7 +139,10 @@ class CellRecorder:
 
     def install(self) -> None:
         if can_tap(sys.stdout) and can_tap(sys.stderr):
-            self._taps = (StreamTap(sys.stdout, self._sink("stdout")), StreamTap(sys.stderr, self._sink("stderr")))
+            self._taps = (
+                StreamTap(sys.stdout, self._sink("stdout")),
+                StreamTap(sys.stderr, self._sink("stderr")),
+            )
         self.shell.events.register("pre_run_cell", self.pre_run_cell)
         self.shell.events.register("post_run_cell", self.post_run_cell)
         pub = self.shell.display_pub

@@ -117,7 +117,9 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
                         raise  # the user pressed stop: the run stops
                     parts.append(_format(exc, "(raised by the code, not by an interrupt)"))
                 except SystemExit as exc:
-                    parts.append(_format(exc, f"(the code called exit with {exc.code!r}; the kernel keeps running)"))
+                    parts.append(
+                        _format(exc, f"(the code called exit with {exc.code!r}; the kernel keeps running)")
+                    )
                 except Exception as exc:  # noqa: BLE001 - the code's own error is the model's result
                     parts.append(_format(exc))
         except BaseException:
@@ -133,7 +135,9 @@ def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
             images = images[:MAX_IMAGES]
         text = "\n".join(t for t in [text, *shown, *notes] if t)
         if images:
-            return ToolOutput(text or f"(displayed {len(images)} image{'s' if len(images) > 1 else ''})", tuple(images))
+            return ToolOutput(
+                text or f"(displayed {len(images)} image{'s' if len(images) > 1 else ''})", tuple(images)
+            )
         return text or "(no output)"
 
     return run
@@ -150,7 +154,11 @@ def _rich_formats(shell: Any) -> Iterator[None]:
     (a terminal IPython); a kernel has them on already."""
     formatter: Any = getattr(shell, "display_formatter", None)
     before = list(getattr(formatter, "active_types", None) or [])
-    wanted = [t for t in (*IMAGE_TYPES, "image/svg+xml") if t not in before and t in formatter.formatters] if before else []
+    wanted = (
+        [t for t in (*IMAGE_TYPES, "image/svg+xml") if t not in before and t in formatter.formatters]
+        if before
+        else []
+    )
     if wanted:
         formatter.active_types = before + wanted
     try:
@@ -178,7 +186,9 @@ def _displayed(outputs: list[Any]) -> tuple[list[str], list[tuple[bytes, str]]]:
             if len(svg_text.encode("utf-8")) <= SVG_TEXT_CAP:
                 texts.append(f"[displayed SVG]\n{svg_text}")
             else:
-                texts.append(f"[displayed SVG of {len(svg_text):,} characters: not sent, over {SVG_TEXT_CAP:,}]")
+                texts.append(
+                    f"[displayed SVG of {len(svg_text):,} characters: not sent, over {SVG_TEXT_CAP:,}]"
+                )
             continue
         plain = data.get("text/plain")
         if plain:

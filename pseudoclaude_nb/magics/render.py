@@ -265,7 +265,9 @@ class NotebookRenderer:
             # Shown while the summary request runs, then replaced by its outcome.
             self._flush()
             line = context_line(event)
-            self._compacting = show(self._batch, _html_line(html.escape(line), line, BRAND), raw=True, display_id=True)
+            self._compacting = show(
+                self._batch, _html_line(html.escape(line), line, BRAND), raw=True, display_id=True
+            )
             return
         if isinstance(event, ANNOUNCED):
             self._flush()

@@ -348,7 +348,9 @@ class SessionMagics(Magics):
             now = now_tokens(self._host.agent())
         display(SessionTimeline(timeline, steps=scrub, now=now))
         if not scrub:
-            print(f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)")
+            print(
+                f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)"
+            )
 
     def _resume(self, session_id: str | None) -> None:
         resumed = self._host.resume(session_id)

@@ -35,6 +35,7 @@ TABLE_STYLE = (
     f"font-size:90%;border-collapse:collapse;margin:4px 0;margin-left:0;table-layout:auto;color:{FG1}"
 )
 
+
 @dataclass(frozen=True)
 class Column:
     name: str

@@ -86,7 +86,9 @@ class ToolLine:
         self._handle: Any = None
         if SHOW_AFTER <= 0:
             self._show(self._running(0.0))
-        self._ticker = threading.Thread(target=self._tick, args=(tick,), name="pseudoclaude-tool-line", daemon=True)
+        self._ticker = threading.Thread(
+            target=self._tick, args=(tick,), name="pseudoclaude-tool-line", daemon=True
+        )
         self._ticker.start()
 
     def _show(self, data: dict[str, str]) -> None:

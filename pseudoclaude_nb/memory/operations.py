@@ -107,5 +107,7 @@ def parse_operations(text: str) -> list[Any]:
     if not data and any(echo in text.lower() for echo in INSTRUCTION_ECHOES):
         # Issue 32: a small model echoed "… and [] when nothing changes"; that [] is the
         # instruction's, not an answer.
-        raise InvalidOperation(f"the answer echoes the instructions instead of answering: {text.strip()[:120]!r}")
+        raise InvalidOperation(
+            f"the answer echoes the instructions instead of answering: {text.strip()[:120]!r}"
+        )
     return data

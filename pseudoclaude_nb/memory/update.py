@@ -163,7 +163,6 @@ class BackgroundUpdate:
     def apply(self, operations: list[Operation], *, source: str) -> tuple[list[str], list[str]]:
         raise NotImplementedError
 
-
     def update_async(
         self,
         messages: list[Message],

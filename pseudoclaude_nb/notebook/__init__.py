@@ -55,10 +55,25 @@ __all__ = [
 __getattr__, __dir__ = exports(
     __name__,
     {
-        ".activity": ("ActivityBlock", "ShownCell", "cells_for_run", "package_cell", "render_activity", "split_skipped"),
+        ".activity": (
+            "ActivityBlock",
+            "ShownCell",
+            "cells_for_run",
+            "package_cell",
+            "render_activity",
+            "split_skipped",
+        ),
         ".host": ("NotebookHost",),
         ".inspect": ("inspect_variable",),
-        ".record": ("BoundedText", "CellRecord", "ErrorInfo", "clean", "describe_display", "error_info", "strip_ansi"),
+        ".record": (
+            "BoundedText",
+            "CellRecord",
+            "ErrorInfo",
+            "clean",
+            "describe_display",
+            "error_info",
+            "strip_ansi",
+        ),
         ".skip": ("SKIP_TAG", "NotebookTags", "marked_in_source", "parse_counts"),
         ".store": ("CellStore",),
     },

@@ -71,7 +71,9 @@ def _cell(header: re.Match[str], body: list[str]) -> CellError | None:
     error = sections.get("error") or [header.group("type")]
     kind, _, message = error[0].partition(": ")
     frames = tuple(line.strip() for line in error[1:] if line.startswith("    "))
-    return CellError(header.group("label"), "\n".join(sections["source"]).strip(), kind.strip(), message.strip(), frames)
+    return CellError(
+        header.group("label"), "\n".join(sections["source"]).strip(), kind.strip(), message.strip(), frames
+    )
 
 
 # What each common exception usually means in a notebook, and what to check first. The
@@ -117,14 +119,14 @@ HINTS: dict[str, str] = {
 
 NO_MODEL = (
     "This answer came from the offline explainer, not a model: no ANTHROPIC_API_KEY, OPENAI_API_KEY or "
-    "OPENAI_BASE_URL is set. For an answer to any question, set a key (README: \"A first run with a real "
-    "key\"); `%agent --provider demo` plays the offline tour."
+    'OPENAI_BASE_URL is set. For an answer to any question, set a key (README: "A first run with a real '
+    'key"); `%agent --provider demo` plays the offline tour.'
 )
 
 NOTHING_TO_EXPLAIN = (
     "No model is configured, so nothing can answer that prompt: no ANTHROPIC_API_KEY, OPENAI_API_KEY or "
     "OPENAI_BASE_URL is set. Offline, `%agent` can only explain the newest error in the cells you ran since "
-    "the last run, and none of them raised one. Set a key (README: \"A first run with a real key\"), or run "
+    'the last run, and none of them raised one. Set a key (README: "A first run with a real key"), or run '
     "`%agent --provider demo` for the offline tour."
 )
 

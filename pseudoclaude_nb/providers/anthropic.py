@@ -457,7 +457,11 @@ def _sent_back(r: Reasoning, server: bool) -> dict[str, Any]:
     if server:
         return block  # verbatim: the fields as the API returned them
     summary = block.get("content")
-    text = summary if isinstance(summary, str) and summary.strip() else "(the provider's compaction left no summary)"
+    text = (
+        summary
+        if isinstance(summary, str) and summary.strip()
+        else "(the provider's compaction left no summary)"
+    )
     return _text(f"[summary of the earlier conversation, written by the provider's compaction]\n{text}")
 
 
@@ -482,4 +486,3 @@ def _error_body(body: object) -> tuple[str | None, str]:
     if isinstance(error, dict):
         return error.get("type"), str(error.get("message") or "")
     return None, ""
-

@@ -37,7 +37,9 @@ class OfflineExplainer:
             (m.content for m in reversed(request.messages) if m.role == "user" and m.tool_result is None), ""
         )
         text = answer(prompt)
-        yield from replay_events(Response(text=text, usage=estimated_usage(request, text, []), stop_reason="end_turn"))
+        yield from replay_events(
+            Response(text=text, usage=estimated_usage(request, text, []), stop_reason="end_turn")
+        )
 
     def complete(self, request: Request) -> Response:
         if request.purpose == "agent":

@@ -77,8 +77,10 @@ class OpenAIProvider:
         self.context_window = context_window or self.info.window
         # Where the window came from, for %context; a local server is asked (learn_window).
         self.window_stated = bool(context_window)
-        self.window_source = "--context-window" if context_window else (
-            "the model table" if self.info.known else "the default for an unknown model"
+        self.window_source = (
+            "--context-window"
+            if context_window
+            else ("the model table" if self.info.known else "the default for an unknown model")
         )
         self.supports_tools: bool | None = None  # llama.cpp /props says, when asked
         self.max_output_tokens = max_output_tokens or self.info.output
@@ -174,7 +176,9 @@ class OpenAIProvider:
         for tc in message.get("tool_calls") or []:
             fn = tc.get("function") or {}
             calls.append(
-                ToolCall(id=tc.get("id") or new_call_id(), name=fn.get("name", ""), arguments=call_arguments(fn))
+                ToolCall(
+                    id=tc.get("id") or new_call_id(), name=fn.get("name", ""), arguments=call_arguments(fn)
+                )
             )
         finish = choice.get("finish_reason")
         if not finish:
@@ -194,7 +198,10 @@ class OpenAIProvider:
         body: dict[str, Any] = {
             "model": self.model,
             "messages": wire_messages(
-                request.system, request.messages, self._image_parts(request), self._encoded.using(request.images)
+                request.system,
+                request.messages,
+                self._image_parts(request),
+                self._encoded.using(request.images),
             ),
         }
         # Chosen by model, not by host: OpenAI's reasoning models refuse max_tokens (also on

@@ -221,7 +221,11 @@ class ScriptedProvider:
             return None
         messages = request.messages
         start = next(
-            (i for i in range(len(messages) - 1, -1, -1) if any(r.kind == "compaction" for r in messages[i].reasoning)),
+            (
+                i
+                for i in range(len(messages) - 1, -1, -1)
+                if any(r.kind == "compaction" for r in messages[i].reasoning)
+            ),
             0,
         )
         read = messages[start:]  # what the server reads: it drops what precedes a compaction block
@@ -361,7 +365,12 @@ def digest(messages: list[Message]) -> str:
     the first request (it usually holds the constraints), the files touched, the last words."""
     first = next((m.prompt_text for m in messages if m.role == "user" and m.tool_result is None), "")
     files = sorted(
-        {str(c.arguments["path"]) for m in messages for c in m.tool_calls if isinstance(c.arguments.get("path"), str)}
+        {
+            str(c.arguments["path"])
+            for m in messages
+            for c in m.tool_calls
+            if isinstance(c.arguments.get("path"), str)
+        }
     )
     last = next((m.content for m in reversed(messages) if m.role == "assistant" and m.content.strip()), "")
     lines = [
@@ -373,7 +382,9 @@ def digest(messages: list[Message]) -> str:
     return "\n".join(line for line in lines if line)
 
 
-def estimated_usage(request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None) -> Usage:
+def estimated_usage(
+    request: Request, text: str, calls: list[ToolCall], input_tokens: int | None = None
+) -> Usage:
     """What a real provider would report, from the estimator, so anchors behave the same."""
     out = len(text.encode("utf-8", "surrogatepass")) + sum(  # a script may hold lone surrogates
         len(c.name) + len(json.dumps(c.arguments).encode("utf-8")) for c in calls

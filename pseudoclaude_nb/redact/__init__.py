@@ -109,7 +109,9 @@ def set_extra_patterns(patterns: list[str] | tuple[str, ...]) -> None:
         except re.error as exc:
             raise ValueError(f"redact pattern {source!r} is not a valid regular expression: {exc}") from None
         if regex.search(""):
-            raise ValueError(f"redact pattern {source!r} matches the empty string; it would redact nothing useful")
+            raise ValueError(
+                f"redact pattern {source!r} matches the empty string; it would redact nothing useful"
+            )
         try:
             as_bytes: re.Pattern[bytes] | None = re.compile(source.encode("utf-8"))
         except (re.error, UnicodeEncodeError):

@@ -54,7 +54,11 @@ def finder(words: tuple[str, ...]) -> Callable[[str | bytes], Occurrences]:
             try:
                 found = any_str.find_matches_as_indexes(data)
             except UnicodeEncodeError:  # a lone surrogate: the automaton reads UTF-8 only
-                return [(i, m.start(), m.end()) for i, w in enumerate(words) for m in re.finditer(re.escape(w), data)]
+                return [
+                    (i, m.start(), m.end())
+                    for i, w in enumerate(words)
+                    for m in re.finditer(re.escape(w), data)
+                ]
             overlapping = all_str
         if not found:
             return found

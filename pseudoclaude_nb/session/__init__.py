@@ -75,7 +75,14 @@ __all__ = [
 __getattr__, __dir__ = exports(
     __name__,
     {
-        ".archive": ("ArchiveError", "ExportReport", "ImportLimits", "ImportReport", "export_session", "import_session"),
+        ".archive": (
+            "ArchiveError",
+            "ExportReport",
+            "ImportLimits",
+            "ImportReport",
+            "export_session",
+            "import_session",
+        ),
         ".catalog": ("SessionInfo", "list_sessions", "session_info", "write_meta"),
         ".lifecycle": (
             "GcReport",

@@ -128,7 +128,9 @@ def _holding_lock(session_dir: Path, session_id: str) -> Iterator[None]:
         for name in (LOCK_NAME, LOG_NAME):
             try:
                 # No link followed: an unsafe session's lock target is never created or locked.
-                fd = safeio.open_file(session_dir / name, os.O_RDONLY | (os.O_CREAT if name == LOCK_NAME else 0))
+                fd = safeio.open_file(
+                    session_dir / name, os.O_RDONLY | (os.O_CREAT if name == LOCK_NAME else 0)
+                )
             except FileNotFoundError:
                 raise SessionNotFoundError(
                     f"session {session_id} is gone (moved by another kernel?)"
@@ -346,7 +348,9 @@ def gc_sessions(
             report.skipped.append((info, "open in this kernel"))
             continue
         try:
-            report.moved.append(trash_session(workspace, info.id, open_id=open_id, reason="gc", now=now, index=index))
+            report.moved.append(
+                trash_session(workspace, info.id, open_id=open_id, reason="gc", now=now, index=index)
+            )
         except SessionLockedError:
             report.skipped.append((info, "open in another process"))
         except SessionNotFoundError:

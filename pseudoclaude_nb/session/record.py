@@ -26,7 +26,9 @@ class SessionRecord(Protocol):
         """Layer 1 wrote a result to ``path`` (relative to the session); logged before its preview."""
         ...
 
-    def compact(self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None) -> None:
+    def compact(
+        self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
+    ) -> None:
         """A Layer 2 attempt ended (after its replace, when it made one)."""
         ...
 
@@ -56,7 +58,9 @@ class _NoRecord:
     def spill(self, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> None:
         """Dropped: there is no log."""
 
-    def compact(self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None) -> None:
+    def compact(
+        self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
+    ) -> None:
         """Dropped: there is no log."""
 
     def rollover(

@@ -312,8 +312,6 @@ class Replay:
             s["last_model"] = model
 
 
-
-
 def _count_replace(s: dict[str, Any]) -> None:
     if type(s.get("replaces")) is int:
         s["replaces"] += 1

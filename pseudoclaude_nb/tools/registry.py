@@ -37,6 +37,7 @@ Tell = Callable[[bool | None], None]
 def _silent(allowed: bool | None) -> None:
     """No run listens (a tool run outside a run, in a test or a magic)."""
 
+
 PermissionMode = Literal["read-only", "ask", "auto"]
 PERMISSION_MODES: tuple[str, ...] = get_args(PermissionMode)
 

@@ -54,7 +54,9 @@ class OutputBuffer:
     before it cuts (``REDACT_MARGIN``).
     """
 
-    def __init__(self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, *, margin: int = REDACT_MARGIN) -> None:
+    def __init__(
+        self, head: int = HEAD_BYTES, tail: int = TAIL_BYTES, *, margin: int = REDACT_MARGIN
+    ) -> None:
         self._head_limit = head
         self._tail_limit = tail
         self._margin = margin
@@ -106,8 +108,7 @@ class OutputBuffer:
         return (
             kept_head
             + f"\n[… {omitted:,} bytes omitted: the output passed the {self._head_limit + self._tail_limit:,}-byte "
-            "cap; its first and last parts are kept …]\n"
-            + kept_tail
+            "cap; its first and last parts are kept …]\n" + kept_tail
         )
 
 

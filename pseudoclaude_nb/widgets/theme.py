@@ -9,7 +9,9 @@ not resolve ``var()``, so SVG elements take these through ``style``.
 from __future__ import annotations
 
 # Text: headline / labels / secondary notes.
-FG1 = "var(--jp-ui-font-color1, var(--vscode-editor-foreground, var(--colab-primary-text-color, currentColor)))"
+FG1 = (
+    "var(--jp-ui-font-color1, var(--vscode-editor-foreground, var(--colab-primary-text-color, currentColor)))"
+)
 FG2 = (
     "var(--jp-ui-font-color2, var(--vscode-descriptionForeground, "
     "var(--colab-secondary-text-color, currentColor)))"

@@ -108,7 +108,11 @@ def completion(
     message: dict[str, Any] = {"role": "assistant", "content": text or None}
     if calls:
         message["tool_calls"] = [
-            {"id": i, "type": "function", "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)}}
+            {
+                "id": i,
+                "type": "function",
+                "function": {"name": n, "arguments": a if isinstance(a, str) else json.dumps(a)},
+            }
             for i, n, a in calls
         ]
     return Reply(

@@ -103,9 +103,7 @@ def notes(ctx: int) -> str:
     return "\n".join(lines)
 
 
-def run_checks(
-    base: str, ctx: int, workdir: Path, out: Path | None = None, output_tokens: int = 384
-) -> dict:
+def run_checks(base: str, ctx: int, workdir: Path, out: Path | None = None, output_tokens: int = 384) -> dict:
     """The agent task, a forced compaction and a rollover; what the server counted for each."""
     from pseudoclaude_nb.agent import Agent
     from pseudoclaude_nb.config import PseudoClaude

@@ -65,7 +65,9 @@ def import_session(
     size = st.st_size
     if size > limits.max_total_bytes:
         raw.close()
-        raise import_check.reject(archive, f"{size:,} bytes is over the import limit of {limits.max_total_bytes:,}")
+        raise import_check.reject(
+            archive, f"{size:,} bytes is over the import limit of {limits.max_total_bytes:,}"
+        )
     try:
         zf = zipfile.ZipFile(raw)
     except (zipfile.BadZipFile, OSError, ValueError) as exc:

@@ -235,7 +235,9 @@ def _trusted(meta: dict[str, Any]) -> int:
     return replayed if type(replayed) is int and replayed > 0 else 0
 
 
-def _scan(t: Timeline, fd: int, meta: dict[str, Any], *, stop: int | None = None) -> tuple[Scanner, float, float]:
+def _scan(
+    t: Timeline, fd: int, meta: dict[str, Any], *, stop: int | None = None
+) -> tuple[Scanner, float, float]:
     """Fill ``t`` from the log open as ``fd`` (up to ``stop``), from its index first when it has
     a good one (``t.indexed_bytes``): the scanner, and the seconds spent reading the index and the log."""
     clock = time.perf_counter

@@ -66,7 +66,10 @@ _CALL = 253  # a list of calls ends the line: checked for the key before the kin
 # (first bytes, ending) -> kind code; endings: 0 not known, 1 a tool result's, 2 after no calls, 3 after calls
 _KIND = bytes(
     [_LOOK, 3, _LOOK, _LOOK, _LOOK, _LOOK, 0, _CALL, _LOOK, _LOOK, 1, _CALL]
-    + [4] * 4 + [7] * 4 + [5] * 4 + [_LOOK] * 232
+    + [4] * 4
+    + [7] * 4
+    + [5] * 4
+    + [_LOOK] * 232
 )
 _LASTINDEX = attrgetter("lastindex")
 _ONLY = {v: bytes(int(i == v) for i in range(256)) for v in (5, _CALL)}  # translate: 1 where a byte is v
@@ -87,7 +90,9 @@ def _plus(values: array[int], base: int) -> bytes:
     if not base:
         return values.tobytes()
     n = len(values)
-    total = int.from_bytes(values.tobytes(), sys.byteorder) + int.from_bytes(base.to_bytes(8, sys.byteorder) * n, sys.byteorder)
+    total = int.from_bytes(values.tobytes(), sys.byteorder) + int.from_bytes(
+        base.to_bytes(8, sys.byteorder) * n, sys.byteorder
+    )
     return total.to_bytes(8 * n, sys.byteorder)
 
 
@@ -104,7 +109,9 @@ class Scanner:
     layout, lines written after the replay, a torn tail.
     """
 
-    def __init__(self, t: Any, replayed: int) -> None:  # t: the timeline.Timeline it fills (no import: no cycle)
+    def __init__(
+        self, t: Any, replayed: int
+    ) -> None:  # t: the timeline.Timeline it fills (no import: no cycle)
         self.t = t
         self.replayed = replayed
         self.line = 1
@@ -162,10 +169,14 @@ class Scanner:
         after = starts[1:]
         after.append(pos)  # each line's end (after its newline)
         boundary, ending_of, head_of = self._boundary()
-        combos = bytes(map(_LASTINDEX, map(boundary.match, repeat(data), chain(starts, (pos,)), repeat(stop))))
+        combos = bytes(
+            map(_LASTINDEX, map(boundary.match, repeat(data), chain(starts, (pos,)), repeat(stop)))
+        )
         heads = combos[:-1].translate(head_of)
         # (first bytes * 4 + ending) of every line at once: bytes below 64 add without a carry.
-        key = int.from_bytes(heads.translate(_TIMES4), "big") + int.from_bytes(combos[1:].translate(ending_of), "big")
+        key = int.from_bytes(heads.translate(_TIMES4), "big") + int.from_bytes(
+            combos[1:].translate(ending_of), "big"
+        )
         codes = bytearray(key.to_bytes(n, "big").translate(_KIND))
         if _CALL in codes:  # the list of calls is the calls' key: found before the ending
             pick: bytes | bytearray = codes.translate(_ONLY[_CALL])
@@ -200,7 +211,11 @@ class Scanner:
         usage: list[tuple[int, int]] | zip[Any] = []
         if 5 in heads:
             pick = heads.translate(_ONLY[5])
-            usage = zip(compress(range(index, index + len(codes)), pick), self._tokens(data, starts, after, pick), strict=True)
+            usage = zip(
+                compress(range(index, index + len(codes)), pick),
+                self._tokens(data, starts, after, pick),
+                strict=True,
+            )
         if any(f[0] == 5 for f in extra.values()):
             usage = sorted([*usage, *((index + i, f[1]) for i, f in extra.items() if f[0] == 5)])
         t.usage.extend(usage)
@@ -223,7 +238,13 @@ class Scanner:
         return [int(a) + int(b) + int(c) + int(d) for a, b, c, d in counts]
 
     def _look(
-        self, data: bytearray, start: int, end: int, head: int, at: int, extra: dict[int, tuple[int, int, str, int]]
+        self,
+        data: bytearray,
+        start: int,
+        end: int,
+        head: int,
+        at: int,
+        extra: dict[int, tuple[int, int, str, int]],
     ) -> int:
         """The kind of the line ``data[start:end]`` its known ending did not tell: from an ending
         found now (and remembered), else from its parse."""
@@ -343,5 +364,3 @@ def _slow(raw: bytes, *, trusted: bool) -> tuple[int, int, str, int]:
         return _BAD, 0, "", 0
     item = entry_item(0, entry, False, with_detail=False)
     return KIND_CODE.get(item.kind, _UNKNOWN), item.tokens, item.reason, item.images
-
-
