@@ -82,8 +82,8 @@ def test_run_python_display_reaches_anthropic_and_a_new_process_resumes_from_the
             script = textwrap.dedent(
                 f"""
                 import json, sys
-                from IPython.testing.globalipapp import start_ipython
-                ip = start_ipython()
+                from IPython.core.interactiveshell import InteractiveShell
+                ip = InteractiveShell.instance()  # not IPython.testing: it imports matplotlib
                 ip.run_line_magic("load_ext", "pseudoclaude_nb")
                 from pseudoclaude_nb.magics import current_agent
                 current_agent(ip).settings.workspace = {str(workspace)!r}
@@ -159,8 +159,8 @@ def test_nothing_imports_matplotlib_or_pillow(workspace: Path) -> None:
     code = textwrap.dedent(
         """
         import json, sys
-        from IPython.testing.globalipapp import start_ipython
-        ip = start_ipython()
+        from IPython.core.interactiveshell import InteractiveShell
+        ip = InteractiveShell.instance()  # not IPython.testing: it imports matplotlib
         ip.run_line_magic("load_ext", "pseudoclaude_nb")
         from pseudoclaude_nb.magics.python_exec import python_executor
         from pseudoclaude_nb.session import images
