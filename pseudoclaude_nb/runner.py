@@ -132,6 +132,8 @@ class Runner(Limits):
             self.emit(
                 Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning")
             )
+        if self.context is not None:  # the run's Layer 2 summaries cost too (issue 31)
+            summary.spend.requests.extend(self.context.shared.side_spend.requests)
         if self.writer is not None:
             summary.session_spend = session_spend(self.writer.path)
         self.emit(RunFinished(summary))

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from ..errors import ContextTooLong, ProviderError, SessionWriteError
 from ..events import Compacted, CompactStarted
-from ..messages import Message
+from ..messages import Message, Usage
 from ..providers.base import Provider, Request
 from .breaker import MIN_FREED
 from .confirm import Proposal, Review
@@ -51,7 +51,7 @@ def plan(state: SharedState, provider: Provider) -> Plan:
 def _plan(state: SharedState, provider: Provider, messages: list[Message], before: int) -> Plan:
     start = tail_start(messages, state.settings.tail_tokens)
     head, tail = messages[:start], messages[start:]
-    summary, error = _summarize(state, provider, head)
+    summary, error, spent = _summarize(state, provider, head)
     new = compacted(summary, tail) if summary is not None else None
     after = before
     if new is not None:
@@ -61,7 +61,7 @@ def _plan(state: SharedState, provider: Provider, messages: list[Message], befor
             error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
             after = before
     return Plan(
-        messages, start, estimate_tokens(head), estimate_tokens(tail), before, after, summary, new, error
+        messages, start, estimate_tokens(head), estimate_tokens(tail), before, after, summary, new, error, spent
     )
 
 
@@ -110,6 +110,7 @@ def _rejected(state: SharedState, p: Plan, trigger: str, emit: Emit) -> Compacte
     """The person said no: nothing replaced, the breaker untouched (a choice is not a failure),
     a note in the log so that a reader of the session sees why the context was not compacted."""
     why = "rejected by you"
+    _spent(state, p)
     state.record.note(
         f"{trigger} compaction rejected by the person (~{p.before:,} → ~{p.after:,} tokens proposed)",
         "info",
@@ -129,6 +130,7 @@ def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ig
         state.reset_anchor(p.new)
         state.compactions += 1
     state.preview = None  # made from a conversation that is gone, or spent
+    _spent(state, p)
     result = Compacted(trigger, p.before, p.after, p.new is not None, p.error)
     state.breaker.record(result.ok, trigger)
     state.record.compact(
@@ -137,6 +139,15 @@ def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ig
     state.last_compact = result
     emit(result)
     return result
+
+
+def _spent(state: SharedState, p: Plan) -> None:
+    """What the plan's summary requests used, into the log and this run's spend (issue 31: a
+    run's cost counts its summaries). Once: when the plan is committed or rejected; a preview
+    never applied writes nothing, as a preview must."""
+    for model, usage in p.spent:
+        state.record.spend(usage, purpose="summary", model=model)
+        state.side_spend.add(usage, model)
 
 
 def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) -> NoReturn:
@@ -156,10 +167,13 @@ def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) 
     )
 
 
-def _summarize(state: SharedState, provider: Provider, head: list[Message]) -> tuple[str | None, str | None]:
-    """The summary of ``head`` (or None and why not)."""
+def _summarize(
+    state: SharedState, provider: Provider, head: list[Message]
+) -> tuple[str | None, str | None, tuple[tuple[str | None, Usage], ...]]:
+    """The summary of ``head`` (or None and why not), with what each summary request used."""
     if not head:
-        return None, "nothing old enough to summarize: the recent tail is the whole conversation"
+        return None, "nothing old enough to summarize: the recent tail is the whole conversation", ()
+    spent: list[tuple[str | None, Usage]] = []
     for _ in range(1 + SUMMARY_RETRIES):
         messages = summary_messages(head)
         request = Request(
@@ -173,12 +187,13 @@ def _summarize(state: SharedState, provider: Provider, head: list[Message]) -> t
         except ContextTooLong:
             head = drop_oldest_exchange(head)
             if not head:
-                return None, "the summary request is too long even without the older history"
+                return None, "the summary request is too long even without the older history", tuple(spent)
             continue
         except ProviderError as exc:
-            return None, f"the summary request failed: {exc}"
-        return _judged(response.text, response.stop_reason, request.max_tokens, head)
-    return None, f"the summary request was still too long after {SUMMARY_RETRIES} retries"
+            return None, f"the summary request failed: {exc}", tuple(spent)
+        spent.append((provider.model, response.usage))
+        return (*_judged(response.text, response.stop_reason, request.max_tokens, head), tuple(spent))
+    return None, f"the summary request was still too long after {SUMMARY_RETRIES} retries", tuple(spent)
 
 
 def _judged(text: str, stop: str | None, cap: int, head: list[Message]) -> tuple[str | None, str | None]:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..messages import Message
+from ..messages import Message, Usage
 
 
 @dataclass(frozen=True)
@@ -24,6 +24,8 @@ class Plan:
     summary: str | None
     new: list[Message] | None
     error: str | None
+    # the summary requests it took, (model, usage) each: logged as ``spend`` when committed
+    spent: tuple[tuple[str | None, Usage], ...] = ()
 
     @property
     def tail(self) -> int:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..conversation import Conversation
+from ..cost import Spend
 from ..errors import HookError, SessionWriteError
 from ..events import Compacted
 from ..messages import Message, ToolResult, Usage
@@ -77,6 +78,8 @@ class SharedState:
         # The last ``%compact --preview``, in memory only: ``--apply`` commits it while the
         # conversation is still the one it summarized.
         self.preview: Plan | None = None
+        # this run's requests that are not steps (Layer 2 summaries): the run's cost counts them
+        self.side_spend = Spend()
 
     def configure(self, settings: CompactSettings, *, system: str, tools: list[dict[str, Any]]) -> None:
         self.settings = settings
@@ -89,6 +92,7 @@ class SharedState:
         """A run begins: what is said once per run may be said again. Not part of ``configure``:
         ``%context`` and a window learned mid-run configure too, and must not reset it."""
         self.breaker_noted = self.unsaved_noted = False
+        self.side_spend = Spend()
 
     def restore(self, loaded: LoadResult) -> None:
         """Rebuild anchor, ledger, breaker and counters from a log."""

@@ -58,6 +58,13 @@ def usage_entry(usage: Usage, *, messages: int, model: str | None) -> dict[str, 
     return _entry("usage", **usage.to_dict(), messages=messages, model=model)
 
 
+def spend_entry(usage: Usage, *, purpose: str, model: str | None) -> dict[str, Any]:
+    # Its own type, not ``usage``: a reader that anchors its estimate on usage entries (and
+    # any older reader, which ignores unknown types) never takes a summary's size for the
+    # conversation's.
+    return _entry("spend", **usage.to_dict(), purpose=purpose, model=model)
+
+
 def note_entry(text: str, level: str = "info") -> dict[str, Any]:
     return _entry("note", text=text, level=level)
 
@@ -256,6 +263,15 @@ class UsageEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class SpendEntry:
+    """A request that was not a step of the conversation (``purpose``: ``summary``)."""
+
+    raw: dict[str, Any]
+    purpose: str
+    model: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class SpillEntry:
     raw: dict[str, Any]
     call_id: str | None
@@ -305,6 +321,7 @@ Entry = (
     MessageEntry
     | ReplaceEntry
     | UsageEntry
+    | SpendEntry
     | SpillEntry
     | CompactEntry
     | RolloverEntry
@@ -340,6 +357,9 @@ def parse_entry(e: Any) -> Entry | None:
     if kind == "usage":
         model = e.get("model")
         return UsageEntry(e, _anchor(e), model if model and isinstance(model, str) else None)
+    if kind == "spend":
+        model = e.get("model")
+        return SpendEntry(e, str(e.get("purpose") or ""), model if model and isinstance(model, str) else None)
     if kind == "replace":
         count, rid = e.get("count"), e.get("replace_id")
         if not isinstance(count, int) or count < 0 or not isinstance(rid, str):

@@ -22,6 +22,11 @@ class SessionRecord(Protocol):
         """A response's usage: the anchor of the next estimate (``messages`` = conversation length)."""
         ...
 
+    def spend(self, usage: Usage, *, purpose: str, model: str | None) -> None:
+        """A request that is not a step of the conversation (``purpose``: a Layer 2 summary):
+        counted in the session's cost, never an anchor of its estimate."""
+        ...
+
     def spill(self, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> None:
         """Layer 1 wrote a result to ``path`` (relative to the session); logged before its preview."""
         ...
@@ -53,6 +58,9 @@ class _NoRecord:
         """Dropped: there is no log."""
 
     def usage(self, usage: Usage, *, messages: int, model: str | None) -> None:
+        """Dropped: there is no log."""
+
+    def spend(self, usage: Usage, *, purpose: str, model: str | None) -> None:
         """Dropped: there is no log."""
 
     def spill(self, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> None:

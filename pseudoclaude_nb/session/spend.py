@@ -19,7 +19,7 @@ from typing import Any
 from .. import safeio
 from ..cost import Spend
 from ..messages import Usage
-from .entries import UsageEntry, parse_line
+from .entries import SpendEntry, UsageEntry, parse_line
 from .loader import log_path
 
 _COUNTS = (
@@ -56,10 +56,10 @@ def usage_of(raw: dict[str, Any]) -> Usage:
 
 def _read_lines(data: bytes, spend: Spend) -> None:
     for raw in data.split(b"\n"):
-        if b'"usage"' not in raw:
+        if b'"usage"' not in raw and b'"spend"' not in raw:
             continue
         entry = parse_line(raw)
-        if isinstance(entry, UsageEntry):
+        if isinstance(entry, (UsageEntry, SpendEntry)):  # a step's, or a summary's
             spend.add(usage_of(entry.raw), entry.model)
             ts = entry.raw.get("ts")
             if isinstance(ts, (int, float)):

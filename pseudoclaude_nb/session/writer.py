@@ -252,6 +252,10 @@ class SessionWriter:
         """A response's usage: the anchor of the next estimate (``messages`` = conversation length)."""
         self._log(entries.usage_entry(usage, messages=messages, model=model))
 
+    def spend(self, usage: Usage, *, purpose: str, model: str | None) -> None:
+        """A request that is not a step (a Layer 2 summary): its cost, never an anchor."""
+        self._log(entries.spend_entry(usage, purpose=purpose, model=model))
+
     def note(self, text: str, level: str = "info") -> None:
         self._log(entries.note_entry(text, level))
 
