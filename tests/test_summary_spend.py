@@ -36,7 +36,9 @@ def test_a_summary_in_a_run_is_in_the_runs_cost_and_the_log_but_never_an_anchor(
     agents.append(agent)
     first = write_script(workspace, "first", turn("answer one: " + "a" * 8_000))
     assert agent.run("first question", script=first).status == "done"
-    path = write_script(workspace, "second", TOO_LONG, turn("done after compacting"), summaries=["the summary"])
+    path = write_script(
+        workspace, "second", TOO_LONG, turn("done after compacting"), summaries=["the summary"]
+    )
 
     summary = agent.run("second question", script=path)
 

@@ -61,7 +61,16 @@ def _plan(state: SharedState, provider: Provider, messages: list[Message], befor
             error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
             after = before
     return Plan(
-        messages, start, estimate_tokens(head), estimate_tokens(tail), before, after, summary, new, error, spent
+        messages,
+        start,
+        estimate_tokens(head),
+        estimate_tokens(tail),
+        before,
+        after,
+        summary,
+        new,
+        error,
+        spent,
     )
 
 
