@@ -95,6 +95,10 @@ def test_a_run_that_asks_to_remember_saves_the_scripted_operations(workspace: Pa
     assert DESCRIPTION in (folder / "MEMORY.md").read_text(encoding="utf-8")
     notes = [e["text"] for e in log_entries(agent, "note")]
     assert notes == ["memory updated: created project/package manager"]
+    # the update request is paid too: in the session's cost (issue 31), never an anchor
+    (spent,) = log_entries(agent, "spend")
+    assert spent["purpose"] == "memory" and spent["model"] == agent.last_provider.model
+    assert spent["input_tokens"] > 0
 
 
 def test_the_next_run_gets_the_index_and_can_read_a_body(workspace: Path, agents) -> None:

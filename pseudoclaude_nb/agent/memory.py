@@ -100,6 +100,7 @@ class RunMemory:
             policy=self.settings.memory_policy,
             session_id=active.id,
             note=lambda text, level: log.note(text, level),
+            spent=lambda usage, model: log.spend(usage, purpose="memory", model=model),
         )
 
 

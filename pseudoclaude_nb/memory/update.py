@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..errors import InvalidOperation
-from ..messages import Message
+from ..messages import Message, Usage
 from ..providers.base import Provider, Request
 from .index import HEADINGS, cap_lines, entry_line
 from .operations import Operation, parse_operations, validate_operations
@@ -36,6 +36,7 @@ _log = logging.getLogger(__name__)
 
 Policy = Literal["explicit", "auto", "off"]
 Note = Callable[[str, str], None]  # (text, level "info" | "warning")
+Spent = Callable[[Usage, str | None], None]  # (the update request's usage, its model)
 
 # Under the default policy the update request is made only when a user message of the run
 # asks to remember or forget; the model then decides what exactly. Asking after every run
@@ -143,6 +144,7 @@ class _Job:
     source: str
     session_id: str | None
     note: Note | None
+    spent: Spent | None = None
 
 
 class BackgroundUpdate:
@@ -171,6 +173,7 @@ class BackgroundUpdate:
         policy: str = "explicit",
         session_id: str | None = None,
         note: Note | None = None,
+        spent: Spent | None = None,
     ) -> bool:
         """Queue the update for a run's new ``messages``; False when the policy asks for none.
 
@@ -183,7 +186,7 @@ class BackgroundUpdate:
             return False
         first_user = next((m for m in messages if m.role == "user" and m.tool_result is None), messages[0])
         source = f"{session_id}/{first_user.id}" if session_id else first_user.id
-        job = _Job(list(messages), provider, policy, source, session_id, note)
+        job = _Job(list(messages), provider, policy, source, session_id, note, spent)
         with self._cond:
             self._jobs.append(job)
             self._pending += 1
@@ -236,6 +239,7 @@ class BackgroundUpdate:
         except Exception as exc:  # noqa: BLE001 - whatever the provider raises
             report.error = f"the model request failed: {exc}"
             return report
+        _count(job, answer.usage)
         try:
             raw = parse_operations(answer.text)
         except InvalidOperation as exc:
@@ -270,6 +274,16 @@ class BackgroundUpdate:
             max_tokens=4096,
             purpose="memory",
         )
+
+
+def _count(job: _Job, usage: Usage) -> None:
+    """The update request's usage, to whoever counts it (the session's cost, issue 31)."""
+    if job.spent is None:
+        return
+    try:
+        job.spent(usage, job.provider.model)
+    except Exception:  # noqa: BLE001 - the session may be closed by now; the update goes on
+        _log.debug("a memory update's usage could not be counted", exc_info=True)
 
 
 def _tell(note: Note | None, report: UpdateReport) -> None:
