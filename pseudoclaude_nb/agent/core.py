@@ -30,7 +30,7 @@ from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
-from ..errors import ConfigError, SessionNotFoundError
+from ..errors import ConfigError
 from ..events import Compacted, RunEvent
 from ..history import HistoryIndex
 from ..hooks import RunEvents, RunHooks
@@ -41,7 +41,7 @@ from ..notebook import ActivityBlock, NotebookHost
 from ..providers import Provider, provider_for
 from ..runner import Listener, Notice, Runner, RunSummary
 from ..session import LoadResult, SessionWriter, load_session, new_session_dir
-from ..session.catalog import latest_session
+from ..session.catalog import session_id_or_latest
 from ..tools import Permissions, PythonExecutor
 from ..workspace import resolve_workspace, session_dir
 from . import views
@@ -173,11 +173,7 @@ class Agent:
     def resume(self, session_id: str | None = None) -> LoadResult:
         """Make a stored session current. ``None`` means the latest one."""
         ws = self.workspace
-        if session_id is None:
-            latest = latest_session(ws)
-            if latest is None:
-                raise SessionNotFoundError(f"no sessions in {ws} yet; start one with %agent")
-            session_id = latest.id
+        session_id = session_id_or_latest(ws, session_id)
         path = session_dir(ws, session_id)
         if self.session is not None and self.session.dir == path:
             self._close_session()  # resuming the current session reloads it from disk

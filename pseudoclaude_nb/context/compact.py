@@ -76,9 +76,7 @@ class CompactStrategy:
         return False
 
     def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
-        if review is not None and review.skips("compact"):
-            return False
-        return layer2.compact(self.state, provider, "forced", emit, review).ok
+        return layer2.recover(self.state, provider, emit, review)
 
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return tools

@@ -101,6 +101,14 @@ def compact(
     return commit(state, p, trigger, emit)
 
 
+def recover(state: SharedState, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
+    """The provider said the prompt is too long: one forced Layer 2 (unless the person's review
+    skips compactions); True when it shrank the conversation."""
+    if review is not None and review.skips("compact"):
+        return False
+    return compact(state, provider, "forced", emit, review).ok
+
+
 def proposal(p: Plan, trigger: str) -> Proposal:
     assert p.summary is not None
     return Proposal(

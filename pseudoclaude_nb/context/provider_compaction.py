@@ -175,9 +175,7 @@ class ProviderCompactionStrategy:
     def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
         # The provider refused the prompt as too long before its own compaction could run (a
         # trigger above what the window holds): our Layer 2 once, as under compact.
-        if review is not None and review.skips("compact"):
-            return False
-        return layer2.compact(self.state, provider, "forced", emit, review).ok
+        return layer2.recover(self.state, provider, emit, review)
 
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         return tools

@@ -23,7 +23,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import SessionNotFoundError
 from ..workspace import resolve_workspace, session_dir
 
 if TYPE_CHECKING:
@@ -129,15 +128,11 @@ class SessionHost:
             sid = agent.session.id if agent.session is not None else session_id or ""
             return Resumed(sid, len(loaded.messages), loaded.last_ts, loaded.problems())
         from ..session import locks
-        from ..session.catalog import latest_session, session_info
+        from ..session.catalog import session_id_or_latest, session_info
         from ..session.sidecar_meta import read_meta
 
         ws = self.workspace
-        if session_id is None:
-            latest = latest_session(ws)
-            if latest is None:
-                raise SessionNotFoundError(f"no sessions in {ws} yet; start one with %agent")
-            session_id = latest.id
+        session_id = session_id_or_latest(ws, session_id)
         path = session_dir(ws, session_id)
         if self._pending is not None and self._pending.path == path:
             self.release()  # the pending session again: read afresh (our own lock would refuse us)

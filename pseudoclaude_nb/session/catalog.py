@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from .. import safeio
-from ..errors import SessionError
+from ..errors import SessionError, SessionNotFoundError
 from ..workspace import LOCK_NAME, LOG_NAME, META_NAME, TIMELINE_INDEX, sessions_dir
 from . import sidecar_meta
 from .locks import held, is_locked
@@ -232,6 +232,17 @@ def list_sessions(workspace: Path) -> list[SessionInfo]:
             os.close(root_fd)
     infos.sort(key=lambda s: (s.last_activity, s.id), reverse=True)
     return infos
+
+
+def session_id_or_latest(workspace: Path, session_id: str | None) -> str:
+    """``session_id``, or the latest session's when it is None (``resume --last``); a workspace
+    with no session yet says how to start one."""
+    if session_id is not None:
+        return session_id
+    latest = latest_session(workspace)
+    if latest is None:
+        raise SessionNotFoundError(f"no sessions in {workspace} yet; start one with %agent")
+    return latest.id
 
 
 def latest_session(workspace: Path) -> SessionInfo | None:
