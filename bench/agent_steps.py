@@ -3,14 +3,14 @@
 The path a user runs: a real IPython ``InteractiveShell`` with the extension loaded, the
 ``%agent`` magic with the terminal renderer (printing to a buffer), the scripted provider
 supplying usage the way a real one does (it estimates the request it is sent: anchor +
-delta), fsync on, the history index on (the background indexer, flushed at the end of
-each run), every tool call run for real (``read_file`` of a small file). No compaction:
+delta), fsync on, the history index on (the background indexer: a run opens the index and
+leaves the catch-up of its appends to the indexer), every tool call run for real (``read_file`` of a small file). No compaction:
 the window is far above the conversation, as large windows are now normal.
 
 A session of N messages (realistic content, written by the product's writer) is resumed
 with ``%sessions resume`` and warmed by one untimed ``%agent`` run, which also indexes it;
 then each timed ``%agent`` run plays ``steps`` model steps. The figure is the run's wall
-time divided by its steps: everything ``%agent`` does per run (setup, the final flush of
+time divided by its steps: everything ``%agent`` does per run (setup, opening
 the index, the end line) is in it, spread over the steps. Sizes are interleaved and each
 timed run starts from a fresh copy of the warmed workspace, so the small end stays small.
 """
@@ -177,7 +177,8 @@ def per_step_through_magic(root: Path, sizes: Sizes, *, profile: Path | None = N
                 "steps_per_run": steps,
                 "runs_timed_each": len(at_small),
                 "method": "wall time of one %agent run / its steps (median of fresh copies, interleaved, GC on), scripted provider "
-                "estimating usage, read_file tool, history index and fsync on",
+                "estimating usage, read_file tool, history index and fsync on; the index's catch-up of the run's appends "
+                "is the background indexer's once the cell is over (its cost is the append_caught_up row's)",
             },
             note="" if big >= 10_000 else f"quick mode: {big:,} messages, no verdict",
         )

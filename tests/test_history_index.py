@@ -236,6 +236,7 @@ def test_a_rewritten_log_is_reindexed_without_duplicates(workspace: Path, agents
 def test_a_deleted_index_is_rebuilt(workspace: Path, agents):
     agent = make_agent(workspace, agents, turn("remember LIME-3"))
     agent.run("one")
+    agent.history.flush()  # the background indexer's catch-up: the kernel now holds the file open
     sid = agent.session.id
     for suffix in ("", "-wal", "-shm"):
         Path(f"{index_file(workspace)}{suffix}").unlink(missing_ok=True)

@@ -346,14 +346,16 @@ class Agent:
         finally:
             active.conversation.remove_hooks(collect)
             active.idle_since = time.time()
-            # The run's last appends into the index before the next cell (once per run, not per
-            # append), and any problem the background indexer met said during the run.
-            self.history.flush()
+            # The run's last appends reach the index in the background once the cell is over
+            # (every search catches up first): the catch-up's commit grew with the index and
+            # was most of what a run's steps grew by at 10,000 messages (issue 34). The file
+            # is opened, so what is wrong with it is said in this run.
+            self.history.ready()
             # The listing and resume --last then read a current sidecar (no catch-up).
             active.writer.settle_meta()
-            # What the index and the writer could not keep, said in the run that met it.
-            met, self.history.notices[:] = list(self.history.notices), []
-            for text in met + active.writer.take_notices():
+            # What the index and the writer could not keep, said in the run that met it (the
+            # background indexer's, in the first run or magic after it met them).
+            for text in self.history.take_notices() + active.writer.take_notices():
                 runner.emit(Notice(text, "warning"))
         return summary, new_messages
 

@@ -161,6 +161,28 @@ class HistoryIndex:
         for text in deferred:
             self._notice(text)
 
+    def ready(self) -> None:
+        """Open the index now, without catching up: its shape checked, a foreign file set
+        aside, a broken one said (``notices``). Never raises.
+
+        What a run ends with: the catch-up of its appends is left to the background indexer,
+        whose commit grew with the index (issue 34), while what is wrong with the file is
+        still said in the run that met it.
+        """
+        if self.disabled:
+            return
+        try:
+            self._run(lambda con: None)
+        except Exception as exc:  # noqa: BLE001 - derived data: report, never fail the caller
+            self._notice(f"history index not updated: {exc}")
+
+    def take_notices(self) -> list[str]:
+        """What the index met and has not said, the background indexer's included; forgotten here."""
+        deferred, self._deferred = self._deferred, []
+        kept = list(self.notices)
+        self.notices.clear()
+        return kept + deferred
+
     def lag(self, *, count: int = 1 << 62, sizes: dict[str, int] | None = None) -> dict[str, Lag]:
         """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
 
