@@ -8,12 +8,10 @@ the absolute times are kept beside them for the reader.
 
 from __future__ import annotations
 
-import gc
 import os
 import statistics
 import time
 from collections.abc import Callable
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -36,7 +34,7 @@ class Sizes:
     corpus_kb: int  # per tokenizer corpus
     cost_steps: int  # steps of the context-cost task (the issue: >= 200)
     cost_window: int  # the window of the managed strategies
-    repeat: int  # repetitions of each timing; the median (or best) is kept
+    repeat: int  # repetitions of each timing; the median is kept
     index_variants: bool = True  # also time the reference rows with the history index
     timeline_mb: int = 200  # the log the timeline is built for (issue 18: 200 MB)
     magic_big: int = 10_000  # messages of the big session for the per-step cost through %agent
@@ -108,41 +106,20 @@ def timed(fn: Callable[[], Any]) -> float:
 
 
 def median_time(fn: Callable[[], Any], repeat: int, *, setup: Callable[[], Any] | None = None) -> float:
-    """Median of ``repeat`` runs of ``fn`` (``setup`` before each, not timed), GC off while timing."""
+    """Median of ``repeat`` runs of ``fn`` (``setup`` before each, not timed), GC on as a user runs it (issue 34)."""
     times = []
     for _ in range(repeat):
         if setup is not None:
             setup()
-        with no_gc():
-            times.append(timed(fn))
+        times.append(timed(fn))
     return statistics.median(times)
 
 
 def cpu_time(fn: Callable[[], Any]) -> float:
-    """CPU seconds of this process spent in ``fn`` (GC off)."""
-    with no_gc():
-        started = time.process_time()
-        fn()
-        return time.process_time() - started
-
-
-def best_time(fn: Callable[[], Any], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        with no_gc():
-            times.append(timed(fn))
-    return min(times)
-
-
-@contextmanager
-def no_gc():
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    """CPU seconds of this process spent in ``fn`` (GC on)."""
+    started = time.process_time()
+    fn()
+    return time.process_time() - started
 
 
 def dir_bytes(path: Path) -> int:

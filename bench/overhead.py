@@ -20,7 +20,7 @@ from pseudoclaude_nb.messages import Message, Usage
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 
-from .common import Row, Sizes, no_gc, timed
+from .common import Row, Sizes, timed
 from .workload import Workload
 
 SYSTEM = "You are a coding agent in a notebook.\n" * 40
@@ -70,8 +70,7 @@ class _Harness:
                 conversation.append(r)
             context.spiller.after_tools(len(results))
 
-        with no_gc():
-            return timed(step)
+        return timed(step)
 
     def close(self) -> None:
         self.writer.close()
@@ -102,7 +101,7 @@ def harness_overhead(root: Path, sizes: Sizes) -> list[Row]:
                     h.close()
             at_small.append(statistics.median(times[0]))
             at_big.append(statistics.median(times[1]))
-        s, b = min(at_small), min(at_big)
+        s, b = statistics.median(at_small), statistics.median(at_big)
         ratio = b / s
         rows.append(
             Row(
@@ -122,7 +121,16 @@ def harness_overhead(root: Path, sizes: Sizes) -> list[Row]:
                     f"us_per_step_at_{sizes.overhead_big}": round(b * 1e6, 1),
                     "steps_timed": len(steps),
                     "messages_per_step": round(sum(len(x) for x in steps) / len(steps), 2),
-                    "method": "the two sizes' steps timed in turn (median per run, best run of each)",
+                    f"min_max_us_at_{sizes.overhead_small}": [
+                        round(min(at_small) * 1e6, 1),
+                        round(max(at_small) * 1e6, 1),
+                    ],
+                    f"min_max_us_at_{sizes.overhead_big}": [
+                        round(min(at_big) * 1e6, 1),
+                        round(max(at_big) * 1e6, 1),
+                    ],
+                    "runs": len(at_small),
+                    "method": "the two sizes' steps timed in turn, GC on (median step per run, median of the runs)",
                 },
             )
         )
