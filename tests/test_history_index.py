@@ -297,3 +297,25 @@ def test_the_index_catches_up_on_logs_written_without_it(workspace: Path, agents
         assert (hit.session_id, hit.role, hit.kind) == (sid, "assistant", "text")
     finally:
         index.close()
+
+
+def test_a_run_leaves_its_catch_up_to_the_background_and_a_listing_does_not_call_it_lag(
+    workspace: Path, agents, monkeypatch
+):
+    """Issue 34: a run ends without the index's catch-up (its commit grew with the index);
+    the listing right after it does not report the kernel's own appends as lag, while a
+    fresh index (another kernel) sees them behind until the background indexer commits."""
+    from pseudoclaude_nb.magics import sessions as sessions_magic
+
+    monkeypatch.setattr("pseudoclaude_nb.history.backlog.QUIET_SECONDS", 3600.0)
+    monkeypatch.setattr("pseudoclaude_nb.history.backlog.MAX_WAIT_SECONDS", 3600.0)
+    agent = make_agent(workspace, agents, turn("remember QUINCE-4"))
+    agent.run("one")
+    assert index_file(workspace).is_file()  # opened by the run: its shape was checked
+    other = HistoryIndex(workspace)
+    try:
+        assert agent.session.id in other.lag()  # not committed by the run
+    finally:
+        other._close_connection()  # noqa: SLF001 - closed without a catch-up of its own
+    assert sessions_magic._index_lag(agent) == ""  # marked for the background: not news
+    assert [h.snippet for h in agent.history.search("QUINCE-4")] == ["remember QUINCE-4"]

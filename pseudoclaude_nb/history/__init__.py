@@ -184,7 +184,8 @@ class HistoryIndex:
         return kept + deferred
 
     def lag(self, *, count: int = 1 << 62, sizes: dict[str, int] | None = None) -> dict[str, Lag]:
-        """Sessions whose log holds entries the index has not consumed yet (empty: all indexed).
+        """Sessions whose log holds entries the index has not consumed yet (empty: all indexed),
+        but for those the background indexer is about to catch up (this kernel's appends).
 
         Reads the committed offsets; never raises, never waits long for a catch-up under way
         (then it says nothing).
@@ -204,7 +205,10 @@ class HistoryIndex:
             return {}
         finally:
             self._lock.release()
-        return lag(self.workspace, rows, count=count, sizes=sizes)
+        found = lag(self.workspace, rows, count=count, sizes=sizes)
+        for name in self._backlog.marked() & found.keys():
+            del found[name]  # this kernel's last appends, caught up in a moment
+        return found
 
     def close(self) -> None:
         if self._backlog:

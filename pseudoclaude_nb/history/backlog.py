@@ -40,9 +40,16 @@ class Backlog:
         self._running = False  # the thread's loop is on (it clears this if it ever ends)
         self._drain_lock = threading.Lock()  # one catch-up of the pending sessions at a time
         self._local = threading.local()
+        self._taken: list[Path] = []  # the sessions a catch-up under way took (unmarked meanwhile)
 
     def __bool__(self) -> bool:
         return bool(self._pending)
+
+    def marked(self) -> set[str]:
+        """The names of the session folders marked or being caught up now: their lag is this
+        kernel's own appends, gone in a moment, not news for a listing."""
+        with self._pending_lock:
+            return {p.name for p in (*self._pending.values(), *self._taken)}
 
     @property
     def on_background_thread(self) -> bool:
@@ -99,10 +106,14 @@ class Backlog:
 
     def _drain(self) -> None:
         with self._pending_lock:
-            pending = sorted(self._pending.values())
+            pending = self._taken = sorted(self._pending.values())
             self._pending.clear()  # in place: the markers hold this dict
-        for folder in pending:
-            self._catch_up(folder)
+        try:
+            for folder in pending:
+                self._catch_up(folder)
+        finally:
+            with self._pending_lock:
+                self._taken = []
 
     def _loop(self) -> None:
         try:
