@@ -21,8 +21,7 @@ import random
 import shutil
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,7 +29,6 @@ from typing import Any
 import orjson
 
 from pseudoclaude_nb.agent import Agent
-from pseudoclaude_nb.agent import core as agent_module  # where a run builds its provider
 from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.base import Request
@@ -257,17 +255,6 @@ def _pending_note(messages: list[Message]) -> Message | None:
     return None
 
 
-@contextmanager
-def _provider(make: Callable[..., Any]) -> Iterator[None]:
-    """Agent builds its provider per run; the bench hands it one that keeps its place in the script."""
-    real = agent_module.provider_for
-    agent_module.provider_for = make  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        agent_module.provider_for = real  # type: ignore[assignment]
-
-
 @dataclass
 class RunResult:
     strategy: Strategy
@@ -305,17 +292,15 @@ def run_task(root: Path, template: Path, strategy: Strategy, runs: list, window:
             max_steps=1_000,
             context_window=strategy.settings.get("context_window", window),
             **settings,
-        )
+        ),
+        providers=lambda _config: provider,  # every run: the one script, which keeps its place
     )
     started = time.perf_counter()
     statuses = []
     try:
-        with _provider(lambda *a, **k: provider):
-            for prompt, _turns in runs:
-                summary = agent.run(prompt)
-                statuses.append(
-                    summary.status if summary.error is None else f"{summary.status}: {summary.error}"
-                )
+        for prompt, _turns in runs:
+            summary = agent.run(prompt)
+            statuses.append(summary.status if summary.error is None else f"{summary.status}: {summary.error}")
         assert agent.session is not None
         folder = agent.session.dir
         context = agent.session.context

@@ -64,8 +64,12 @@ class Agent:
         python_executor: PythonExecutor | None = None,
         ask: Callable[[str], str] | None = None,
         notebook: NotebookHost | None = None,
+        providers: Callable[[RunConfig], Provider] = provider_for,
     ) -> None:
         self.settings = settings or PseudoClaude()
+        # Makes each run's provider from its settings; the strategy lab and the bench pass one
+        # that hands every run the same scripted model, which keeps its place in the task.
+        self.providers = providers
         self.notebook_file = notebook_file
         self.notebook = notebook
         self.session: ActiveSession | None = None
@@ -269,7 +273,7 @@ class Agent:
         about replaces when ``confirm_compaction`` is on (default: a text prompt through ``ask``)."""
         config = self.config(**options)
         warnings = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
-        provider = provider_for(config)
+        provider = self.providers(config)
         check_provider(config.strategy, provider)  # --strategy api: before any session or request
         if new:
             self.new_session()
@@ -419,7 +423,7 @@ class Agent:
         """The provider of the last run (a scripted one keeps its place), else a new one."""
         if self.last_provider is not None:
             return self.last_provider
-        return provider_for(self.config(strategy=self._strategy()))
+        return self.providers(self.config(strategy=self._strategy()))
 
     def dry_plan(self) -> RunPlan:
         """The plan of the next run, made without touching the session (``%context``)."""

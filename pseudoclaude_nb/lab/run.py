@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..agent import core as agent_module
+from ..agent import Agent
 from ..config import PseudoClaude
 from ..context.manager import STRATEGIES
 from ..messages import Message
@@ -115,18 +115,6 @@ def lab_process(home: Path) -> Iterator[None]:
             os.environ["PSEUDOCLAUDE_HOME"] = before
 
 
-@contextlib.contextmanager
-def _provider(model: LabModel) -> Iterator[None]:
-    """The agent builds its provider per run from its settings; the lab hands it the one
-    model that keeps its place in the task (as ``bench/cost.py`` does), for one arm."""
-    real = agent_module.provider_for
-    agent_module.provider_for = lambda *_a, **_k: model
-    try:
-        yield
-    finally:
-        agent_module.provider_for = real
-
-
 def run_arm(
     arm: Arm,
     task: Task,
@@ -153,7 +141,8 @@ def run_arm(
     )
     if arm.name == NONE:
         settings.update(spill_bytes=10**12, spill_batch_bytes=10**12)
-    agent = agent_module.Agent(PseudoClaude(**settings))
+    # Every run of the arm gets the one model that keeps its place in the task.
+    agent = Agent(PseudoClaude(**settings), providers=lambda _config: model)
     result = ArmResult(arm)
     started = time.perf_counter()
     try:
@@ -162,8 +151,7 @@ def run_arm(
                 for text in PIN_TEXTS:
                     agent.pins.add(text)
             for prompt, _turns in task.runs:
-                with _provider(model):
-                    summary = agent.run(prompt)
+                summary = agent.run(prompt)
                 result.statuses.append(
                     summary.status if summary.error is None else f"{summary.status}: {summary.error}"
                 )
