@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "--strategy",
         choices=STRATEGIES,
         default="compact",
-        help="context strategy: compact (a summary, the default) or rollover (a handoff to a fresh window)",
+        help="context strategy: compact (a summary, the default), rollover (a handoff to a fresh window) "
+        "or api (the provider's own compaction)",
     )
     lab = sub.add_parser(
         "lab",
