@@ -141,7 +141,10 @@ def test_a_typed_pin_keeps_its_spaces_quotes_and_dashes(ip, workspace: Path) -> 
         "--first is a flag",
     ]
     # "--" ends the options (docs/steering.md): the word itself, not the first prompt.
-    assert run(ip, "context pin -- --first") == "pinned #4: --first (held: written into the session the next run starts)\n"
+    assert (
+        run(ip, "context pin -- --first")
+        == "pinned #4: --first (held: written into the session the next run starts)\n"
+    )
     assert current_agent(ip).pins.texts()[-1] == "--first"
 
 
