@@ -155,7 +155,9 @@ def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         )
     # Checked before the lab runs (a minute), not found when its figures are written.
     if args.json is not None and not args.json.parent.is_dir():
-        parser.error(f"--json {args.json}: the folder {args.json.parent} does not exist; create it or name another")
+        parser.error(
+            f"--json {args.json}: the folder {args.json.parent} does not exist; create it or name another"
+        )
     sizes = experiments.QUICK if args.quick else experiments.FULL
     result = experiments.run_lab(
         sizes,

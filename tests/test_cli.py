@@ -64,7 +64,10 @@ def test_demo_command_rejects_unknown_subcommands(tmp_path: Path) -> None:
 
 def test_demo_help_names_every_strategy_it_takes(tmp_path: Path) -> None:
     proc = subprocess.run(
-        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--help"], cwd=tmp_path, capture_output=True, text=True
+        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
     )
     said = " ".join(proc.stdout.split())
     assert proc.returncode == 0 and "{compact,rollover,api}" in said

@@ -74,4 +74,3 @@ def test_an_error_line_keeps_its_fix() -> None:
     assert refused == f"✗ {NO_STDIN_REFUSAL}"
     long = ToolResult(call_id="c", content="x" * 500 + "\nmore", is_error=True)
     assert result_brief(long) == "✗ " + "x" * 199 + "…"
-

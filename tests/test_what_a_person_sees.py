@@ -314,7 +314,9 @@ def test_the_demo_says_it_plays_a_fixed_script(ip, workspace: Path) -> None:
 
 
 def test_a_refused_call_says_how_to_allow_it_in_the_terminal(ip, workspace) -> None:
-    path = write_script(workspace, "s", turn("", ("write_file", {"path": "a.py", "content": "x"})), turn("ok"))
+    path = write_script(
+        workspace, "s", turn("", ("write_file", {"path": "a.py", "content": "x"})), turn("ok")
+    )
     shown = run_magic(ip, f"agent --provider scripted --script {path} --mode ask write it")
     assert "rerun with --mode auto to allow tools, or --mode read-only" in shown
     assert not (workspace / "a.py").exists()
