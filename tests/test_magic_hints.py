@@ -61,3 +61,12 @@ def test_a_workspace_setting_that_is_no_folder_is_a_usage_error_with_the_fix(
     with pytest.raises(UsageError) as raised:
         ip.run_line_magic(magic, line)
     assert "is not a directory; set PseudoClaude.workspace to an existing folder" in str(raised.value)
+
+
+def test_an_unknown_provider_names_every_choice_auto_included(ip) -> None:
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic("agent", "--provider nope hi")
+    assert (
+        "unknown provider 'nope'; choose one of: anthropic, openai, offline, demo, scripted, or auto"
+        in str(raised.value)
+    )
