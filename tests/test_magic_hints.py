@@ -21,6 +21,8 @@ from IPython.core.error import UsageError
         ("sessions", "list --limt 3", "--limt: did you mean --limit?"),
         ("sessions", "shwo", "unknown action 'shwo'; did you mean 'show'?"),
         ("memory", "shwo", "unknown action 'shwo'; did you mean 'show'?"),
+        ("context", "pinss", "unknown action 'pinss'; did you mean 'pins'?"),
+        ("context", "bogus", "unknown action 'bogus'; use one of: pin, pins, unpin"),
         ("mcp", "--bogus", "--bogus is not an option"),
     ],
 )
