@@ -130,7 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return run_demo(args.workspace.resolve(), quiet=args.quiet, strategy=args.strategy)
+        workspace = args.workspace.resolve()
+        try:  # made here, so a path that cannot be a folder is one line, not a traceback
+            workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(
+                f"--workspace {args.workspace}: cannot make it a folder ({exc.strerror}); name another"
+            )
+        return run_demo(workspace, quiet=args.quiet, strategy=args.strategy)
     if args.command == "lab":
         return run_lab_command(args, parser)
     return 2
