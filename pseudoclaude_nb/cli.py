@@ -103,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
         "--strategy",
         choices=STRATEGIES,
         default="compact",
-        help="context strategy: compact (a summary, the default) or rollover (a handoff to a fresh window)",
+        help="context strategy: compact (a summary, the default), rollover (a handoff to a fresh window) "
+        "or api (the provider's own compaction)",
     )
     lab = sub.add_parser(
         "lab",
@@ -129,7 +130,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     if args.command == "demo":
-        return run_demo(args.workspace.resolve(), quiet=args.quiet, strategy=args.strategy)
+        workspace = args.workspace.resolve()
+        try:  # made here, so a path that cannot be a folder is one line, not a traceback
+            workspace.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            parser.error(
+                f"--workspace {args.workspace}: cannot make it a folder ({exc.strerror}); name another"
+            )
+        return run_demo(workspace, quiet=args.quiet, strategy=args.strategy)
     if args.command == "lab":
         return run_lab_command(args, parser)
     return 2
@@ -151,6 +159,11 @@ def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     if unknown or not arms:
         parser.error(
             f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}"
+        )
+    # Checked before the lab runs (a minute), not found when its figures are written.
+    if args.json is not None and not args.json.parent.is_dir():
+        parser.error(
+            f"--json {args.json}: the folder {args.json.parent} does not exist; create it or name another"
         )
     sizes = experiments.QUICK if args.quick else experiments.FULL
     result = experiments.run_lab(

@@ -13,6 +13,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from IPython.core.error import UsageError
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
@@ -471,3 +472,13 @@ def test_reading_a_member_stops_just_past_its_declared_size(tmp_path) -> None:
     with pytest.raises(ArchiveError, match="inflates past its declared size"):
         import_check.hash_member(fake_zip, info, tmp_path / "x.zip", 1_000, None)
     assert stream.served == 1_001
+
+
+def test_importing_a_folder_says_it_is_no_regular_file(ip, workspace: Path) -> None:
+    # The audit found "%sessions import failed: Is a directory (8)": the 8 was a file descriptor.
+    (workspace / "exports").mkdir()
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic("sessions", "import exports")
+    said = str(raised.value)
+    assert "rejected exports: it is not a regular file (a FIFO, device or directory)" in said, said
+    assert "(8)" not in said and "Is a directory" not in said

@@ -60,3 +60,27 @@ def test_demo_command_rejects_unknown_subcommands(tmp_path: Path) -> None:
         [sys.executable, "-m", "pseudoclaude_nb", "nonsense"], cwd=tmp_path, capture_output=True, text=True
     )
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_demo_help_names_every_strategy_it_takes(tmp_path: Path) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--help"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    said = " ".join(proc.stdout.split())
+    assert proc.returncode == 0 and "{compact,rollover,api}" in said
+    assert "rollover (a handoff to a fresh window) or api (the provider's own compaction)" in said
+
+
+def test_a_demo_workspace_that_cannot_be_a_folder_is_one_line(tmp_path: Path) -> None:
+    (tmp_path / "a-file").write_text("not a folder\n", encoding="utf-8")
+    proc = subprocess.run(
+        [sys.executable, "-m", "pseudoclaude_nb", "demo", "--workspace", "a-file"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+    )
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert "--workspace a-file: cannot make it a folder (File exists); name another" in proc.stderr

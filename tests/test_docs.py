@@ -66,3 +66,14 @@ def test_readme_links_into_docs_name_pages_and_headings_that_exist(site: Path) -
             if anchor not in _anchors(built.read_text(encoding="utf-8")):
                 broken.append(f"{link}: no heading #{anchor} in {target}")
     assert not broken, "\n".join(broken)
+
+
+def test_every_setting_has_its_row_on_the_configuration_page() -> None:
+    # The audit found confirm_compaction (used on the steering page) and confirm_default missing.
+    from pseudoclaude_nb.config import PseudoClaude
+
+    page = (ROOT / "docs" / "configuration.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(\w+)` \|", page, re.MULTILINE))
+    settings = set(PseudoClaude.class_own_traits(config=True))
+    assert sorted(settings - rows) == [], "settings with no row in docs/configuration.md"
+    assert sorted(rows - settings) == [], "rows of docs/configuration.md that are no setting"

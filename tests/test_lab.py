@@ -167,6 +167,7 @@ def test_the_command_says_how_to_fix_a_wrong_option(tmp_path: Path) -> None:
         (["--price-model", "no-such-model"], "prices.json has no such model"),
         (["--arms", "none,sideways"], "choose from none, compact, rollover"),
         (["--summary-facts", "0"], "at least 1"),
+        (["--quick", "--json", "missing/figures.json"], "the folder missing does not exist; create it"),
     ):
         proc = subprocess.run(
             [sys.executable, "-m", "pseudoclaude_nb", "lab", *args],

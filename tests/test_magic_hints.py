@@ -21,6 +21,8 @@ from IPython.core.error import UsageError
         ("sessions", "list --limt 3", "--limt: did you mean --limit?"),
         ("sessions", "shwo", "unknown action 'shwo'; did you mean 'show'?"),
         ("memory", "shwo", "unknown action 'shwo'; did you mean 'show'?"),
+        ("context", "pinss", "unknown action 'pinss'; did you mean 'pins'?"),
+        ("context", "bogus", "unknown action 'bogus'; use one of: pin, pins, unpin"),
         ("mcp", "--bogus", "--bogus is not an option"),
     ],
 )
@@ -38,3 +40,35 @@ def test_nothing_near_gets_no_guess(ip) -> None:
     with pytest.raises(UsageError) as raised:
         ip.run_line_magic("agent", "--zzzzzz hi")
     assert "did you mean" not in str(raised.value) and "--zzzzzz is not an option" in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("magic", "line"),
+    [
+        ("agent", "--tools"),
+        ("agent", "hi"),
+        ("mcp", ""),
+        ("mcp", "start"),
+        ("sessions", "list"),
+        ("memory", ""),
+        ("context", ""),
+        ("compact", "--status"),
+    ],
+)
+def test_a_workspace_setting_that_is_no_folder_is_a_usage_error_with_the_fix(
+    ip, tmp_path, magic: str, line: str
+) -> None:
+    # The audit found %agent --tools and %mcp showing a ConfigError traceback here.
+    ip.run_line_magic("config", f'PseudoClaude.workspace = "{tmp_path / "no-such-folder"}"')
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic(magic, line)
+    assert "is not a directory; set PseudoClaude.workspace to an existing folder" in str(raised.value)
+
+
+def test_an_unknown_provider_names_every_choice_auto_included(ip) -> None:
+    with pytest.raises(UsageError) as raised:
+        ip.run_line_magic("agent", "--provider nope hi")
+    assert (
+        "unknown provider 'nope'; choose one of: anthropic, openai, offline, demo, scripted, or auto"
+        in str(raised.value)
+    )

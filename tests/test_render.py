@@ -8,6 +8,7 @@ from pseudoclaude_nb.cost import Spend
 from pseudoclaude_nb.events import Compacted, ContextState, RunFinished, RunSummary, Spilled
 from pseudoclaude_nb.magics.render import TerminalRenderer, call_brief, context_line, end_line, result_brief
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage
+from pseudoclaude_nb.tools.registry import NO_STDIN_REFUSAL
 
 
 def test_call_brief_is_one_short_line() -> None:
@@ -65,3 +66,11 @@ def test_terminal_renderer_prints_errors_and_the_end_line() -> None:
     renderer(RunFinished(summary))
     text = out.getvalue()
     assert text.startswith("error: the provider said no\n✗ error · 1 step · ")
+
+
+def test_an_error_line_keeps_its_fix() -> None:
+    # The audit found "… has no stdin; rer" on the tool line: the fix cut off at 80 characters.
+    refused = result_brief(ToolResult(call_id="c", content=NO_STDIN_REFUSAL, is_error=True))
+    assert refused == f"✗ {NO_STDIN_REFUSAL}"
+    long = ToolResult(call_id="c", content="x" * 500 + "\nmore", is_error=True)
+    assert result_brief(long) == "✗ " + "x" * 199 + "…"

@@ -150,6 +150,14 @@ def test_without_stdin_the_configured_default_applies_with_a_notice(workspace: P
     compacts = [(e.trigger, e.ok) for e in events if isinstance(e, Compacted)]
     assert compacts == ([("auto", True)] if default == "approve" else [("auto", False)])
     assert agent.session.context.shared.breaker.failures == 0
+    # Nobody answered, so nothing may say the person rejected it: the default did.
+    texts = [*notices(events), *(e.error or "" for e in events if isinstance(e, Compacted))]
+    assert not any("by you" in t for t in texts), texts
+    logged = [e["text"] for e in of_type(read_log(agent.session.dir), "note")]
+    assert not any("rejected by the person" in t for t in logged), logged
+    if default == "reject":
+        assert any("rejected by PseudoClaude.confirm_default (nobody could answer)" in t for t in texts)
+        assert any("rejected by PseudoClaude.confirm_default" in t for t in logged)
 
 
 def test_the_forced_compaction_is_asked_too(workspace: Path, agents):
@@ -276,6 +284,29 @@ def test_rollover_commit_rejected_keeps_the_window_and_asks_once(workspace: Path
     entries = read_log(agent.session.dir)
     assert of_type(entries, "rollover") == [] and of_type(entries, "replace") == []
     assert agent.last_provider.requests[-1].messages[0].content.endswith("fix budget.py")
+
+
+def test_a_rollover_rejected_by_the_default_does_not_say_you_rejected_it(workspace: Path, agents):
+    agent = rollover_agent(
+        workspace,
+        agents,
+        used(85_000, turn("Big read done.", ("read_file", {"path": "budget.py"}))),
+        used(86_000, turn("Another read.", ("read_file", {"path": "budget.py"}))),
+        turn("Still in the old window."),
+    )
+    agent.settings.confirm_default = "reject"
+
+    def no_stdin(prompt: str) -> str:
+        raise EOFError("stdin is not available")
+
+    agent.ask = no_stdin
+    events: list = []
+    assert agent.run("fix budget.py", listeners=[events.append]).status == "done"
+    said = notices(events)
+    assert any("rollover rejected by PseudoClaude.confirm_default (nobody could answer)" in t for t in said)
+    assert not any("by you" in t for t in said), said
+    logged = [e["text"] for e in of_type(read_log(agent.session.dir), "note")]
+    assert any("rollover rejected by PseudoClaude.confirm_default" in t for t in logged), logged
 
 
 # --- the prompt ---------------------------------------------------------------------------------------

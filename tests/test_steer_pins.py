@@ -117,11 +117,11 @@ def test_a_pin_before_the_first_run_lands_in_the_session_that_run_starts(ip, wor
 
 def test_pin_first_pins_the_first_prompt_as_typed(ip, workspace: Path) -> None:
     with pytest.raises(UsageError, match="no session yet"):
-        ip.run_line_magic("context", "pin -- --first")
+        ip.run_line_magic("context", "pin --first")
     path = write(workspace / "s.json", script(turn("ok")))  # each run plays it from the top
     spec = "Build a CSV loader:  keep  headers,\nskip blank lines."
     current_agent(ip).run(spec, provider="scripted", script=str(path))
-    out = run(ip, "context pin -- --first")
+    out = run(ip, "context pin --first")
     assert out == "pinned #1: Build a CSV loader: keep headers, skip blank lines.\n"
     agent = current_agent(ip)
     assert agent.pins.texts() == [spec]  # verbatim: spaces and the line break kept
@@ -140,6 +140,12 @@ def test_a_typed_pin_keeps_its_spaces_quotes_and_dashes(ip, workspace: Path) -> 
         'say "done" only after   `pytest -q` passes',
         "--first is a flag",
     ]
+    # "--" ends the options (docs/steering.md): the word itself, not the first prompt.
+    assert (
+        run(ip, "context pin -- --first")
+        == "pinned #4: --first (held: written into the session the next run starts)\n"
+    )
+    assert current_agent(ip).pins.texts()[-1] == "--first"
 
 
 def test_pin_message_pins_that_messages_text_numbered_as_context_at(ip, workspace: Path) -> None:

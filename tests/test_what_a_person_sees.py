@@ -27,7 +27,7 @@ from pseudoclaude_nb.tools import Permissions, build_tools
 from pseudoclaude_nb.tools.registry import describe_call, permission_prompt
 from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, UsageCurves
 from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg, gauge_text
-from tests.scripts import run_magic, save_script, turn
+from tests.scripts import run_magic, save_script, turn, write_script
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
 
@@ -311,3 +311,12 @@ def test_the_memory_notice_is_in_the_run_that_asked(ip, workspace: Path) -> None
 def test_the_demo_says_it_plays_a_fixed_script(ip, workspace: Path) -> None:
     out = run_magic(ip, "agent --provider demo --mode auto write me a poem")
     assert "plays a fixed script" in out
+
+
+def test_a_refused_call_says_how_to_allow_it_in_the_terminal(ip, workspace) -> None:
+    path = write_script(
+        workspace, "s", turn("", ("write_file", {"path": "a.py", "content": "x"})), turn("ok")
+    )
+    shown = run_magic(ip, f"agent --provider scripted --script {path} --mode ask write it")
+    assert "rerun with --mode auto to allow tools, or --mode read-only" in shown
+    assert not (workspace / "a.py").exists()

@@ -59,6 +59,13 @@ class Proposal:
 class Decision:
     action: Action
     text: str | None = None  # the edited text (``edit``)
+    # Who decided: the person, or ``confirm_default`` when nobody could answer (said so in
+    # the notices and the log, never "rejected by you" for an answer nobody gave).
+    by_default: bool = field(default=False, compare=False)
+
+    @property
+    def who(self) -> str:
+        return "by PseudoClaude.confirm_default (nobody could answer)" if self.by_default else "by you"
 
 
 Ask = Callable[[Proposal], Decision]
@@ -81,7 +88,7 @@ class Review:
             decision = self.ask(proposal)
         except NO_ANSWER as exc:
             action: Action = "reject" if self.default == "reject" else "approve"
-            decision = Decision(action)
+            decision = Decision(action, by_default=True)
             emit(
                 Notice(
                     f"the {proposal.what} could not be confirmed: nobody can answer here "
@@ -95,19 +102,19 @@ class Review:
             decision = Decision("approve")
         if decision.action == "reject":
             self.rejected.add(proposal.kind)
-            emit(Notice(rejected_notice(proposal), "warning"))
+            emit(Notice(rejected_notice(proposal, decision.who), "warning"))
         elif decision.action == "edit":
             emit(Notice(f"the {proposal.what} is committed with your edited text"))
         return decision
 
 
-def rejected_notice(p: Proposal) -> str:
+def rejected_notice(p: Proposal, who: str = "by you") -> str:
     if p.trigger == "forced" or (p.kind == "rollover" and p.trigger == "hard-limit"):
         after = "the request is still too long, so this run may stop with advice"
     else:
         after = "the run goes on without it"
     return (
-        f"{p.what} rejected by you: nothing was replaced and {after}; this run will not ask again "
+        f"{p.what} rejected {who}: nothing was replaced and {after}; this run will not ask again "
         f"(the next %agent run will){'; the breaker does not count it' if p.kind == 'compact' else ''}"
     )
 

@@ -95,7 +95,7 @@ def compact(
     if review is not None and p.new is not None and p.summary is not None:
         decision = review.decide(proposal(p, trigger), emit)
         if decision.action == "reject":
-            return _rejected(state, p, trigger, emit)
+            return _rejected(state, p, trigger, emit, by_default=decision.by_default)
         if decision.action == "edit" and decision.text is not None:
             p = edited(state, p, decision.text)
     return commit(state, p, trigger, emit)
@@ -123,13 +123,17 @@ def edited(state: SharedState, p: Plan, text: str) -> Plan:
     return replace(p, summary=text, new=new, after=state.estimate_of(new), error=None)
 
 
-def _rejected(state: SharedState, p: Plan, trigger: str, emit: Emit) -> Compacted:
-    """The person said no: nothing replaced, the breaker untouched (a choice is not a failure),
-    a note in the log so that a reader of the session sees why the context was not compacted."""
-    why = "rejected by you"
+def _rejected(
+    state: SharedState, p: Plan, trigger: str, emit: Emit, *, by_default: bool = False
+) -> Compacted:
+    """The person said no (or ``confirm_default`` did, nobody being there to answer): nothing
+    replaced, the breaker untouched (a choice is not a failure), a note in the log so that a
+    reader of the session sees why the context was not compacted."""
+    why = "rejected by confirm_default (nobody could answer)" if by_default else "rejected by you"
     _spent(state, p)
+    who = "PseudoClaude.confirm_default, nobody being there to answer" if by_default else "the person"
     state.record.note(
-        f"{trigger} compaction rejected by the person (~{p.before:,} → ~{p.after:,} tokens proposed)",
+        f"{trigger} compaction rejected by {who} (~{p.before:,} → ~{p.after:,} tokens proposed)",
         "info",
     )
     result = Compacted(trigger, p.before, p.before, False, why)

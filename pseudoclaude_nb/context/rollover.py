@@ -378,7 +378,12 @@ class RolloverStrategy:
         after = s.calibrated(s.estimate_of([Message(role="user", content=text)]))
         decision = review.decide(Proposal("rollover", reason, rendered, before, after, count, 0), emit)
         if decision.action == "reject":
-            s.record.note(f"{reason} rollover rejected by the person; the window stays", "info")
+            who = (
+                "PseudoClaude.confirm_default, nobody being there to answer"
+                if decision.by_default
+                else "the person"
+            )
+            s.record.note(f"{reason} rollover rejected by {who}; the window stays", "info")
             return None
         if decision.action == "edit" and decision.text is not None:
             # The person's text takes the handoff's place; the anchors and the pinned request stay.

@@ -91,7 +91,10 @@ class AgentMagics(Magics):
         """
         args = parse(self.agent, line)
         if args.tools:
-            head, rows, notes = self._agent.tool_listing()
+            try:
+                head, rows, notes = self._agent.tool_listing()
+            except PseudoClaudeError as exc:  # a bad workspace setting: say it, as a run does
+                raise UsageError(str(exc)) from None
             table = Table(
                 (Column("tool", mono=True), Column("effect"), Column("does", code=True)), indent="  "
             )

@@ -21,7 +21,7 @@ from ..context.provider_compaction import MARK as SERVER_MARK
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from ..widgets.theme import BRAND, FG2
-from .args import parse
+from .args import parse, unknown
 from .compact_view import plural, preview_html, preview_text, undone_text
 from .render import in_notebook
 from .tables import TABLE_STYLE
@@ -259,7 +259,13 @@ class ContextMagics(Magics):
         if args.words:
             from .context_pins import USAGE
 
-            raise UsageError(USAGE)
+            # Say which word was not understood, then every form (the table's options too).
+            raise unknown(
+                "action",
+                args.words[0],
+                ("pin", "pins", "unpin"),
+                usage=f"usage: %context [--json | --last | --at STEP | --diff A B]\n{USAGE}",
+            )
         if args.at is not None or args.diff:
             from .context_steps import steps_action
 

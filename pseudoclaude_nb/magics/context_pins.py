@@ -42,7 +42,7 @@ def pins_action(magics: Any, verb: str, rest: str) -> None:
 
 def _pin(agent: Any, rest: str) -> None:
     words = rest.split()
-    if words in (["--first"], ["--", "--first"]):
+    if words == ["--first"]:
         text = _first(agent)
     elif words[:1] == ["--message"]:
         text = _message(agent, words[1:])

@@ -15,6 +15,7 @@ from IPython.core.magic import Magics, line_magic, magics_class
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..agent import Agent
+from ..errors import PseudoClaudeError
 from ..mcp import McpHub, ServerState
 from ..mcp.approval import describe
 from ..textsafe import printable
@@ -63,8 +64,11 @@ class McpMagics(Magics):
             raise UsageError(f"%mcp {args.action} takes no name; %mcp restart NAME restarts one server")
         if args.action in _NAMED and not args.name:
             raise UsageError(f"%mcp {args.action} needs the server's name; %mcp lists them")
-        problems = self._agent.prepare_mcp(start=args.action == "start")
-        hub = self._agent.mcp
+        try:
+            problems = self._agent.prepare_mcp(start=args.action == "start")
+            hub = self._agent.mcp
+        except PseudoClaudeError as exc:  # a bad workspace setting: one line, as %agent says it
+            raise UsageError(str(exc)) from None
         if args.action == "approve":
             print(approve(hub, args.name, problems))
             return

@@ -31,6 +31,7 @@ WAITING = "‖ waiting for permission"  # the call's line while the user answers
 PREVIEW_LINES = 6  # what a finished line keeps of the output: the full output is in the session log
 PREVIEW_CHARS = 300
 ARGUMENTS_CHARS = 300
+ERROR_CHARS = 200  # what a one-line outcome keeps of an error's first line
 CODE_LINES, CODE_CHARS = 20, 800  # what a finished line keeps of an argument that is code
 
 
@@ -64,7 +65,10 @@ def _result_brief(result: ToolResult) -> str:
     if len(lines) == 1 and len(lines[0]) <= 80:
         return f"{mark} {lines[0]}"
     if result.is_error:
-        return f"{mark} {lines[0][:80]}"
+        # An error's first line often ends with its fix ("…; rerun with --mode auto"): keep
+        # it whole up to ERROR_CHARS, and mark a cut.
+        first = lines[0]
+        return f"{mark} {first if len(first) <= ERROR_CHARS else first[: ERROR_CHARS - 1] + '…'}"
     size = f"{len(lines):,} lines, {len(result.content.encode('utf-8')):,} bytes"
     return f"✗ {tail} · {size}" if tail else f"{mark} {size}"
 

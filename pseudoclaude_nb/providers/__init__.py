@@ -107,7 +107,10 @@ def make_provider(
             reasoning_effort=reasoning_effort,
             send_images=send_images,
         )
-    raise ConfigError(f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted")
+    raise ConfigError(
+        f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted, "
+        "or auto (the one whose key is set)"
+    )
 
 
 def provider_for(config: RunConfig) -> Provider:

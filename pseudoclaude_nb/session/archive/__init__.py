@@ -57,11 +57,11 @@ def import_session(
         fd = os.open(archive, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         raise ArchiveError(f"cannot read {archive}: {exc.strerror or exc}; check the path") from None
-    raw = os.fdopen(fd, "rb")
-    st = os.fstat(fd)
+    st = os.fstat(fd)  # before fdopen, which refuses a directory with an error naming the fd
     if not stat.S_ISREG(st.st_mode):
-        raw.close()
+        os.close(fd)
         raise import_check.reject(archive, "it is not a regular file (a FIFO, device or directory)")
+    raw = os.fdopen(fd, "rb")
     size = st.st_size
     if size > limits.max_total_bytes:
         raw.close()
