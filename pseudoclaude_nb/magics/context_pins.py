@@ -14,6 +14,7 @@ from IPython.core.error import UsageError
 from ..context.estimate import estimate_text
 from ..context.pins import first_prompt, message_text
 from ..errors import PseudoClaudeError
+from ..prompt import pins_section
 from ..textsafe import printable
 from .tables import Column, Table, emit
 
@@ -85,7 +86,8 @@ def _list(agent: Any, shell: Any) -> None:
     if not pins:
         print("no pins")
         return
-    total = sum(estimate_text(p.text) for p in pins)
+    # The whole section as sent (its heading too), as %context's pins part counts it.
+    total = estimate_text(pins_section([p.text for p in pins]))
     held = " (held for the session the next run starts)" if agent.pins.held else ""
     table = Table((Column("#"), Column("tokens"), Column("pin")), indent="  ")
     for n, pin in enumerate(pins, 1):
