@@ -11,7 +11,16 @@ import os
 import tracemalloc
 from pathlib import Path
 
+import pytest
+from IPython.core.error import UsageError
+
+from pseudoclaude_nb.conversation import Conversation
+from pseudoclaude_nb.errors import UnsafePathError
 from pseudoclaude_nb.magics import current_agent
+from pseudoclaude_nb.messages import Message
+from pseudoclaude_nb.session.lifecycle import plan_purge, purge, trash_session
+from pseudoclaude_nb.session.writer import SessionWriter
+from pseudoclaude_nb.workspace import ensure_state_dir, new_session_dir
 from tests.scripts import run_magic, turn, write_script
 
 SECRET = "TOP-SECRET-OUTSIDE: the bank pin is 4242"
@@ -79,3 +88,58 @@ def test_only_the_head_of_a_huge_project_file_is_read(workspace: Path) -> None:
         tracemalloc.stop()
     assert sections[1][1].startswith("## Project instructions (PSEUDOCLAUDE.md)\nBe brief.")
     assert peak < 4 * PROJECT_FILE_CAP  # before: the whole 64 MiB was read, then cut
+
+
+def linked_trash(workspace: Path, tmp_path: Path) -> Path:
+    """A clone's ``.pseudoclaude/trash`` linking to a folder of the person's; that folder."""
+    projects = tmp_path / "person" / "projects"
+    (projects / "thesis").mkdir(parents=True)
+    (projects / "thesis" / "chapter1.tex").write_text("years of work\n")
+    ensure_state_dir(workspace)
+    os.symlink(projects, workspace / ".pseudoclaude" / "trash")
+    return projects
+
+
+def test_purging_a_linked_trash_deletes_nothing_outside(ip, workspace: Path, tmp_path: Path) -> None:
+    # Before: every folder of ~/projects was a "trashed session", and purge deleted them all.
+    projects = linked_trash(workspace, tmp_path)
+    for line in ("sessions list --trash", "sessions purge --all-trash --yes", "sessions purge thesis --yes"):
+        with pytest.raises(UsageError, match=r"trash: it is a symbolic link.*remove it"):
+            run_magic(ip, line)
+    with pytest.raises(UsageError, match=r"trash: it is a symbolic link"):
+        run_magic(ip, "sessions restore thesis")
+    assert (projects / "thesis" / "chapter1.tex").read_text() == "years of work\n"
+
+
+def test_trashing_into_a_linked_trash_moves_nothing_out(ip, workspace: Path, tmp_path: Path) -> None:
+    projects = linked_trash(workspace, tmp_path)
+    session = new_session_dir(workspace)
+    with SessionWriter(session) as writer:
+        conv = Conversation()
+        writer.attach(conv)
+        conv.append(Message(role="user", content="mine"))
+    with pytest.raises(UsageError, match=r"trash: it is a symbolic link"):  # gc trashes the same way
+        run_magic(ip, f"sessions trash {session.name}")
+    assert (session / "conversation.jsonl").is_file()
+    assert sorted(p.name for p in projects.iterdir()) == ["thesis"]
+    # The listing still shows the sessions, and says why the trash was not read.
+    out = run_magic(ip, "sessions list")
+    assert session.name in out and "trash: it is a symbolic link" in out
+
+
+def test_a_trash_linked_after_the_plan_is_not_purged(workspace: Path, tmp_path: Path) -> None:
+    session = new_session_dir(workspace)
+    with SessionWriter(session) as writer:
+        conv = Conversation()
+        writer.attach(conv)
+        conv.append(Message(role="user", content="old"))
+    trash_session(workspace, session.name)
+    plan = plan_purge(workspace)  # "would delete 1 session" … then the trash is swapped for a link
+    trash = workspace / ".pseudoclaude" / "trash"
+    trash.rename(tmp_path / "moved-trash")
+    projects = tmp_path / "person"
+    (projects / session.name).mkdir(parents=True)
+    os.symlink(projects, trash)
+    with pytest.raises(UnsafePathError):
+        purge(plan, workspace)
+    assert (projects / session.name).is_dir()
