@@ -143,3 +143,29 @@ def test_a_trash_linked_after_the_plan_is_not_purged(workspace: Path, tmp_path: 
     with pytest.raises(UnsafePathError):
         purge(plan, workspace)
     assert (projects / session.name).is_dir()
+
+
+def test_a_shipped_run_marker_nested_too_deep_is_ignored(ip, workspace: Path) -> None:
+    session = new_session_dir(workspace)
+    with SessionWriter(session) as writer:
+        conv = Conversation()
+        writer.attach(conv)
+        conv.append(Message(role="user", content="shipped"))
+    (session / "running.json").write_text("[" * 200_000)
+    run_magic(ip, f"sessions resume {session.name}")
+    path = write_script(workspace, "hi", turn("Hello."))
+    out = run_magic(ip, f'agent --provider scripted --script {path} "hi"')
+    # Before: RecursionError, "a display listener failed and was detached", no marker kept.
+    assert "listener failed" not in out and "Hello." in out
+
+
+def test_the_run_marker_is_not_written_through_a_link(ip, workspace: Path, tmp_path: Path) -> None:
+    target = outside_file(tmp_path)
+    path = write_script(workspace, "hi", turn("Hello."))
+    run_magic(ip, f'agent --provider scripted --script {path} "hi"')
+    session = current_agent(ip).session.dir
+    # A link put into the live session's folder (by a command, another process) where the
+    # marker's temporary file went: before, the marker's JSON replaced the person's file.
+    os.symlink(target, session / "running.tmp")
+    run_magic(ip, f'agent --provider scripted --script {path} "again"')
+    assert target.read_text() == SECRET + "\n"
