@@ -169,3 +169,13 @@ def test_the_run_marker_is_not_written_through_a_link(ip, workspace: Path, tmp_p
     os.symlink(target, session / "running.tmp")
     run_magic(ip, f'agent --provider scripted --script {path} "again"')
     assert target.read_text() == SECRET + "\n"
+
+
+def test_a_mcp_json_nested_too_deep_is_a_problem_line_not_a_traceback(ip, workspace: Path) -> None:
+    (workspace / ".mcp.json").write_text('{"mcpServers": ' + "[" * 100_000 + "}")
+    path = write_script(workspace, "hi", turn("Hello."))
+    # Before: every %agent in this workspace ended in a RecursionError traceback.
+    out = run_magic(ip, f'agent --provider scripted --script {path} "hi"')
+    assert ".mcp.json: nested too deep to read as JSON; its servers are not started" in out
+    assert "Hello." in out
+    assert "nested too deep" in run_magic(ip, "mcp")
