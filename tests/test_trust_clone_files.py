@@ -179,3 +179,31 @@ def test_a_mcp_json_nested_too_deep_is_a_problem_line_not_a_traceback(ip, worksp
     assert ".mcp.json: nested too deep to read as JSON; its servers are not started" in out
     assert "Hello." in out
     assert "nested too deep" in run_magic(ip, "mcp")
+
+
+def test_the_demo_refuses_a_folder_with_files_it_did_not_write(tmp_path: Path, capsys) -> None:
+    from pseudoclaude_nb.cli import main
+
+    # A clone that ships ./pseudoclaude-demo/unittest.py: the demo's `python -m unittest`, in
+    # mode auto, ran it.
+    folder = tmp_path / "pseudoclaude-demo"
+    folder.mkdir()
+    marker = tmp_path / "RAN"
+    (folder / "unittest.py").write_text(f"open({str(marker)!r}, 'w').write('ran')\n")
+    assert main(["demo", "--workspace", str(folder), "--quiet"]) == 2
+    assert not marker.exists()
+    err = capsys.readouterr().err
+    assert "also holds unittest.py" in err and "--workspace" in err
+
+
+def test_the_demo_accepts_its_own_earlier_folder(tmp_path: Path) -> None:
+    from pseudoclaude_nb.cli import foreign_names
+
+    folder = tmp_path / "demo"
+    (folder / ".pseudoclaude").mkdir(parents=True)
+    for name in ("stats.py", "sample_run.log", "Untitled.ipynb"):
+        (folder / name).write_text("")
+    assert foreign_names(folder) == []
+    assert foreign_names(tmp_path / "missing") == []
+    os.symlink(tmp_path, folder / "check_sample.py")  # a link is foreign whatever its name
+    assert foreign_names(folder) == ["check_sample.py"]
