@@ -207,3 +207,14 @@ def test_the_demo_accepts_its_own_earlier_folder(tmp_path: Path) -> None:
     assert foreign_names(tmp_path / "missing") == []
     os.symlink(tmp_path, folder / "check_sample.py")  # a link is foreign whatever its name
     assert foreign_names(folder) == ["check_sample.py"]
+
+
+def test_a_shipped_link_loop_among_the_sessions_does_not_stop_search(ip, workspace: Path) -> None:
+    ensure_state_dir(workspace)
+    os.symlink("loop", workspace / ".pseudoclaude" / "sessions" / "loop")  # git keeps links
+    path = write_script(workspace, "hi", turn("The word is findme."))
+    run_magic(ip, f'agent --provider scripted --script {path} "hi"')
+    # Before: "%sessions search failed: Too many levels of symbolic links", and reindex too.
+    assert "1 match for 'findme' in all sessions" in run_magic(ip, "sessions search findme --all")
+    assert "reindexed 1 session" in run_magic(ip, "sessions reindex")
+    assert "unsafe" in run_magic(ip, "sessions list")
