@@ -218,3 +218,11 @@ def test_a_shipped_link_loop_among_the_sessions_does_not_stop_search(ip, workspa
     assert "1 match for 'findme' in all sessions" in run_magic(ip, "sessions search findme --all")
     assert "reindexed 1 session" in run_magic(ip, "sessions reindex")
     assert "unsafe" in run_magic(ip, "sessions list")
+
+
+def test_a_file_where_the_state_folder_belongs_is_named_as_a_file(ip, workspace: Path) -> None:
+    (workspace / ".pseudoclaude").write_text("shipped\n")
+    path = write_script(workspace, "hi", turn("Hello."))
+    # Before: "refused …/.pseudoclaude: it is not a regular file" (it is one).
+    with pytest.raises(UsageError, match=r"\.pseudoclaude: it is a file, not a folder\..*remove it"):
+        run_magic(ip, f'agent --provider scripted --script {path} "hi"')
