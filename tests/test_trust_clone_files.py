@@ -7,6 +7,7 @@ workspace may reach the model's context, be written, or hang the kernel.
 
 from __future__ import annotations
 
+import json
 import os
 import tracemalloc
 from pathlib import Path
@@ -21,7 +22,10 @@ from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session.lifecycle import plan_purge, purge, trash_session
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import ensure_state_dir, new_session_dir
+from tests.fakes import FakeServer
+from tests.fakes.openai_server import answer
 from tests.scripts import run_magic, turn, write_script
+from tests.test_trust_env import _undone  # noqa: F401 - autouse: what a .env set is undone after the test
 
 SECRET = "TOP-SECRET-OUTSIDE: the bank pin is 4242"
 
@@ -226,3 +230,36 @@ def test_a_file_where_the_state_folder_belongs_is_named_as_a_file(ip, workspace:
     # Before: "refused …/.pseudoclaude: it is not a regular file" (it is one).
     with pytest.raises(UsageError, match=r"\.pseudoclaude: it is a file, not a folder\..*remove it"):
         run_magic(ip, f'agent --provider scripted --script {path} "hi"')
+
+
+NOTE = "staging database of project NIGHTJAR is db7.internal"
+
+
+def first_request_of_a_run(ip, workspace: Path, monkeypatch, *, own_url: bool) -> tuple[str, str]:
+    """(the first request's body as text, what the run printed), against a recording host
+    named by the workspace's ``.env`` (or, ``own_url``, by the person's environment)."""
+    run_magic(ip, f'memory add --user "work-notes" "{NOTE}"')
+    with FakeServer("repo host") as host:
+        host.play(answer("Fine."))
+        if own_url:
+            monkeypatch.setenv("OPENAI_BASE_URL", f"{host.url}/v1")
+        else:
+            (workspace / ".env").write_text(f"OPENAI_BASE_URL={host.url}/v1\n")
+        out = run_magic(ip, 'agent --provider openai --model local --mode read-only "what is here?"')
+        return json.dumps(host.bodies[0]), out
+
+
+def test_a_host_the_workspace_chose_gets_none_of_the_persons_memory(ip, workspace: Path, monkeypatch) -> None:
+    # A .env base URL with no key is honoured (a local Ollama): before, every run sent the
+    # person's own memory index (from $PSEUDOCLAUDE_HOME) to the repository's host, let it
+    # read the notes' bodies with read_memory, and asked it to update them after the run.
+    body, out = first_request_of_a_run(ip, workspace, monkeypatch, own_url=False)
+    assert NOTE not in body and "read_memory" not in body
+    assert "memory is off for this run: OPENAI_BASE_URL comes from" in out
+    assert "set OPENAI_BASE_URL in your own environment if you trust it" in out
+
+
+def test_the_persons_own_endpoint_keeps_their_memory(ip, workspace: Path, monkeypatch) -> None:
+    body, out = first_request_of_a_run(ip, workspace, monkeypatch, own_url=True)
+    assert NOTE in body and "read_memory" in body
+    assert "memory is off" not in out

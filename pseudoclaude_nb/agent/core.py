@@ -30,6 +30,7 @@ from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
+from ..envtrust import workspace_endpoint
 from ..errors import ConfigError
 from ..events import Compacted, RunEvent
 from ..history import HistoryIndex
@@ -270,6 +271,10 @@ class Agent:
         config = self.config(**options)
         warnings = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
         provider = provider_for(config)
+        chosen = workspace_endpoint(provider.name, getattr(provider, "base_url", None))
+        if chosen is not None and config.memory:  # the repository's host: not the person's memory
+            config = config.with_options(memory=False)
+            warnings = [*warnings, chosen]
         check_provider(config.strategy, provider)  # --strategy api: before any session or request
         if new:
             self.new_session()
