@@ -63,7 +63,9 @@ def read_project_file(workspace: Path) -> tuple[str | None, str | None]:
 def _why(exc: BaseException) -> str:
     text = str(exc).removeprefix("refused: ")
     if "outside the workspace" in text:
-        return f"{text.split('; use a path')[0]} (project instructions must be a file of the workspace itself)"
+        return (
+            f"{text.split('; use a path')[0]} (project instructions must be a file of the workspace itself)"
+        )
     return text
 
 
