@@ -311,3 +311,21 @@ def test_inert_markdown_keeps_fences_unambiguous() -> None:
         inert_markdown("x < y, a<=b, <b> [r]: data:text/html,x")
         == "x < y, a<=b, &lt;b> [r&#93;: data:text/html,x"
     )
+
+
+def test_inline_code_is_kept_only_where_no_parser_can_draw_its_edges_otherwise() -> None:
+    from pseudoclaude_nb.magics.inert_markdown import inert_markdown
+
+    demo = "- `%sessions show <session id>` shows **the log** of `a<b>`"
+    assert inert_markdown(demo) == demo
+    # Each of these pairs a backtick differently in marked (links, GFM tables and autolinks,
+    # strikethrough, a code span across lines): the tag outside the code is escaped.
+    for attack in (
+        "a `b\nc` <img src=x onerror=alert(1)> `d`",
+        "[a](`x)<img src=x onerror=alert(1)>`",
+        "https://a`b <img src=x onerror=alert(1)>`",
+        "| a | `b | <img src=x onerror=alert(1)> | c` |\n|---|---|---|",
+        "~~a `b~~ <img src=x onerror=alert(1)> `c`",
+        "*``a*`<img src=x onerror=alert(1)>``",
+    ):
+        assert "<img" not in inert_markdown(attack), attack

@@ -20,9 +20,11 @@ Fenced code blocks are kept as they are, and made unambiguous first: a fence is 
 only at the start of a line, gets a blank line before it, its closing line is written as
 its opening fence, and an unclosed one is closed at the end. Markdown (marked, in
 JupyterLab) and JupyterLab's math pass then both see the block where this module does.
-Inline code is not told apart from text (every parser draws its edges differently, and a
-wrong edge is a script): ``a < b`` is unchanged, but ```List<int>``` shows as
-``List&lt;int>`` inside the code span.
+Inline code is kept as written only where its edges cannot be drawn differently by any
+parser (a wrong edge is a script): in a paragraph whose every line has an even number of
+single backticks and no ``[ ] | \\ $ ~ @``, ``://`` or ``www.`` (links, tables, escapes,
+math, strikethrough and autolinks can each swallow a backtick). Elsewhere ``a < b`` is
+unchanged, but ```List<int>``` shows as ``List&lt;int>`` inside the code span.
 """
 
 from __future__ import annotations
@@ -84,6 +86,46 @@ def _closes(line: str, fence: tuple[str, int]) -> bool:
 
 
 def _inert_prose(text: str) -> str:
+    """Paragraph by paragraph (blank lines apart): inline code kept where it is unambiguous."""
+    out: list[str] = []
+    block: list[str] = []
+
+    def flush() -> None:
+        if block:
+            para = "\n".join(block)
+            out.append(_inert_with_code(para) if _plain_code_spans(para) else _inert_text(para))
+            block.clear()
+
+    for line in text.split("\n"):
+        if line.strip():
+            block.append(line)
+        else:
+            flush()
+            out.append(line)
+    flush()
+    return "\n".join(out)
+
+
+_SWALLOWS_BACKTICKS = re.compile(r"[\[\]|\\$~@]|://|www\.")
+_CODE_SPAN = re.compile(r"`[^`\n]+`")
+
+
+def _plain_code_spans(block: str) -> bool:
+    """Whether every parser pairs this paragraph's backticks as ``_CODE_SPAN`` does, line by line."""
+    if "`" not in block or _SWALLOWS_BACKTICKS.search(block):
+        return False
+    return all("``" not in line and line.count("`") % 2 == 0 for line in block.split("\n"))
+
+
+def _inert_with_code(block: str) -> str:
+    parts, at = [], 0
+    for span in _CODE_SPAN.finditer(block):
+        parts += [_inert_text(block[at : span.start()]), span.group(0)]
+        at = span.end()
+    return "".join([*parts, _inert_text(block[at:])])
+
+
+def _inert_text(text: str) -> str:
     text = _TAG_START.sub("&lt;", text)
     text = text.replace("![", "&#33;[")
     return _DESTINATION.sub(lambda m: _link_end(m, text), text)
