@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tracemalloc
 from pathlib import Path
 
@@ -257,12 +258,15 @@ def test_a_host_the_workspace_chose_gets_none_of_the_persons_memory(ip, workspac
     assert NOTE not in body and "read_memory" not in body
     assert "memory is off for this run: OPENAI_BASE_URL comes from" in out
     assert "set OPENAI_BASE_URL in your own environment if you trust it" in out
+    # %context shows what such a run would send.
+    assert re.search(r"memory index\s+0\s+\(not included\)", run_magic(ip, "context"))
 
 
 def test_the_persons_own_endpoint_keeps_their_memory(ip, workspace: Path, monkeypatch) -> None:
     body, out = first_request_of_a_run(ip, workspace, monkeypatch, own_url=True)
     assert NOTE in body and "read_memory" in body
     assert "memory is off" not in out
+    assert re.search(r"memory index\s+[1-9]", run_magic(ip, "context"))
 
 
 HOSTILE_ANSWER = (
