@@ -33,7 +33,53 @@ def jupyter_command(executable: str | None = None) -> str | None:
     return shlex.quote(str(here))
 
 
+# What the demo itself writes and may find from an earlier demo run there, and what a
+# notebook opened in that folder adds. Anything else could be imported by its commands.
+DEMO_NAMES = frozenset(
+    {
+        "stats.py",
+        "test_stats.py",
+        "make_sample_log.py",
+        "check_sample.py",
+        "sample_run.log",
+        "__pycache__",
+        ".pseudoclaude",
+        ".ipynb_checkpoints",
+        ".virtual_documents",
+    }
+)
+
+
+def foreign_names(workspace: Path) -> list[str]:
+    """What in ``workspace`` the demo did not make: its commands must not meet it.
+
+    The demo runs ``python -m unittest`` and ``python check_sample.py`` there in mode
+    ``auto``, and Python puts that folder first on ``sys.path``: a ``unittest.py`` (or
+    ``statistics.py``, any module) that a cloned repository put there would run instead. A
+    link is foreign whatever its name (``stats.py`` -> a file elsewhere).
+    """
+    try:
+        entries = list(os.scandir(workspace))
+    except FileNotFoundError:
+        return []
+    return sorted(
+        e.name
+        for e in entries
+        if e.is_symlink() or not (e.name in DEMO_NAMES or (e.name.endswith(".ipynb") and e.is_file()))
+    )
+
+
 def run_demo(workspace: Path, *, quiet: bool = False, strategy: str = "compact") -> int:
+    foreign = foreign_names(workspace)
+    if foreign:
+        shown = ", ".join(foreign[:5]) + (f" and {len(foreign) - 5} more" if len(foreign) > 5 else "")
+        print(
+            f"the demo runs its commands in mode auto, so it works only in a new folder or one an "
+            f"earlier demo made; {workspace} also holds {shown}. Pick another folder with --workspace "
+            "(the default is ./pseudoclaude-demo)",
+            file=sys.stderr,
+        )
+        return 2
     # The demo's shell is its own: a profile of its own in a folder that goes when it ends,
     # and no history, so nothing lands in ~/.ipython and no startup file of the user's runs.
     with tempfile.TemporaryDirectory(prefix="pseudoclaude-demo-ipython-") as ipython_dir:

@@ -88,6 +88,29 @@ def source(name: str) -> Path | None:
     return None
 
 
+# The base URL variable of each provider that reads one.
+URL_VARS: dict[str, str] = {"anthropic": "ANTHROPIC_BASE_URL", "openai": "OPENAI_BASE_URL"}
+
+
+def workspace_endpoint(provider: str, base_url: str | None) -> str | None:
+    """A notice when ``provider`` sends to ``base_url`` because a workspace's ``.env`` said so.
+
+    Such a host is the repository's choice, not the person's (a ``.env`` base URL with no key
+    is honoured: a local Ollama endpoint), so what is theirs alone stays out of its runs: the
+    memory under ``$PSEUDOCLAUDE_HOME`` (its index, the notes' bodies, and the update after
+    the run, which would let that host write notes every later session reads). None when the
+    endpoint is the person's own (their environment, code, the default).
+    """
+    var = URL_VARS.get(provider)
+    path = source(var) if var is not None else None
+    if path is None or base_url is None or os.environ.get(var or "", "").rstrip("/") != base_url.rstrip("/"):
+        return None
+    return (
+        f"memory is off for this run: {var} comes from {path}, so requests go to {_host(base_url)}, "
+        f"a host the workspace chose; set {var} in your own environment if you trust it"
+    )
+
+
 def load_workspace_env(workspace: Path | str) -> list[str]:
     """Read ``<workspace>/.env``: set the provider variables the environment lacks; notices.
 

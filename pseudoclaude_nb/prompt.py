@@ -8,7 +8,11 @@ the last section, present only when memory is on for the run.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+from .errors import PseudoClaudeError
+from .tools.workspace import open_resolved, resolve_in_workspace
 
 BASE = """You are PseudoClaude, a coding agent working inside a Jupyter notebook.
 You act through tools in the workspace folder {workspace}; paths are relative to it and
@@ -28,12 +32,48 @@ context rollover, so a summary or a handoff need not repeat them. Follow them un
 user says otherwise."""
 
 
+def read_project_file(workspace: Path) -> tuple[str | None, str | None]:
+    """(the head of ``PSEUDOCLAUDE.md``, why it was not read): (None, None) when there is none.
+
+    The file comes with the workspace (a clone), so it is read as the file tools read: through
+    the workspace boundary, from an fd of the workspace without following a link out of it,
+    a regular file with one name only. A ``PSEUDOCLAUDE.md`` that links to ``~/.ssh/id_rsa``
+    would otherwise put that file in every request, sent to whatever host the workspace's
+    ``.env`` names. At most ``PROJECT_FILE_CAP`` bytes are read, whatever its size.
+    """
+    root = Path(workspace)
+    if not os.path.lexists(root / PROJECT_FILE):
+        return None, None
+    try:
+        fd = open_resolved(root, resolve_in_workspace(root, PROJECT_FILE))
+    except (PseudoClaudeError, OSError) as exc:
+        return None, f"{PROJECT_FILE} was not read into the prompt: {_why(exc)}"
+    try:
+        chunks, left = [], PROJECT_FILE_CAP
+        while left > 0 and (chunk := os.read(fd, min(left, 1 << 16))):
+            chunks.append(chunk)
+            left -= len(chunk)
+    except OSError as exc:
+        return None, f"{PROJECT_FILE} was not read into the prompt: {_why(exc)}"
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", errors="ignore"), None
+
+
+def _why(exc: BaseException) -> str:
+    text = str(exc).removeprefix("refused: ")
+    if "outside the workspace" in text:
+        return (
+            f"{text.split('; use a path')[0]} (project instructions must be a file of the workspace itself)"
+        )
+    return text
+
+
 def system_sections(workspace: Path) -> list[tuple[str, str]]:
     """(title, text) pairs, in prompt order."""
     sections = [("instructions", BASE.format(workspace=workspace))]
-    project = Path(workspace) / PROJECT_FILE
-    if project.is_file():
-        raw = project.read_bytes()[:PROJECT_FILE_CAP].decode("utf-8", errors="ignore")
+    raw, _ = read_project_file(Path(workspace))
+    if raw is not None:
         sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}"))
     return sections
 

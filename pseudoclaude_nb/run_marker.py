@@ -7,6 +7,10 @@ step, rewritten at each step) and removes it when the run finishes, whatever the
 The next run of that session in another process that finds one says so first, as a
 notice: "the last run was cut by a kernel restart at step N". (The frozen output goes when
 its cell is run again: a front end clears a cell's outputs when it runs it.)
+
+The marker is read and written through ``safeio`` like the package's other files there: a
+link put into the folder is neither followed nor written through, and a marker a clone
+ships (huge, or nested past the parser's depth) is ignored instead of read whole.
 """
 
 from __future__ import annotations
@@ -17,16 +21,18 @@ import time
 from pathlib import Path
 from typing import Any
 
+from . import safeio
 from .events import Notice, RunEvent, RunFinished, StepStarted
 
 MARKER = "running.json"
+MAX_MARKER_BYTES = 4096  # what this module writes is under 100 bytes
 
 
 def cut_run(session_dir: Path) -> dict[str, Any] | None:
     """The marker another process left in ``session_dir`` (its run never finished), if any."""
     try:
-        data = json.loads((session_dir / MARKER).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = json.loads(safeio.read_bytes(session_dir / MARKER, limit=MAX_MARKER_BYTES))
+    except (OSError, ValueError, RecursionError):
         return None
     if not isinstance(data, dict) or data.get("pid") == os.getpid():
         return None
@@ -75,9 +81,7 @@ class RunMarker:
         data = {"pid": os.getpid(), "step": step, "started": self._started}
         assert self._path is not None  # set at the run's first step, before any write
         try:
-            tmp = self._path.with_suffix(".tmp")
-            tmp.write_text(json.dumps(data), encoding="utf-8")
-            os.replace(tmp, self._path)
+            safeio.write_atomic(self._path, json.dumps(data), fsync=False)
         except OSError:
             pass  # a marker is a courtesy: never the run's problem
 

@@ -135,6 +135,8 @@ def _what_is(path: Path) -> str:
         return "it is a socket"
     if stat.S_ISDIR(st.st_mode):
         return "it is a directory"
+    if stat.S_ISREG(st.st_mode):  # where a folder must be (a clone's file named .pseudoclaude)
+        return "it is a file, not a folder"
     return "it is not a regular file"
 
 

@@ -30,6 +30,7 @@ from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
+from ..envtrust import workspace_endpoint
 from ..errors import ConfigError
 from ..events import Compacted, RunEvent
 from ..history import HistoryIndex
@@ -274,6 +275,8 @@ class Agent:
         config = self.config(**options)
         warnings = load_dotenv_file(self.workspace)  # provider variables only (SPEC §19)
         provider = self.providers(config)
+        config, chosen = _memory_for(config, provider)
+        warnings = [*warnings, *chosen]
         check_provider(config.strategy, provider)  # --strategy api: before any session or request
         if new:
             self.new_session()
@@ -438,6 +441,8 @@ class Agent:
             if learn is not None:
                 learn()  # asked once per server and model, then cached (issue 32)
             self.window_source = getattr(provider, "window_source", None)
+        if provider is not None:
+            config, _ = _memory_for(config, provider)  # %context shows what the run would send
         return plan_run(self, config, provider, active=self.session, emit=_ignore, dry=True)
 
     def _prepared_session(self) -> ActiveSession:
@@ -497,3 +502,12 @@ class Agent:
 
 def _ignore(event: RunEvent) -> None:
     """A dry plan's tools say nothing: they are only listed."""
+
+
+def _memory_for(config: RunConfig, provider: Provider) -> tuple[RunConfig, list[str]]:
+    """``config`` with memory off when ``provider`` sends to a host a workspace's ``.env`` chose
+    (the person's memory is not that host's to read or write), and the warning that says so."""
+    chosen = workspace_endpoint(provider.name, getattr(provider, "base_url", None))
+    if chosen is None or not config.memory:
+        return config, []
+    return config.with_options(memory=False), [chosen]

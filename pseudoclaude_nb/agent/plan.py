@@ -23,7 +23,7 @@ from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..events import Notice, RunEvent
 from ..notebook import ActivityBlock
-from ..prompt import join_sections
+from ..prompt import join_sections, read_project_file
 from ..providers import Provider
 from ..tools import ToolRegistry
 from .memory import RunMemory
@@ -124,7 +124,8 @@ def plan_run(
         notices.append(Notice(block.summary()))
     notices += events
     notices += [Notice(text) for text in window_notes]
-    notices += [Notice(text, "warning") for text in [*warnings, *problems]]
+    _, unread = read_project_file(parts.workspace)  # why PSEUDOCLAUDE.md is not in the prompt: a link out…
+    notices += [Notice(text, "warning") for text in [*warnings, *problems, *([unread] if unread else [])]]
     if config.provider == "auto" and provider is not None and provider.name == "offline":
         notices.append(Notice(OFFLINE_NOTICE))
     return RunPlan(

@@ -516,7 +516,9 @@ class HistoryIndex:
         for entry in entries:  # plain strings: a search of all sessions stats every log
             try:
                 present[entry.name] = (entry.path, os.stat(os.path.join(entry.path, LOG_NAME)))
-            except (FileNotFoundError, NotADirectoryError):
+            except OSError:
+                # Gone, not a folder, or what a clone can ship: a link loop (ELOOP), a folder
+                # without permission. That one session is not searchable; the others are.
                 continue
         return present
 

@@ -24,6 +24,7 @@ from IPython.display import display
 
 from ..textsafe import printable
 from ..widgets.settle import close_tree
+from .inert_markdown import inert_markdown
 from .output_batch import OutputBatch, show
 
 START_AFTER = 0.5  # seconds of streaming before the answer is shown live (short ones: at the end)
@@ -34,8 +35,9 @@ CHARS_PER_SEND = 1_500  # then one send per this many characters of answer (~500
 
 
 def markdown_bundle(text: str) -> dict[str, str]:
-    # text/plain carries the same text, for terminals, nbval and text-only frontends.
-    return {"text/markdown": text, "text/plain": printable(text)}
+    # text/plain carries the same text, for terminals, nbval and text-only frontends. The
+    # Markdown is made inert first: a live output is rendered unsanitized (inert_markdown.py).
+    return {"text/markdown": inert_markdown(text), "text/plain": printable(text)}
 
 
 class AnswerStream:

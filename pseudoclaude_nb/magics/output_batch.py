@@ -14,7 +14,6 @@ output cannot end the block), so the answer keeps its Markdown rendering.
 
 from __future__ import annotations
 
-import re
 import threading
 import time
 from typing import Any
@@ -22,18 +21,9 @@ from typing import Any
 from IPython.core import display_functions
 
 from ..textsafe import printable
+from .inert_markdown import inert_markdown
 
 EVERY = 0.2  # seconds between batches at most: a tool loop's output is ~5 messages a second
-
-_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})", re.MULTILINE)
-
-
-def closed_markdown(text: str) -> str:
-    """``text`` with an unclosed code fence closed, so what follows it is not swallowed."""
-    fences = _FENCE.findall(text)
-    if len(fences) % 2:
-        return text.rstrip("\n") + "\n" + fences[-1] + "\n"
-    return text
 
 
 class OutputBatch:
@@ -45,7 +35,7 @@ class OutputBatch:
         self._shown_at = 0.0
 
     def add_markdown(self, text: str) -> None:
-        self._add(("md", closed_markdown(text), printable(text)))
+        self._add(("md", inert_markdown(text), printable(text)))  # its fences closed, no live HTML
 
     def add_html(self, bundle: dict[str, str]) -> None:
         self._add(("html", bundle["text/html"], bundle["text/plain"]))

@@ -23,7 +23,7 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..config import STRATEGIES
-from ..errors import PseudoClaudeError
+from ..errors import PseudoClaudeError, UnsafePathError
 from ..session.catalog import list_sessions
 from ..session.lifecycle import gc_sessions, list_trash, plan_purge, purge, restore_session, trash_session
 from ..workspace import LOG_NAME, session_dir
@@ -252,11 +252,10 @@ class SessionMagics(Magics):
     def _list(self) -> None:
         ws = self._host.workspace
         sessions = list_sessions(ws)
-        trashed = list_trash(ws)
-        in_trash = f"{_count(len(trashed), 'session')} in the trash: %sessions list --trash"
+        in_trash = _trash_line(ws)
         if not sessions:
             print(f"no sessions yet in {ws}; start one with %agent")
-            if trashed:
+            if in_trash:
                 print(in_trash)
             return
         current = self._host.current_id
@@ -285,7 +284,7 @@ class SessionMagics(Magics):
         lag_line = _index_lag(self._host, sizes={s.id: s.bytes for s in sessions})
         if lag_line:
             notes.append(Note(lag_line))
-        if trashed:
+        if in_trash:
             notes.append(Note(in_trash))
         emit(self.shell, table, *notes)
 
@@ -536,3 +535,12 @@ def _index_hook() -> IndexHook:
     from ..history import LIFECYCLE_HOOK
 
     return LIFECYCLE_HOOK
+
+
+def _trash_line(workspace: Path) -> str | None:
+    """The listing's line about the trash: how many it holds, or why it was not read."""
+    try:
+        trashed = list_trash(workspace)
+    except UnsafePathError as exc:  # a linked trash/ (a clone's): the sessions still list
+        return safe_line(str(exc))
+    return f"{_count(len(trashed), 'session')} in the trash: %sessions list --trash" if trashed else None

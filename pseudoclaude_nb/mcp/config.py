@@ -137,6 +137,9 @@ def _read_file(path: Path, out: McpConfig, *, project: bool = False) -> None:
             f"{source}: not valid JSON (line {exc.lineno}, column {exc.colno}); its servers are not started"
         )
         return
+    except RecursionError:  # a clone's "[[[[…": the parser's depth, not a crash of every run
+        out.errors.append(f"{source}: nested too deep to read as JSON; its servers are not started")
+        return
     out.sources.append(source)
     if not isinstance(data, dict) or not isinstance(data.get("mcpServers", {}), dict):
         out.errors.append(f'{source}: mcpServers: must be an object {{"NAME": {{...}}}}; nothing started')

@@ -96,6 +96,23 @@ def trash_dir(workspace: Path) -> Path:
     return state_dir(workspace) / TRASH_DIR
 
 
+def checked_trash(workspace: Path, *, create: bool = False) -> Path | None:
+    """The trash folder, if it is one (``None``: there is no trash yet).
+
+    A clone can ship ``.pseudoclaude/trash`` as a link to any folder of the person's: listed
+    through it, every folder there would be a "trashed session", and ``purge --all-trash``
+    would delete them all. So ``.pseudoclaude/`` and ``trash/`` are opened from the workspace
+    without following a link (``safeio.open_dir``), and a link is refused with
+    ``UnsafePathError``, which names the path and says to remove it.
+    """
+    root = trash_dir(workspace)
+    try:
+        os.close(safeio.open_dir(root, create=create))
+    except FileNotFoundError:
+        return None
+    return root
+
+
 def check_name(name: str) -> str:
     """A session id or trash name as typed by a user: one path component, nothing hidden."""
     if not name or "/" in name or "\\" in name or "\0" in name or name.startswith("."):
@@ -175,8 +192,8 @@ def trash_session(
             f"session {session_id} is open in this kernel; run %sessions new (or resume another "
             "session) first, then trash it"
         )
-    root = trash_dir(workspace)
-    root.mkdir(parents=True, exist_ok=True)
+    root = checked_trash(workspace, create=True)
+    assert root is not None  # made if missing
     with _holding_lock(src, session_id):
         info = session_info(src)  # refreshes meta.json, so the trashed copy lists without a replay
         name = _free_name(root, session_id)
@@ -209,8 +226,8 @@ def _free_name(root: Path, session_id: str) -> str:
 
 def list_trash(workspace: Path) -> list[TrashedSession]:
     """Trashed sessions, most recently trashed first."""
-    root = trash_dir(workspace)
-    if not root.is_dir():
+    root = checked_trash(workspace)
+    if root is None or not root.is_dir():
         return []
     found = [
         _trashed(d)
@@ -259,8 +276,9 @@ def _number(value: object) -> float:
 
 def _find_trashed(workspace: Path, trash_id: str) -> Path:
     check_name(trash_id)
+    root = checked_trash(workspace)
     path = trash_dir(workspace) / trash_id
-    if path.is_dir() and not path.is_symlink():
+    if root is not None and path.is_dir() and not path.is_symlink():
         return path
     if (sessions_dir(workspace) / trash_id / LOG_NAME).is_file():
         raise SessionNotFoundError(
@@ -305,7 +323,10 @@ def purge(plan: PurgePlan, workspace: Path | None = None, *, index: IndexHook | 
     """
     freed = 0
     for t in plan.sessions:
-        if not t.path.is_dir():
+        # Checked again just before the delete: the plan may have been made before a link was put there.
+        try:
+            os.close(safeio.open_dir(t.path))
+        except FileNotFoundError:
             continue  # already gone (another kernel purged it)
         doomed = t.path.with_name(f"{_PURGING}{t.id}-{secrets.token_hex(3)}")
         os.rename(t.path, doomed)
