@@ -73,7 +73,9 @@ def test_pin_pins_unpin_through_the_magics_and_the_request(ip, workspace: Path) 
     data = json.loads(run(ip, "context --json"))
     assert data["parts"]["pins"] > 0
     # The listing's "in every request" is what %context counts for the pins (heading included).
-    assert f"2 pins, ~{data['parts']['pins']:,} tokens in every request" in run(ip, "context pins")
+    assert f"2 pins, ~{data['parts']['pins']:,} tokens in every request with the section's heading" in run(
+        ip, "context pins"
+    )
     assert all(s["title"] != "pins" for s in data["system_sections"])
     assert any(line.strip().startswith("pins ") for line in run(ip, "context").splitlines())
 

@@ -94,7 +94,7 @@ def _list(agent: Any, shell: Any) -> None:
         table.add(f"#{n}", f"~{estimate_text(pin.text):,}", _shown(pin.text))
     emit(
         shell,
-        f"{len(pins)} pin{'s' if len(pins) != 1 else ''}, ~{total:,} tokens in every request{held}:",
+        f"{len(pins)} pin{'s' if len(pins) != 1 else ''}, ~{total:,} tokens in every request with the section's heading{held}:",
         table,
     )
 
