@@ -59,6 +59,7 @@ class RunMarker:
         self._dir = session_dir  # () -> Path | None
         self._say = say  # (RunEvent) -> None: the renderer, for the notice
         self._path: Path | None = None
+        self._fd: int | None = None  # the session folder, opened once a run (safeio.open_dir)
         self._started = time.time()
 
     def __call__(self, event: RunEvent) -> None:
@@ -73,22 +74,37 @@ class RunMarker:
                     self._say(Notice(cut_line(found), level="warning"))
                 self._clear()
                 self._path = path
+                try:
+                    # Walked to once, not at every step (each component opened without following
+                    # links: ~0.1 ms a step on a deep path).
+                    self._fd = safeio.open_dir(path.parent)
+                except OSError:
+                    self._fd = None
             self._write(event.step)
         elif isinstance(event, RunFinished):
             self._clear()
 
     def _write(self, step: int) -> None:
+        if self._fd is None:
+            return  # a marker is a courtesy: a folder that cannot be opened has none
         data = {"pid": os.getpid(), "step": step, "started": self._started}
-        assert self._path is not None  # set at the run's first step, before any write
         try:
-            safeio.write_atomic(self._path, json.dumps(data), fsync=False)
+            safeio.write_atomic_at(self._fd, MARKER, json.dumps(data), fsync=False)
         except OSError:
-            pass  # a marker is a courtesy: never the run's problem
+            pass  # never the run's problem
+
+    def __del__(self) -> None:
+        # A run that ended in an unexpected error sends no RunFinished: the marker stays (the
+        # next run says the run was cut), the folder's descriptor goes with the listener.
+        if self._fd is not None:
+            os.close(self._fd)
 
     def _clear(self) -> None:
-        if self._path is not None:
+        if self._fd is not None:
             try:
-                self._path.unlink()
+                os.unlink(MARKER, dir_fd=self._fd)
             except OSError:
                 pass
-            self._path = None
+            os.close(self._fd)
+            self._fd = None
+        self._path = None

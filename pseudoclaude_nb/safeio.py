@@ -259,30 +259,36 @@ def write_atomic(
     derived files (a sidecar): a crash may leave it empty or old, and it is rebuilt then.
     """
     path = Path(os.path.abspath(path))
-    raw = data.encode("utf-8") if isinstance(data, str) else data
     dfd = open_dir(path.parent, create=create_dirs)
-    tmp = f".{path.name[:100]}.{secrets.token_hex(4)}.tmp"
     try:
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dfd)
-        try:
-            try:
-                view = memoryview(raw)
-                while view:
-                    view = view[os.write(fd, view) :]
-                os.fchmod(fd, mode)
-                if fsync:
-                    os.fsync(fd)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path.name, src_dir_fd=dfd, dst_dir_fd=dfd)
-        except BaseException:
-            try:
-                os.unlink(tmp, dir_fd=dfd)
-            except OSError:
-                pass
-            raise
+        write_atomic_at(dfd, path.name, data, mode=mode, fsync=fsync)
     finally:
         os.close(dfd)
+
+
+def write_atomic_at(dfd: int, name: str, data: bytes | str, *, mode: int = 0o600, fsync: bool = True) -> None:
+    """``write_atomic`` of ``name`` in a folder already opened with ``open_dir``: for a file
+    rewritten often (the run marker, at every step), whose folder is walked to once."""
+    raw = data.encode("utf-8") if isinstance(data, str) else data
+    tmp = f".{name[:100]}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o600, dir_fd=dfd)
+    try:
+        try:
+            view = memoryview(raw)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fchmod(fd, mode)
+            if fsync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=dfd, dst_dir_fd=dfd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dfd)
+        except OSError:
+            pass
+        raise
 
 
 def make_dirs(path: str | os.PathLike[str], *, mode: int = 0o700) -> None:
