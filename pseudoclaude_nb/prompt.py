@@ -71,10 +71,15 @@ def _why(exc: BaseException) -> str:
 
 def system_sections(workspace: Path) -> list[tuple[str, str]]:
     """(title, text) pairs, in prompt order."""
+    return project_sections(workspace, read_project_file(Path(workspace))[0])
+
+
+def project_sections(workspace: Path, project: str | None) -> list[tuple[str, str]]:
+    """``system_sections`` with ``PSEUDOCLAUDE.md``'s head as ``read_project_file`` gave it (a
+    run's plan reads it once, for the prompt and for the warning when it was not read)."""
     sections = [("instructions", BASE.format(workspace=workspace))]
-    raw, _ = read_project_file(Path(workspace))
-    if raw is not None:
-        sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{raw.strip()}"))
+    if project is not None:
+        sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{project.strip()}"))
     return sections
 
 

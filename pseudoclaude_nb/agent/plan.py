@@ -112,7 +112,9 @@ def plan_run(
         live = active.context.strategy
         strategy = dry_copy(live, settings) if dry else live
     tools = parts.surface.tools(strategy, memory_index, emit)
-    sections = parts.surface.sections(strategy, memory_index)
+    # Read once: its head goes into the prompt, or why it did not into the notices.
+    project, unread = read_project_file(parts.workspace)
+    sections = parts.surface.sections(strategy, memory_index, project)
     if dry:
         strategy.state.system, strategy.state.tools = join_sections(sections), tools.schemas()
     else:
@@ -124,7 +126,6 @@ def plan_run(
         notices.append(Notice(block.summary()))
     notices += events
     notices += [Notice(text) for text in window_notes]
-    _, unread = read_project_file(parts.workspace)  # why PSEUDOCLAUDE.md is not in the prompt: a link out…
     notices += [Notice(text, "warning") for text in [*warnings, *problems, *([unread] if unread else [])]]
     if config.provider == "auto" and provider is not None and provider.name == "offline":
         notices.append(Notice(OFFLINE_NOTICE))

@@ -26,7 +26,7 @@ from ..history import HistoryIndex
 from ..mcp import McpHub, load_config
 from ..mcp.approval import not_approved, question
 from ..notebook import NotebookHost
-from ..prompt import system_sections, with_memory, with_pins
+from ..prompt import project_sections, with_memory, with_pins
 from ..tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from ..tools.compact_set import compact
 from ..tools.notebook import notebook_tools
@@ -161,8 +161,11 @@ class RunSurface:
         notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
-    def sections(self, strategy: ContextStrategy, memory_index: str | None = None) -> list[tuple[str, str]]:
-        sections = system_sections(self._workspace()) + strategy.sections()
+    def sections(
+        self, strategy: ContextStrategy, memory_index: str | None, project: str | None
+    ) -> list[tuple[str, str]]:
+        """``project``: ``PSEUDOCLAUDE.md``'s head (``prompt.read_project_file``), read by the plan."""
+        sections = project_sections(self._workspace(), project) + strategy.sections()
         # Pins are system text, not messages: no summary or handoff can drop or reword them.
         return with_memory(with_pins(sections, self.pins.texts()), memory_index)
 

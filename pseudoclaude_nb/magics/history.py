@@ -60,7 +60,7 @@ def search_parts(agent: SessionHost | Agent, query: str, all_sessions: bool = Fa
     parts = hits_for_people(hits, query, scope, all_sessions=all_sessions)
     if not hits and not all_sessions and isinstance(parts[-1], str):
         parts[-1] += " Add --all to search every session."
-    notices, history.notices[:] = list(history.notices), []
+    notices = history.take_notices()
     return [*(f"! {n}" for n in notices), *parts]
 
 
@@ -160,5 +160,5 @@ class ReindexProgress:
 
 
 def _with_notices(history: Any, text: str) -> str:
-    notices, history.notices[:] = list(history.notices), []
+    notices = history.take_notices()
     return "\n".join([*(f"! {n}" for n in notices), text])
