@@ -1,7 +1,9 @@
 """``%sessions``: list, show, resume and start sessions; trash, restore, purge, gc, export, import.
 
 Thin: it parses, calls ``session`` (catalog, lifecycle, archive) and prints. Every mistake
-or refusal is a ``UsageError`` whose text says what to do instead.
+or refusal is a ``UsageError`` whose text says what to do instead. The actions that move,
+delete or copy whole sessions (trash, restore, purge, gc, export, import) are in
+``session_lifecycle``; the listing, the readers, resume and fork are here.
 
 It works through a ``SessionHost``, not the agent: ``list``, ``resume``, ``show``, ``search``
 and the rest read sidecars, logs and the history index, and the agent (with its imports,
@@ -23,10 +25,10 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..config import STRATEGIES
-from ..errors import PseudoClaudeError, UnsafePathError
+from ..errors import PseudoClaudeError
 from ..session.catalog import list_sessions
-from ..session.lifecycle import gc_sessions, list_trash, plan_purge, purge, restore_session, trash_session
 from ..workspace import LOG_NAME, session_dir
+from . import session_lifecycle as lifecycle
 from .args import parse, unknown, usage_line
 from .frontend import in_notebook
 from .session_host import SessionHost
@@ -35,7 +37,6 @@ from .tables import Column, Note, Table, emit
 
 if TYPE_CHECKING:
     from ..agent import Agent
-    from ..session.lifecycle import IndexHook
 
 ACTIONS = (
     "list",
@@ -195,7 +196,7 @@ class SessionMagics(Magics):
                 raise UsageError("%sessions resume needs an ID or --last")
             self._resume(None if args.last else target)
         elif action == "list" and args.trash:
-            self._list_trash()
+            lifecycle.show_trash(self)
         elif action == "list":
             self._list()
         elif action == "show":
@@ -221,19 +222,19 @@ class SessionMagics(Magics):
                 progress.finish()
             print(text)
         elif action == "trash" and target:
-            self._trash(target)
+            lifecycle.trash(self, target)
         elif action == "trash":
-            self._list_trash()
+            lifecycle.show_trash(self)
         elif action == "restore":
-            self._restore(target)
+            lifecycle.restore(self, target)
         elif action == "purge":
-            self._purge(target or None, all_trash=args.all_trash, yes=args.yes)
+            lifecycle.purge_trashed(self, target or None, all_trash=args.all_trash, yes=args.yes)
         elif action == "gc":
-            self._gc(30 if args.days is None else args.days)
+            lifecycle.gc(self, 30 if args.days is None else args.days)
         elif action == "export":
-            self._export(target, args.targets[1], spills=not args.no_spills)
+            lifecycle.export(self, target, args.targets[1], spills=not args.no_spills)
         elif action == "import":
-            self._import(target)
+            lifecycle.import_archive(self, target)
 
     def _open_id(self) -> str | None:
         return self._host.current_id
@@ -252,7 +253,7 @@ class SessionMagics(Magics):
     def _list(self) -> None:
         ws = self._host.workspace
         sessions = list_sessions(ws)
-        in_trash = _trash_line(ws)
+        in_trash = lifecycle.trash_line(ws)
         if not sessions:
             print(f"no sessions yet in {ws}; start one with %agent")
             if in_trash:
@@ -392,118 +393,6 @@ class SessionMagics(Magics):
         for path in report.missing:
             print(f"! {safe_line(path)}: not copied (missing or altered in the original)")
 
-    # --- trash, restore, purge, gc ---------------------------------------------------------------
-
-    def _list_trash(self) -> None:
-        trashed = list_trash(self._host.workspace)
-        if not trashed:
-            print("the trash is empty (.pseudoclaude/trash/)")
-            return
-        table = Table(
-            (
-                Column("trash id", mono=True),
-                Column("trashed"),
-                Column("last activity"),
-                Column("size", right=True),
-                Column("title"),
-            ),
-            indent="  ",
-        )
-        for t in trashed:
-            via = " (gc)" if t.reason == "gc" else ""
-            table.add(
-                safe_line(t.id),
-                _when(t.trashed_at),
-                _when(t.last_activity),
-                _size(t.bytes),
-                safe_line(t.title) + via,
-            )
-        total = sum(t.bytes for t in trashed)
-        emit(
-            self.shell,
-            table,
-            Note(
-                f"{_count(len(trashed), 'trashed session')}, {_size(total)}. %sessions restore ID · "
-                "%sessions purge ID --yes · %sessions purge --all-trash --yes"
-            ),
-        )
-
-    def _trash(self, session_id: str) -> None:
-        t = trash_session(self._host.workspace, session_id, open_id=self._open_id(), index=_index_hook())
-        title = f" ({safe_line(t.title)})" if t.title else ""
-        print(
-            f"moved session {session_id}{title} to the trash: .pseudoclaude/trash/{t.id}. "
-            f"Undo with %sessions restore {t.id}; delete it for good with %sessions purge {t.id} --yes"
-        )
-
-    def _restore(self, trash_id: str) -> None:
-        path = restore_session(self._host.workspace, trash_id, index=_index_hook())
-        print(f"restored session {path.name}; continue it with %sessions resume {path.name}")
-
-    def _purge(self, trash_id: str | None, *, all_trash: bool, yes: bool) -> None:
-        if bool(trash_id) == all_trash:
-            raise UsageError("%sessions purge needs one trashed session ID or --all-trash (not both)")
-        plan = plan_purge(self._host.workspace, trash_id)
-        if not plan.count:
-            print("the trash is empty; nothing to purge")
-            return
-        what = f"{_count(plan.count, 'trashed session')} ({_size(plan.bytes)}): " + ", ".join(
-            safe_line(t.id) for t in plan.sessions
-        )
-        if not yes:
-            again = f"%sessions purge {trash_id or '--all-trash'} --yes"
-            print(f"would permanently delete {what}. Nothing was deleted; to confirm, run {again}")
-            return
-        purge(plan, index=_index_hook())
-        print(f"permanently deleted {what}")
-
-    def _gc(self, days: int) -> None:
-        if days < 1:
-            raise UsageError(f"--days must be at least 1, not {days}")
-        report = gc_sessions(self._host.workspace, days, open_id=self._open_id(), index=_index_hook())
-        for info, why in report.skipped:
-            print(f"kept {safe_line(info.id)} (idle since {_when(info.last_activity)}, but {why})")
-        if not report.moved:
-            print(f"no session idle for more than {days} days; nothing moved")
-            return
-        table = Table((Column("id", mono=True), Column("last activity"), Column("title")), indent="  ")
-        for t in report.moved:
-            table.add(safe_line(t.original_id), _when(t.last_activity), safe_line(t.title))
-        emit(
-            self.shell,
-            f"moved {_count(len(report.moved), 'session')} idle for more than {days} days to the trash:",
-            table,
-            Note("Nothing was deleted: %sessions restore ID brings one back; %sessions trash lists them"),
-        )
-
-    # --- export and import -----------------------------------------------------------------------
-
-    def _export(self, session_id: str, dest: str, *, spills: bool) -> None:
-        from ..session.archive import export_session
-
-        report = export_session(self._host.workspace, session_id, self._path(dest), spills=spills)
-        if report.redactions:
-            kinds = ", ".join(f"{kind} {n}" for kind, n in sorted(report.redactions.items()))
-            redacted = f"{_count(sum(report.redactions.values()), 'secret')} redacted ({kinds})"
-        else:
-            redacted = "no secrets found to redact"
-        left_out = "; spilled results left out" if not spills else ""
-        print(
-            f"exported session {session_id} to {report.path} "
-            f"({_count(report.files, 'file')}, {_size(report.bytes)}); {redacted}{left_out}"
-        )
-
-    def _import(self, source: str) -> None:
-        from ..session.archive import import_session
-
-        report = import_session(self._host.workspace, self._path(source))
-        sid = report.session_id
-        print(f"imported {source} as session {sid}; continue it with %sessions resume {sid}")
-        if report.renamed:
-            print(f"(its id {report.original_id} is already taken here, so it got the new id {sid})")
-        for problem in report.problems:
-            print(f"! {safe_line(problem)}")
-
 
 LAG_COUNT_LISTED = 1 << 20  # bytes behind whose entries a listing counts
 
@@ -527,20 +416,3 @@ def _index_lag(host: Any, sizes: dict[str, int] | None = None) -> str:
         parts.append(f"{_size(uncounted)} of log")
     sessions = f"{len(lag)} session{'s' if len(lag) != 1 else ''}"
     return f"history index: {' and '.join(parts)} behind in {sessions} (catching up in the background)"
-
-
-def _index_hook() -> IndexHook:
-    """The history index's part in trash, restore, purge and gc, imported only by those actions:
-    a listing in a fresh kernel stays without the index's modules (issue 34)."""
-    from ..history import LIFECYCLE_HOOK
-
-    return LIFECYCLE_HOOK
-
-
-def _trash_line(workspace: Path) -> str | None:
-    """The listing's line about the trash: how many it holds, or why it was not read."""
-    try:
-        trashed = list_trash(workspace)
-    except UnsafePathError as exc:  # a linked trash/ (a clone's): the sessions still list
-        return safe_line(str(exc))
-    return f"{_count(len(trashed), 'session')} in the trash: %sessions list --trash" if trashed else None
