@@ -16,6 +16,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from ..config import PseudoClaude
 from ..context.layer1 import Emit
@@ -29,6 +30,7 @@ from ..notebook import NotebookHost
 from ..prompt import project_sections, with_memory, with_pins
 from ..tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from ..tools.compact_set import compact
+from ..tools.document import NotebookTools
 from ..tools.notebook import notebook_tools
 from ..tools.registry import Tool
 from ..tools.user import user_tools
@@ -49,6 +51,7 @@ class RunSurface:
         notebook: NotebookHost | None = None,
         python_executor: PythonExecutor | None = None,
         ask: Callable[[str], str] | None = None,
+        stamp: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.settings = settings
         self._workspace, self._history = workspace, history  # the agent's: they follow the workspace
@@ -57,6 +60,7 @@ class RunSurface:
         self.notebook = notebook
         self.python_executor = python_executor
         self.ask = ask
+        self.stamp = stamp or dict  # metadata.pseudoclaude of the cells the agent changes: session, step
         self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
     def tools(
@@ -69,6 +73,12 @@ class RunSurface:
         extra: list[tuple[Tool, str]] = []
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
+            access = self.notebook.document()
+            if access.document is not None:
+                document = NotebookTools(access.document, access.cells, self.stamp)
+                extra += [(tool, "notebook") for tool in document.tools()]
+            if access.news:
+                (emit or _ignore)(Notice(access.news))
         extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
         extra += [
             (tool, f"{strategy.name} strategy") for tool in strategy.tools(self._history(), emit or _ignore)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..notebook.activity import package_cell
+from ..notebook.host import DocumentAccess
 from ..notebook.record import (
     CELL_IMAGES,
     STDERR_CAP,
@@ -320,9 +321,33 @@ class CellRecorder:
 class IPythonNotebook:
     """The core's ``NotebookHost`` over an IPython shell."""
 
-    def __init__(self, shell: Any, store: CellStore) -> None:
+    def __init__(
+        self, shell: Any, store: CellStore, magic_names: Callable[[], set[str]] | None = None
+    ) -> None:
         self.shell = shell
         self._store = store
+        self._magic_names = magic_names or set
+        self._link: Any = None  # notebook.link.DocumentLink, made on the first run (not at %load_ext)
+        self._runner: Any = None  # magics.cell_exec.CellRunner
+
+    def document(self) -> DocumentAccess:
+        from ..notebook.link import DocumentLink
+        from .cell_exec import CellRunner
+
+        if self._link is None:
+            self._link = DocumentLink(lambda: notebook_path(self.shell))
+            self._runner = CellRunner(self.shell, self._magic_names)
+        document, why = self._link.resolve()
+        return DocumentAccess(document, why, self._link.news(why), self._runner)
+
+    def finish_run(self) -> None:
+        """After a run: the ``%agent`` cell takes the execution count after the cells it ran."""
+        if self._runner is not None:
+            self._runner.finish()
+
+    def close(self) -> None:
+        if self._link is not None:
+            self._link.close()
 
     @property
     def cells(self) -> CellStore:
