@@ -48,7 +48,9 @@ class LocalNotebook(LiveNotebook):
         return self.doc.get()["cells"]
 
 
-def code(source: str, count: int | None = None, outputs: list[dict[str, Any]] | None = None, **kw: Any) -> dict[str, Any]:
+def code(
+    source: str, count: int | None = None, outputs: list[dict[str, Any]] | None = None, **kw: Any
+) -> dict[str, Any]:
     cell = nbformat.v4.new_code_cell(source, execution_count=count, outputs=outputs or [], **kw)
     return dict(cell)
 

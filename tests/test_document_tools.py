@@ -50,14 +50,20 @@ def test_read_notebook_shows_every_cell_in_order_with_markdown_and_unrun_cells()
 
 def test_a_secret_in_a_cell_or_its_output_is_redacted() -> None:
     key = "sk-ant-api03-" + "A" * 93 + "AA"
-    doc = LocalNotebook([code(f"KEY = '{key}'", 1, [{"output_type": "stream", "name": "stdout", "text": key}])])
+    doc = LocalNotebook(
+        [code(f"KEY = '{key}'", 1, [{"output_type": "stream", "name": "stdout", "text": key}])]
+    )
     text = _tools(doc).read(None, None)
     assert key not in text and "[REDACTED" in text
 
 
 def test_cells_marked_agent_skip_show_as_a_place_only() -> None:
     doc = LocalNotebook(
-        [code("token = 'hunter2'", 1, metadata={"tags": ["agent-skip"]}), code("# agent-skip\npw = 'x'"), code("y = 1")]
+        [
+            code("token = 'hunter2'", 1, metadata={"tags": ["agent-skip"]}),
+            code("# agent-skip\npw = 'x'"),
+            code("y = 1"),
+        ]
     )
     tools = _tools(doc)
     text = tools.read(None, None)
@@ -179,7 +185,9 @@ def test_ids_shared_by_copied_cells_are_shown_and_each_cell_is_still_addressed()
 
 
 def test_run_puts_outputs_and_count_into_the_cell_and_refuses_what_it_must() -> None:
-    doc = LocalNotebook([markdown("# t"), code("x = 2"), code("%agent do it", id="agent-cell"), code("%compact --apply")])
+    doc = LocalNotebook(
+        [markdown("# t"), code("x = 2"), code("%agent do it", id="agent-cell"), code("%compact --apply")]
+    )
     host = FakeCells(running="agent-cell")
     tools = _tools(doc, host)
     tools.read(None, None)
@@ -215,7 +223,8 @@ def test_read_only_mode_refuses_changes_and_ask_shows_before_and_after() -> None
     before = doc.cells()
     registry.run(ToolCall(id="r", name="read_notebook", arguments={}), Permissions("read-only"))
     refused = registry.run(
-        ToolCall(id="e", name="edit_cell", arguments={"index": 2, "source": "x = 40"}), Permissions("read-only")
+        ToolCall(id="e", name="edit_cell", arguments={"index": 2, "source": "x = 40"}),
+        Permissions("read-only"),
     )
     assert refused.is_error and "read-only" in refused.content
     asked: list[str] = []

@@ -122,7 +122,7 @@ def execute(
         _rich_formats(shell),
         capture_output(stdout=False, stderr=False, display=True) as captured,
     ):
-        ran = Execution(captured.outputs)
+        ran = Execution([])
         try:
             tree = ast.parse(code, filename, "exec")
             last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
@@ -141,6 +141,7 @@ def execute(
             ran.error = exc
         if before_exit is not None:
             before_exit()
+    ran.displays = captured.outputs  # a copy made when read: read once the code is done
     return ran
 
 

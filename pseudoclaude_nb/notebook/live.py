@@ -309,8 +309,19 @@ def _cell(index: int, ycell: Any) -> DocCell:
 
 
 def _py(value: Any) -> Any:
-    """A shared value as plain Python (maps, arrays and texts copied out)."""
-    return value.to_py() if hasattr(value, "to_py") else value
+    """A shared value as plain Python (maps, arrays and texts copied out; Yjs keeps every
+    number as a float, so whole ones come back as ints, as jupyter_ydoc does)."""
+    return _ints(value.to_py() if hasattr(value, "to_py") else value)
+
+
+def _ints(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, dict):
+        return {k: _ints(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_ints(v) for v in value]
+    return value
 
 
 def _at(doc: Any, index: int, cell_id: str) -> Any:
