@@ -111,9 +111,9 @@ def test_the_link_falls_back_to_the_saved_file_without_the_collaboration_extensi
         document, why = link.resolve()
     assert isinstance(document, SavedNotebook)
     assert why is not None and "no collaboration extension" in why and "pseudoclaude_nb[lab]" in why
-    news = link.news(why)
-    assert news is not None and "cannot change cells" in news and "propose a cell" in news
-    assert link.news(why) is None  # said once per kernel
+    news = link.news(why, document)
+    assert news is not None and "reads the saved notebook file" in news and "propose a cell" in news
+    assert link.news(why, document) is None  # said once per kernel
 
 
 def test_an_unreachable_server_is_a_reason_not_a_hang(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from ..history import HistoryIndex
 from ..mcp import McpHub, load_config
 from ..mcp.approval import not_approved, question
 from ..notebook import NotebookHost
+from ..notebook.host import DocumentAccess
 from ..prompt import project_sections, with_memory, with_pins
 from ..tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from ..tools.compact_set import compact
@@ -61,6 +62,7 @@ class RunSurface:
         self.python_executor = python_executor
         self.ask = ask
         self.stamp = stamp or dict  # metadata.pseudoclaude of the cells the agent changes: session, step
+        self.document: DocumentAccess | None = None  # the notebook document the last tool set was made for
         self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
     def tools(
@@ -73,7 +75,7 @@ class RunSurface:
         extra: list[tuple[Tool, str]] = []
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
-            access = self.notebook.document()
+            access = self.document = self.notebook.document()
             if access.document is not None:
                 document = NotebookTools(access.document, access.cells, self.stamp)
                 extra += [(tool, "notebook") for tool in document.tools()]
@@ -169,6 +171,10 @@ class RunSurface:
             rows.append((tool.name, kind + origin, summary if len(summary) <= 90 else summary[:89] + "…"))
         notes = [] if mine else ["(no @tool functions registered: from pseudoclaude_nb import tool)"]
         notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
+        access = self.document
+        if access is not None and access.why and not any(access.why in note for note in notes):
+            what = "read from the saved file only" if access.document is not None else "not reachable"
+            notes.append(f"note: the notebook's cells are {what} here ({access.why})")
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
     def sections(

@@ -55,18 +55,22 @@ class _Verbatim:
 class CellRunner:
     """Runs cells for the document tools in one shell, and numbers them."""
 
-    def __init__(self, shell: Any, magic_names: Callable[[], set[str]]) -> None:
+    def __init__(
+        self,
+        shell: Any,
+        magic_names: Callable[[], set[str]],
+        running: Callable[[], str | None] = lambda: None,
+    ) -> None:
         self.shell = shell
         self._magic_names = magic_names
+        self._running = running
         self.ran = 0  # cells run during the current %agent cell (``finish`` settles the numbering)
         self._agent_cell = ""  # that cell's raw source, as IPython stored it before it ran
         self._last = 0  # the last execution count taken
         self._ahead = 0
 
     def running_cell_id(self) -> str | None:
-        from .notebook import cell_id
-
-        return cell_id(self.shell, None)
+        return self._running()
 
     def package_cell(self, source: str) -> bool:
         names = self._magic_names()

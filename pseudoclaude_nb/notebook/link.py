@@ -52,14 +52,15 @@ class DocumentLink:
         self._live = live
         return live, None
 
-    def news(self, why: str | None) -> str | None:
+    def news(self, why: str | None, document: Document | None) -> str | None:
         """The line a run says about ``why`` — once per kernel for each reason."""
         if why is None or why in self._said:
             return None
         self._said.add(why)
+        if document is not None:
+            return f"the agent reads the saved notebook file and cannot change cells here ({why}); it can still propose a cell"
         return (
-            "the agent reads the saved notebook file and cannot change cells here "
-            f"({why}); it can still propose a cell"
+            f"the agent cannot read or change this notebook's cells here ({why}); it can still propose a cell"
         )
 
     def close(self) -> None:
