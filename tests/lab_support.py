@@ -30,7 +30,10 @@ def notebook_server(root: Path, scratch: Path, env: dict[str, str] | None = None
 
 @contextlib.contextmanager
 def lab_server(
-    root: Path, scratch: Path, env: dict[str, str] | None = None, app: tuple[str, str] = ("jupyterlab", "LabApp")
+    root: Path,
+    scratch: Path,
+    env: dict[str, str] | None = None,
+    app: tuple[str, str] = ("jupyterlab", "LabApp"),
 ) -> Iterator[tuple[str, str]]:
     """Yields (base URL, token) of a Lab (or ``app``'s module and class) serving ``root``; stopped on exit."""
     settings = scratch / "lab-settings" / "@jupyterlab"

@@ -21,7 +21,9 @@ from tests.lab_support import CHROMIUM_FLAGS, lab_server, set_theme
 from tests.test_browser import KERNEL_IDLE, _browser_or_skip
 
 HERE = ".jp-NotebookPanel:not(.lm-mod-hidden)"
-PROMPT = "%agent --new --provider scripted --script s.json --mode auto run the setup cell, add one printing x*21"
+PROMPT = (
+    "%agent --new --provider scripted --script s.json --mode auto run the setup cell, add one printing x*21"
+)
 CELLS_TEXT = """(sel) => [...document.querySelectorAll(sel + ' .jp-Cell')].map(c => ({
   text: c.innerText,
   prompt: (c.querySelector('.jp-InputPrompt') || {}).innerText || '',
@@ -41,11 +43,16 @@ def _workspace(root: Path) -> Path:
     turns = [
         {"text": "", "tool_calls": [{"name": "read_notebook", "arguments": {}}]},
         {"text": "", "tool_calls": [{"name": "run_cell", "arguments": {"index": 2}}]},
-        {"text": "", "tool_calls": [{"name": "insert_cell", "arguments": {"index": 3, "source": "print(x * 21)"}}]},
+        {
+            "text": "",
+            "tool_calls": [{"name": "insert_cell", "arguments": {"index": 3, "source": "print(x * 21)"}}],
+        },
         {"text": "", "tool_calls": [{"name": "run_cell", "arguments": {"index": 3}}]},
         {"text": "Done: the new cell printed 42.", "tool_calls": []},
     ]
-    (root / "s.json").write_text(json.dumps({"model": "scripted-test", "context_window": 200_000, "turns": turns}))
+    (root / "s.json").write_text(
+        json.dumps({"model": "scripted-test", "context_window": 200_000, "turns": turns})
+    )
     path = root / "analysis.ipynb"
     nbformat.write(nb, path)
     return path

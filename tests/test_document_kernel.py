@@ -179,6 +179,12 @@ def test_the_agent_reads_runs_and_inserts_cells_a_collaborator_sees(root: Path) 
             assert reply["execution_count"] == new.execution_count + 1
             _, after = kernel.run("1 + 1")
             assert after["execution_count"] == reply["execution_count"] + 1
+            # %sessions show lists the changes, the refused one said so.
+            shown, _ = kernel.run(f"%sessions show {log.parent.name}")
+            assert "notebook changes (4):" in shown
+            assert (
+                "run_cell(2) · " in shown and "insert_cell(3) · " in shown and "edit_cell(4) refused" in shown
+            )
             # The server saves the shared document: the file holds what the page shows.
             assert _until(lambda: "print(x * 21)" in path.read_text(), 20)
         finally:

@@ -75,7 +75,7 @@ class RunSurface:
         extra: list[tuple[Tool, str]] = []
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
-            access = self.document = self.notebook.document()
+            access = self.document = self.notebook.document(live=self.settings.notebook_document)
             if access.document is not None:
                 document = NotebookTools(access.document, access.cells, self.stamp)
                 extra += [(tool, "notebook") for tool in document.tools()]

@@ -332,7 +332,7 @@ class IPythonNotebook:
         self._link: Any = None  # notebook.link.DocumentLink, made on the first run (not at %load_ext)
         self._runner: Any = None  # magics.cell_exec.CellRunner
 
-    def document(self) -> DocumentAccess:
+    def document(self, *, live: bool = True) -> DocumentAccess:
         from ..notebook.host import DocumentAccess
         from ..notebook.link import DocumentLink
         from .cell_exec import CellRunner
@@ -340,7 +340,7 @@ class IPythonNotebook:
         if self._link is None:
             self._link = DocumentLink(lambda: notebook_path(self.shell))
             self._runner = CellRunner(self.shell, self._magic_names, lambda: cell_id(self.shell, None))
-        document, why = self._link.resolve()
+        document, why = self._link.resolve(live=live)
         # Said by a run where a person has a notebook open that the agent cannot change (a
         # server without the collaboration extension, VS Code); a kernel that does not know
         # its notebook (nbclient, a console) says why in %agent --tools and %context only.

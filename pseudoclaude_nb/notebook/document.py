@@ -26,6 +26,14 @@ class DocumentError(ToolError):
     """The document could not be read or changed; the message is the model's result."""
 
 
+class JoinError(DocumentError):
+    """The live document could not be joined; ``reason`` is the sentence a run says."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(f"the live notebook could not be joined: {reason}")
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class DocCell:
     """One cell as read from the document (a copy: changing it changes nothing)."""

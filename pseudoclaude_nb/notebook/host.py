@@ -62,6 +62,7 @@ class NotebookHost(Protocol):
         """Put ``code`` in a new cell below the current one; returns what happened, for the model."""
         ...
 
-    def document(self) -> DocumentAccess:
-        """The notebook document for the next run (joined, or read from its file, or none)."""
+    def document(self, *, live: bool = True) -> DocumentAccess:
+        """The notebook document for the next run (joined, or read from its file, or none);
+        ``live=False`` (the ``notebook_document`` setting off): never joined."""
         ...

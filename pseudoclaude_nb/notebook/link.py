@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from .document import Document, DocumentError
+from .document import Document, JoinError
 from .live import LiveNotebook
 from .route import find_route
 from .saved import SavedNotebook
@@ -28,29 +28,33 @@ class DocumentLink:
         self._live: LiveNotebook | None = None
         self._said: set[str] = set()
 
-    def resolve(self) -> tuple[Document | None, str | None]:
+    def resolve(self, *, live: bool = True) -> tuple[Document | None, str | None]:
         """The document for a run, and why it is not the live one (``None`` when it is)."""
         path = self._notebook()
+        if not live:
+            self.close()
+            why = "%config PseudoClaude.notebook_document = False"
+            return self._saved(path, why), why
         if self._live is not None and path and Path(path) == self._live.route.file:
             try:
                 self._live.open()  # a no-op while connected
                 return self._live, None
-            except DocumentError as exc:
-                why = _reason(exc)
+            except JoinError as exc:
+                why = exc.reason
                 self._live.close()
                 self._live = None
                 return self._saved(path, why), why
         route = find_route(path, self._env() if self._env is not None else None)
         if isinstance(route, str):
             return self._saved(path, route), route
-        live = LiveNotebook(route)
+        joined = LiveNotebook(route)
         try:
-            live.open()
-        except DocumentError as exc:
-            why = _reason(exc)
+            joined.open()
+        except JoinError as exc:
+            why = exc.reason
             return self._saved(path, why), why
-        self._live = live
-        return live, None
+        self._live = joined
+        return joined, None
 
     def news(self, why: str | None, document: Document | None) -> str | None:
         """The line a run says about ``why`` — once per kernel for each reason."""
@@ -73,9 +77,3 @@ class DocumentLink:
         if not path or not Path(path).is_file():
             return None
         return SavedNotebook(Path(path), Path(path).name, why)
-
-
-def _reason(exc: DocumentError) -> str:
-    text = str(exc)
-    prefix = "the live notebook could not be joined: "
-    return text[len(prefix) :] if text.startswith(prefix) else text

@@ -11,7 +11,7 @@ module joins the room as one more collaborator, over a websocket, from a thread 
 - Only our own changes are sent (the update each change makes, computed from the state
   vector before it); what the server sends is applied and never echoed back.
 - A dropped connection is noticed (the socket closes) and the next call reconnects once,
-  syncing a fresh copy; a server that cannot be reached is a ``DocumentError`` with the reason.
+  syncing a fresh copy; a server that cannot be reached is a ``JoinError`` with the reason.
 
 The session request (``PUT api/collaboration/session/<path>``) is jupyter-collaboration's own
 REST API, as its frontend uses it. No IPython here.
@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from .document import CellRun, CellType, DocCell, DocumentError, Snapshot
+from .document import CellRun, CellType, DocCell, DocumentError, JoinError, Snapshot
 from .route import Route
 
 _log = logging.getLogger(__name__)
@@ -64,7 +64,7 @@ class LiveNotebook:
     # --- connection ----------------------------------------------------------------------------
 
     def open(self) -> None:
-        """Join the room and sync; raises ``DocumentError`` with the reason when that fails."""
+        """Join the room and sync; raises ``JoinError`` with the reason when that fails."""
         with self._lock:
             if self._alive:
                 return
@@ -83,7 +83,7 @@ class LiveNotebook:
             if self._failure is not None:
                 failure = self._failure
                 self._shutdown()
-                raise DocumentError(f"the live notebook could not be joined: {failure}")
+                raise JoinError(failure)
 
     def close(self) -> None:
         with self._lock:
@@ -259,25 +259,21 @@ def _session(route: Route, timeout: float) -> dict[str, str]:
             timeout=timeout,
         )
     except httpx.HTTPError as exc:
-        raise DocumentError(
-            f"the Jupyter server at {route.url} could not be reached ({_reason(exc)})"
-        ) from None
+        raise JoinError(f"the Jupyter server at {route.url} could not be reached ({_reason(exc)})") from None
     if response.status_code == 404:
-        raise DocumentError(
+        raise JoinError(
             "the Jupyter server has no collaboration extension; install pseudoclaude_nb[lab] "
             "(jupyter-collaboration) where the server runs and restart it"
         )
     if response.status_code in (401, 403):
-        raise DocumentError(f"the Jupyter server refused this kernel's token (HTTP {response.status_code})")
+        raise JoinError(f"the Jupyter server refused this kernel's token (HTTP {response.status_code})")
     if response.status_code >= 400:
-        raise DocumentError(
-            f"the Jupyter server answered HTTP {response.status_code} for the notebook's room"
-        )
+        raise JoinError(f"the Jupyter server answered HTTP {response.status_code} for the notebook's room")
     try:
         found = response.json()
         return {key: str(found[key]) for key in ("format", "type", "fileId", "sessionId")}
     except (ValueError, KeyError, TypeError):
-        raise DocumentError("the Jupyter server's collaboration API answered in an unknown shape") from None
+        raise JoinError("the Jupyter server's collaboration API answered in an unknown shape") from None
 
 
 def _reason(exc: BaseException) -> str:
