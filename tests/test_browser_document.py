@@ -10,8 +10,8 @@ dark theme; saving writes them to the file, with the agent's stamp in the cell's
 
 from __future__ import annotations
 
-import json
 import importlib.util
+import json
 from pathlib import Path
 
 import nbformat
