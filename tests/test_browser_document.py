@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import shutil
 from pathlib import Path
 
 import nbformat
@@ -151,3 +152,29 @@ def test_in_notebook_7_the_page_shows_the_agents_cells_live(tmp_path: Path) -> N
         assert "x is 2" in cells[2]["out"]
         browser.close()
     assert "print(x * 21)" in [c.source for c in _saved(path)]
+
+
+def test_the_teaching_notebook_changes_its_own_page_in_jupyterlab(tmp_path: Path) -> None:
+    """notebooks/09 run as a learner runs it (Run All in Lab): the agent inserts the total below
+    the prices and runs it, live; the stored outputs (nbclient's) are the fallback's."""
+    chromium = _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    root = tmp_path / "lab"
+    root.mkdir()
+    name = "09_agent_in_the_open_notebook.ipynb"
+    shutil.copy(Path(__file__).resolve().parents[1] / "notebooks" / name, root / name)
+    with lab_server(root, tmp_path) as (base, token), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1400})
+        page.goto(f"{base}/lab/tree/{name}?token={token}")
+        page.wait_for_selector(f"{HERE} .jp-Cell", timeout=60_000)
+        page.wait_for_function(KERNEL_IDLE, timeout=90_000)
+        page.evaluate("() => window.jupyterapp.commands.execute('notebook:run-all-cells')")
+        page.wait_for_selector(f"{HERE} .jp-Cell >> text=printed their total", timeout=120_000)
+        page.wait_for_function(KERNEL_IDLE, timeout=60_000)
+        cells = page.evaluate(CELLS_TEXT, HERE)
+        browser.close()
+    assert "live document: yes" in cells[1]["out"]
+    assert "insert_cell" in cells[3]["out"]  # %agent --tools lists the change tools
+    assert "print(sum(prices))" in cells[6]["text"] and cells[6]["out"].strip() == "9.75"

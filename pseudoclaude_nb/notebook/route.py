@@ -40,7 +40,7 @@ def find_route(notebook: str | None, env: Mapping[str, str] | None = None) -> Ro
     """The route to ``notebook``'s live document, or why there is none (a sentence)."""
     env = os.environ if env is None else env
     if not notebook:
-        return "this kernel was not started for a notebook (a terminal, a console, or a script)"
+        return "this kernel was not told which notebook it runs: nbclient, papermill, a console or a terminal"
     pid = env.get("JPY_PARENT_PID", "")
     if not pid.isdigit():
         return "this kernel was not started by a Jupyter server (nbclient, VS Code, or a console)"
