@@ -19,9 +19,9 @@ import nbformat
 import pytest
 from jupyter_client import BlockingKernelClient
 
+from bench.jupyter import Server, jupyter_server
 from pseudoclaude_nb.notebook.live import LiveNotebook
 from pseudoclaude_nb.notebook.route import Route, find_route
-from tests.document_server import Server, jupyter_server
 from tests.scripts import turn
 
 pytestmark = pytest.mark.slow

@@ -16,12 +16,12 @@ from typing import Any
 import nbformat
 import pytest
 
+from bench.jupyter import jupyter_server
 from pseudoclaude_nb.notebook.link import DocumentLink
 from pseudoclaude_nb.notebook.live import LiveNotebook
 from pseudoclaude_nb.notebook.route import Route, find_route
 from pseudoclaude_nb.notebook.saved import SavedNotebook
 from pseudoclaude_nb.tools.document import NotebookTools
-from tests.document_server import jupyter_server
 
 pytestmark = pytest.mark.slow
 

@@ -1,8 +1,13 @@
 """A real Jupyter server on 127.0.0.1 with (or without) the collaboration extension, for the
-live-document tests and the bench: started in a temporary folder, its runtime folder its own."""
+document bench and the live-document tests: started in a folder, its runtime folder its own.
+
+``jupyter_server(root)`` serves ``root`` with ``jupyter_server`` (no page); ``app="jupyterlab"``
+serves JupyterLab, its news and update checks off and every cell rendered (no windowing), with
+``window.jupyterapp`` exposed for a browser to drive."""
 
 from __future__ import annotations
 
+import json
 import os
 import secrets
 import socket
@@ -36,13 +41,15 @@ def _free_port() -> int:
 
 
 @contextmanager
-def jupyter_server(root: Path, *, collaboration: bool = True) -> Iterator[Server]:
+def jupyter_server(
+    root: Path, *, collaboration: bool = True, app: str = "jupyter_server"
+) -> Iterator[Server]:
     runtime = root.parent / f"{root.name}-runtime"
     port, token = _free_port(), secrets.token_hex(16)
     args = [
         sys.executable,
         "-m",
-        "jupyter_server",
+        app,
         "--no-browser",
         "--ip=127.0.0.1",
         f"--port={port}",
@@ -53,6 +60,21 @@ def jupyter_server(root: Path, *, collaboration: bool = True) -> Iterator[Server
     if not collaboration:
         args.append("--ServerApp.jpserver_extensions=jupyter_server_ydoc=False")
     env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
+    if app == "jupyterlab":
+        args.append("--LabApp.expose_app_in_browser=True")
+        settings = root.parent / f"{root.name}-lab-settings"
+        for extension, name, value in (
+            ("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
+            ("notebook-extension", "tracker", {"windowingMode": "none"}),
+        ):
+            (settings / "@jupyterlab" / extension).mkdir(parents=True, exist_ok=True)
+            (settings / "@jupyterlab" / extension / f"{name}.jupyterlab-settings").write_text(
+                json.dumps(value)
+            )
+        env.update(
+            JUPYTERLAB_SETTINGS_DIR=str(settings),
+            JUPYTERLAB_WORKSPACES_DIR=str(root.parent / f"{root.name}-lab-workspaces"),
+        )
     log = (root.parent / f"{root.name}-server.log").open("wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
     url = f"http://127.0.0.1:{port}/"
