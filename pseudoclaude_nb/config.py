@@ -117,6 +117,11 @@ class PseudoClaude(Configurable):
     notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
         config=True
     )
+    notebook_document = Bool(
+        True,
+        help="Join the open notebook's shared document (JupyterLab or Notebook 7 with jupyter-collaboration) "
+        "so the agent can read, insert, edit and run its cells; False: it reads the saved file only.",
+    ).tag(config=True)
     # issue 31: prices per model, over the shipped table (pseudoclaude_nb/prices.json).
     prices = Dict(
         {},

@@ -31,7 +31,7 @@ from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
 from ..envtrust import workspace_endpoint
-from ..errors import ConfigError
+from ..errors import ConfigError, PseudoClaudeError
 from ..events import Compacted, RunEvent
 from ..history import HistoryIndex
 from ..hooks import RunEvents, RunHooks
@@ -93,6 +93,7 @@ class Agent:
             notebook=notebook,
             python_executor=python_executor,
             ask=ask,
+            stamp=self._cell_stamp,
         )
 
     @property
@@ -217,6 +218,19 @@ class Agent:
         )
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
+
+    def _cell_stamp(self) -> dict[str, Any]:
+        """What a cell the agent changes carries in ``metadata.pseudoclaude``: the session and the
+        step (the request number ``%sessions show`` and ``%context --at`` use)."""
+        if self.session is None:
+            return {}
+        from ..session.timeline import build_timeline
+
+        try:
+            step = len(build_timeline(self.session.dir).usage_curve)
+        except PseudoClaudeError:
+            step = None
+        return {"session": self.session.id, "step": step}
 
     def close(self) -> None:
         """The end of this agent: the session closed, the MCP servers stopped."""

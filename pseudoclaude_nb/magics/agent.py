@@ -17,6 +17,7 @@ from ..providers.demo_script import DEMO_PROMPT
 from ..run_marker import RunMarker
 from ..widgets.confirm import notebook_ask
 from .args import parse
+from .notebook import IPythonNotebook
 from .render import in_notebook, memory_outcome, renderer_for
 from .tables import Column, Note, Table, emit
 
@@ -150,6 +151,8 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
         finally:
             self._agent.skip_counts = frozenset()
+            if isinstance(self._agent.notebook, IPythonNotebook):
+                self._agent.notebook.finish_run()  # numbering after the cells the run ran
         memory_outcome(self._agent, renderer)
 
 

@@ -32,7 +32,18 @@ from . import session_lifecycle as lifecycle
 from .args import parse, unknown, usage_line
 from .frontend import in_notebook
 from .session_host import SessionHost
-from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_cells, safe_line
+from .session_text import (
+    _count,
+    _relative,
+    _size,
+    _status,
+    _title,
+    _when,
+    _window,
+    message_cells,
+    notebook_changes,
+    safe_line,
+)
 from .tables import Column, Note, Table, emit
 
 if TYPE_CHECKING:
@@ -318,7 +329,8 @@ class SessionMagics(Magics):
                 )
             else:
                 table.add(*message_cells(i, loaded.messages[i]))
-        emit(self.shell, *head, *([table] if shown else []))
+        changes = notebook_changes(loaded.messages)
+        emit(self.shell, *head, *([table] if shown else []), *([Note(changes)] if changes else []))
         if in_notebook(self.shell):
             self._timeline(path, loaded.bytes)
 

@@ -82,6 +82,8 @@ class Tool:
     args: type[BaseModel]
     handler: Callable[[Any], str | ToolOutput]
     side_effect: bool = False
+    # What mode ``ask`` shows besides the call (the document tools: the cell before and after).
+    preview: Callable[[Any], str] | None = None
 
     def input_schema(self) -> dict[str, Any]:
         # Built from pydantic once per argument model (~2 ms for a full tool set each step
@@ -154,11 +156,15 @@ def describe_call(name: str, args: BaseModel) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def permission_prompt(name: str, args: BaseModel, lines: int = 12, width: int = 160) -> str:
-    """The question for mode ``ask``: the call, the first lines of any multi-line value as
-    text, and the answers (no answer is no)."""
+def permission_prompt(
+    name: str, args: BaseModel, lines: int = 12, width: int = 160, preview: str | None = None
+) -> str:
+    """The question for mode ``ask``: the call, the tool's ``preview`` (or else the first lines
+    of any multi-line value as text), and the answers (no answer is no)."""
     out = [f"allow {describe_call(name, args)}?"]
-    for key, value in args.model_dump(exclude_unset=True).items():
+    shown = args.model_dump(exclude_unset=True).items() if not preview else ()
+    out += [f"  {line}" for line in (preview or "").splitlines()]
+    for key, value in shown:
         if isinstance(value, str) and "\n" in value.rstrip("\n"):
             body = value.splitlines()
             out.append(f"  {key}:")
@@ -219,7 +225,7 @@ class Permissions:
         tell(None)
         asked = time.monotonic()
         try:
-            answer = ask(permission_prompt(tool.name, args))
+            answer = ask(permission_prompt(tool.name, args, preview=_preview(tool, args)))
         except (EOFError, NotImplementedError, OSError, RuntimeError):
             # NotImplementedError covers IPython's StdinNotImplementedError (no stdin frontend).
             tell(False)
@@ -232,6 +238,15 @@ class Permissions:
         allowed = answer in ("a", "always", "y", "yes")
         tell(allowed)
         return None if allowed else f"refused: the user did not allow {call}; ask the user how to proceed"
+
+
+def _preview(tool: Tool, args: BaseModel) -> str | None:
+    if tool.preview is None:
+        return None
+    try:
+        return tool.preview(args)
+    except Exception:  # noqa: BLE001 - a preview that fails leaves the plain question
+        return None
 
 
 class ToolRegistry:
