@@ -125,7 +125,13 @@ class ScriptError(ProviderError):
 
 
 class StreamError(ProviderError):
-    """A response stream stopped before its stop reason; nothing partial was kept."""
+    """A response stream stopped before its stop reason; nothing partial was kept.
+
+    ``paid`` is the usage the provider reported before the answer was refused (a ``Usage``, or
+    None): the runner logs it as spend, so a request that was paid for is counted (issue 43).
+    """
+
+    paid: object = None
 
 
 class ProtocolError(PseudoClaudeError):

@@ -21,7 +21,7 @@ from functools import partial
 from .context.confirm import Review
 from .context.manager import ContextManager
 from .conversation import Conversation
-from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
+from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError, StreamError
 from .events import (
     AssistantDelta,
     Listener,
@@ -34,8 +34,8 @@ from .events import (
     StepStarted,
 )
 from .hooks import RunEvents, RunHooks
-from .messages import ImagePart, Message, PairingCheck, ToolCall
-from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
+from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage
+from .providers.base import Provider, ProviderNote, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
 # STOP_STATUS lived here before the split; callers import it from here.
@@ -93,6 +93,7 @@ class Runner(Limits):
         self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
+        self._last_stop: str | None = None  # the last answer's stop reason (a compaction pause)
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
@@ -113,6 +114,8 @@ class Runner(Limits):
                 summary.steps = step
                 message = self._step(step, summary)
                 if not message.tool_calls and self._hands_off(message, step):
+                    continue
+                if not message.tool_calls and self._paused_for_compaction(step):
                     continue
                 if not message.tool_calls:
                     status = STOP_STATUS.get(message.stop_reason or "", "done")
@@ -212,7 +215,8 @@ class Runner(Limits):
             self.context.shared.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         self.record.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
-        if self.context is not None and self.context.strategy.after_response(self.emit):
+        self._last_stop = response.stop_reason
+        if self.context is not None and self.context.strategy.after_response(self.emit, self.review):
             # issue 31: the provider compacted (--strategy api); the replace comes after the
             # usage entry, so the log still says what this request was (%context --at).
             self.emit(self.context.state())
@@ -229,15 +233,31 @@ class Runner(Limits):
                     self.emit(AssistantDelta(event.text))
                 elif isinstance(event, StreamReasoning) and event.text:
                     self.emit(ReasoningDelta(event.text))
+                elif isinstance(event, ProviderNote):
+                    self.emit(Notice(event.text, event.level))
+                    self.record.note(event.text, event.level)
+            response = assembler.finish()
         except KeyboardInterrupt:
             # Keep what was said, never a half-received tool call.
             if assembler.text:
                 text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
-        response = assembler.finish()
+        except StreamError as exc:
+            self._paid_for(exc, assembler.usage)
+            raise
         self.hooks.on_llm_end(request, response)
         return response
+
+    def _paid_for(self, exc: StreamError, usage: Usage) -> None:
+        """An answer refused after the provider reported its usage (a broken stream, arguments
+        that are not JSON): what was paid for is logged as spend, never as an anchor (issue 43)."""
+        paid = exc.paid if isinstance(exc.paid, Usage) else usage
+        if not (paid.prompt_total or paid.output_tokens):
+            return
+        if self.last_summary is not None:
+            self.last_summary.spend.add(paid, self.provider.model)
+        self.record.spend(paid, purpose="refused", model=self.provider.model)
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,

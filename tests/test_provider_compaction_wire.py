@@ -79,6 +79,7 @@ def test_tool_result_clearing_adds_its_edit_and_beta_and_the_trigger_has_the_api
     assert set(sent.headers["anthropic-beta"].split(",")) == {
         "compact-2026-01-12",
         "context-management-2025-06-27",
+        "cache-diagnosis-2026-04-07",  # issue 43: every agent request asks why the cache missed
     }
     clear, compact = sent.body["context_management"]["edits"]
     assert clear == {

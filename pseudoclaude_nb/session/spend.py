@@ -30,6 +30,11 @@ _COUNTS = (
     "cache_creation_1h_input_tokens",
     "compaction_input_tokens",
     "compaction_output_tokens",
+    "compaction_cache_creation_input_tokens",
+    "compaction_cache_read_input_tokens",
+    "cleared_tool_uses",
+    "cleared_input_tokens",
+    "cache_missed_input_tokens",
 )
 
 
@@ -51,7 +56,8 @@ def usage_of(raw: dict[str, Any]) -> Usage:
     for key in _COUNTS:
         value = raw.get(key)
         counts[key] = value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-    return Usage(**counts)
+    reason = raw.get("cache_miss_reason")  # issue 43: the API's cache diagnosis, a short type name
+    return Usage(**counts, cache_miss_reason=reason[:64] if isinstance(reason, str) and reason else None)
 
 
 def _read_lines(data: bytes, spend: Spend) -> None:
