@@ -84,6 +84,7 @@ OPTIONAL_USAGE = (
     "cleared_input_tokens",
     "cache_miss_reason",
     "cache_missed_input_tokens",
+    "reasoning_output_tokens",
 )
 
 
@@ -118,6 +119,9 @@ class Usage(BaseModel):
     cleared_input_tokens: int = 0
     cache_miss_reason: str | None = None
     cache_missed_input_tokens: int = 0
+    # issue 43: the part of ``output_tokens`` the model spent reasoning (OpenAI Responses
+    # ``output_tokens_details.reasoning_tokens``): already in output_tokens, kept for the record.
+    reasoning_output_tokens: int = 0
 
     @property
     def prompt_total(self) -> int:
@@ -143,6 +147,7 @@ class Usage(BaseModel):
             # A diagnosis describes one request: the sum keeps the later one's.
             cache_miss_reason=other.cache_miss_reason or self.cache_miss_reason,
             cache_missed_input_tokens=self.cache_missed_input_tokens + other.cache_missed_input_tokens,
+            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
         )
 
     def to_dict(self) -> dict[str, Any]:

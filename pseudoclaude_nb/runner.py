@@ -315,9 +315,19 @@ class Runner(Limits):
             tools=self.surface.schemas(),
             max_tokens=self._output_room(),
             images=partial(images.read, self.writer.dir) if self.writer is not None else None,
+            thread=self._thread(),
         )
         self.last_request = request
         return request
+
+    def _thread(self) -> str | None:
+        """The conversation a request belongs to — its session, its strategy, and this very
+        conversation object (a resume or a fork makes another) — which a provider's stored
+        state (issue 43) follows: any change starts a new chain."""
+        if self.writer is None:
+            return None
+        strategy = self.context.strategy.name if self.context is not None else ""
+        return f"{self.writer.id}/{strategy}/{id(self.conversation):x}"
 
     # --- tools ---------------------------------------------------------------------------
 

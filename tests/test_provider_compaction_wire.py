@@ -267,4 +267,5 @@ def test_strategy_api_with_the_openai_provider_is_a_usage_error_naming_what_to_u
     with pytest.raises(UsageError) as info:
         run_magic(ip, 'agent --provider openai --strategy api "hello"')
     text = str(info.value)
-    assert "Chat Completions" in text and "--provider anthropic" in text and "--strategy compact" in text
+    assert "chat completions" in text and "--provider anthropic" in text and "--strategy compact" in text
+    assert "openai_api = 'responses'" in text  # issue 43: the Responses API has it

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Literal
 
 from ..errors import ProviderError
 from ..events import Compacted, CompactStarted
-from ..messages import Message
+from ..messages import Message, Usage
 from ..providers.base import CompactsOnDemand, Provider, Request
 from . import layer2
 from .breaker import MIN_FREED
@@ -49,7 +49,8 @@ def plan(state: SharedState, provider: Provider) -> layer2.Plan:
     before = state.estimate_of(messages)
     start = tail_start(messages, state.settings.tail_tokens)
     head, tail = messages[:start], messages[start:]
-    summary, new, error, spent = "", None, None, ()
+    summary, new, error = "", None, None
+    spent: tuple[tuple[str | None, Usage], ...] = ()
     if not head:
         error = "nothing old enough to compact: the recent tail is the whole conversation"
     else:

@@ -53,8 +53,9 @@ MARK = "server compaction"
 def unsupported(provider_name: str) -> ConfigError:
     """``--strategy api`` with a provider that cannot manage the context: what to use instead."""
     why = {
-        "openai": "the OpenAI-compatible provider speaks Chat Completions, which has no "
-        "server-side compaction",
+        "openai": "this OpenAI-compatible endpoint is spoken to through chat completions, which have no "
+        "server-side compaction (the Responses API has: %config PseudoClaude.openai_api = 'responses', "
+        "the default for api.openai.com)",
         "offline": "the offline explainer asks no model at all",
     }.get(provider_name, f"the {provider_name} provider has no context management of its own")
     return ConfigError(

@@ -25,6 +25,7 @@ from typing import Any
 import orjson
 
 from ..messages import ORIGIN_ON_DEMAND, ORIGIN_OPENAI, Message, Reasoning, Usage
+from .anthropic_stream import COMPACTION
 from .base import Compaction, ServerContext
 
 # Threshold compaction (``compact_20260112``) and context editing (``clear_tool_uses_20250919``)
@@ -38,7 +39,6 @@ ON_DEMAND_BETA = "compact-2026-09-04"
 # The cache diagnosis: ``diagnostics.previous_message_id`` names the previous answer, and the API
 # says in ``diagnostics.cache_miss_reason`` why this request could not reuse its cached prefix.
 DIAGNOSIS_BETA = "cache-diagnosis-2026-04-07"
-COMPACTION = "compaction"
 TTLS = ("5m", "1h")
 
 

@@ -180,7 +180,7 @@ _ITERATION = {
 }
 
 
-def _compaction_usage(u: Any) -> dict[str, int] | None:
+def _compaction_usage(u: Any) -> dict[str, Any] | None:
     """The usage of the compaction iterations of a request (``usage.iterations`` entries of type
     ``compaction``: not part of the top-level counts, billed besides); None when the server
     sent no iterations. Its cache writes and reads are kept apart, to be priced at their own
@@ -188,7 +188,7 @@ def _compaction_usage(u: Any) -> dict[str, int] | None:
     iterations = getattr(u, "iterations", None)
     if not isinstance(iterations, list):
         return None
-    counts = dict.fromkeys(_ITERATION.values(), 0)
+    counts: dict[str, Any] = dict.fromkeys(_ITERATION.values(), 0)
     for item in iterations:
         if _field(item, "type") != COMPACTION:
             continue

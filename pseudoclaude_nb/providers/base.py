@@ -37,6 +37,9 @@ class Request:
     max_tokens: int = 8192
     purpose: Purpose = "agent"
     images: ImageSource | None = None  # issue-14: None sends every image part as its text note
+    # issue 43: the conversation this request continues (the session and the strategy): a
+    # provider that keeps state on its side (OpenAI's stored responses) starts over when it changes.
+    thread: str | None = None
 
 
 def cap_images(messages: list[Message], limit: int | None = None) -> list[Message]:

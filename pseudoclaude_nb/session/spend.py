@@ -35,6 +35,7 @@ _COUNTS = (
     "cleared_tool_uses",
     "cleared_input_tokens",
     "cache_missed_input_tokens",
+    "reasoning_output_tokens",
 )
 
 
