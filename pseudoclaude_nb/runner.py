@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .context.confirm import Review
 from .context.manager import ContextManager
@@ -47,6 +48,9 @@ from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
 
+if TYPE_CHECKING:
+    from .cache_guard import CacheGuard
+
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
 
 
@@ -72,6 +76,7 @@ class Runner(Limits):
         review: Review | None = None,
         on_window: Callable[[int], None] | None = None,
         hooks: RunHooks | None = None,
+        cache_guard: CacheGuard | None = None,
     ) -> None:
         self.conversation = conversation
         self.on_window = on_window  # told the window a context-length error named
@@ -88,6 +93,7 @@ class Runner(Limits):
         self.hooks = hooks if hooks is not None else RunEvents(listeners)
         self.context = context  # told this run's emit on every call, never kept
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
+        self.cache_guard = cache_guard  # issue 43: asked before each agent request
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
@@ -192,7 +198,7 @@ class Runner(Limits):
             self.context.before_request(self.provider, self.emit, self.review)
             self.surface = self.context.strategy.surface(self.tools)
         try:
-            response = self._ask(self._request())
+            response = self._ask(self._guarded(self._request()))
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
@@ -203,7 +209,7 @@ class Runner(Limits):
                 raise self._too_long(exc) from exc
             self.surface = self.context.strategy.surface(self.tools)
             try:
-                response = self._ask(self._request())
+                response = self._ask(self._guarded(self._request()))
             except ContextTooLong as again:
                 raise self._too_long(again) from again
         response = self._named_stop(response, summary)
@@ -248,6 +254,12 @@ class Runner(Limits):
             raise
         self.hooks.on_llm_end(request, response)
         return response
+
+    def _guarded(self, request: Request) -> Request:
+        """``request``, once the cache guard (when on) let it go: it may ask, or stop the run."""
+        if self.cache_guard is not None:
+            self.cache_guard.check(request, self.emit)
+        return request
 
     def _paid_for(self, exc: StreamError, usage: Usage) -> None:
         """An answer refused after the provider reported its usage (a broken stream, arguments

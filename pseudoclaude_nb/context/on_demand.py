@@ -42,11 +42,12 @@ def supported(provider: Provider) -> bool:
     return isinstance(provider, CompactsOnDemand)
 
 
-def plan(state: SharedState, provider: Provider) -> layer2.Plan:
-    """Ask the provider to compact the conversation but its recent tail; replace and write nothing."""
+def plan(state: SharedState, provider: Provider, before: int | None = None) -> layer2.Plan:
+    """Ask the provider to compact the conversation but its recent tail; replace and write nothing.
+    ``before``: the estimate that triggered it, when one did (else a fresh one, as Layer 2's)."""
     assert isinstance(provider, CompactsOnDemand)
     messages = state.conversation.messages()
-    before = state.estimate_of(messages)
+    before = state.estimate_of(messages) if before is None else before
     start = tail_start(messages, state.settings.tail_tokens)
     head, tail = messages[:start], messages[start:]
     summary, new, error = "", None, None
@@ -103,7 +104,7 @@ def compact(
 ) -> Compacted:
     """One on-demand compaction, committed (``%compact``, or ``auto`` at the strategy's line)."""
     emit(CompactStarted(trigger, state.estimate() if before is None else before))
-    p = plan(state, provider)
+    p = plan(state, provider, before)
     if review is not None and p.new is not None and p.summary is not None:
         decision = review.decide(layer2.proposal(p, trigger), emit)
         if decision.action == "reject":

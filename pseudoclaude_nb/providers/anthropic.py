@@ -39,7 +39,7 @@ from .anthropic_stream import (
     reasoning_of,
     usage_of,
 )
-from .base import Compaction, ImageSource, Request, Response, ServerContext, Stop, StreamEvent
+from .base import Compaction, ImageSource, ProviderNote, Request, Response, ServerContext, Stop, StreamEvent
 from .models import clamp_output, default_model, model_info
 from .window import prompt_in_error, window_in_error
 from .wire_prefix import Body, EncodedHistory
@@ -153,6 +153,9 @@ class AnthropicProvider:
         if reader.stopped and reader.stop_reason:
             if request.purpose == "agent":
                 native.Diagnosis.answered(self._answers, reader.message_id)
+            cleared = native.cleared_line(reader.usage)
+            if cleared:
+                yield ProviderNote(cleared, "info")
             yield Stop(reader.stop_reason)
 
     def complete(self, request: Request) -> Response:

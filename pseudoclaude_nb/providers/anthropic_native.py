@@ -123,6 +123,17 @@ def on_demand_compaction(
     return Compaction([], "", usage, "the answer held no compaction block")
 
 
+def cleared_line(usage: Usage) -> str:
+    """The run's line for what context editing cleared from a request ('' when nothing was)."""
+    if not (usage.cleared_tool_uses or usage.cleared_input_tokens):
+        return ""
+    n = usage.cleared_tool_uses
+    return (
+        f"context editing cleared {n} old tool result{'s' if n != 1 else ''} "
+        f"(~{usage.cleared_input_tokens:,} input tokens) from this request (applied_edits)"
+    )
+
+
 class Diagnosis:
     """The previous answer's id per endpoint and model, kept across runs of a process: the next
     agent request names it in ``diagnostics.previous_message_id`` (None on the first, to opt in)."""
