@@ -91,7 +91,12 @@ def compact(
     if before is None:
         before = state.estimate_of(messages)
     emit(CompactStarted(trigger, before))
-    p = _plan(state, provider, messages, before)
+    return settle(state, _plan(state, provider, messages, before), trigger, emit, review)
+
+
+def settle(state: SharedState, p: Plan, trigger: str, emit: Emit, review: Review | None = None) -> Compacted:
+    """A plan put to the person (with ``review``) and committed, edited or rejected as they say;
+    any planner's (ours, or the provider's on-demand compaction: ``on_demand``)."""
     if review is not None and p.new is not None and p.summary is not None:
         decision = review.decide(proposal(p, trigger), emit)
         if decision.action == "reject":

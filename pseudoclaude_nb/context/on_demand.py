@@ -104,14 +104,7 @@ def compact(
 ) -> Compacted:
     """One on-demand compaction, committed (``%compact``, or ``auto`` at the strategy's line)."""
     emit(CompactStarted(trigger, state.estimate() if before is None else before))
-    p = plan(state, provider, before)
-    if review is not None and p.new is not None and p.summary is not None:
-        decision = review.decide(layer2.proposal(p, trigger), emit)
-        if decision.action == "reject":
-            return layer2._rejected(state, p, trigger, emit, by_default=decision.by_default)
-        if decision.action == "edit" and decision.text is not None:
-            p = layer2.edited(state, p, decision.text)
-    return layer2.commit(state, p, trigger, emit)
+    return layer2.settle(state, plan(state, provider, before), trigger, emit, review)
 
 
 Verdict = Literal["approve", "edit", "reject"]

@@ -144,18 +144,23 @@ class OpenAIProvider:
         body = self._body(request) | {"stream": True, "stream_options": {"include_usage": True}}
         response = self._send(body)
         reader = ChunkReader(self.base_url, self.stream_error)
+        for line in self.lines(response, "response stream"):
+            yield from reader.feed(line)
+        # No finish_reason, no Stop: the runner's assembler then keeps nothing of this response.
+        yield from reader.finish()
+
+    def lines(self, response: httpx.Response, what: str) -> Iterator[str]:
+        """A streamed answer's lines, then the response closed; a body that breaks off is a
+        ``StreamError`` (the Responses API's stream reads through here too)."""
         try:
-            for line in response.iter_lines():
-                yield from reader.feed(line)
+            yield from response.iter_lines()
         except httpx.HTTPError as exc:
             raise StreamError(
-                f"the response stream from {self.base_url} broke off ({type(exc).__name__}); nothing "
+                f"the {what} from {self.base_url} broke off ({type(exc).__name__}); nothing "
                 "from it was kept — run %agent again to retry"
             ) from exc
         finally:
             response.close()
-        # No finish_reason, no Stop: the runner's assembler then keeps nothing of this response.
-        yield from reader.finish()
 
     def complete(self, request: Request) -> Response:
         response = self._send(self._body(request) | {"stream": False})

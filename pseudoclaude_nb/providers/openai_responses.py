@@ -117,16 +117,8 @@ class ResponsesProvider:
             return
         for note in notes:
             yield ProviderNote(note)
-        try:
-            for line in response.iter_lines():
-                yield from reader.feed_line(line)
-        except httpx.HTTPError as exc:
-            raise StreamError(
-                f"the Responses stream from {self.base_url} broke off ({type(exc).__name__}); nothing "
-                "from it was kept — run %agent again to retry"
-            ) from exc
-        finally:
-            response.close()
+        for line in self.chat.lines(response, "Responses stream"):
+            yield from reader.feed_line(line)
         reader.finish()
         self._stored(request, reader, chained)
 

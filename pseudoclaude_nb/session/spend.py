@@ -22,21 +22,8 @@ from ..messages import Usage
 from .entries import SpendEntry, UsageEntry, parse_line
 from .loader import log_path
 
-_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_1h_input_tokens",
-    "compaction_input_tokens",
-    "compaction_output_tokens",
-    "compaction_cache_creation_input_tokens",
-    "compaction_cache_read_input_tokens",
-    "cleared_tool_uses",
-    "cleared_input_tokens",
-    "cache_missed_input_tokens",
-    "reasoning_output_tokens",
-)
+# Every count of a usage entry: Usage's integer fields (a field added there is read here too).
+_COUNTS = tuple(name for name, info in Usage.model_fields.items() if info.annotation is int)
 
 
 @dataclass
