@@ -283,3 +283,20 @@ def test_resume_keeps_the_on_demand_block_and_sends_it_first(ip, fake, workspace
     run_magic(ip, f'{API} --session {session_id} "where were we?"')
     first = fake.requests[-1].body["messages"][0]["content"][0]
     assert first["type"] == "compaction" and first["content"] == "Summary: planned."
+
+
+def test_the_non_streamed_answer_keeps_applied_edits_and_the_diagnosis_too(fake) -> None:
+    from pseudoclaude_nb.messages import Message
+    from pseudoclaude_nb.providers.anthropic import AnthropicProvider
+    from pseudoclaude_nb.providers.base import Request
+    from tests.fakes import Reply
+
+    answer = wire.message("ok").body | {
+        "context_management": {"applied_edits": EDITS},
+        "diagnostics": {"cache_miss_reason": {"type": "system_changed", "cache_missed_input_tokens": 900}},
+    }
+    fake.play(Reply(200, answer))
+    provider = AnthropicProvider(api_key=KEY, base_url=fake.url, model=MODEL, max_retries=0)
+    usage = provider.complete(Request(system="s", messages=[Message(role="user", content="hi")])).usage
+    assert (usage.cleared_tool_uses, usage.cleared_input_tokens) == (3, 12_000)
+    assert (usage.cache_miss_reason, usage.cache_missed_input_tokens) == ("system_changed", 900)

@@ -205,6 +205,19 @@ def test_context_length_is_context_too_long_with_the_servers_words(server, provi
         collect(provider.stream(ask()))
 
 
+def test_a_context_length_error_that_names_the_window_teaches_it(server, provider) -> None:
+    server.play(
+        wire.error(
+            400,
+            "This model's maximum context length is 128000 tokens. However, your messages resulted in 130512 tokens.",
+            code="context_length_exceeded",
+        )
+    )
+    with pytest.raises(ContextTooLong) as info:
+        collect(provider.stream(ask()))
+    assert (info.value.window, info.value.prompt) == (128_000, 130_512)  # the runner adopts the window
+
+
 def test_a_rate_limit_is_retried_then_said(server, provider) -> None:
     server.play(
         *[wire.error(429, "Rate limit reached for gpt-5.5", kind="tokens", code="rate_limit_exceeded")] * 3

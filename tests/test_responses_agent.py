@@ -145,7 +145,7 @@ def test_a_forgotten_response_gets_the_whole_input_once_said_and_a_new_chain(she
     assert any("no longer holds" in n for n in notes)  # the log says so too
 
 
-@pytest.mark.parametrize("change", ["compact", "resume", "fork", "strategy"])
+@pytest.mark.parametrize("change", ["compact", "undo", "resume", "fork", "strategy"])
 def test_a_compaction_resume_fork_or_strategy_switch_starts_a_new_chain(shell, fake, change: str) -> None:
     _state_on(shell)
     fake.play(wire.answer("One.", response_id="resp_1"), wire.answer("Two.", response_id="resp_2"))
@@ -154,10 +154,14 @@ def test_a_compaction_resume_fork_or_strategy_switch_starts_a_new_chain(shell, f
     assert bodies(fake)[-1]["previous_response_id"] == "resp_1"
     session_id = current_agent(shell).session.writer.id
     extra = ""
-    if change == "compact":
+    if change in ("compact", "undo"):
         fake.play(wire.response("Summary: two greetings.", u=wire.usage(300, 20)))
         run_magic(shell, "config PseudoClaude.recent_tokens = 1")
         assert "compacted" in run_magic(shell, "compact")
+        if change == "undo":  # a request after the compaction, then the undo: the server holds neither
+            fake.play(wire.answer("On the summary.", response_id="resp_s"))
+            run_magic(shell, f'{AGENT} "after the summary"')
+            assert "undid the compaction" in run_magic(shell, "compact --undo")
     elif change == "resume":
         run_magic(shell, "sessions new")
         extra = f" --session {session_id}"
