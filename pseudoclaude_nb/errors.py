@@ -130,13 +130,8 @@ class ScriptError(ProviderError):
 
 
 class StreamError(ProviderError):
-    """A response stream stopped before its stop reason; nothing partial was kept.
-
-    ``paid`` is the usage the provider reported before the answer was refused (a ``Usage``, or
-    None): the runner logs it as spend, so a request that was paid for is counted (issue 43).
-    """
-
-    paid: object = None
+    """A response stream stopped before its stop reason; nothing partial was kept (what the
+    provider reported it used is logged as spend by the runner: issue 43)."""
 
 
 class ProtocolError(PseudoClaudeError):

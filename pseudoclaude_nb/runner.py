@@ -249,8 +249,8 @@ class Runner(Limits):
                 text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
-        except StreamError as exc:
-            self._paid_for(exc, assembler.usage)
+        except StreamError:
+            self._paid_for(assembler.usage)
             raise
         self.hooks.on_llm_end(request, response)
         return response
@@ -261,15 +261,14 @@ class Runner(Limits):
             self.cache_guard.check(request, self.emit)
         return request
 
-    def _paid_for(self, exc: StreamError, usage: Usage) -> None:
+    def _paid_for(self, usage: Usage) -> None:
         """An answer refused after the provider reported its usage (a broken stream, arguments
         that are not JSON): what was paid for is logged as spend, never as an anchor (issue 43)."""
-        paid = exc.paid if isinstance(exc.paid, Usage) else usage
-        if not (paid.prompt_total or paid.output_tokens):
+        if not (usage.prompt_total or usage.output_tokens):
             return
         if self.last_summary is not None:
-            self.last_summary.spend.add(paid, self.provider.model)
-        self.record.spend(paid, purpose="refused", model=self.provider.model)
+            self.last_summary.spend.add(usage, self.provider.model)
+        self.record.spend(usage, purpose="refused", model=self.provider.model)
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
