@@ -24,11 +24,10 @@ from ..events import Compacted, CompactStarted
 from ..messages import Message, Usage
 from ..providers.base import CompactsOnDemand, Provider, Request
 from . import layer2
-from .breaker import MIN_FREED
 from .confirm import Proposal, Review
 from .estimate import estimate_tokens
 from .layer1 import Emit, ignore
-from .summarize import compacted, freed_fraction, tail_start
+from .summarize import compacted, tail_start
 
 if TYPE_CHECKING:
     from .state import SharedState
@@ -70,28 +69,7 @@ def plan(state: SharedState, provider: Provider, before: int | None = None) -> l
             spent = ((provider.model, result.usage),)
             summary, error = result.summary, result.error
             new = [*result.messages, *tail] if result.messages and error is None else None
-    after = before
-    if new is not None:
-        after = state.estimate_of(new)
-        freed = freed_fraction(before, after)
-        if freed < MIN_FREED:
-            error, new, after = (
-                f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})",
-                None,
-                before,
-            )
-    return layer2.Plan(
-        messages,
-        start,
-        estimate_tokens(head),
-        estimate_tokens(tail),
-        before,
-        after,
-        summary or None,
-        new,
-        error,
-        spent,
-    )
+    return layer2.planned(state, messages, start, before, summary or None, new, error, spent)
 
 
 def compact(
