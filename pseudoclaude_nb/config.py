@@ -151,6 +151,28 @@ class PseudoClaude(Configurable):
         False,
         help="Offer a compact tool set (file and shell tools, short descriptions) for small windows.",
     ).tag(config=True)
+    # issue 43: the providers' own state (docs/providers-native.md).
+    openai_api = CaselessStrEnum(
+        ["auto", "responses", "chat"],
+        "auto",
+        help="OpenAI wire API: responses (the Responses API) or chat (chat completions); auto: "
+        "responses for api.openai.com, chat for any other base URL.",
+    ).tag(config=True)
+    openai_server_state = Bool(
+        False,
+        help="Responses API: store each response on OpenAI's side and send only the new items "
+        "with previous_response_id (store: true).",
+    ).tag(config=True)
+    cache_ttl = CaselessStrEnum(
+        ["5m", "1h"], "5m", help="Anthropic prompt cache lifetime of every breakpoint: 5m or 1h."
+    ).tag(config=True)
+    cache_guard = Float(
+        None,
+        allow_none=True,
+        min=0.0,
+        help="Ask before a request whose expected cache write costs more than this many US dollars; "
+        "None: off.",
+    ).tag(config=True)
 
 
 @dataclass(frozen=True)
@@ -176,6 +198,11 @@ class RunConfig:
     send_images: str = "auto"  # issue-14
     confirm_compaction: bool = False  # issue 29: pause before a replace (%agent --confirm-compaction)
     confirm_default: str = "approve"
+    # issue 43: the providers' own state
+    openai_api: str = "auto"
+    openai_server_state: bool = False
+    cache_ttl: str = "5m"
+    cache_guard: float | None = None
 
     def with_options(self, **options: Any) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -201,6 +228,10 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         send_images=settings.send_images,
         confirm_compaction=settings.confirm_compaction,
         confirm_default=settings.confirm_default,
+        openai_api=settings.openai_api,
+        openai_server_state=settings.openai_server_state,
+        cache_ttl=settings.cache_ttl,
+        cache_guard=settings.cache_guard,
     )
 
 

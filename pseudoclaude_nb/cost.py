@@ -44,13 +44,22 @@ class Rates:
             + (u.cache_creation_input_tokens - hour) * self.cache_write
             + hour * self.cache_write_1h
             + u.cache_read_input_tokens * self.cache_read
-            + u.compaction_input_tokens * self.input  # the provider's compaction (--strategy api)
+            # The provider's compaction iterations (--strategy api), each kind at its own rate
+            # (issue 43: their cache reads and writes were billed as plain input before).
+            + u.compaction_input_tokens * self.input
+            + u.compaction_cache_creation_input_tokens * self.cache_write
+            + u.compaction_cache_read_input_tokens * self.cache_read
             + u.compaction_output_tokens * self.output
         ) / 1e6
 
     def uncached(self, u: Usage) -> float:
         """The same request had nothing been cached or written: every prompt token at input."""
-        prompt = u.prompt_total + u.compaction_input_tokens
+        prompt = (
+            u.prompt_total
+            + u.compaction_input_tokens
+            + u.compaction_cache_creation_input_tokens
+            + u.compaction_cache_read_input_tokens
+        )
         return (prompt * self.input + (u.output_tokens + u.compaction_output_tokens) * self.output) / 1e6
 
 

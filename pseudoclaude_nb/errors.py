@@ -99,6 +99,11 @@ class ArchiveError(SessionError):
 class ProviderError(PseudoClaudeError):
     """The provider could not answer (network, status, authentication)."""
 
+    # The server's own error code and the parameter it blamed, where it named them (issue 43:
+    # OpenAI's ``previous_response_not_found`` on ``previous_response_id``).
+    code: str | None = None
+    param: str | None = None
+
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
@@ -125,7 +130,8 @@ class ScriptError(ProviderError):
 
 
 class StreamError(ProviderError):
-    """A response stream stopped before its stop reason; nothing partial was kept."""
+    """A response stream stopped before its stop reason; nothing partial was kept (what the
+    provider reported it used is logged as spend by the runner: issue 43)."""
 
 
 class ProtocolError(PseudoClaudeError):

@@ -17,11 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .context.confirm import Review
 from .context.manager import ContextManager
 from .conversation import Conversation
-from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
+from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError, StreamError
 from .events import (
     AssistantDelta,
     Listener,
@@ -34,8 +35,8 @@ from .events import (
     StepStarted,
 )
 from .hooks import RunEvents, RunHooks
-from .messages import ImagePart, Message, PairingCheck, ToolCall
-from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
+from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage
+from .providers.base import Provider, ProviderNote, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
 # STOP_STATUS lived here before the split; callers import it from here.
@@ -46,6 +47,9 @@ from .session.record import NO_RECORD, SessionRecord
 from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
+
+if TYPE_CHECKING:
+    from .cache_guard import CacheGuard
 
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
 
@@ -72,6 +76,7 @@ class Runner(Limits):
         review: Review | None = None,
         on_window: Callable[[int], None] | None = None,
         hooks: RunHooks | None = None,
+        cache_guard: CacheGuard | None = None,
     ) -> None:
         self.conversation = conversation
         self.on_window = on_window  # told the window a context-length error named
@@ -88,11 +93,13 @@ class Runner(Limits):
         self.hooks = hooks if hooks is not None else RunEvents(listeners)
         self.context = context  # told this run's emit on every call, never kept
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
+        self.cache_guard = cache_guard  # issue 43: asked before each agent request
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
+        self._last_stop: str | None = None  # the last answer's stop reason (a compaction pause)
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
@@ -113,6 +120,8 @@ class Runner(Limits):
                 summary.steps = step
                 message = self._step(step, summary)
                 if not message.tool_calls and self._hands_off(message, step):
+                    continue
+                if not message.tool_calls and self._paused_for_compaction(step):
                     continue
                 if not message.tool_calls:
                     status = STOP_STATUS.get(message.stop_reason or "", "done")
@@ -189,7 +198,7 @@ class Runner(Limits):
             self.context.before_request(self.provider, self.emit, self.review)
             self.surface = self.context.strategy.surface(self.tools)
         try:
-            response = self._ask(self._request())
+            response = self._ask(self._guarded(self._request()))
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
@@ -200,7 +209,7 @@ class Runner(Limits):
                 raise self._too_long(exc) from exc
             self.surface = self.context.strategy.surface(self.tools)
             try:
-                response = self._ask(self._request())
+                response = self._ask(self._guarded(self._request()))
             except ContextTooLong as again:
                 raise self._too_long(again) from again
         response = self._named_stop(response, summary)
@@ -212,7 +221,8 @@ class Runner(Limits):
             self.context.shared.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
         self.record.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
-        if self.context is not None and self.context.strategy.after_response(self.emit):
+        self._last_stop = response.stop_reason
+        if self.context is not None and self.context.strategy.after_response(self.emit, self.review):
             # issue 31: the provider compacted (--strategy api); the replace comes after the
             # usage entry, so the log still says what this request was (%context --at).
             self.emit(self.context.state())
@@ -229,15 +239,36 @@ class Runner(Limits):
                     self.emit(AssistantDelta(event.text))
                 elif isinstance(event, StreamReasoning) and event.text:
                     self.emit(ReasoningDelta(event.text))
+                elif isinstance(event, ProviderNote):
+                    self.emit(Notice(event.text, event.level))
+                    self.record.note(event.text, event.level)
+            response = assembler.finish()
         except KeyboardInterrupt:
             # Keep what was said, never a half-received tool call.
             if assembler.text:
                 text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
-        response = assembler.finish()
+        except StreamError:
+            self._paid_for(assembler.usage)
+            raise
         self.hooks.on_llm_end(request, response)
         return response
+
+    def _guarded(self, request: Request) -> Request:
+        """``request``, once the cache guard (when on) let it go: it may ask, or stop the run."""
+        if self.cache_guard is not None:
+            self.cache_guard.check(request, self.emit)
+        return request
+
+    def _paid_for(self, usage: Usage) -> None:
+        """An answer refused after the provider reported its usage (a broken stream, arguments
+        that are not JSON): what was paid for is logged as spend, never as an anchor (issue 43)."""
+        if not (usage.prompt_total or usage.output_tokens):
+            return
+        if self.last_summary is not None:
+            self.last_summary.spend.add(usage, self.provider.model)
+        self.record.spend(usage, purpose="refused", model=self.provider.model)
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
@@ -295,9 +326,19 @@ class Runner(Limits):
             tools=self.surface.schemas(),
             max_tokens=self._output_room(),
             images=partial(images.read, self.writer.dir) if self.writer is not None else None,
+            thread=self._thread(),
         )
         self.last_request = request
         return request
+
+    def _thread(self) -> str | None:
+        """The conversation a request belongs to — its session, its strategy, and this very
+        conversation object (a resume or a fork makes another) — which a provider's stored
+        state (issue 43) follows: any change starts a new chain."""
+        if self.writer is None:
+            return None
+        strategy = self.context.strategy.name if self.context is not None else ""
+        return f"{self.writer.id}/{strategy}/{id(self.conversation):x}"
 
     # --- tools ---------------------------------------------------------------------------
 

@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from ..context.confirm import Ask, Review, text_ask
@@ -52,6 +52,9 @@ from .plan import RunPlan, plan_run
 from .session import ActiveSession
 from .surface import RunSurface
 from .window import AgentWindow
+
+if TYPE_CHECKING:
+    from ..cache_guard import CacheGuard
 
 
 class Agent:
@@ -340,6 +343,7 @@ class Agent:
             max_tokens=config.agent_output_tokens,
             review=self._review(config, confirm),
             on_window=on_window,
+            cache_guard=self._cache_guard(config, active, provider),
         )
         self.last_runner = runner
         self._last_memory_index = plan.memory_index
@@ -379,6 +383,22 @@ class Agent:
             for text in self.history.take_notices() + active.writer.take_notices():
                 runner.emit(Notice(text, "warning"))
         return summary, new_messages
+
+    def _cache_guard(self, config: RunConfig, active: ActiveSession, provider: Provider) -> CacheGuard | None:
+        """Issue 43: this run's cache guard (``cache_guard``, None: off)."""
+        if config.cache_guard is None:
+            return None
+        from ..cache_guard import CacheGuard
+
+        return CacheGuard(
+            config.cache_guard,
+            state=active.context.shared,
+            log=active.writer.path,
+            session=active.id,
+            model=provider.model,
+            ttl=config.cache_ttl,
+            ask=self.ask,
+        )
 
     def _review(self, config: RunConfig, confirm: Ask | None) -> Review | None:
         """This run's say over replaces (``confirm_compaction``): ``confirm``, else a text prompt."""

@@ -13,7 +13,7 @@ import time
 from dataclasses import replace
 
 from ..config import PseudoClaude
-from ..context.cache import outlook
+from ..context.cache import TTL_SECONDS, outlook
 from ..context.manifest import Manifest, manifest, notebook_cells
 from ..context.settings import CompactSettings
 from ..prompt import without_memory
@@ -112,6 +112,7 @@ def _with_cache_and_cost(
         last_ts=spend.last_ts,
         anchored=anchored,
         now=time.time(),
+        ttl=3600 if settings.cache_ttl == "1h" and provider == "anthropic" else TTL_SECONDS,
     )
     ratio = spend.hit_ratio()
     session_cost = spend.cost()

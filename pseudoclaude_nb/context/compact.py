@@ -69,7 +69,7 @@ class CompactStrategy:
         layer2.compact(s, provider, "auto", emit, review, before=estimate)
         return True
 
-    def after_response(self, emit: Emit) -> bool:
+    def after_response(self, emit: Emit, review: Review | None = None) -> bool:
         return False
 
     def hands_off_due(self, estimate: int) -> bool:

@@ -140,12 +140,17 @@ class ContextManager:
     # --- on request ----------------------------------------------------------------------------
 
     def compact(self, provider: Provider, trigger: str = "manual", emit: Emit = ignore) -> Compacted:
-        """Layer 2 now, whatever the strategy (``%compact``)."""
-        return layer2.compact(self.shared, provider, trigger, emit)
+        """Layer 2 now, whatever the strategy (``%compact``) — or, under ``--strategy api``, the
+        provider's own compaction when it has one on demand (issue 43)."""
+        native = getattr(self.strategy, "compact_now", None)
+        done = native(provider, trigger, emit) if native is not None else None
+        return done if done is not None else layer2.compact(self.shared, provider, trigger, emit)
 
     def preview(self, provider: Provider) -> layer2.Plan:
         """``%compact --preview``: ask for the summary and keep the plan; replace and write nothing."""
-        plan = layer2.plan(self.shared, provider)
+        native = getattr(self.strategy, "plan_compaction", None)
+        plan = native(provider) if native is not None else None
+        plan = plan if plan is not None else layer2.plan(self.shared, provider)
         self.shared.preview = plan
         return plan
 

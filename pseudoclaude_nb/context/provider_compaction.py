@@ -15,6 +15,12 @@ so resume, ``%context``, ``--at``, the gauge, the timeline and ``%compact --undo
 
 An undo restores the messages before it; the undone compaction block is dropped from the
 answer that carried it (``undone``), or the provider would drop them again at once.
+
+Issue 43 (the protocol is the providers', the planning ``on_demand``'s): ``%compact`` and its
+``--preview``/``--apply`` ask the provider's on-demand compaction (``compact_now``,
+``plan_compaction``); with the person confirming compactions the provider pauses after its own
+and the strategy asks before the run goes on; a history that holds an on-demand block (which
+Anthropic takes with no compaction edit beside it) is compacted on demand at the line.
 """
 
 from __future__ import annotations
@@ -23,10 +29,10 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, SessionWriteError, ToolError
 from ..events import Compacted
-from ..messages import Message
+from ..messages import ORIGIN_ON_DEMAND, Message
 from ..providers.base import ManagesContext, Provider, ServerContext
 from ..session.loader import LoadResult
-from . import layer2
+from . import layer2, on_demand
 from .confirm import Review
 from .handoff import Intent
 from .layer1 import Emit, ignore
@@ -47,8 +53,9 @@ MARK = "server compaction"
 def unsupported(provider_name: str) -> ConfigError:
     """``--strategy api`` with a provider that cannot manage the context: what to use instead."""
     why = {
-        "openai": "the OpenAI-compatible provider speaks Chat Completions, which has no "
-        "server-side compaction",
+        "openai": "this OpenAI-compatible endpoint is spoken to through chat completions, which have no "
+        "server-side compaction (the Responses API has: %config PseudoClaude.openai_api = 'responses', "
+        "the default for api.openai.com)",
         "offline": "the offline explainer asks no model at all",
     }.get(provider_name, f"the {provider_name} provider has no context management of its own")
     return ConfigError(
@@ -60,9 +67,19 @@ def unsupported(provider_name: str) -> ConfigError:
     )
 
 
-def server_context(settings: CompactSettings) -> ServerContext:
-    """What the provider is asked for under ``settings``: compaction at the Layer 2 line."""
-    return ServerContext(trigger=settings.threshold, clear_tool_results=settings.clear_tool_results)
+def server_context(settings: CompactSettings, review: Review | None = None) -> ServerContext:
+    """What the provider is asked for under ``settings``: compaction at the Layer 2 line; with a
+    ``review``, a pause after it (to ask), or none at all once the person rejected one this run."""
+    return ServerContext(
+        trigger=settings.threshold,
+        clear_tool_results=settings.clear_tool_results,
+        pause=review is not None,
+        compact=review is None or not review.skips("compact"),
+    )
+
+
+def holds_on_demand(messages: list[Message]) -> bool:
+    return any(r.origin == ORIGIN_ON_DEMAND for m in messages[:1] for r in m.reasoning)
 
 
 def compaction_at(messages: list[Message]) -> int | None:
@@ -125,7 +142,15 @@ class ProviderCompactionStrategy:
     ) -> bool:
         if not isinstance(provider, ManagesContext):
             raise unsupported(provider.name)
-        provider.server_context = server_context(self.state.settings)
+        provider.server_context = server_context(self.state.settings, review)
+        if (
+            estimate >= self.threshold()
+            and on_demand.supported(provider)
+            and (review is None or not review.skips("compact"))
+            and holds_on_demand(self.state.conversation.messages())
+        ):
+            # The provider takes no compaction edit beside an on-demand block: compact here.
+            return on_demand.compact(self.state, provider, "auto", emit, review, before=estimate).ok
         if self.caught_up:
             return False
         # A log that ended between an answer with a compaction block and its replace (a crash),
@@ -135,14 +160,50 @@ class ProviderCompactionStrategy:
         at = compaction_at(messages)
         return bool(at) and self._replace_from(messages, at or 0, emit)
 
-    def after_response(self, emit: Emit = ignore) -> bool:
+    def after_response(self, emit: Emit = ignore, review: Review | None = None) -> bool:
         """The answer just in carries a compaction block: replace the conversation by the messages
-        from it on (what the provider reads from now on). True when it replaced."""
+        from it on (what the provider reads from now on). True when it replaced. A paused one
+        (only the block: ``pause_after_compaction``) is put to ``review`` first."""
         last = self.state.conversation.last()
         if last is None or not any(r.kind == COMPACTION for r in last.reasoning):
             return False
         messages = self.state.conversation.messages()
-        return len(messages) > 1 and self._replace_from(messages, len(messages) - 1, emit)
+        if len(messages) <= 1:
+            return False
+        if review is not None and on_demand.paused(last):
+            verdict, instead = on_demand.review_pause(self.state, messages, review, emit)
+            if instead is not None:
+                reason = "resync" if verdict == "reject" else "compact"
+                return self._replace_with(messages, instead, emit, reason)
+        return self._replace_from(messages, len(messages) - 1, emit)
+
+    def _replace_with(self, messages: list[Message], new: list[Message], emit: Emit, reason: str) -> bool:
+        """The person's answer to a paused compaction: their text (``compact``) or the history
+        without the provider's block (``resync``, a rejection) in place of the conversation."""
+        s = self.state
+        before = s.estimate_of(messages)
+        failed = s.replace_or_keep(reason, messages, new)
+        if failed is not None:
+            raise SessionWriteError(f"the answer to the compaction could not be written to the log: {failed}")
+        s.reset_anchor(new)
+        if reason == "compact":
+            after = s.estimate_of(new)
+            s.compactions += 1
+            s.record.compact(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
+            s.last_compact = Compacted(TRIGGER, before, after, True)
+            emit(s.last_compact)
+        return True
+
+    def plan_compaction(self, provider: Provider) -> layer2.Plan | None:
+        """``%compact --preview``: the provider's on-demand compaction as a plan (None: the provider
+        has none, and Layer 2 plans)."""
+        return on_demand.plan(self.state, provider) if on_demand.supported(provider) else None
+
+    def compact_now(self, provider: Provider, trigger: str, emit: Emit) -> Compacted | None:
+        """``%compact``: the provider's on-demand compaction, committed (None: it has none)."""
+        return (
+            on_demand.compact(self.state, provider, trigger, emit) if on_demand.supported(provider) else None
+        )
 
     def _replace_from(self, messages: list[Message], at: int, emit: Emit) -> bool:
         s = self.state

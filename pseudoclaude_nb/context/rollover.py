@@ -207,7 +207,7 @@ class RolloverStrategy:
         self.last_action = action
         return acted
 
-    def after_response(self, emit: Emit) -> bool:
+    def after_response(self, emit: Emit, review: Review | None = None) -> bool:
         return False
 
     def hands_off_due(self, estimate: int) -> bool:

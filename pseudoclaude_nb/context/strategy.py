@@ -65,9 +65,10 @@ class ContextStrategy(Protocol):
         ``review`` (this run's, when ``confirm_compaction`` is on) is asked before a replace."""
         ...
 
-    def after_response(self, emit: Emit) -> bool:
+    def after_response(self, emit: Emit, review: Review | None = None) -> bool:
         """An answer is in and logged: act on it where the strategy reads answers (``api``: the
-        provider compacted, so the conversation is replaced); True when it acted."""
+        provider compacted, so the conversation is replaced, once ``review`` — this run's, when
+        the person confirms compactions — approved it); True when it acted."""
         ...
 
     def hands_off_due(self, estimate: int) -> bool:

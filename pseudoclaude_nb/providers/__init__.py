@@ -15,6 +15,7 @@ from .scripted import ScriptedProvider
 
 if TYPE_CHECKING:
     from ..config import RunConfig
+    from .openai_compat import OpenAIProvider
 
 # Seconds between streamed text chunks of the demo: enough to watch it stream.
 DEMO_PACE = 0.004
@@ -46,6 +47,9 @@ def make_provider(
     reasoning_effort: str = "",
     send_images: str = "auto",
     strategy: str = "compact",
+    cache_ttl: str = "5m",
+    openai_api: str = "auto",
+    openai_server_state: bool = False,
     **_: Any,
 ) -> Provider:
     """Build the provider a run asked for; errors say which option or variable to set.
@@ -87,6 +91,7 @@ def make_provider(
             max_output_tokens=max_output_tokens or None,
             thinking_budget=thinking_budget,
             send_images=send_images,
+            cache_ttl=cache_ttl,
         )
     if name == "openai":
         from .openai_compat import OpenAIProvider
@@ -100,17 +105,36 @@ def make_provider(
                 "(%config PseudoClaude.thinking_budget = 0)"
             )
 
-        return OpenAIProvider(
+        chat = OpenAIProvider(
             model=model or None,
             context_window=context_window or None,
             max_output_tokens=max_output_tokens or None,
             reasoning_effort=reasoning_effort,
             send_images=send_images,
         )
+        return _openai_api(chat, openai_api, openai_server_state)
     raise ConfigError(
         f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted, "
         "or auto (the one whose key is set)"
     )
+
+
+def _openai_api(chat: OpenAIProvider, setting: str, server_state: bool) -> Provider:
+    """Issue 43: the Responses API (``openai_api``; ``auto`` is Responses on api.openai.com and
+    chat completions elsewhere), with server state when asked; chat completions otherwise."""
+    from .openai_responses import ResponsesProvider, api_for
+
+    api = api_for(setting, chat)
+    if api == "responses":
+        return ResponsesProvider(chat, server_state=server_state)
+    if server_state:
+        raise ConfigError(
+            f"openai_server_state keeps the conversation on the server with the Responses API, and "
+            f"this run speaks chat completions to {chat.base_url} (openai_api is {setting!r}): set "
+            "%config PseudoClaude.openai_api = 'responses' for a server that has it, or "
+            "%config PseudoClaude.openai_server_state = False"
+        )
+    return chat
 
 
 def provider_for(config: RunConfig) -> Provider:
@@ -130,6 +154,9 @@ def provider_for(config: RunConfig) -> Provider:
         reasoning_effort=config.reasoning_effort,
         send_images=config.send_images,
         strategy=config.strategy,
+        cache_ttl=config.cache_ttl,
+        openai_api=config.openai_api,
+        openai_server_state=config.openai_server_state,
     )
 
 

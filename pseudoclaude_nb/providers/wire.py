@@ -74,8 +74,15 @@ def turns(messages: list[Message]) -> list[list[Message]]:
 
 
 def sendable(msg: Message) -> bool:
-    """Whether a message has anything to send (one that has not is left out of its turn)."""
-    return bool(msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts)
+    """Whether a message has anything to send (one that has not is left out of its turn). A
+    provider's compaction alone is something (issue 43: an on-demand block, a paused compaction)."""
+    return bool(
+        msg.content.strip()
+        or msg.tool_calls
+        or msg.tool_result is not None
+        or msg.parts
+        or any(r.kind == "compaction" for r in msg.reasoning)
+    )
 
 
 def quote(text: object, secret: str | None = None) -> str:
