@@ -202,8 +202,9 @@ def run_config(settings: PseudoClaude) -> RunConfig:
 def load_dotenv_file(workspace: Path) -> list[str]:
     """Read ``<workspace>/.env`` for the provider variables only; returns one-line notices.
 
-    Workspace trust (SPEC §19, ``envtrust``): no other name enters the environment, nothing
-    already set is overridden, and no value is ever echoed.
+    Workspace trust (SPEC §19, §20, ``envtrust``): the values go to the package's providers
+    only, never into ``os.environ``; nothing the environment sets is overridden, and no value
+    is ever echoed.
     """
     from .envtrust import load_workspace_env
 

@@ -431,6 +431,7 @@ class Agent:
     def dry_plan(self) -> RunPlan:
         """The plan of the next run, made without touching the session (``%context``)."""
         config = self.config(strategy=self._strategy())
+        load_dotenv_file(self.workspace)  # as a run reads it; only this package's providers see it
         try:
             provider = self.provider_for_context()
         except ConfigError:

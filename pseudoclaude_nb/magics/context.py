@@ -74,6 +74,7 @@ def manifest_html(m: Manifest, *, title: str) -> str:
         + "".join(
             f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m)
         )
+        + "".join(f"<div style='font-size:85%'>{html.escape(printable(row))}</div>" for row in dotenv_rows(m))
         + "</div>"
     )
 
@@ -122,8 +123,20 @@ def render_manifest(m: Manifest, *, title: str) -> str:
             f"  session {m.session_id} · {m.spills or 0} spilled results · {m.compactions or 0} compactions"
         )
     lines += [f"  {row}" for row in cost_rows(m)]
+    lines += [f"  {row}" for row in dotenv_rows(m)]
     # Section titles (PSEUDOCLAUDE.md headings), tool and server names come from the workspace.
     return printable("\n".join(lines))
+
+
+def dotenv_rows(m: Manifest) -> list[str]:
+    """Which provider variables a workspace ``.env`` gives (issue 41), by name: never a value."""
+    by_path: dict[str, list[str]] = {}
+    for name, path in m.from_dotenv.items():
+        by_path.setdefault(path, []).append(name)
+    return [
+        f"from {path} (used by the package's providers only): {', '.join(names)}"
+        for path, names in by_path.items()
+    ]
 
 
 def cost_rows(m: Manifest) -> list[str]:
