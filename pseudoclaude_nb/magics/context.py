@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
@@ -244,6 +244,9 @@ class ContextMagics(Magics):
     @argument(
         "words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N"
     )
+    # A pin is kept as typed (SPEC §20): IPython would put a variable's value for {x} and $x
+    # into every request. (deferred.AS_TYPED says so before the class is imported.)
+    @no_var_expand
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
@@ -312,6 +315,7 @@ class ContextMagics(Magics):
     @argument(
         "--edit", metavar="PATH", help="with --apply: commit the text of file PATH as the summary instead"
     )
+    @no_var_expand  # the --edit PATH as typed: {x} and $x are a file name's, not variables
     @line_magic
     def compact(self, line: str) -> None:
         """Compact the current session's context now, or look first, or take it back.
