@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.scripts import run_magic, turn, write_script
+from tests.scripts import turn, write_script
 
 SECRET = "hunter2-the-secret-value"
 TYPED = "A {secretvar} $secretvar"

@@ -25,7 +25,7 @@ from ..context.confirm import Ask, Review, text_ask
 from ..context.layer2 import Plan
 from ..context.manager import ContextManager, check_provider, dry_strategy
 from ..context.manifest import Manifest
-from ..context.pins import Pins
+from ..context.pins import Pins, pins_notice
 from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
@@ -308,6 +308,10 @@ class Agent:
         def on_window(window: int) -> None:
             self.windows.adopt_window(provider, window)
             context.shared.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
+            # issue 41: a window learned from an error may be smaller than the pins in force
+            said = pins_notice(self.pins.texts(), window, self.settings.pins_max_share, "the server's error")
+            if said is not None:
+                runner.emit(Notice(said, "warning"))
 
         self.last_provider = provider
         permissions = Permissions(config.permission_mode, ask=self.ask)
@@ -427,6 +431,18 @@ class Agent:
         if self.last_provider is not None:
             return self.last_provider
         return self.providers(self.config(strategy=self._strategy()))
+
+    def pin(self, text: str) -> int:
+        """``%context pin``: pin ``text``, refused past ``pins_max_share`` of the next run's window
+        (issue 41) as far as it is known without asking a server; the pin's number."""
+        config = self.config(strategy=self._strategy())
+        window = config.context_window
+        if not window:
+            try:
+                window = self.provider_for_context().context_window  # a learned window is kept by it
+            except ConfigError:
+                window = CompactSettings().context_window
+        return self.pins.add(text, window=window, share=self.settings.pins_max_share)
 
     def dry_plan(self) -> RunPlan:
         """The plan of the next run, made without touching the session (``%context``)."""
