@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from ..context import edited
 from ..context.confirm import Ask, Review, text_ask
 from ..context.layer2 import Plan
 from ..context.manager import ContextManager, check_provider, dry_strategy
@@ -401,12 +402,16 @@ class Agent:
         self._prepared_session()
         return self.session.context.preview(self.provider_for_context())
 
-    def compact_apply(self, text: str | None = None) -> Compacted:
+    def compact_apply(self, text: str | None = None, *, path: str | None = None) -> Compacted:
         """``%compact --apply``: commit the previewed summary (no second model request), or
-        ``text`` in its place (``--edit``)."""
+        ``text`` in its place, or the text of the file at ``path`` (``--edit``: read within
+        bounds, ``context.edited``)."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_session()
+        shared = self._prepared_session().context.shared
+        if path is not None:
+            text = edited.read_summary(path, shared.settings.summary_reserve)
+            edited.check_fits(path, text, shared.preview)
         return self.session.context.apply(text=text)
 
     def compact_undo(self) -> Undone:

@@ -6,7 +6,6 @@ import argparse
 import html
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
@@ -339,8 +338,7 @@ class ContextMagics(Magics):
         if len(chosen) > 1:
             both = "not both" if len(chosen) == 2 else "only one"
             raise UsageError(f"use {' or '.join(chosen)}, {both}")
-        edited = _edited_summary(args.edit) if args.edit is not None else None
-        if edited is not None and not args.apply:
+        if args.edit is not None and not args.apply:
             raise UsageError(
                 "--edit goes with --apply: %compact --preview, then %compact --apply --edit PATH"
             )
@@ -364,7 +362,7 @@ class ContextMagics(Magics):
                 print(undone_text(self._agent.compact_undo()))
                 return
             result = (
-                self._agent.compact_apply(edited)
+                self._agent.compact_apply(path=args.edit)  # --edit's file, read within bounds
                 if args.apply
                 else self._agent.compact(layer1_only=args.layer1)
             )
@@ -435,17 +433,3 @@ def _verb(line: str) -> tuple[str, str]:
     """The first word of a ``%context`` line and the rest as typed (ends stripped)."""
     match = re.match(r"\s*(\S+)(.*)", line, re.DOTALL)
     return (match.group(1), match.group(2).strip()) if match else ("", "")
-
-
-# --- %compact --preview and --undo ---------------------------------------------------------------
-
-
-def _edited_summary(path: str) -> str:
-    """The summary a person wrote for ``%compact --apply --edit PATH``."""
-    try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--edit {path}: cannot read it ({exc}); give a UTF-8 text file") from None
-    if not text.strip():
-        raise UsageError(f"--edit {path}: the file is empty; write the summary into it first")
-    return text
