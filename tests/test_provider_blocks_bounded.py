@@ -74,7 +74,9 @@ def test_a_20_mb_block_stops_the_run_clearly_and_keeps_the_answer(ip, server) ->
 
 def test_a_block_within_bounds_counts_in_the_estimate_and_is_searchable(ip, server) -> None:
     summary = "The zebrafish pipeline keeps its ordering. " + "Details of the earlier work. " * 10_000
-    compacting(server, {"type": "compaction", "content": summary}, usage={"input_tokens": 10, "output_tokens": 5})
+    compacting(
+        server, {"type": "compaction", "content": summary}, usage={"input_tokens": 10, "output_tokens": 5}
+    )
     run_magic(ip, f'{AGENT} "plan a stats module"')
     out = run_magic(ip, f'{AGENT} "go on"')
     assert "compacted (server)" in out
@@ -96,7 +98,10 @@ def test_a_block_from_a_log_past_the_bounds_goes_back_as_the_no_op_block(server)
 
 
 def test_the_bounds_are_named_once_for_every_provider() -> None:
-    assert provider_blocks.kept_json({"type": "compaction", "content": "s"}) == '{"type":"compaction","content":"s"}'
+    assert (
+        provider_blocks.kept_json({"type": "compaction", "content": "s"})
+        == '{"type":"compaction","content":"s"}'
+    )
     with pytest.raises(provider_blocks.OutOfBounds, match="nests more than 32"):
         provider_blocks.kept_json({"a": nested(40)})
     assert provider_blocks.depth(nested(5)) == 5 and provider_blocks.depth("x") == 0
