@@ -180,7 +180,7 @@ def is_busy(exc: sqlite3.Error) -> bool:
     """Another connection holds the lock past the busy timeout: a second kernel's write."""
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:
-        return code & 0xFF in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
     return "database is locked" in str(exc) or "database table is locked" in str(exc)
 
 
