@@ -194,9 +194,8 @@ def test_the_json_path_is_checked_before_any_arm_runs(tmp_path: Path, target: st
     (tmp_path / "folder").mkdir()
     os.mkfifo(tmp_path / "fifo")
     (tmp_path / "readonly").mkdir(mode=0o500)
-    if os.access(tmp_path / "readonly", os.W_OK):  # root writes anywhere: nothing to refuse
-        if target.startswith("readonly"):
-            pytest.skip("running as root: a read-only folder is still writable")
+    if target.startswith("readonly") and os.access(tmp_path / "readonly", os.W_OK):
+        pytest.skip("running as root: a read-only folder is still writable")  # nothing to refuse
     proc = subprocess.run(
         [sys.executable, "-m", "pseudoclaude_nb", "lab", "--quick", "--json", target],
         cwd=tmp_path,
