@@ -262,15 +262,68 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         words=_AUTH_WORDS,
     ),
-    # A docker config's "auth": base64(user:password), also inside an escaped JSON string.
+    # A docker config's "auth": base64(user:password), also inside an escaped JSON string, and
+    # in a Python repr ({'auths': {'ghcr.io': {'auth': '…'}}}, issue 41). A word ('required')
+    # is not base64 of a user and a password: the value needs a digit, +, / or =, or both cases.
+    # One trigger, "auth", for this and the next (the pre-check holds at most 64 literals).
     Pattern(
         "docker-auth",
-        ('"auth',),
-        re.compile(r'("auth\\?"\s*:\s*\\?")[A-Za-z0-9+/]{8,}={0,2}(?=\\?")'),
+        ("auth",),
+        re.compile(
+            r"""(["']auth\\?(["'])\s*:\s*\\?\2)"""
+            r"(?=[A-Za-z0-9+/]*(?:[0-9+/=]|[a-z][A-Za-z0-9+/]*[A-Z]|[A-Z][A-Za-z0-9+/]*[a-z]))"
+            r"[A-Za-z0-9+/]{8,}={0,2}(?=\\?\2)"
+        ),
         keep=1,
-        after=re.compile(r'\\?"\s*:'),
-        after_line=re.compile(rb'\\?"\s*:'),
-        words=('"auth',),
+        after=re.compile(r"""\\?["']\s*:"""),
+        after_line=re.compile(rb"""\\?["']\s*:"""),
+        words=('"auth', "'auth"),
+    ),
+    # HTTP basic auth as requests takes it: auth=('user', 'password'), session.auth = (…)
+    # (issue 41): the user stays, the password goes. Names (auth=(user, password)) stay.
+    Pattern(
+        "basic-auth",
+        ("auth",),
+        re.compile(
+            r"""(auth(?<![A-Za-z0-9_]auth)\s*=\s*\(\s*(["'])[^"'\n]{1,256}\2\s*,\s*(["']))"""
+            r"""(?![$<{])[^"'\n]{3,512}(?=\3)"""
+        ),
+        keep=1,
+        after=re.compile(r"\s*=\s*\("),
+        after_line=re.compile(rb"(?:\s|\\[nrt])*=(?:\s|\\[nrt])*\("),
+        words=("auth",),
+    ),
+    # An API key in a header, as a dict or a line: {'x-api-key': '…'} (Anthropic's own header),
+    # X-Api-Key: …, api-key=… (issue 41). Code that names one ({'x-api-key': os.environ['KEY']})
+    # is spared.
+    Pattern(
+        "api-key",
+        ("pi-key", "-Key"),
+        re.compile(
+            r"((?:api-key|Api-Key|API-Key)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?)"
+            r"(?![\[$<{(])[A-Za-z0-9._~+/=-]{8,}(?![A-Za-z0-9._~+/=-])"
+        ),
+        keep=1,
+        after=re.compile(r"""[\"']?[ \t]{0,4}[:=]"""),
+        after_line=re.compile(rb"""(?:\\?[\"'])?(?: |\\t){0,4}[:=]"""),
+        words=("api-key", "Api-Key", "API-Key"),
+        spare=_names_code,
+    ),
+    # A .netrc (or _netrc) entry: machine HOST login USER password SECRET, on one line or
+    # several (issue 41). Only in an entry: after "machine" and a host name (a dot in it,
+    # localhost, an address) or a "login USER", so prose ("machine learning password
+    # strength", "the login page password field") stays as it is. Triggered by "assw" (no
+    # literal of its own: the pre-check holds at most 64); the regex then looks for "machine".
+    Pattern(
+        "netrc-password",
+        ("assw",),
+        re.compile(
+            r"(machine(?<![A-Za-z0-9_]machine)[ \t]+(?:"
+            r"(?:[\w-]+\.[\w.-]+|localhost|\d[\d.:]*|\[[0-9a-fA-F:]+\])\s+(?:(?:login|account)[ \t]+\S+\s+){0,2}"
+            r"|\S+\s+(?:(?:login|account)[ \t]+\S+\s+){1,2})"
+            r"password[ \t]+)(?![$<{\[])\S{3,}"
+        ),
+        keep=1,
     ),
     # curl -u user:password (and --user): the password goes, the user stays.
     Pattern(
