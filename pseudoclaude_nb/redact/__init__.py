@@ -74,6 +74,8 @@ def _gated(text: str) -> dict[int, list[int] | None]:
             pattern = PATTERNS[i]
             if pattern.after is None:
                 gated[i] = None
+            elif not pattern.words and pattern.after.match(text, end):
+                gated[i] = None  # its match begins anywhere before the trigger (netrc's "machine")
             elif pattern.after.match(text, end):
                 starts = gated.setdefault(i, [])
                 if starts is not None:
