@@ -7,6 +7,8 @@ of ``%agent`` override them for one run only and are never stored in a session.
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -49,7 +51,9 @@ class PseudoClaude(Configurable):
         try:
             set_extra_patterns(proposal["value"])  # every Redactor sees them from now on
         except ValueError as exc:
-            raise TraitError(str(exc)) from None
+            raise refused(
+                "redact_patterns", str(exc), "the patterns in force stay the previous ones"
+            ) from None
         return proposal["value"]
 
     @observe("redact_patterns")
@@ -137,7 +141,7 @@ class PseudoClaude(Configurable):
         try:
             set_overrides(proposal["value"])  # every pricing sees them from now on
         except ValueError as exc:
-            raise TraitError(str(exc)) from None
+            raise refused("prices", str(exc), "the prices in force stay the previous ones") from None
         return proposal["value"]
 
     # issue 31, --strategy api: Anthropic context editing on top of server-side compaction.
@@ -173,6 +177,38 @@ class PseudoClaude(Configurable):
         help="Ask before a request whose expected cache write costs more than this many US dollars; "
         "None: off.",
     ).tag(config=True)
+    # issue 41: every request carries the pins and compaction cannot shrink them.
+    pins_max_share = Float(
+        0.25,
+        help="The share of the context window the pins may take together (above 0, at most 1); "
+        "a pin past it is refused.",
+    ).tag(config=True)
+
+    @validate("pins_max_share")
+    def _check_pins_max_share(self, proposal: dict) -> float:
+        value = proposal["value"]
+        if not (math.isfinite(value) and 0 < value <= 1):
+            raise refused(
+                "pins_max_share",
+                f"{value!r} refused: the pins' share of the window is above 0 and at most 1 (e.g. 0.25)",
+                # traitlets has set the new value already while it validates; the one in force:
+                f"the value in force stays {getattr(self, '_pins_share_in_force', 0.25)!r}",
+            )
+        return float(value)
+
+    @observe("pins_max_share")
+    def _pins_share_kept(self, change: dict) -> None:
+        self._pins_share_in_force = change["new"]
+
+
+def refused(name: str, why: str, kept: str) -> TraitError:
+    """A setting refused (SPEC §20), said here: IPython's ``%config`` catches a validator's
+    exception and only logs it (``logging.error``), and traitlets keeps the previous value. The
+    line names the setting, says "refused" and what stays in force; the error is returned to raise."""
+    text = why if why.startswith(f"PseudoClaude.{name}") else f"PseudoClaude.{name}: {why}"
+    text = text if "refused" in text else f"{text} (refused)"
+    print(f"%config {text}; {kept}", file=sys.stderr)
+    return TraitError(text)
 
 
 @dataclass(frozen=True)
@@ -238,8 +274,9 @@ def run_config(settings: PseudoClaude) -> RunConfig:
 def load_dotenv_file(workspace: Path) -> list[str]:
     """Read ``<workspace>/.env`` for the provider variables only; returns one-line notices.
 
-    Workspace trust (SPEC §19, ``envtrust``): no other name enters the environment, nothing
-    already set is overridden, and no value is ever echoed.
+    Workspace trust (SPEC §19, §20, ``envtrust``): the values go to the package's providers
+    only, never into ``os.environ``; nothing the environment sets is overridden, and no value
+    is ever echoed.
     """
     from .envtrust import load_workspace_env
 

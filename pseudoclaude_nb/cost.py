@@ -20,6 +20,9 @@ from .messages import Usage
 
 PRICES_FILE = Path(__file__).with_name("prices.json")
 RATE_KEYS = ("input", "output", "cache_write", "cache_write_1h", "cache_read")
+# The highest rate taken, in dollars per million tokens (issue 41: 1e308 made every cost "$inf");
+# today's dearest models cost well under $1,000.
+MAX_RATE = 10_000
 # A model matches its key exactly, or with a snapshot date or "-latest" after it: never by a
 # shorter prefix, so claude-opus-4-8 is not priced as claude-opus-4, nor gpt-5.4-mini as gpt-5.4.
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest)?(?:\[1m\])?")
@@ -80,13 +83,13 @@ class Price:
 
 
 def _rates(entry: dict[str, Any], where: str) -> Rates:
-    for key in ("input", "output"):
-        value = entry.get(key)
-        if not _is_rate(value):
-            raise ValueError(f"{where}: {key!r} must be a number of dollars per million tokens (>= 0)")
-    for key in ("cache_write", "cache_write_1h", "cache_read"):
-        if key in entry and not _is_rate(entry[key]):
-            raise ValueError(f"{where}: {key!r} must be a number of dollars per million tokens (>= 0)")
+    for key in RATE_KEYS:
+        if (key in entry or key in ("input", "output")) and not _is_rate(entry.get(key)):
+            given = f" = {entry[key]!r}" if key in entry else " missing"
+            raise ValueError(
+                f"{where}[{key!r}]{given}: refused; a price is a number of dollars per million "
+                f"tokens, from 0 to {MAX_RATE:,}"
+            )
     unknown = set(entry) - {*RATE_KEYS, "long_context", "source", "as_of"}
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}; use {', '.join(RATE_KEYS)}, long_context")
@@ -108,7 +111,7 @@ def _is_rate(value: Any) -> bool:
         isinstance(value, (int, float))
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and value >= 0
+        and 0 <= value <= MAX_RATE
     )
 
 

@@ -8,6 +8,7 @@ Every message says what happened *and* what to do next, because the magics show
     ├── SessionError
     │   ├── SessionNotFoundError
     │   ├── SessionLockedError   another process holds writer.lock
+    │   ├── IndexBusy            another process is writing the history index (try again)
     │   ├── UnsafePathError      a link or special file in the package's own folders (also an OSError)
     │   ├── SessionWriteError    the log could not be written (writer is now "failed")
     │   │   └── SpillWriteError  a huge tool result's spill file could not be written
@@ -57,6 +58,11 @@ class SessionLockedError(SessionError):
         )
         self.session_id = session_id
         self.pid = pid
+
+
+class IndexBusy(SessionError):
+    """Another process (a second kernel in the folder) is writing the history index: nothing
+    is wrong with the file, and what was not indexed is read from the log next time."""
 
 
 class UnsafePathError(SessionError, OSError):

@@ -55,6 +55,9 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    from pseudoclaude_nb import envtrust
+
+    envtrust.forget()  # what an earlier test's workspace .env gave the providers (never os.environ)
 
 
 # Every scripted provider a test made, for the check after it (pytest_runtest_call below).

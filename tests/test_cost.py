@@ -122,7 +122,7 @@ def test_config_prices_override_the_table_and_refuse_a_bad_entry() -> None:
     assert cost.request_dollars(Usage(input_tokens=1_000_000, output_tokens=1_000_000), "my-local-model") == 3
     # An override replaces the model's whole entry; a missing write price bills writes as input.
     assert cost.request_dollars(Usage(cache_creation_input_tokens=1_000_000), "claude-sonnet-4-5") == 30
-    with pytest.raises(TraitError, match="'output' must be a number"):
+    with pytest.raises(TraitError, match=r"\['m'\]\['output'\] missing: refused; a price is a number"):
         settings.prices = {"m": {"input": 1}}
     with pytest.raises(TraitError, match="unknown keys"):
         settings.prices = {"m": {"input": 1, "output": 1, "cached": 0.1}}

@@ -320,13 +320,13 @@ def test_arguments_that_are_not_json_keep_nothing_but_say_what_was_paid(server, 
 def test_a_compaction_item_over_the_bound_is_not_kept_and_the_answer_is(server, provider) -> None:
     """The 50 MB item of the issue runs through %agent in test_responses_huge.py (slow); here one
     just over the bound."""
-    from pseudoclaude_nb.providers.bounds import COMPACTION_ITEM_MAX_BYTES
+    from pseudoclaude_nb.provider_blocks import MAX_BYTES as COMPACTION_ITEM_MAX_BYTES
 
     huge = wire.compaction_item("A" * COMPACTION_ITEM_MAX_BYTES)
     server.play(wire.answer("Still here.", compaction=huge))
     events = list(provider.stream(ask()))
     notes = [e.text for e in events if isinstance(e, ProviderNote)]
-    assert len(notes) == 1 and "was 4.0 MB, over the 4.0 MB this version keeps" in notes[0]
+    assert len(notes) == 1 and "was 1.0 MB, over the 1.0 MB kept" in notes[0]
     response = collect(iter(events))
     assert response.text == "Still here." and response.reasoning == []
 

@@ -30,7 +30,7 @@ def test_a_50_mb_compaction_item_is_refused_and_the_answer_and_its_cost_are_kept
     out = run_magic(
         ip, 'agent --provider openai --model gpt-5.5 --strategy api --mode auto --no-memory "go on"'
     )
-    assert "was 50.0 MB, over the 4.0 MB this version keeps" in out and "Still here." in out
+    assert "was 50.0 MB, over the 1.0 MB kept" in out and "Still here." in out
     agent = current_agent(ip)
     messages = agent.session.conversation.messages()
     assert [m.content for m in messages] == ["go on", "Still here."]

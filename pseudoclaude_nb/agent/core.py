@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from ..context import edited
 from ..context.confirm import Ask, Review, text_ask
 from ..context.layer2 import Plan
 from ..context.manager import ContextManager, check_provider, dry_strategy
 from ..context.manifest import Manifest
-from ..context.pins import Pins
+from ..context.pins import Pins, pins_notice
 from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
@@ -325,6 +326,10 @@ class Agent:
         def on_window(window: int) -> None:
             self.windows.adopt_window(provider, window)
             context.shared.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
+            # issue 41: a window learned from an error may be smaller than the pins in force
+            said = pins_notice(self.pins.texts(), window, self.settings.pins_max_share, "the server's error")
+            if said is not None:
+                runner.emit(Notice(said, "warning"))
 
         self.last_provider = provider
         permissions = Permissions(config.permission_mode, ask=self.ask)
@@ -431,12 +436,16 @@ class Agent:
         self._prepared_session()
         return self.session.context.preview(self.provider_for_context())
 
-    def compact_apply(self, text: str | None = None) -> Compacted:
+    def compact_apply(self, text: str | None = None, *, path: str | None = None) -> Compacted:
         """``%compact --apply``: commit the previewed summary (no second model request), or
-        ``text`` in its place (``--edit``)."""
+        ``text`` in its place, or the text of the file at ``path`` (``--edit``: read within
+        bounds, ``context.edited``)."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_session()
+        shared = self._prepared_session().context.shared
+        if path is not None:
+            text = edited.read_summary(path, shared.settings.summary_reserve)
+            edited.check_fits(path, text, shared.preview)
         return self.session.context.apply(text=text)
 
     def compact_undo(self) -> Undone:
@@ -462,9 +471,22 @@ class Agent:
             return self.last_provider
         return self.providers(self.config(strategy=self._strategy()))
 
+    def pin(self, text: str) -> int:
+        """``%context pin``: pin ``text``, refused past ``pins_max_share`` of the next run's window
+        (issue 41) as far as it is known without asking a server; the pin's number."""
+        config = self.config(strategy=self._strategy())
+        window = config.context_window
+        if not window:
+            try:
+                window = self.provider_for_context().context_window  # a learned window is kept by it
+            except ConfigError:
+                window = CompactSettings().context_window
+        return self.pins.add(text, window=window, share=self.settings.pins_max_share)
+
     def dry_plan(self) -> RunPlan:
         """The plan of the next run, made without touching the session (``%context``)."""
         config = self.config(strategy=self._strategy())
+        load_dotenv_file(self.workspace)  # as a run reads it; only this package's providers see it
         try:
             provider = self.provider_for_context()
         except ConfigError:

@@ -19,6 +19,7 @@ from typing import Any, Protocol
 from ..config import RunConfig
 from ..context.layer1 import Emit
 from ..context.manager import dry_copy, dry_strategy
+from ..context.pins import pins_notice
 from ..context.settings import CompactSettings
 from ..context.strategy import ContextStrategy
 from ..events import Notice, RunEvent
@@ -120,6 +121,10 @@ def plan_run(
     else:
         compact_on = parts.surface.settings.compact_tools
         window_notes += parts.windows.tools_notice(tools.schemas(), window, compact_on)
+        # issue 41: pins set under a bigger window than the one this run learned
+        share, source = parts.surface.settings.pins_max_share, getattr(provider, "window_source", None)
+        too_many = pins_notice(parts.surface.pins.texts(), window, share, source)
+        warnings = [*warnings, *([too_many] if too_many else [])]
     block = parts.activity.block(active) if config.notebook else None
     notices: list[RunEvent] = []
     if block is not None and (block.total or block.skipped):

@@ -16,6 +16,7 @@ from ..config import PseudoClaude
 from ..context.cache import TTL_SECONDS, outlook
 from ..context.manifest import Manifest, manifest, notebook_cells
 from ..context.settings import CompactSettings
+from ..envtrust import from_dotenv
 from ..prompt import without_memory
 from ..providers import auto_provider
 from ..runner import Runner
@@ -69,6 +70,7 @@ def next_request(
         memory_policy=settings.memory_policy,
         user_tools=[t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
         notebook_pending_cells=block.shown if pending and block is not None else 0,
+        from_dotenv=from_dotenv(),  # read by the dry plan, as a run reads it
         **notebook_cells(block),  # issue-29: the cells, each with its estimate
     )
     if active is None:

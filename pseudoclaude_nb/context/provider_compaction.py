@@ -27,7 +27,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, SessionWriteError, ToolError
+from .. import provider_blocks
+from ..errors import ConfigError, ProviderError, SessionWriteError, ToolError
 from ..events import Compacted
 from ..messages import ORIGIN_ON_DEMAND, Message
 from ..providers.base import ManagesContext, Provider, ServerContext
@@ -111,6 +112,7 @@ class ProviderCompactionStrategy:
         # Whether the whole conversation was looked at for a compaction block not yet replaced
         # (once per strategy object and per restore: each answer is looked at as it comes).
         self.caught_up = False
+        self.provider: Provider | None = None  # the last one asked: it may have refused a block
 
     @staticmethod
     def marks_for(settings: CompactSettings) -> Marks:
@@ -143,6 +145,7 @@ class ProviderCompactionStrategy:
         if not isinstance(provider, ManagesContext):
             raise unsupported(provider.name)
         provider.server_context = server_context(self.state.settings, review)
+        self.provider = provider
         if (
             estimate >= self.threshold()
             and on_demand.supported(provider)
@@ -163,7 +166,13 @@ class ProviderCompactionStrategy:
     def after_response(self, emit: Emit = ignore, review: Review | None = None) -> bool:
         """The answer just in carries a compaction block: replace the conversation by the messages
         from it on (what the provider reads from now on). True when it replaced. A paused one
-        (only the block: ``pause_after_compaction``) is put to ``review`` first."""
+        (only the block: ``pause_after_compaction``) is put to ``review`` first.
+
+        A block the provider refused (past ``provider_blocks``' bounds) stops the run here,
+        with the answer it came with already in the conversation (issue 41)."""
+        refused = provider_blocks.take_refusal(self.provider)
+        if refused is not None:
+            raise ProviderError(refused)
         last = self.state.conversation.last()
         if last is None or not any(r.kind == COMPACTION for r in last.reasoning):
             return False
@@ -222,7 +231,9 @@ class ProviderCompactionStrategy:
         if measured is None:
             s.reset_anchor(new)
         else:
-            s.anchor, s.observed = (measured, len(new)), None
+            # Never under what is sent from now on (issue 41: a server that says 15 tokens for
+            # an answer whose block goes back at 20 MB must not hide it from the estimate).
+            s.anchor, s.observed = (max(measured, s.estimate_of(new)), len(new)), None
         s.compactions += 1
         s.preview = None
         after = s.anchor[0] if s.anchor is not None else s.estimate_of(new)

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
@@ -50,6 +50,9 @@ class MemoryMagics(Magics):
     @argument("--type", choices=TYPES, help="with add/edit: preference, fact, convention or reference")
     @argument("action", nargs="?", default="show", help=" | ".join(ACTIONS))
     @argument("words", nargs="*", help="NAME, then for add/edit the body (or the %%memory cell)")
+    # A note is written as typed (SPEC §20): IPython would write a variable's value for {x}
+    # and $x to disk. (deferred.AS_TYPED says so before the class is imported.)
+    @no_var_expand
     @line_cell_magic
     def memory(self, line: str, cell: str | None = None) -> None:
         """Memory: short notes kept across sessions, per project and per user.

@@ -85,6 +85,15 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+def _bindings(namespace: Mapping[str, Any]) -> dict[str, int]:
+    """``id()`` of the value of each name in the user's namespace (a skipped cell's before and after)."""
+    try:
+        return {name: id(value) for name, value in list(namespace.items())}
+    except Exception:  # noqa: BLE001 - recording must never break the user's cell
+        _log.debug("the cell recorder could not list the namespace", exc_info=True)
+        return {}
+
+
 def _as_text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -130,6 +139,7 @@ class CellRecorder:
         self._magic_names = magic_names
         self._running: _Running | None = None
         self._skipping = False  # the running cell is marked agent-skip
+        self._before: dict[str, int] = {}  # id() of each user name's value before a skipped cell
         self._tags = NotebookTags()
         self._tees: tuple[Any, Any] | None = None  # the streams the tees replaced
         self._made: tuple[_Tee, ...] = ()  # the tees themselves
@@ -201,6 +211,7 @@ class CellRecorder:
             return
         if self._skipped(source, info):
             self._running, self._skipping = None, True
+            self._before = _bindings(self.shell.user_ns)  # what it binds is withheld (issue 41)
             return
         if self._taps:
             self._running = None
@@ -224,6 +235,9 @@ class CellRecorder:
         if skipping:
             count = getattr(result, "execution_count", None)
             self.store.add(CellRecord.skipped_cell(self.store.next_seq(), count))
+            before, self._before = self._before, {}
+            after = _bindings(self.shell.user_ns)
+            self.store.withhold({name: i for name, i in after.items() if before.get(name) != i})
             return
         if running is None:
             return

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
@@ -29,7 +29,7 @@ from ..errors import PseudoClaudeError
 from ..session.catalog import list_sessions
 from ..workspace import LOG_NAME, session_dir
 from . import session_lifecycle as lifecycle
-from .args import parse, unknown, usage_line
+from .args import expand_variables, parse, unknown, usage_line
 from .frontend import in_notebook
 from .session_host import SessionHost
 from .session_text import (
@@ -139,6 +139,9 @@ class SessionMagics(Magics):
     )
     @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
     @argument("targets", nargs="*", help="a session id; for export ID PATH; for import PATH")
+    # A search is for the text as typed (SPEC §20); the other actions' ids and paths expand
+    # {x} and $x as IPython would (``%sessions resume {original}``): see below.
+    @no_var_expand
     @line_magic
     def sessions(self, line: str) -> None:
         """Sessions of this workspace, stored in .pseudoclaude/sessions/<id>/.
@@ -169,7 +172,14 @@ class SessionMagics(Magics):
         %sessions import PATH         add an exported session (a new id if its id is taken)
         """
         # Intermixed, so options may come anywhere: "purge --yes ID" as well as "purge ID --yes".
-        args = parse(self.sessions, line, intermixed=True)
+        try:
+            typed = parse(self.sessions, line, intermixed=True)
+        except UsageError:  # e.g. "--tail $n": an option's value that only its expansion makes valid
+            typed = None
+        if typed is not None and typed.action == "search":
+            args = typed
+        else:
+            args = parse(self.sessions, expand_variables(self.shell, line), intermixed=True)
         action = args.action
         if action not in ACTIONS:
             raise unknown("action", action, ACTIONS, usage=usage_line(self.sessions.parser))

@@ -26,12 +26,15 @@ def auto_provider(environ: dict[str, str] | None = None) -> str:
 
     Anthropic first, then any OpenAI-compatible endpoint; with neither, the offline
     explainer: it explains the notebook's last error without a model and says so, and
-    never plays the demo's script in answer to a question it did not ask.
+    never plays the demo's script in answer to a question it did not ask. The variables are
+    the person's environment's, else the workspace ``.env``'s (``envtrust.lookup``).
     """
-    env = os.environ if environ is None else environ
-    if env.get("ANTHROPIC_API_KEY"):
+    from ..envtrust import lookup
+
+    get = lookup if environ is None else environ.get
+    if get("ANTHROPIC_API_KEY"):
         return "anthropic"
-    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+    if get("OPENAI_API_KEY") or get("OPENAI_BASE_URL"):
         return "openai"
     return "offline"
 

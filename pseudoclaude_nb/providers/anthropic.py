@@ -109,6 +109,8 @@ class AnthropicProvider:
         self.cache_ttl = cache_ttl
         # Set by --strategy api before each agent request (``ManagesContext``); None: not asked.
         self.server_context: ServerContext | None = None
+        # Why the last answer's compaction block was not kept (``provider_blocks``), else None.
+        self.refused_block: str | None = None
         self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries = max_retries
         self._key = key
@@ -136,6 +138,7 @@ class AnthropicProvider:
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         reader = Reader()
+        self.refused_block = None
         with self._mapped_errors():
             events = self._create(request, stream=True)
             with events:
@@ -148,6 +151,14 @@ class AnthropicProvider:
                     # The server answered and the body broke off: SDK 2.17 wraps this in a
                     # connection error, which would wrongly say the server cannot be reached.
                     raise _broke_off(exc.__cause__ or exc) from exc
+        # issue 41: a compaction block past the bounds is not kept; the answer is, and the api
+        # strategy stops the run with this once the answer is in the conversation.
+        if reader.refused is not None:
+            self.refused_block = (
+                f"{reader.refused}: refused; the answer it came with is kept, the block is not. "
+                "The provider will read the whole history again on the next request (and may compact "
+                "again); run %agent to go on, or use --strategy compact"
+            )
         # Only a stream that said why it stopped ends with Stop; anything else makes the
         # runner's assembler raise StreamError and keep nothing of this response.
         if reader.stopped and reader.stop_reason:

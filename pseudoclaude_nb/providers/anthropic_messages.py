@@ -12,8 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-import orjson
-
+from .. import provider_blocks
 from ..messages import Message, Reasoning
 from . import anthropic_native as native
 from .anthropic_stream import COMPACTION, THINKING
@@ -111,11 +110,8 @@ def text_block(text: str) -> dict[str, Any]:
 def sent_back(r: Reasoning, server: bool) -> dict[str, Any]:
     if r.kind != COMPACTION:
         return _thinking_block(r)
-    try:
-        block = orjson.loads(r.data or "{}")
-    except orjson.JSONDecodeError:
-        block = None
-    if not isinstance(block, dict):
+    block = provider_blocks.loaded(r.data)  # a log's block within the bounds, else None
+    if block is None:
         block = {"type": COMPACTION, "content": None}  # the documented no-op: a failed compaction
     if server and native.own_block(r):
         return block  # verbatim: the fields as the API returned them

@@ -22,8 +22,7 @@ import threading
 from collections.abc import Callable, Hashable
 from typing import Any
 
-import orjson
-
+from .. import provider_blocks
 from ..messages import ORIGIN_ON_DEMAND, ORIGIN_OPENAI, Message, Reasoning, Usage
 from .anthropic_stream import COMPACTION
 from .base import Compaction, ServerContext
@@ -118,7 +117,11 @@ def on_demand_compaction(
         summary = fields.get("content")
         if not isinstance(summary, str) or not summary.strip():
             return Compaction([], "", usage, "the provider's compaction left no summary (content: null)")
-        part = Reasoning(kind=COMPACTION, data=orjson.dumps(fields).decode(), origin=ORIGIN_ON_DEMAND)
+        try:
+            kept = provider_blocks.kept_json(fields)
+        except provider_blocks.OutOfBounds as exc:
+            return Compaction([], "", usage, f"{exc}: refused; nothing was compacted")
+        part = Reasoning(kind=COMPACTION, data=kept, origin=ORIGIN_ON_DEMAND)
         return Compaction([Message(role="assistant", content="", reasoning=(part,))], summary, usage)
     return Compaction([], "", usage, "the answer held no compaction block")
 

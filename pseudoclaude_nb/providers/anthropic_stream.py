@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-import orjson
-
+from .. import provider_blocks
 from ..messages import Reasoning, Usage
 from .base import (
     ReasoningDelta,
@@ -41,6 +40,8 @@ class Reader:
         self.stop_reason: str | None = None
         self.stopped = False
         self.message_id: str | None = None  # the answer's ``msg_…``: the next request's diagnostics
+        # A compaction block past the bounds (``provider_blocks``): not kept; why, in one line.
+        self.refused: str | None = None
 
     def feed(self, event: Any) -> Iterator[StreamEvent]:
         kind = event.type
@@ -61,7 +62,12 @@ class Reader:
             if block is not None and block["type"] == "tool_use":
                 yield ToolCallEnd(block["id"])
             elif block is not None and block["type"] == COMPACTION:
-                yield ReasoningEnd(compaction_part(block["fields"]))
+                try:
+                    part = compaction_part(block["fields"])
+                except provider_blocks.OutOfBounds as exc:
+                    self.refused = str(exc)  # the answer's text and calls still come through
+                else:
+                    yield ReasoningEnd(part)
             elif block is not None and block["type"] in THINKING:
                 yield ReasoningEnd(
                     Reasoning(
@@ -137,13 +143,17 @@ def fields_of(obj: Any) -> dict[str, Any]:
 
 
 def compaction_part(fields: dict[str, Any]) -> Reasoning:
-    """A compaction block, kept verbatim: its JSON text is what goes back (``anthropic._turn``)."""
-    return Reasoning(kind=COMPACTION, data=orjson.dumps(fields).decode())
+    """A compaction block, kept verbatim: its JSON text is what goes back (``anthropic._turn``);
+    ``provider_blocks.OutOfBounds`` past the bounds every provider's blocks are kept within."""
+    return Reasoning(kind=COMPACTION, data=provider_blocks.kept_json(fields))
 
 
 def reasoning_of(block: Any) -> Reasoning | None:
     if block.type == COMPACTION:
-        return compaction_part(fields_of(block))
+        try:
+            return compaction_part(fields_of(block))
+        except provider_blocks.OutOfBounds:
+            return None  # a summary or memory request: no context management asked, nothing kept
     if block.type == "thinking":
         return Reasoning(
             kind="thinking",

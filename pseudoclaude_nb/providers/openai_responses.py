@@ -23,9 +23,10 @@ from typing import Any
 import httpx
 import orjson
 
+from .. import provider_blocks
 from ..errors import ConfigError, ProviderError, StreamError
 from ..messages import ORIGIN_OPENAI, Message, Reasoning
-from . import bounds, wire
+from . import wire
 from .base import Compaction, ProviderNote, Request, Response, ServerContext, StreamAssembler, StreamEvent
 from .models import clamp_output
 from .openai_chain import Chains, Link
@@ -306,7 +307,7 @@ def compacted(data: dict[str, Any]) -> Compaction:
             continue
         if item.get("type") == "compaction":
             text = orjson.dumps(item).decode()
-            why = bounds.too_big(len(text))
+            why = provider_blocks.too_big(len(text))
             if why is not None:
                 return Compaction([], "", usage, why)
             block = Reasoning(kind="compaction", data=text, origin=ORIGIN_OPENAI)

@@ -21,9 +21,10 @@ from typing import Any
 
 import orjson
 
+from .. import provider_blocks
 from ..errors import ProviderError, StreamError
 from ..messages import ORIGIN_OPENAI, Reasoning, Usage
-from . import bounds, wire
+from . import wire
 from .base import (
     ProviderNote,
     ReasoningDelta,
@@ -179,7 +180,7 @@ class EventReader:
             yield ReasoningEnd(Reasoning(kind="reasoning_item", text=summary_text(item), data=_json(item)))
         elif kind == "compaction":
             data = _json(item)
-            why = bounds.too_big(len(data))
+            why = provider_blocks.too_big(len(data))
             if why is not None:
                 yield ProviderNote(why)
             else:

@@ -8,12 +8,11 @@ never contains a key (server messages are scrubbed before they are quoted).
 from __future__ import annotations
 
 import functools
-import os
 import re
 from typing import Any
 
 from .. import image_fit
-from ..envtrust import check_endpoint
+from ..envtrust import check_endpoint, lookup
 from ..errors import ConfigError, ProviderError
 from ..messages import ImagePart, Message
 from .base import cap_images
@@ -26,9 +25,9 @@ MIN_SECRET = 8
 
 
 def env(name: str) -> str | None:
-    """An environment variable, with empty or blank treated as unset."""
-    value = os.environ.get(name, "").strip()
-    return value or None
+    """A provider variable from the environment, else from the workspace's ``.env`` (which
+    never enters ``os.environ``: ``envtrust``), with empty or blank treated as unset."""
+    return lookup(name)
 
 
 def endpoint(
