@@ -310,7 +310,7 @@ class Agent:
             context.shared.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
 
         self.last_provider = provider
-        permissions = Permissions(config.permission_mode, ask=self.ask)
+        permissions = Permissions(config.permission_mode, ask=self.ask, tour=getattr(provider, "tour", None))
         permissions.always_allowed |= {t.name for t in plan.tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,

@@ -57,12 +57,11 @@ def make_provider(
     if name == "auto":
         name = auto_provider()
     if name == "demo":
-        from .demo_script import build_demo_script
+        from .demo import DemoProvider
 
         pace = float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE", DEMO_PACE))
-        return ScriptedProvider(
-            build_demo_script(strategy),
-            name="demo",
+        return DemoProvider(
+            strategy,
             model=model or None,
             context_window=context_window or None,
             pace=pace,
