@@ -263,5 +263,12 @@ def money(dollars: float) -> str:
     return f"${dollars:.4f}"
 
 
-def ratio_text(ratio: float | None) -> str:
-    return "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+# What each cache hit figure counts (issue 44): a run's, shown by the end line and the gauge, is
+# over its agent requests (its steps); the session's, shown by %context, over every request its
+# log records, the summaries' too (a summary request reads no cache, so it is lower).
+RUN_HIT = "of the steps' input"
+SESSION_HIT = "of the session's input (steps and summaries)"
+
+
+def ratio_text(ratio: float | None, scope: str = RUN_HIT) -> str:
+    return "cache hit –" if ratio is None else f"cache hit {ratio:.0%} {scope}"

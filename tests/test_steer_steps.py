@@ -154,9 +154,10 @@ def test_fork_loads_to_the_step_carries_pins_and_leaves_the_source_alone(ip, wor
     out = run(ip, f"sessions fork {source_id} --at 4 --strategy rollover")
     agent = current_agent(ip)
     fork = agent.session.dir
-    assert out.startswith(
-        f"forked session {source_id} at step 4 of 5 → new session {fork.name} (strategy rollover)"
-    )
+    assert out.startswith(f"forked session {source_id} at step 4 of 5\n→ new session {fork.name} (strategy rollover)\n")
+    # Short lines, each session id whole on its own: a narrow output never splits one.
+    assert max(len(line) for line in out.splitlines()[:5]) <= 72
+    assert out.splitlines()[4] == f"  %sessions resume {source_id}"
     assert fork != source and log.read_bytes() == original
     wanted = request_at(source, 4)
     assert dicts(load_session(fork).messages) == dicts(wanted.messages) == dicts(s.sent[3].messages)

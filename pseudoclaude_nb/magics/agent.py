@@ -18,6 +18,7 @@ from ..run_marker import RunMarker
 from ..widgets.confirm import notebook_ask
 from .args import parse
 from .render import in_notebook, memory_outcome, renderer_for
+from .studio import studio_listeners
 from .tables import Column, Note, Table, emit
 
 DEMO_PLAYS_A_SCRIPT = (
@@ -129,7 +130,7 @@ class AgentMagics(Magics):
                 prompt,
                 new=args.new,
                 session_id=args.session,
-                listeners=[renderer, marker],
+                listeners=[renderer, marker, *studio_listeners(self.shell)],
                 provider=args.provider,
                 model=args.model,
                 strategy=args.strategy,

@@ -107,9 +107,19 @@ def make_provider(
             send_images=send_images,
         )
     raise ConfigError(
-        f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted, "
-        "or auto (the one whose key is set)"
+        f"unknown provider {name!r}{did_you_mean(name)}; choose one of: anthropic, openai, offline, demo, "
+        "scripted, or auto (the one whose key is set)"
     )
+
+
+def did_you_mean(name: str) -> str:
+    """`` (did you mean 'openai'?)`` for a provider name one slip away from a real one, else ''."""
+    import difflib
+
+    from ..config import PROVIDERS
+
+    close = difflib.get_close_matches(name.lower(), PROVIDERS, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def provider_for(config: RunConfig) -> Provider:

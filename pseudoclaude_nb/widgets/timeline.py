@@ -26,6 +26,7 @@ import ipywidgets
 from ..session.timeline import Timeline
 from ..session.timeline.items import KINDS, Item
 from ..textsafe import printable
+from .picture import picture
 from .settle import Settles
 from .steps import StepScrubber
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, spaced, stroke
@@ -405,14 +406,27 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         return bundle
 
 
+def timeline_summary(t: Timeline) -> str:
+    """The overview in one sentence (its picture's ``alt``)."""
+    replaces, steps = len(t.reasons), len(t.usage)
+    return (
+        f"session timeline: {t.count:,} log entries, {t.effective_messages:,} messages in the "
+        f"effective window, {steps:,} requests" + (f", {replaces:,} replaces" if replaces else "")
+    )
+
+
 def timeline_html(
     t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None
 ) -> str:
-    """The saved-notebook form: the overview picture (``svg``, drawn if not given) and the entry list as text."""
+    """The saved-notebook form: the overview as a picture (``svg``, drawn if not given) and the
+    entry list as text."""
     rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
     if t.count > limit:
         rows.append(f"… {t.count - limit:,} more entries")
+    drawn = picture(
+        timeline_svg(t) if svg is None else svg, timeline_summary(t), "pc-picture pc-timeline-picture"
+    )
     return (
-        f"<div class='pc-timeline pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
+        f"<div class='pc-timeline pc-timeline-static'>{drawn}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
     )
