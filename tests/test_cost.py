@@ -264,7 +264,10 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     assert marked == [0, 2]
 
     shown = run_magic(ip, "context")
-    assert f"session {cost.money(dollars)} (2 requests, cache saved" in shown and "cache hit 50% of the session's input (steps and summaries)" in shown
+    assert (
+        f"session {cost.money(dollars)} (2 requests, cache saved" in shown
+        and "cache hit 50% of the session's input (steps and summaries)" in shown
+    )
     assert "next request reads ~30,050 tokens from the cache" in shown
     assert "breakpoint 2: after message 3, where the previous request ended" in shown
     # A usage line with the 1-hour field is still a usage point of the timeline, and the log loads.
@@ -360,4 +363,7 @@ def test_the_gauge_says_an_unknown_price_once_not_for_run_and_session() -> None:
     spend = cost.Spend([("local-model", Usage(input_tokens=2_000, cache_read_input_tokens=2_000))])
     gauge(RunFinished(RunSummary(status="done", session_spend=spend)))
     text = gauge_text(gauge.state)
-    assert text.count("price unknown") == 1 and "price unknown (local-model) · cache hit 50% of the steps' input" in text
+    assert (
+        text.count("price unknown") == 1
+        and "price unknown (local-model) · cache hit 50% of the steps' input" in text
+    )

@@ -77,5 +77,7 @@ def test_an_unknown_provider_names_every_choice_auto_included(ip) -> None:
 def test_a_provider_typo_gets_a_suggestion(ip) -> None:
     from IPython.core.error import UsageError
 
-    with pytest.raises(UsageError, match=r"unknown provider 'opneai' \(did you mean 'openai'\?\); choose one of"):
+    with pytest.raises(
+        UsageError, match=r"unknown provider 'opneai' \(did you mean 'openai'\?\); choose one of"
+    ):
         ip.run_line_magic("agent", "--provider opneai hello")

@@ -154,7 +154,9 @@ def test_fork_loads_to_the_step_carries_pins_and_leaves_the_source_alone(ip, wor
     out = run(ip, f"sessions fork {source_id} --at 4 --strategy rollover")
     agent = current_agent(ip)
     fork = agent.session.dir
-    assert out.startswith(f"forked session {source_id} at step 4 of 5\n→ new session {fork.name} (strategy rollover)\n")
+    assert out.startswith(
+        f"forked session {source_id} at step 4 of 5\n→ new session {fork.name} (strategy rollover)\n"
+    )
     # Short lines, each session id whole on its own: a narrow output never splits one.
     assert max(len(line) for line in out.splitlines()[:5]) <= 72
     assert out.splitlines()[4] == f"  %sessions resume {source_id}"

@@ -7,8 +7,8 @@ in-process IPython shell (``ip``), with the outputs captured as the frontend get
 
 from __future__ import annotations
 
-import io
 import base64
+import io
 import re
 import time
 from pathlib import Path
@@ -138,7 +138,9 @@ def test_usage_curves_keep_their_picture_as_html(workspace: Path) -> None:
     bundle = UsageCurves({"demo": agent.session.dir})._repr_mimebundle_()
     assert bundle["text/plain"].startswith("demo ") and "<svg" not in bundle["text/html"]
     drawn = base64.b64decode(re.search(r"base64,([^']+)'", bundle["text/html"]).group(1)).decode()
-    assert "pc-axis" in drawn and 'style="color:#797979;' in drawn  # its own text colour: no page CSS reaches it
+    assert (
+        "pc-axis" in drawn and 'style="color:#797979;' in drawn
+    )  # its own text colour: no page CSS reaches it
 
 
 def test_a_failed_command_is_drawn_in_the_error_colour() -> None:

@@ -134,9 +134,17 @@ def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
     assert "alt='context gauge: it&#x27;s ~20,000 &lt;of&gt; 50,000'" in shown
     assert "width='560' height=" in shown
     drawn = base64.b64decode(re.search(r"base64,([^']+)'", shown).group(1)).decode()
-    assert drawn.startswith(f'<svg style="color:{PICTURE_TEXT};font-family:') and ">Layer 2 17,000</text>" in drawn
-    timeline_like = '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect><title>hi</title></rect></svg>'
-    assert "<title>" not in base64.b64decode(picture(timeline_like, "x").split("base64,")[1].split("'")[0]).decode()
+    assert (
+        drawn.startswith(f'<svg style="color:{PICTURE_TEXT};font-family:')
+        and ">Layer 2 17,000</text>" in drawn
+    )
+    timeline_like = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect><title>hi</title></rect></svg>'
+    )
+    assert (
+        "<title>"
+        not in base64.b64decode(picture(timeline_like, "x").split("base64,")[1].split("'")[0]).decode()
+    )
 
 
 def test_usage_curves_number_their_requests_and_keep_labels_apart() -> None:
@@ -151,7 +159,8 @@ def test_usage_curves_number_their_requests_and_keep_labels_apart() -> None:
     svg = curves_svg(curves, falls=falls, marks=[("Layer 2", 27_000), ("remind", 12_000)])
     assert re.findall(r'<text x="[\d.]+" y="\d+">(\d+)</text>', svg) == [str(n) for n in range(1, 9)]
     labels = re.findall(
-        r'<text class="pc-(?:drop|mark)-label" x="([\d.]+)" y="([\d.]+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<', svg
+        r'<text class="pc-(?:drop|mark)-label" x="([\d.]+)" y="([\d.]+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<',
+        svg,
     )
     boxes = []
     for x, y, anchor, text in labels:

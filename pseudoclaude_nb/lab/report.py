@@ -53,9 +53,10 @@ class Table:
 
     def html(self) -> str:
         """The table as HTML a sanitizer keeps (no ``<style>``): one row per line, numbers right."""
-        cell = "padding:2px 8px;white-space:nowrap;"
+        cell = "padding:2px 6px;white-space:nowrap;"  # a row never wraps; a heading may
         head = "".join(
-            f"<th style='{cell}text-align:{'left' if i == 0 else 'right'}'>{html.escape(h)}</th>"
+            f"<th style='padding:2px 6px;vertical-align:bottom;text-align:{'left' if i == 0 else 'right'}'>"
+            f"{html.escape(h)}</th>"
             for i, h in enumerate(self.headers)
         )
         body = "".join(

@@ -82,7 +82,7 @@ class StudioMagics(Magics):
         if not args.here and side_area():
             from sidecar import Sidecar
 
-            panel = Sidecar(title="Context studio", anchor="right")
+            panel = Sidecar(title="Context studio", anchor="split-right")  # beside the notebook, resizable
             with panel:
                 display(studio)
             _OPEN[id(self.shell)] = (studio, panel, True)

@@ -138,7 +138,8 @@ def curves_svg(
 
     base = height - bottom
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="pc-curves">',
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'class="pc-curves">',
         f'<line class="pc-axis" x1="{left}" y1="{base}" x2="{width - right}" y2="{base}" {stroke(AXIS)}/>',
         f'<line class="pc-axis" x1="{left}" y1="{top}" x2="{left}" y2="{base}" {stroke(AXIS)}/>',
         f'<text class="pc-axis-label" x="{left - 6}" y="{top + 8}" font-size="10" text-anchor="end" '

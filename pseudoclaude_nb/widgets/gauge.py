@@ -148,8 +148,9 @@ def gauge_svg(s: GaugeState, width: int = 560, *, head: bool = True) -> str:
     peak = s.shown_peak
     labels = [(f"{label} {value:,}", x(value)) for label, value in s.marks]
     rows = _label_rows(labels + ([(f"peak ~{peak:,}", x(peak))] if peak else []), width)
+    height = top + 42 + LABEL_ROW * max(rows, default=0)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + 42 + LABEL_ROW * max(rows, default=0)}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         'role="img" '
         f'aria-label="{html.escape(gauge_text(s))}">',
         f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" {fill(TRACK)}/>',

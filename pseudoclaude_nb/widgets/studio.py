@@ -80,6 +80,8 @@ class ContextStudio(ipywidgets.VBox):
         section = f"style='color:{FG2};font-size:90%;margin-top:6px'"
         super().__init__(
             children=[
+                # A side panel is narrow: the pictures scale down to its width (they have a viewBox).
+                ipywidgets.HTML("<style>.pc-studio svg{max-width:100%;height:auto}</style>"),
                 self.head,
                 self.gauge.widget,
                 ipywidgets.HTML(f"<div {section}>cost</div>"),

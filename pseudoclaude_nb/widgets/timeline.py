@@ -115,7 +115,8 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         return left + span * (b + 0.5) / n
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="pc-timeline-svg" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'class="pc-timeline-svg" '
         f'role="img" aria-label="session {html.escape(t.session_id)}: {t.count} log entries">'
     ]
     first_eff = next((b for b, bn in enumerate(bins) if bn.effective), None)
