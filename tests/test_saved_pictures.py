@@ -21,7 +21,9 @@ from nbconvert import HTMLExporter
 ROOT = Path(__file__).parent.parent
 # Recorded on the lead's branch (issue 42), which is changing it.
 NOTEBOOKS = [n for n in sorted((ROOT / "notebooks").glob("*.ipynb")) if not n.name.startswith("06")]
-PICTURE = re.compile(r"<img class='pc-picture[^']*' src='data:image/svg\+xml;base64,([^']+)'[^>]*alt='([^']+)'")
+PICTURE = re.compile(
+    r"<img class='pc-picture[^']*' src='data:image/svg\+xml;base64,([^']+)'[^>]*alt='([^']+)'"
+)
 
 
 def _html(path: Path) -> list[str]:

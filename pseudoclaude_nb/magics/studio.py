@@ -80,7 +80,10 @@ class StudioMagics(Magics):
 
         studio = ContextStudio(self._agent)
         if not args.here and side_area():
-            from sidecar import Sidecar
+            import importlib
+
+            # An optional extra (``lab``), imported by name as lab/plots.py imports matplotlib.
+            Sidecar = importlib.import_module("sidecar").Sidecar  # noqa: N806 - the library's class
 
             panel = Sidecar(title="Context studio", anchor="split-right")  # beside the notebook, resizable
             with panel:
@@ -96,6 +99,7 @@ class StudioMagics(Magics):
         else:
             handle = display(studio, display_id=True)
             _OPEN[id(self.shell)] = (studio, handle, False)
+        assert self.shell is not None  # a magic runs in a shell
         self.shell.events.register("post_run_cell", studio.refresh)
 
     def _close(self, *, quiet: bool = False) -> None:
@@ -105,6 +109,7 @@ class StudioMagics(Magics):
                 print("no context studio is open (%studio opens one)")
             return
         studio, holder, docked = opened
+        assert self.shell is not None
         self.shell.events.unregister("post_run_cell", studio.refresh)
         if docked:
             holder.close()

@@ -107,12 +107,12 @@ def make_provider(
             send_images=send_images,
         )
     raise ConfigError(
-        f"unknown provider {name!r}{did_you_mean(name)}; choose one of: anthropic, openai, offline, demo, "
+        f"unknown provider {name!r}{_did_you_mean(name)}; choose one of: anthropic, openai, offline, demo, "
         "scripted, or auto (the one whose key is set)"
     )
 
 
-def did_you_mean(name: str) -> str:
+def _did_you_mean(name: str) -> str:
     """`` (did you mean 'openai'?)`` for a provider name one slip away from a real one, else ''."""
     import difflib
 
