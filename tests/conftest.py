@@ -177,7 +177,6 @@ SLOW_FILES = frozenset(
         "test_notebooks.py",
         "test_saved_pictures.py",  # nbconvert over every shipped notebook
         "test_steer_cells.py",
-        "test_studio.py",  # two scripted runs that compact, in an IPython shell
     }
 )
 

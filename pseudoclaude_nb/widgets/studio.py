@@ -18,7 +18,7 @@ from typing import Any
 import ipywidgets
 
 from ..errors import PseudoClaudeError
-from ..events import RunEvent, RunFinished
+from ..events import RunEvent
 from .gauge import ContextGauge, GaugeState
 from .settle import close_tree
 from .theme import FG2
@@ -97,12 +97,10 @@ class ContextStudio(ipywidgets.VBox):
         self.refresh()
 
     def __call__(self, event: RunEvent) -> None:
-        """A run's events: the gauge moves as the run's own does."""
-        if self.gauge.finished:  # a new run after the last one ended
-            self.gauge.finished = False
+        """A run's events: the gauge moves as the run's own does. A run's gauge stops at its
+        end; the studio's goes on with the next run (and every refresh)."""
+        self.gauge.finished = False
         self.gauge(event)
-        if isinstance(event, RunFinished):
-            self.gauge.finished = False  # the studio's gauge goes on with the next refresh
 
     def refresh(self, *_: Any) -> None:
         """Redraw from the agent: the next request's manifest, the pins, the session's log."""
