@@ -367,3 +367,16 @@ def test_the_gauge_says_an_unknown_price_once_not_for_run_and_session() -> None:
         text.count("price unknown") == 1
         and "price unknown (local-model) · cache hit 50% of the steps' input" in text
     )
+
+
+def test_the_demo_is_priced_as_if_a_named_model_and_says_so(ip) -> None:
+    """issue 44: no dollar figure was ever seen without a key. The demo's model is priced as if
+    it were claude-sonnet-4-5, said in every figure; a price given to it wins, said as it is."""
+    usage = Usage(input_tokens=1_000_000, output_tokens=100_000)
+    demo = cost.Spend([("pseudoclaude-demo", usage)]).cost()
+    sonnet = cost.Spend([("claude-sonnet-4-5", usage)]).cost()
+    assert demo.dollars == sonnet.dollars > 0 and demo.known
+    assert demo.text() == f"{sonnet.text()} as if claude-sonnet-4-5"
+    run_magic(ip, "config PseudoClaude.prices = {'pseudoclaude-demo': {'input': 1, 'output': 10}}")
+    assert cost.Spend([("pseudoclaude-demo", usage)]).cost().text() == "$2.00"
+    assert cost.Spend([("scripted-test", usage)]).cost().text() == "price unknown (scripted-test)"
