@@ -5,7 +5,8 @@ Playwright. One cell docks the studio; another cell runs a scripted ``%agent`` w
 crosses the Layer 2 line of a small window, so it is compacted. The panel beside the notebook
 (not the cell's output) shows the run's session, and after the run its gauge counts the
 compaction and says the drop, and its timeline holds the replace. A screenshot of the docked
-studio goes to ``docs/screenshots/studio-docked.png``.
+studio goes to ``docs/screenshots/crossing.png`` (the README's picture) and
+``studio-docked-dark.png``.
 """
 
 from __future__ import annotations
@@ -115,9 +116,11 @@ def test_the_docked_studio_follows_a_compaction_run_in_another_cell(tmp_path: Pa
         assert (
             page.eval_on_selector_all(".pc-studio .pc-replace", "els => els.length") >= 1
         )  # in the timeline
-        for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
+        # The README's picture (light) and the same in the dark theme.
+        for theme, light, name in (
+            ("JupyterLab Light", True, "crossing"),
+            ("JupyterLab Dark", False, "studio-docked-dark"),
+        ):
             set_theme(page, theme, light)
-            page.screenshot(
-                path=str(ROOT / "docs" / "screenshots" / f"studio-docked-{'light' if light else 'dark'}.png")
-            )
+            page.screenshot(path=str(ROOT / "docs" / "screenshots" / f"{name}.png"))
         browser.close()
