@@ -181,6 +181,21 @@ def price_of(model: str | None) -> Price | None:
     return None
 
 
+# The demo's model is no model: it is priced as if it were this one, and every figure says so
+# ("$0.081 as if claude-sonnet-4-5"), so a learner sees dollars offline (issue 44). A price the
+# person gives it (PseudoClaude.prices) wins.
+AS_IF = {"pseudoclaude-demo": "claude-sonnet-4-5"}
+
+
+def priced_as(model: str | None) -> tuple[Price | None, str | None]:
+    """``model``'s price, or the price it is shown ``as if`` with that model's name; (None, None)."""
+    price = price_of(model)
+    if price is not None or not model:
+        return price, None
+    target = AS_IF.get(_name(model))
+    return (price_of(target), target) if target else (None, None)
+
+
 def request_dollars(usage: Usage, model: str | None) -> float | None:
     """What one request cost, or None: the model has no price."""
     price = price_of(model)
@@ -217,9 +232,12 @@ class Spend:
         dollars = uncached = 0.0
         unknown: dict[str, int] = {}
         prices: dict[str | None, Price | None] = {}  # a model's price looked up once, not per request
+        as_if: list[str] = []
         for model, u in self.requests:
             if model not in prices:
-                prices[model] = price_of(model)
+                prices[model], target = priced_as(model)
+                if target is not None and prices[model] is not None:
+                    as_if.append(target)
             price = prices[model]
             if price is None:
                 unknown[model or "an unnamed model"] = unknown.get(model or "an unnamed model", 0) + 1
@@ -227,7 +245,7 @@ class Spend:
             rates = price.for_usage(u)
             dollars += rates.dollars(u)
             uncached += rates.uncached(u)
-        return Cost(dollars, uncached, len(self.requests), unknown)
+        return Cost(dollars, uncached, len(self.requests), unknown, tuple(as_if))
 
 
 @dataclass(frozen=True)
@@ -236,6 +254,7 @@ class Cost:
     uncached: float  # the same priced requests without any caching
     requests: int
     unknown: dict[str, int]  # model -> requests without a price
+    as_if: tuple[str, ...] = ()  # the models whose prices stand in for one without (``AS_IF``)
 
     @property
     def known(self) -> bool:
@@ -255,7 +274,7 @@ class Cost:
         if self.unknown:
             n = sum(self.unknown.values())
             return f"{money(self.dollars)} + {UNKNOWN} for {n} request{'s' if n != 1 else ''} ({', '.join(self.unknown)})"
-        return money(self.dollars)
+        return money(self.dollars) + (f" as if {', '.join(self.as_if)}" if self.as_if else "")
 
     def saved_text(self) -> str:
         """``cache saved $0.012`` (or ``cache cost +$0.003`` when writes outweighed reads); '' unpriced."""
@@ -275,5 +294,12 @@ def money(dollars: float) -> str:
     return f"${dollars:.4f}"
 
 
-def ratio_text(ratio: float | None) -> str:
-    return "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+# What each cache hit figure counts (issue 44): a run's, shown by the end line and the gauge, is
+# over its agent requests (its steps); the session's, shown by %context, over every request its
+# log records, the summaries' too (a summary request reads no cache, so it is lower).
+RUN_HIT = "of the steps' input"
+SESSION_HIT = "of the session's input (steps and summaries)"
+
+
+def ratio_text(ratio: float | None, scope: str = RUN_HIT) -> str:
+    return "cache hit –" if ratio is None else f"cache hit {ratio:.0%} {scope}"

@@ -70,6 +70,10 @@ def _scripted_providers(request: pytest.FixtureRequest) -> Iterator[None]:
     from pseudoclaude_nb.providers import scripted
 
     request.node.stash[SCRIPTED] = made = []
+    # Each test's scripted provider starts with a cold cache: the system prompt names only the
+    # workspace folder (the same "ws" in every test), so one test's prompt would be another's
+    # cache read.
+    scripted.reset_cache()
     outer, scripted.on_created = scripted.on_created, made.append  # outer: a pytester run's host
     try:
         yield
@@ -175,6 +179,7 @@ SLOW_FILES = frozenset(
         "test_notebook_kernel.py",
         "test_notebooks.py",
         "test_responses_huge.py",  # issue 43: a 50 MB compaction item over loopback
+        "test_saved_pictures.py",  # nbconvert over every shipped notebook
         "test_steer_cells.py",
     }
 )

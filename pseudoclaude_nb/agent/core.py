@@ -332,7 +332,7 @@ class Agent:
                 runner.emit(Notice(said, "warning"))
 
         self.last_provider = provider
-        permissions = Permissions(config.permission_mode, ask=self.ask)
+        permissions = Permissions(config.permission_mode, ask=self.ask, tour=getattr(provider, "tour", None))
         permissions.always_allowed |= {t.name for t in plan.tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,

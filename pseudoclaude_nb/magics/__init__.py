@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .python_exec import python_executor
     from .session_host import SessionHost
     from .sessions import SessionMagics
+    from .studio import StudioMagics
 
 
 @dataclass
@@ -154,6 +155,7 @@ __all__ = [
     "McpMagics",
     "MemoryMagics",
     "SessionMagics",
+    "StudioMagics",
     "current_agent",
     "python_executor",
     "sessions_of",
@@ -172,5 +174,6 @@ __getattr__, __dir__ = exports(
         ".memory": ("MemoryMagics",),
         ".python_exec": ("python_executor",),
         ".sessions": ("SessionMagics",),
+        ".studio": ("StudioMagics",),
     },
 )

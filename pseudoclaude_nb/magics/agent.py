@@ -19,6 +19,7 @@ from ..widgets.confirm import notebook_ask
 from .args import parse
 from .notebook import IPythonNotebook
 from .render import in_notebook, memory_outcome, renderer_for
+from .studio import studio_listeners
 from .tables import Column, Note, Table, emit
 
 DEMO_PLAYS_A_SCRIPT = (
@@ -130,7 +131,7 @@ class AgentMagics(Magics):
                 prompt,
                 new=args.new,
                 session_id=args.session,
-                listeners=[renderer, marker],
+                listeners=[renderer, marker, *studio_listeners(self.shell)],
                 provider=args.provider,
                 model=args.model,
                 strategy=args.strategy,

@@ -17,6 +17,7 @@ from ..agent import Agent
 from ..context.layer2 import Plan
 from ..context.manifest import Manifest
 from ..context.provider_compaction import MARK as SERVER_MARK
+from ..cost import SESSION_HIT, ratio_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from ..widgets.theme import BRAND, FG2
@@ -146,7 +147,7 @@ def cost_rows(m: Manifest) -> list[str]:
     rows = []
     if cost.get("session"):
         ratio = cost.get("cache_hit_ratio")
-        hit = "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+        hit = ratio_text(ratio, SESSION_HIT)
         same_unknown = cost.get("run") == cost["session"] and "$" not in cost["session"]
         run = f"last run {cost['run']} · " if cost.get("run") and not same_unknown else ""
         saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""

@@ -27,6 +27,7 @@ MAGICS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "ContextMagics": (".context", {"line": ("context", "compact")}),
     "MemoryMagics": (".memory", {"line": ("memory",), "cell": ("memory",)}),
     "McpMagics": (".mcp", {"line": ("mcp",)}),
+    "StudioMagics": (".studio", {"line": ("studio",)}),
 }
 # The magics that take their line as typed (``@no_var_expand``): IPython reads the flag off the
 # function it calls, before the class is imported. ``sessions`` expands its line itself for

@@ -25,7 +25,7 @@ from .args import parse, unknown
 from .render import in_notebook
 from .tables import markdown_text
 
-ACTIONS = ("show", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
+ACTIONS = ("show", "list", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
 NAMED = ("add", "edit", "rm", "verify", "stale")
 USAGE = {
     "add": '%memory add NAME [-d "description"] [--type fact] [--user] BODY…  (or %%memory add NAME with the body as the cell)',
@@ -62,7 +62,7 @@ class MemoryMagics(Magics):
         saves what you explicitly asked it to remember (%config PseudoClaude.memory_policy:
         explicit, auto or off).
 
-        %memory                       (or %memory show) both indexes, the policy, the last update
+        %memory                       (or %memory show, %memory list) both indexes, the policy, the last update
         %memory show NAME             one note: its header and body
         %memory add NAME -d "…" BODY  a project note (--user: a user note); --type fact|…
         %%memory add NAME -d "…"      the same, the cell is the body
@@ -94,8 +94,9 @@ class MemoryMagics(Magics):
             raise UsageError("only %%memory add and %%memory edit take a cell (the note's body)")
         if action in NAMED and not words:
             raise UsageError(f"%memory {action} needs a NAME; usage: {USAGE[action]}")
-        if action in ("on", "off", "rebuild") and words:
-            raise UsageError(f"%memory {action} takes no name")
+        if action in ("on", "off", "rebuild", "list") and words:
+            hint = "; %memory show NAME shows one note" if action == "list" else ""
+            raise UsageError(f"%memory {action} takes no name{hint}")
         level = "user" if args.user else "project" if args.project else None
         try:
             self._dispatch(action, level, words, args, cell)
@@ -113,7 +114,9 @@ class MemoryMagics(Magics):
         self, action: str, level: str | None, words: list[str], args: Any, cell: str | None
     ) -> None:
         memory = self._agent.memory
-        if action == "show":
+        if action == "list":  # as %mcp list lists the servers
+            self._show(level)
+        elif action == "show":
             if words:
                 self._show_one(" ".join(words), level)
             else:

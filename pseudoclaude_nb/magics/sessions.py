@@ -404,13 +404,14 @@ class SessionMagics(Magics):
         agent.resume(report.session_id)
         if agent.session is not None:
             agent.session.context.use(strategy)
+        # Short lines, each session id whole on its line: a narrow output wraps a long line
+        # anywhere, a session id too ("…resume 20261" / "207-…").
         print(
-            f"forked session {safe_line(report.source_id)} at step {report.step} of {report.steps} "
-            f"→ new session {report.session_id} (strategy {strategy})"
-        )
-        print(
-            f"  {_count(report.messages, 'message')}, {_count(report.pins, 'pin')}; the next %agent continues "
-            f"the fork; the original is unchanged (%sessions resume {safe_line(report.source_id)})"
+            f"forked session {safe_line(report.source_id)} at step {report.step} of {report.steps}\n"
+            f"→ new session {report.session_id} (strategy {strategy})\n"
+            f"  {_count(report.messages, 'message')}, {_count(report.pins, 'pin')}; the next %agent continues the fork\n"
+            "  the original is unchanged; to go back to it:\n"
+            f"  %sessions resume {safe_line(report.source_id)}"
         )
         for path in report.missing:
             print(f"! {safe_line(path)}: not copied (missing or altered in the original)")

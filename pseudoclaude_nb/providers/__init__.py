@@ -64,12 +64,11 @@ def make_provider(
     if name == "auto":
         name = auto_provider()
     if name == "demo":
-        from .demo_script import build_demo_script
+        from .demo import DemoProvider
 
         pace = float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE", DEMO_PACE))
-        return ScriptedProvider(
-            build_demo_script(strategy),
-            name="demo",
+        return DemoProvider(
+            strategy,
             model=model or None,
             context_window=context_window or None,
             pace=pace,
@@ -117,8 +116,8 @@ def make_provider(
         )
         return _openai_api(chat, openai_api, openai_server_state)
     raise ConfigError(
-        f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted, "
-        "or auto (the one whose key is set)"
+        f"unknown provider {name!r}{_did_you_mean(name)}; choose one of: anthropic, openai, offline, demo, "
+        "scripted, or auto (the one whose key is set)"
     )
 
 
@@ -138,6 +137,14 @@ def _openai_api(chat: OpenAIProvider, setting: str, server_state: bool) -> Provi
             "%config PseudoClaude.openai_server_state = False"
         )
     return chat
+def _did_you_mean(name: str) -> str:
+    """`` (did you mean 'openai'?)`` for a provider name one slip away from a real one, else ''."""
+    import difflib
+
+    from ..config import PROVIDERS
+
+    close = difflib.get_close_matches(name.lower(), PROVIDERS, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def provider_for(config: RunConfig) -> Provider:

@@ -184,7 +184,9 @@ class Permissions:
     each cell it executes.
     """
 
-    def __init__(self, mode: str = "ask", ask: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, mode: str = "ask", ask: Callable[[str], str] | None = None, *, tour: str | None = None
+    ) -> None:
         if mode not in PERMISSION_MODES:
             raise ConfigError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
         self.mode: PermissionMode = cast(PermissionMode, mode)  # one of PERMISSION_MODES, checked above
@@ -195,6 +197,10 @@ class Permissions:
         # must not end looking like a success (the end line says so).
         self.allowed = 0
         self.refused = 0
+        # A provider that plays a tour (the demo) asks once for all of it in mode ``ask``: one
+        # question, not one per call; the answer holds for the run (issue 44).
+        self.tour = tour
+        self._tour_answer: str | None = None  # None: not asked yet; "" allowed; else the refusal
 
     def refusal(self, tool: Tool, args: BaseModel, tell: Tell | None = None) -> str | None:
         """Return ``None`` when the call may run, else the refusal message for the model.
@@ -221,6 +227,8 @@ class Permissions:
             )
         if tool.name in self.always_allowed:
             return None
+        if self.tour is not None:
+            return self._tour_refusal(call, tell)
         ask = self._ask if self._ask is not None else builtins.input
         tell(None)
         asked = time.monotonic()
@@ -238,6 +246,31 @@ class Permissions:
         allowed = answer in ("a", "always", "y", "yes")
         tell(allowed)
         return None if allowed else f"refused: the user did not allow {call}; ask the user how to proceed"
+
+    def _tour_refusal(self, call: str, tell: Tell) -> str | None:
+        """Mode ``ask`` with a tour: the first change asks for the whole tour, later ones
+        follow that answer (no answer, or no stdin, is no)."""
+        if self._tour_answer is None:
+            ask = self._ask if self._ask is not None else builtins.input
+            tell(None)
+            asked = time.monotonic()
+            try:
+                answer = ask(f"{self.tour}\nallow all of it for this run? [y/N]: ")
+            except (EOFError, NotImplementedError, OSError, RuntimeError):
+                answer = None
+            finally:
+                self.waited += time.monotonic() - asked
+            allowed = (answer or "").strip().lower() in ("y", "yes", "a", "always")
+            tell(allowed)
+            if answer is None:
+                self._tour_answer = (
+                    "refused: permission mode 'ask' needs an answer but this kernel has no stdin"
+                )
+            else:
+                self._tour_answer = "" if allowed else "refused: the user did not allow the tour"
+        if not self._tour_answer:
+            return None
+        return f"{self._tour_answer} ({call}); rerun with --mode auto to allow it"
 
 
 def _preview(tool: Tool, args: BaseModel) -> str | None:
