@@ -26,7 +26,7 @@ from pseudoclaude_nb.tools.memory import BODY_BYTES, RUN_BYTES
 ROOT = Path(__file__).parent.parent
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 # Changed on the lead's branch (issue 42); its prose is checked once it is merged.
-ELSEWHERE = {"06_agent_and_your_notebook.ipynb"}
+ELSEWHERE: set[str] = set()
 
 NUMBER = re.compile(r"(?<![\w.#/~-])~?(\d[\d,]*\d|\d)(\.\d+)?(?![\w])")
 SETTING = re.compile(r"[\w\"']\s*[:=]\s*(\d+(?:\.\d+)?)\b")
