@@ -40,11 +40,24 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
+# The front ends that serve a page, and the class whose trait exposes ``window.jupyterapp``.
+PAGES = {"jupyterlab": "LabApp", "notebook": "JupyterNotebookApp"}
+
+
 @contextmanager
 def jupyter_server(
-    root: Path, *, collaboration: bool = True, app: str = "jupyter_server"
+    root: Path,
+    *,
+    collaboration: bool = True,
+    app: str = "jupyter_server",
+    env: dict[str, str] | None = None,
+    scratch: Path | None = None,
 ) -> Iterator[Server]:
-    runtime = root.parent / f"{root.name}-runtime"
+    """``app`` (``jupyter_server``, ``jupyterlab`` or ``notebook``) serving ``root``; ``env`` is
+    added to this process's environment for the server and the kernels it starts; the server's
+    own files (runtime folder, settings, log) go in ``scratch`` (default: beside ``root``)."""
+    scratch = scratch or root.parent
+    runtime = scratch / f"{root.name}-runtime"
     port, token = _free_port(), secrets.token_hex(16)
     args = [
         sys.executable,
@@ -59,10 +72,10 @@ def jupyter_server(
     ]
     if not collaboration:
         args.append("--ServerApp.jpserver_extensions=jupyter_server_ydoc=False")
-    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime))
-    if app == "jupyterlab":
-        args.append("--LabApp.expose_app_in_browser=True")
-        settings = root.parent / f"{root.name}-lab-settings"
+    env = dict(os.environ, JUPYTER_RUNTIME_DIR=str(runtime), **(env or {}))
+    if app in PAGES:
+        args.append(f"--{PAGES[app]}.expose_app_in_browser=True")
+        settings = scratch / f"{root.name}-lab-settings"
         for extension, name, value in (
             ("apputils-extension", "notification", {"fetchNews": "false", "checkForUpdates": False}),
             ("notebook-extension", "tracker", {"windowingMode": "none"}),
@@ -71,18 +84,20 @@ def jupyter_server(
             (settings / "@jupyterlab" / extension / f"{name}.jupyterlab-settings").write_text(
                 json.dumps(value)
             )
+        # Each server its own workspace: a shared one (under HOME) reopens an earlier run's
+        # tabs, and "run all cells" may then run another notebook than the one meant.
         env.update(
             JUPYTERLAB_SETTINGS_DIR=str(settings),
-            JUPYTERLAB_WORKSPACES_DIR=str(root.parent / f"{root.name}-lab-workspaces"),
+            JUPYTERLAB_WORKSPACES_DIR=str(scratch / f"{root.name}-lab-workspaces"),
         )
-    log = (root.parent / f"{root.name}-server.log").open("wb")  # noqa: SIM115 (closed below)
+    log = (scratch / f"{root.name}-server.log").open("wb")  # noqa: SIM115 (closed below)
     proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=root)
     url = f"http://127.0.0.1:{port}/"
     try:
         deadline = time.monotonic() + 60
         while not (runtime / f"jpserver-{proc.pid}.json").exists():
             if proc.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError((root.parent / f"{root.name}-server.log").read_text()[-3000:])
+                raise RuntimeError((scratch / f"{root.name}-server.log").read_text()[-3000:])
             time.sleep(0.1)
         while True:
             try:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import shutil
+import time
 from pathlib import Path
 
 import nbformat
@@ -72,6 +73,14 @@ def _saved(path: Path) -> list[dict]:
     return nbformat.read(path, as_version=4).cells
 
 
+def _saved_with(path: Path, source: str, seconds: float = 20) -> None:
+    """Wait until the file holds a cell with ``source`` (the save, or the server's own autosave)."""
+    deadline = time.monotonic() + seconds
+    while source not in [c.source for c in _saved(path)]:
+        assert time.monotonic() < deadline, f"{path.name} was not saved with {source!r}"
+        time.sleep(0.1)
+
+
 def test_in_jupyterlab_the_page_shows_the_agents_cells_live_in_both_themes(tmp_path: Path) -> None:
     chromium = _browser_or_skip()
     from playwright.sync_api import sync_playwright
@@ -111,7 +120,7 @@ def test_in_jupyterlab_the_page_shows_the_agents_cells_live_in_both_themes(tmp_p
             shots = Path(__file__).resolve().parents[1] / "docs" / "screenshots"
             page.screenshot(path=str(shots / f"agent-in-the-notebook-{'light' if light else 'dark'}.png"))
         page.keyboard.press("Control+s")
-        page.wait_for_timeout(1500)
+        _saved_with(path, "print(x * 21)")
         browser.close()
     read = _read_result(root)
     assert "# Sales analysis" in read and "x = 2" in read and "not run" in read
@@ -150,8 +159,9 @@ def test_in_notebook_7_the_page_shows_the_agents_cells_live(tmp_path: Path) -> N
         assert page.evaluate("() => window.__pc_no_reload === true"), "the page reloaded"
         assert "print(x * 21)" in cells[3]["text"] and cells[3]["out"].strip() == "42", cells
         assert "x is 2" in cells[2]["out"]
+        page.keyboard.press("Control+s")
+        _saved_with(path, "print(x * 21)")
         browser.close()
-    assert "print(x * 21)" in [c.source for c in _saved(path)]
 
 
 def test_the_teaching_notebook_changes_its_own_page_in_jupyterlab(tmp_path: Path) -> None:
