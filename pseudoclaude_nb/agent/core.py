@@ -40,6 +40,7 @@ from ..memory import MemoryManager
 from ..messages import Message
 from ..notebook import ActivityBlock, NotebookHost
 from ..providers import Provider, provider_for
+from ..providers.base import HasEndpoint, LearnsWindow
 from ..runner import Listener, Notice, Runner, RunSummary
 from ..session import LoadResult, SessionWriter, load_session, new_session_dir
 from ..session.catalog import session_id_or_latest
@@ -436,11 +437,9 @@ class Agent:
         except ConfigError:
             provider = None
         self.window_source = "--context-window" if config.context_window else None
-        if provider is not None and not config.context_window:
-            learn = getattr(provider, "learn_window", None)
-            if learn is not None:
-                learn()  # asked once per server and model, then cached (issue 32)
-            self.window_source = getattr(provider, "window_source", None)
+        if isinstance(provider, LearnsWindow) and not config.context_window:
+            provider.learn_window()  # asked once per server and model, then cached (issue 32)
+            self.window_source = provider.window_source
         if provider is not None:
             config, _ = _memory_for(config, provider)  # %context shows what the run would send
         return plan_run(self, config, provider, active=self.session, emit=_ignore, dry=True)
@@ -507,7 +506,9 @@ def _ignore(event: RunEvent) -> None:
 def _memory_for(config: RunConfig, provider: Provider) -> tuple[RunConfig, list[str]]:
     """``config`` with memory off when ``provider`` sends to a host a workspace's ``.env`` chose
     (the person's memory is not that host's to read or write), and the warning that says so."""
-    chosen = workspace_endpoint(provider.name, getattr(provider, "base_url", None))
+    chosen = workspace_endpoint(
+        provider.name, provider.base_url if isinstance(provider, HasEndpoint) else None
+    )
     if chosen is None or not config.memory:
         return config, []
     return config.with_options(memory=False), [chosen]

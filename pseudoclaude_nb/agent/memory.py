@@ -16,6 +16,7 @@ from ..events import MemoryUpdated, Notice, RunEvent
 from ..memory import MemoryManager, user_memory_dir
 from ..messages import Message
 from ..providers import Provider
+from ..providers.base import AnswersMemory
 from ..tools.memory import withhold_bodies
 from .session import ActiveSession
 
@@ -105,10 +106,5 @@ class RunMemory:
 
 
 def _plays_memory(provider: Provider) -> bool:
-    """Whether to ask ``provider`` for a memory update at all.
-
-    A scripted provider whose script has no ``memory_ops`` (the demo, most test and notebook
-    scripts) scripts no memory updates: asking would only fail with "the script ran out".
-    """
-    script = getattr(provider, "script", None)
-    return script is None or bool(getattr(script, "memory_ops", True))
+    """Whether to ask ``provider`` for a memory update at all (``AnswersMemory`` says when not)."""
+    return provider.answers_memory if isinstance(provider, AnswersMemory) else True
