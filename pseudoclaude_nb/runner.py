@@ -42,6 +42,7 @@ from .providers.base import ReasoningDelta as StreamReasoning
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
+from .session.entries import NoteEntry, UsageEntry
 from .session.record import NO_RECORD, SessionRecord
 from .session.spend import session_spend
 from .session.writer import SessionWriter
@@ -211,7 +212,9 @@ class Runner(Limits):
             sent = self.last_request.tools if self.last_request is not None else None
             self.context.shared.on_usage(response.usage, len(self.conversation), sent)
             self.emit(self.context.state())
-        self.record.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        self.record.record(
+            UsageEntry.new(response.usage, messages=len(self.conversation), model=self.provider.model)
+        )
         if self.context is not None and self.context.strategy.after_response(self.emit):
             # issue 31: the provider compacted (--strategy api); the replace comes after the
             # usage entry, so the log still says what this request was (%context --at).
@@ -288,7 +291,7 @@ class Runner(Limits):
             self.conversation.replace("resync", messages)
             text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
-            self.record.note(text, "warning")
+            self.record.record(NoteEntry.new(text, "warning"))
         request = Request(
             system=self.system_prompt,
             messages=messages,

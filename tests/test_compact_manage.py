@@ -28,6 +28,7 @@ from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Noti
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider
 from pseudoclaude_nb.session import SessionWriter, load_session, new_session_dir
+from pseudoclaude_nb.session.entries import UsageEntry
 from tests.scripts import script
 
 SYSTEM = "system prompt for compaction tests"
@@ -266,13 +267,18 @@ def test_compact_resets_the_anchor(make):
 def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
     m = make()
     exchange(m.conversation, 0)
-    m.writer.usage(Usage(input_tokens=10, output_tokens=1), messages=2, model="x")
-    m.writer.usage(
-        Usage(
-            input_tokens=100, output_tokens=20, cache_creation_input_tokens=300, cache_read_input_tokens=5_000
-        ),
-        messages=4,
-        model="x",
+    m.writer.record(UsageEntry.new(Usage(input_tokens=10, output_tokens=1), messages=2, model="x"))
+    m.writer.record(
+        UsageEntry.new(
+            Usage(
+                input_tokens=100,
+                output_tokens=20,
+                cache_creation_input_tokens=300,
+                cache_read_input_tokens=5_000,
+            ),
+            messages=4,
+            model="x",
+        )
     )
     m.conversation.add_user("hello")
     loaded = load_session(m.dir)
@@ -285,7 +291,7 @@ def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
 def test_restore_drops_an_anchor_that_a_replace_came_after(make):
     m = make()
     exchange(m.conversation, 0)
-    m.writer.usage(Usage(input_tokens=5_000, output_tokens=20), messages=4, model="x")
+    m.writer.record(UsageEntry.new(Usage(input_tokens=5_000, output_tokens=20), messages=4, model="x"))
     m.conversation.replace("snapshot", m.conversation.messages())
     loaded = load_session(m.dir)
     restored = ContextManager(Conversation(loaded.messages))
@@ -294,7 +300,7 @@ def test_restore_drops_an_anchor_that_a_replace_came_after(make):
     assert restored.shared.anchor is None
     assert restored.shared.estimate() == request_estimate(loaded.messages)
 
-    m.writer.usage(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x")
+    m.writer.record(UsageEntry.new(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x"))
     loaded = load_session(m.dir)
     again = ContextManager(Conversation(loaded.messages))
     again.restore(loaded)

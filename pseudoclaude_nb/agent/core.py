@@ -44,6 +44,7 @@ from ..providers.base import HasEndpoint, LearnsWindow
 from ..runner import Listener, Notice, Runner, RunSummary
 from ..session import LoadResult, SessionWriter, load_session, new_session_dir
 from ..session.catalog import session_id_or_latest
+from ..session.entries import NoteEntry
 from ..tools import Permissions, PythonExecutor
 from ..workspace import resolve_workspace, session_dir
 from . import views
@@ -485,7 +486,7 @@ class Agent:
         if active.previous_model and active.previous_model != model:
             text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
-            active.record.note(text)
+            active.record.record(NoteEntry.new(text))
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
             hours = (time.time() - active.idle_since) / 3600
             text = (
@@ -493,7 +494,7 @@ class Agent:
                 "have changed since: re-check them before relying on earlier observations."
             )
             runner.emit(Notice(text))
-            active.record.note(text)
+            active.record.record(NoteEntry.new(text))
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix

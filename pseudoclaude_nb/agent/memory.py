@@ -17,6 +17,7 @@ from ..memory import MemoryManager, user_memory_dir
 from ..messages import Message
 from ..providers import Provider
 from ..providers.base import AnswersMemory
+from ..session.entries import NoteEntry, SpendEntry
 from ..tools.memory import withhold_bodies
 from .session import ActiveSession
 
@@ -100,8 +101,8 @@ class RunMemory:
             provider=provider,
             policy=self.settings.memory_policy,
             session_id=active.id,
-            note=lambda text, level: log.note(text, level),
-            spent=lambda usage, model: log.spend(usage, purpose="memory", model=model),
+            note=lambda text, level: log.record(NoteEntry.new(text, level)),
+            spent=lambda usage, model: log.record(SpendEntry.new(usage, purpose="memory", model=model)),
         )
 
 

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import SessionWriteError, SpillWriteError
 from ..events import Notice, RunEvent, Spilled
 from ..messages import Message, ToolCall, ToolResult
+from ..session.entries import SpillEntry
 from ..workspace import SPILL_DIR
 from . import spill as _spill
 from .spill import (
@@ -225,7 +226,7 @@ class Spiller:
         """Log a written spill and freeze its decision; returns the path shown to the model."""
         s = self.state
         if not logged:
-            s.record.spill(**spill.entry_fields())
+            s.record.record(SpillEntry.new(**spill.entry_fields()))
         s.ledger.force(spill.call_id, "spilled")
         shown = self._shown_path(spill.path)
         emit(Spilled(spill.call_id, spill.tool, shown, spill.bytes, reason))
@@ -278,7 +279,7 @@ class Spiller:
             new.append(msg)
         # The log explains the snapshot before it comes: spill entries first.
         for spill, _ in written.values():
-            s.record.spill(**spill.entry_fields())
+            s.record.record(SpillEntry.new(**spill.entry_fields()))
         s.conversation.replace("snapshot", new)
         s.reset_anchor(new)
         for spill, _ in written.values():

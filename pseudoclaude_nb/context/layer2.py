@@ -21,6 +21,7 @@ from ..errors import ContextTooLong, ProviderError, SessionWriteError
 from ..events import Compacted, CompactStarted
 from ..messages import Message, Usage
 from ..providers.base import Provider, Request
+from ..session.entries import CompactEntry, NoteEntry, SpendEntry
 from .breaker import MIN_FREED
 from .confirm import Proposal, Review
 from .estimate import estimate_request, estimate_tokens
@@ -132,9 +133,10 @@ def _rejected(
     why = "rejected by confirm_default (nobody could answer)" if by_default else "rejected by you"
     _spent(state, p)
     who = "PseudoClaude.confirm_default, nobody being there to answer" if by_default else "the person"
-    state.record.note(
-        f"{trigger} compaction rejected by {who} (~{p.before:,} → ~{p.after:,} tokens proposed)",
-        "info",
+    state.record.record(
+        NoteEntry.new(
+            f"{trigger} compaction rejected by {who} (~{p.before:,} → ~{p.after:,} tokens proposed)", "info"
+        )
     )
     result = Compacted(trigger, p.before, p.before, False, why)
     state.last_compact = result
@@ -154,8 +156,10 @@ def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ig
     _spent(state, p)
     result = Compacted(trigger, p.before, p.after, p.new is not None, p.error)
     state.breaker.record(result.ok, trigger)
-    state.record.compact(
-        trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
+    state.record.record(
+        CompactEntry.new(
+            trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
+        )
     )
     state.last_compact = result
     emit(result)
@@ -167,7 +171,7 @@ def _spent(state: SharedState, p: Plan) -> None:
     run's cost counts its summaries). Once: when the plan is committed or rejected; a preview
     never applied writes nothing, as a preview must."""
     for model, usage in p.spent:
-        state.record.spend(usage, purpose="summary", model=model)
+        state.record.record(SpendEntry.new(usage, purpose="summary", model=model))
         state.side_spend.add(usage, model)
 
 

@@ -19,7 +19,7 @@ from typing import Protocol
 from .. import safeio
 from ..errors import ConfigError
 from ..messages import Message, new_id
-from ..session.entries import MessageEntry, Pin, parse_line
+from ..session.entries import MessageEntry, Pin, PinEntry, UnpinEntry, parse_line
 from ..workspace import LOG_NAME
 
 # A pin is sent with every request: a runaway one must not eat the window. A longer text
@@ -28,10 +28,9 @@ PIN_MAX_BYTES = 20_000
 
 
 class PinWriter(Protocol):
-    """What pins need of the session writer."""
+    """What pins need of the session writer (``SessionRecord``)."""
 
-    def pin(self, *, id: str, ts: float, text: str) -> None: ...
-    def unpin(self, pin_id: str) -> None: ...
+    def record(self, entry: PinEntry | UnpinEntry) -> None: ...
 
 
 class Pins:
@@ -49,7 +48,7 @@ class Pins:
         self._writer, self._items = writer, list(loaded)
         held, self._held = self._held, []
         for pin in held:
-            writer.pin(id=pin.id, ts=pin.ts, text=pin.text)
+            writer.record(PinEntry.new(pin.text, id=pin.id, ts=pin.ts))
             self._items.append(pin)
 
     def detach(self) -> None:
@@ -85,7 +84,7 @@ class Pins:
         if self._writer is None:
             self._held.append(pin)
             return len(self._held)
-        self._writer.pin(id=pin.id, ts=pin.ts, text=pin.text)  # durable before it counts
+        self._writer.record(PinEntry.new(pin.text, id=pin.id, ts=pin.ts))  # durable before it counts
         self._items.append(pin)
         return len(self._items)
 
@@ -98,7 +97,7 @@ class Pins:
             raise ConfigError(f"no pin #{number}: pins are numbered 1 to {len(items)} (%context pins)")
         pin = items[number - 1]
         if self._writer is not None:
-            self._writer.unpin(pin.id)
+            self._writer.record(UnpinEntry.new(pin.id))
         del items[number - 1]
         return pin
 

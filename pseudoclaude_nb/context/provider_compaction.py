@@ -25,6 +25,7 @@ from ..errors import ConfigError, SessionWriteError, ToolError
 from ..events import Compacted
 from ..messages import Message
 from ..providers.base import ManagesContext, Provider, ServerContext
+from ..session.entries import CompactEntry
 from ..session.loader import LoadResult
 from . import layer2
 from .confirm import Review
@@ -167,7 +168,9 @@ class ProviderCompactionStrategy:
         after = s.anchor[0] if s.anchor is not None else s.estimate_of(new)
         result = Compacted(TRIGGER, before, after, True)
         s.breaker.record(True, TRIGGER)
-        s.record.compact(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
+        s.record.record(
+            CompactEntry.new(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
+        )
         s.last_compact = result
         emit(result)
         return True

@@ -28,7 +28,7 @@ from ..errors import BoundaryError, SessionWriteError
 from ..events import Notice, RolloverCommitted, RolloverDeclared, RolloverFallback, RolloverReminded
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, ToolCall, ToolResult
 from ..providers.base import Provider
-from ..session.entries import MessageEntry, parse_line
+from ..session.entries import MessageEntry, NoteEntry, RolloverEntry, parse_line
 from ..session.loader import LoadResult
 from ..tools.registry import Permissions, ToolRegistry
 from ..tools.rollover import NEW_CONTEXT, ROLLOVER_TOOLS, new_context_tool, search_history_tool
@@ -242,13 +242,15 @@ class RolloverStrategy:
         intent = replace(
             intent, call_id=call.id if call else None, message_uuid=caller.id if caller else None
         )
-        s.record.rollover(
-            phase="intent",
-            reason="model",
-            handoff=intent.handoff.model_dump(),
-            related_files=[f.to_dict() for f in intent.related_files],
-            call_id=intent.call_id,
-            message_uuid=intent.message_uuid,
+        s.record.record(
+            RolloverEntry.new(
+                phase="intent",
+                reason="model",
+                handoff=intent.handoff.model_dump(),
+                related_files=[f.to_dict() for f in intent.related_files],
+                call_id=intent.call_id,
+                message_uuid=intent.message_uuid,
+            )
         )
         self.declared = intent
         missing = tuple(f.path for f in intent.related_files if not f.exists)
@@ -323,15 +325,17 @@ class RolloverStrategy:
             )
         s.reset_anchor(new)
         after = s.anchor[0] if s.anchor else 0
-        s.record.rollover(
-            phase="commit",
-            reason=reason,
-            handoff=intent.handoff.model_dump(),
-            related_files=[f.to_dict() for f in intent.related_files],
-            call_id=intent.call_id,
-            message_uuid=intent.message_uuid,
-            before_tokens=before,
-            after_tokens=after,
+        s.record.record(
+            RolloverEntry.new(
+                phase="commit",
+                reason=reason,
+                handoff=intent.handoff.model_dump(),
+                related_files=[f.to_dict() for f in intent.related_files],
+                call_id=intent.call_id,
+                message_uuid=intent.message_uuid,
+                before_tokens=before,
+                after_tokens=after,
+            )
         )
         self.declared, self.reminded, self.fallback_claimed, self.pruned = None, False, False, False
         s.rollovers += 1
@@ -383,7 +387,7 @@ class RolloverStrategy:
                 if decision.by_default
                 else "the person"
             )
-            s.record.note(f"{reason} rollover rejected by {who}; the window stays", "info")
+            s.record.record(NoteEntry.new(f"{reason} rollover rejected by {who}; the window stays", "info"))
             return None
         if decision.action == "edit" and decision.text is not None:
             # The person's text takes the handoff's place; the anchors and the pinned request stay.
