@@ -89,7 +89,7 @@ class RunMemory:
         if not count:
             return None
         active.conversation.replace("edit", messages)
-        active.context.shared.forget_anchor()  # the last usage measured the bodies
+        active.context.forget_anchor()  # the last usage measured the bodies
         return Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
 
     def update(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:

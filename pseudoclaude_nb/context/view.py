@@ -1,0 +1,103 @@
+"""What the host shows a strategy: a read-only ``View`` of one session's context.
+
+Built from the host's state for each question (``view``); nothing in it reaches back. The
+figures are the host's own (the estimate, the breaker, the counters); the messages are built
+only when a strategy reads them (``strategies.Messages``), so the per-step cost of asking a
+strategy that does not read them stays flat however long the conversation is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import cache, lru_cache
+from typing import TYPE_CHECKING
+
+from ..messages import Message
+from ..strategies import Kind, Limits, Messages, MessageView, Trigger, View
+from .estimate import estimate_tokens
+from .handoff import render_handoff
+from .provider_compaction import COMPACTION
+
+if TYPE_CHECKING:
+    from .settings import CompactSettings
+    from .state import SharedState
+
+
+@lru_cache(maxsize=64)
+def limits_of(settings: CompactSettings) -> Limits:
+    """The lines of ``settings``' window (a frozen value: computed once per settings)."""
+    lines = settings.rollover_limits
+    return Limits(settings.context_window, settings.threshold, lines["remind"], lines["base"], lines["hard"])
+
+
+def view(
+    state: SharedState,
+    trigger: Trigger,
+    estimate: int,
+    *,
+    pins: tuple[str, ...] = (),
+    server_compaction: str | None = None,
+    settings: CompactSettings | None = None,
+) -> View:
+    """The view of ``state`` for ``trigger`` (``settings``: a plan's, instead of the state's)."""
+    s = state
+    settings = settings or s.settings
+    return View(
+        trigger=trigger,
+        window=settings.context_window,
+        estimate=estimate,
+        threshold=settings.threshold,
+        limits=limits_of(settings),
+        pins=pins,
+        handoff=render_handoff(s.handoff.handoff) if s.handoff is not None else None,
+        notes=frozenset(s.notes),
+        server_compaction=server_compaction,
+        compactions=s.compactions,
+        rollovers=s.rollovers,
+        breaker_open=s.breaker.open,
+        messages=Messages(len(s.conversation), _builder(s)),
+    )
+
+
+def _builder(s: SharedState) -> Callable[[int], MessageView]:
+    """Builds the ``i``-th message's view; the conversation is read once, on the first call."""
+
+    @cache
+    def read() -> tuple[list[Message], list[int], dict[str, str]]:
+        messages = s.conversation.messages()
+        answers, steps = 0, []
+        for m in messages:
+            steps.append(1 + answers)
+            answers += m.role == "assistant"
+        tools = {c.id: c.name for m in messages for c in m.tool_calls}
+        return messages, steps, tools
+
+    def build(i: int) -> MessageView:
+        messages, steps, tools = read()
+        m = messages[i]
+        result = m.tool_result
+        return MessageView(
+            id=m.id,
+            role=m.role,
+            kind=kind_of(m, summary=m.id == s.summary_id),
+            tokens=s.calibrated(estimate_tokens([m], digits=s.digits)),
+            step=steps[i],
+            spilled=m.is_spill_preview,
+            tools=tuple(c.name for c in m.tool_calls) if result is None else (tools.get(result.call_id, ""),),
+            call_ids=tuple(c.id for c in m.tool_calls) if result is None else (result.call_id,),
+        )
+
+    return build
+
+
+def kind_of(m: Message, *, summary: bool = False) -> Kind:
+    """What a message is. A summary is recognised by structured facts, never by its text: the
+    provider's compaction block on an answer, or the message a compaction or hand-off began
+    its window with (``summary``: the host's ``summary_id``)."""
+    if m.tool_result is not None:
+        return "tool_result"
+    if summary or any(r.kind == COMPACTION for r in m.reasoning):
+        return "summary"
+    if m.host is not None:
+        return "note"
+    return "tool_call" if m.tool_calls else "text"
