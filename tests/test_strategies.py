@@ -104,3 +104,18 @@ def test_the_docs_example_can_be_previewed_applied_and_undone(ip, workspace: Pat
     assert "dropped" in run(ip, "compact --apply") and results() == 2
     assert "undid the drop of" in run(ip, "compact --undo") and results() == restored
     assert pairing_problems(agent.session.conversation.messages()) == []
+
+
+def test_the_public_api_imports_nothing_heavy() -> None:
+    """A strategy file imports ``pseudoclaude_nb.strategies``: it must load in a blink (no
+    pydantic, no providers, no agent)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, pseudoclaude_nb.strategies as s; "
+        "print(sorted(m for m in ('pydantic', 'pseudoclaude_nb.agent', 'pseudoclaude_nb.context.host') "
+        "if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

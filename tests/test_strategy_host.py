@@ -353,3 +353,19 @@ def test_an_installed_strategy_loads_by_its_entry_point_name(
     assert json.loads(run(ip, "context --json"))["strategy"] == "patient"
     with pytest.raises(ConfigError, match="installed: patient"):
         load_strategy("impatient")
+
+
+def test_an_action_applied_by_hand_gets_the_same_rules(session, workspace: Path) -> None:
+    """``ContextHost.apply``: an action tried from a notebook (or the lab) is applied as a
+    strategy's would be: pairs whole, one replace naming the current strategy."""
+    conversation, _, path = session
+    conversation.add_user("go")
+    answer = exchange(conversation, 1)
+    context = host(session, load_strategy("compact"), workspace)
+    dropped = context.apply(Drop([answer.id]))
+    assert isinstance(dropped, Dropped) and dropped.messages == 2
+    assert [m.content for m in conversation.messages()] == ["go"]
+    [marker] = [e for e in read_log(path) if e["type"] == "replace"]
+    assert (marker["reason"], marker["strategy"]) == ("drop", "compact")
+    assert context.undo().reason == "drop"  # and it is undone like any drop
+    assert len(conversation) == 3

@@ -40,7 +40,7 @@ from .handoff import Intent, first_user_text
 from .host_tools import host_tools
 from .layer1 import Emit, Spiller, ignore
 from .plan import DropPlan, Preview
-from .provider_compaction import COMPACTION, compaction_at, server_context, unsupported
+from .provider_compaction import pending, server_context, unsupported
 from .registry import load_strategy, normalized
 from .settings import CompactSettings
 from .state import SharedState
@@ -282,6 +282,20 @@ class ContextHost:
         """``new_context``'s handler: the hand-off is logged and kept for the next boundary."""
         return rollover.declare(self.shared, intent, emit)
 
+    def apply(
+        self,
+        action: Action,
+        provider: Provider | None = None,
+        emit: Emit = ignore,
+        review: Review | None = None,
+        trigger: Trigger = "manual",
+    ) -> object | None:
+        """Apply ``action`` as the current strategy's answer for ``trigger``, with every rule of
+        the host (a notebook or the lab trying an action by hand); the event of the change, or
+        None when nothing changed."""
+        v = self._view(trigger, self.shared.estimate(), live=True)
+        return apply(self._ask(v, provider, emit, review), action)
+
     # --- on request (%compact) -------------------------------------------------------------------------
 
     def compact(self, provider: Provider, emit: Emit = ignore) -> object | None:
@@ -387,35 +401,12 @@ class ContextHost:
         return Ask(self.shared, self.spiller, self.strategy, v, provider, emit, review)
 
     def _view(self, trigger: Trigger, estimate: int, *, live: bool = False) -> View:
-        return view(
-            self.shared, trigger, estimate, pins=self._pins(), server_compaction=self._server(trigger, live)
-        )
+        # Only a strategy that asks the provider to compact is shown where the provider did.
+        server = pending(self.shared, trigger, live=live) if self.strategy.server_context else None
+        return view(self.shared, trigger, estimate, pins=self._pins(), server_compaction=server)
 
     def _pins(self) -> tuple[str, ...]:
         return tuple(self.pins()) if self.pins is not None else ()
-
-    def _server(self, trigger: Trigger, live: bool) -> str | None:
-        """The message whose provider compaction the conversation does not follow yet (only for a
-        strategy with ``server_context``). An answer is looked at as it comes; the whole
-        conversation once per host, restore and switch (a log that ended between the two)."""
-        s = self.shared
-        if not self.strategy.server_context or trigger not in ("before", "answer"):
-            return None
-        if trigger == "answer":
-            last = s.conversation.last()
-            if (
-                last is None
-                or len(s.conversation) < 2
-                or not any(r.kind == COMPACTION for r in last.reasoning)
-            ):
-                return None
-            return last.id
-        if s.caught_up or not live:
-            return None
-        s.caught_up = True
-        messages = s.conversation.messages()
-        at = compaction_at(messages)
-        return messages[at].id if at else None
 
     def _asked(self, what: str, method: Callable[[Any], T], arg: Any) -> T:
         """A strategy's own code, called: what it raises stops the run, named."""

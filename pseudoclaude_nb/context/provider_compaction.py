@@ -79,6 +79,27 @@ def undone(messages: list[Message]) -> list[Message]:
     return out
 
 
+def pending(state: SharedState, trigger: str, *, live: bool) -> str | None:
+    """The message whose compaction the conversation does not follow yet (``View.server_compaction``).
+
+    An answer is looked at as it comes (``answer``); before a request, the whole conversation
+    once per host, restore and switch (a log that ended between an answer and its replace),
+    and only when the question is a real one (``live``: its answer will be applied).
+    """
+    s = state
+    if trigger == "answer":
+        last = s.conversation.last()
+        if last is None or len(s.conversation) < 2 or not any(r.kind == COMPACTION for r in last.reasoning):
+            return None
+        return last.id
+    if trigger != "before" or s.caught_up or not live:
+        return None
+    s.caught_up = True
+    messages = s.conversation.messages()
+    at = compaction_at(messages)
+    return messages[at].id if at else None
+
+
 def adopt(state: SharedState, at: int, emit: Emit, *, strategy: str | None = None) -> bool:
     """The conversation follows the provider's compaction carried by message ``at``: the
     messages from it on. True when it replaced (``at`` 0: it already starts there)."""
