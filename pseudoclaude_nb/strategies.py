@@ -21,8 +21,8 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal, overload
+from dataclasses import dataclass
+from typing import Any, ClassVar, Literal, NamedTuple, overload
 
 # Why the host asks: ``before`` a model request; the provider said the prompt is ``too_long``
 # (shrink once, or the run stops); an ``answer`` just came in; the person ran ``%compact``
@@ -70,9 +70,11 @@ class Messages(Sequence[MessageView]):
     """The conversation, read-only; each message is built when first read, so a strategy that
     never looks at the messages (or stops at the first it needs) costs the host nothing more."""
 
+    __slots__ = ("_build", "_built", "_length")
+
     def __init__(self, length: int, build: Callable[[int], MessageView]) -> None:
         self._length, self._build = length, build
-        self._built: dict[int, MessageView] = {}
+        self._built: dict[int, MessageView] | None = None
 
     @overload
     def __getitem__(self, index: int) -> MessageView: ...
@@ -84,6 +86,8 @@ class Messages(Sequence[MessageView]):
         i = index + self._length if index < 0 else index
         if not 0 <= i < self._length:
             raise IndexError("message index out of range")
+        if self._built is None:
+            self._built = {}
         view = self._built.get(i)
         if view is None:
             view = self._built[i] = self._build(i)
@@ -99,9 +103,8 @@ class Messages(Sequence[MessageView]):
         return f"Messages({self._length} messages)"
 
 
-@dataclass(frozen=True)
-class View:
-    """Where the context stands when the host asks (read-only)."""
+class View(NamedTuple):
+    """Where the context stands when the host asks (read-only: a tuple, built for one question)."""
 
     trigger: Trigger
     window: int
@@ -117,7 +120,7 @@ class View:
     compactions: int  # replaces by compaction in this session
     rollovers: int  # hand-offs committed in this session
     breaker_open: bool  # automatic compaction failed too often: ``Summarize`` before a request waits
-    messages: Messages = field(repr=False, compare=False)
+    messages: Messages
 
     @property
     def step(self) -> int:

@@ -174,8 +174,15 @@ class ContextHost:
             strategy=policy.name,
             marks=self._asked("marks", policy.marks, limits),
             rollovers=s.rollovers,
-            phase=self._asked("phase", policy.phase, self._view("status", estimate)),
+            phase=self._phase(estimate),
         )
+
+    def _phase(self, estimate: int) -> str:
+        # The base class's phase is "normal" whatever the view: no view is built for it (a step
+        # reports the state two or three times).
+        if type(self.strategy).phase is Strategy.phase:
+            return "normal"
+        return self._asked("phase", self.strategy.phase, self._view("status", estimate))
 
     def figures(self, settings: CompactSettings, system: str, tools: list[dict[str, Any]]) -> Figures:
         """The session's figures as a run with ``settings``, ``system`` and ``tools`` would start
@@ -244,7 +251,11 @@ class ContextHost:
     def after_answer(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> None:
         """An answer is in and logged (its usage too): the strategy may act on it (``api``: the
         provider compacted, so the conversation follows)."""
-        if self._act("answer", self.shared.estimate(), provider, emit, review) is not None:
+        s = self.shared
+        # Right after the answer's usage the anchor is the whole request: the estimate, as is.
+        fresh = s.anchor is not None and s.anchor[1] == len(s.conversation)
+        estimate = s.anchor[0] if fresh and s.anchor is not None else s.estimate()
+        if self._act("answer", estimate, provider, emit, review) is not None:
             emit(self.state())
 
     def hands_off_due(self) -> bool:
@@ -382,6 +393,8 @@ class ContextHost:
     ) -> object | None:
         v = self._view(trigger, estimate, live=True)
         action = self._checked(v)
+        if isinstance(action, Keep):
+            return None  # the common answer: nothing to build for it
         return apply(self._ask(v, provider, emit, review), action)
 
     def _decide(self, trigger: Trigger, estimate: int, *, live: bool) -> Action:

@@ -8,8 +8,7 @@ strategy that does not read them stays flat however long the conversation is.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from functools import cache, lru_cache
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 from ..messages import Message
@@ -42,38 +41,43 @@ def view(
     """The view of ``state`` for ``trigger`` (``settings``: a plan's, instead of the state's)."""
     s = state
     settings = settings or s.settings
+    limits = limits_of(settings)
     return View(
-        trigger=trigger,
-        window=settings.context_window,
-        estimate=estimate,
-        threshold=settings.threshold,
-        limits=limits_of(settings),
-        pins=pins,
-        handoff=render_handoff(s.handoff.handoff) if s.handoff is not None else None,
-        notes=frozenset(s.notes),
-        server_compaction=server_compaction,
-        compactions=s.compactions,
-        rollovers=s.rollovers,
-        breaker_open=s.breaker.open,
-        messages=Messages(len(s.conversation), _builder(s)),
+        trigger,
+        limits.window,
+        estimate,
+        limits.threshold,
+        limits,
+        pins,
+        render_handoff(s.handoff.handoff) if s.handoff is not None else None,
+        frozenset(s.notes),
+        server_compaction,
+        s.compactions,
+        s.rollovers,
+        s.breaker.open,
+        Messages(len(s.conversation), _Reader(s).build),
     )
 
 
-def _builder(s: SharedState) -> Callable[[int], MessageView]:
-    """Builds the ``i``-th message's view; the conversation is read once, on the first call."""
+class _Reader:
+    """Builds the ``i``-th message's view; the conversation is read once, on the first build."""
 
-    @cache
-    def read() -> tuple[list[Message], list[int], dict[str, str]]:
-        messages = s.conversation.messages()
-        answers, steps = 0, []
-        for m in messages:
-            steps.append(1 + answers)
-            answers += m.role == "assistant"
-        tools = {c.id: c.name for m in messages for c in m.tool_calls}
-        return messages, steps, tools
+    __slots__ = ("_read", "state")  # one per view: as light as it can be
 
-    def build(i: int) -> MessageView:
-        messages, steps, tools = read()
+    def __init__(self, state: SharedState) -> None:
+        self.state = state
+        self._read: tuple[list[Message], list[int], dict[str, str]] | None = None
+
+    def build(self, i: int) -> MessageView:
+        s = self.state
+        if self._read is None:
+            messages = s.conversation.messages()
+            answers, steps = 0, []
+            for m in messages:
+                steps.append(1 + answers)
+                answers += m.role == "assistant"
+            self._read = messages, steps, {c.id: c.name for m in messages for c in m.tool_calls}
+        messages, steps, tools = self._read
         m = messages[i]
         result = m.tool_result
         return MessageView(
@@ -86,8 +90,6 @@ def _builder(s: SharedState) -> Callable[[int], MessageView]:
             tools=tuple(c.name for c in m.tool_calls) if result is None else (tools.get(result.call_id, ""),),
             call_ids=tuple(c.id for c in m.tool_calls) if result is None else (result.call_id,),
         )
-
-    return build
 
 
 def kind_of(m: Message, *, summary: bool = False) -> Kind:
