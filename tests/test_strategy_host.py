@@ -369,3 +369,21 @@ def test_an_action_applied_by_hand_gets_the_same_rules(session, workspace: Path)
     assert (marker["reason"], marker["strategy"]) == ("drop", "compact")
     assert context.undo().reason == "drop"  # and it is undone like any drop
     assert len(conversation) == 3
+
+
+def test_a_fork_takes_your_strategy_and_refuses_one_that_does_not_load(ip, workspace: Path) -> None:
+    (workspace / "mine.py").write_text(
+        "from pseudoclaude_nb.strategies import Keep, Strategy\n"
+        "class Mine(Strategy):\n    name = 'mine'\n    def decide(self, view):\n        return Keep()\n"
+    )
+    path = write_script(workspace, "s", turn("hi"))
+    run(ip, f"agent --provider scripted --script {path} hello")
+    sessions = workspace / ".pseudoclaude" / "sessions"
+    before = sorted(p.name for p in sessions.iterdir())
+    with pytest.raises(UsageError, match="module nothere does not import"):
+        ip.run_line_magic("sessions", "fork --strategy nothere:Mine")
+    assert sorted(p.name for p in sessions.iterdir()) == before  # nothing was forked
+    out = run(ip, "sessions fork --strategy mine:Mine")
+    assert "(strategy mine:Mine)" in out
+    agent = current_agent(ip)
+    assert agent.session.context.strategy.name == "mine" and agent.session.id not in before

@@ -224,8 +224,8 @@ class Agent:
             workspace=self.workspace,
             writer=writer,
             pins=self.pins.texts,
+            key=self.settings.strategy,
         )
-        context.use(strategy, self.settings.strategy)
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
 

@@ -82,6 +82,7 @@ class ContextHost:
         workspace: Path | None = None,
         writer: SessionWriter | None = None,
         pins: Callable[[], list[str]] | None = None,
+        key: str | None = None,
     ) -> None:
         self.shared = SharedState(
             conversation, settings, session_dir=session_dir, workspace=workspace, writer=writer
@@ -89,7 +90,7 @@ class ContextHost:
         self.spiller = Spiller(self.shared)
         self.pins = pins  # the person's pins, as a view shows them
         self._key = ""
-        self.strategy: Strategy = self.use(strategy)
+        self.strategy: Strategy = self.use(strategy, key)
 
     # --- the strategy ----------------------------------------------------------------------------
 

@@ -377,10 +377,13 @@ class SessionMagics(Magics):
         if strategy is not None:
             from ..context.names import normalized
 
+            from ..context.registry import load_strategy
+
             try:
                 strategy = normalized(strategy)  # before anything is forked
             except ValueError as exc:
                 raise UsageError(f"--strategy {exc}") from None
+            load_strategy(strategy, self._host.workspace)  # one that does not load: said now
         ws = self._host.workspace
         source = session_dir(ws, target or self._current_id())
         report = fork_session(ws, source, at)
