@@ -376,7 +376,6 @@ class SessionMagics(Magics):
             )
         if strategy is not None:
             from ..context.names import normalized
-
             from ..context.registry import load_strategy
 
             try:
