@@ -119,3 +119,12 @@ def test_the_public_api_imports_nothing_heavy() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+def test_the_demo_plays_compacts_story_under_a_strategy_of_your_own(workspace: Path) -> None:
+    from pseudoclaude_nb.providers import make_provider
+    from pseudoclaude_nb.providers.demo_script import build_demo_script
+
+    demo = make_provider("demo", strategy="last_two:LastTwoResults")  # was a ValueError
+    turns = [t.text for t in demo.script.turns]  # type: ignore[attr-defined]
+    assert turns == [t["text"] for t in build_demo_script("compact")["turns"]]

@@ -52,16 +52,16 @@ def make_provider(
 
     ``strategy`` matters to the demo only: its fixed script plays the strategy's story
     (a summary under compact, a handoff to a fresh window under rollover, the emulated
-    server compaction under api).
+    server compaction under api); under a strategy of your own it plays compact's.
     """
     if name == "auto":
         name = auto_provider()
     if name == "demo":
-        from .demo_script import build_demo_script
+        from .demo_script import STRATEGIES, build_demo_script
 
         pace = float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE", DEMO_PACE))
         return ScriptedProvider(
-            build_demo_script(strategy),
+            build_demo_script(strategy if strategy in STRATEGIES else "compact"),
             name="demo",
             model=model or None,
             context_window=context_window or None,
