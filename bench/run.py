@@ -23,6 +23,7 @@ from . import (
     agent_steps,
     catalog,
     cost,
+    document,
     history,
     lab,
     magic_paths,
@@ -52,6 +53,7 @@ SECTIONS = (
     "cost",
     "startup",
     "lab",
+    "document",
 )
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
@@ -152,6 +154,9 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         section("cost", do_cost)
         section("startup", lambda: rows.extend(startup.startup_rows(scratch, sizes)))  # issue 30
         section("lab", do_lab)
+        section(  # issue 42: the agent in the open notebook
+            "document", lambda: rows.extend(document.document_rows(scratch, quick=sizes.name == "quick"))
+        )
     finally:
         if keep:
             log(f"scratch data kept in {scratch}")

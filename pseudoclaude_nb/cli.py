@@ -206,11 +206,11 @@ def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
         parser.error(
             f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}"
         )
-    # Checked before the lab runs (a minute), not found when its figures are written.
-    if args.json is not None and not args.json.parent.is_dir():
-        parser.error(
-            f"--json {args.json}: the folder {args.json.parent} does not exist; create it or name another"
-        )
+    # Checked before the lab runs (a minute), not found when its figures are written (issue 41:
+    # a folder or /dev/full failed with a traceback after the whole run; a FIFO blocked).
+    problem = json_target_problem(args.json) if args.json is not None else None
+    if problem is not None:
+        parser.error(f"--json {args.json}: {problem}")
     sizes = experiments.QUICK if args.quick else experiments.FULL
     result = experiments.run_lab(
         sizes,
@@ -223,9 +223,52 @@ def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
     if args.json is not None:
         import json
 
-        args.json.write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
+        try:
+            args.json.write_text(json.dumps(result.to_dict(), indent=1) + "\n", encoding="utf-8")
+        except OSError as exc:  # e.g. the disk filled up during the run: the tables above stand
+            print(
+                f"--json {args.json}: not written ({exc.strerror or exc}); the tables above hold the figures",
+                file=sys.stderr,
+            )
+            return 1
         print(f"every figure: {args.json}", file=sys.stderr)
     return 0
+
+
+def json_target_problem(path: Path) -> str | None:
+    """Why the lab cannot write its figures to ``path`` (a file to make or replace), or None.
+
+    Only a regular file, or a new one in a folder that exists and can be written: a folder, a
+    device (``/dev/full``) or a FIFO (its open would block until something reads it) is refused.
+    """
+    import os
+    import stat
+
+    try:
+        mode = os.stat(path).st_mode  # follows a link: what the write would open
+    except FileNotFoundError:
+        folder = path.parent
+        if not folder.is_dir():
+            return f"the folder {folder} does not exist; create it or name another"
+        if not os.access(folder, os.W_OK | os.X_OK):
+            return f"cannot write into the folder {folder}; name another"
+        return None
+    except OSError as exc:
+        return f"cannot look at it ({exc.strerror or exc}); name another file"
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file; name a file in it, e.g. lab.json"
+    if not stat.S_ISREG(mode):
+        kind = (
+            "a FIFO"
+            if stat.S_ISFIFO(mode)
+            else "a device"
+            if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a special file"
+        )
+        return f"is {kind}, not a regular file; name a file to write"
+    if not os.access(path, os.W_OK):
+        return "cannot be written (no permission); name another file"
+    return None
 
 
 if __name__ == "__main__":

@@ -7,6 +7,8 @@ of ``%agent`` override them for one run only and are never stored in a session.
 
 from __future__ import annotations
 
+import math
+import sys
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -65,7 +67,9 @@ class PseudoClaude(Configurable):
         try:
             set_extra_patterns(proposal["value"])  # every Redactor sees them from now on
         except ValueError as exc:
-            raise TraitError(str(exc)) from None
+            raise refused(
+                "redact_patterns", str(exc), "the patterns in force stay the previous ones"
+            ) from None
         return proposal["value"]
 
     @observe("redact_patterns")
@@ -133,6 +137,11 @@ class PseudoClaude(Configurable):
     notebook_context_bytes = Int(8_000, help="Budget of that notebook activity block, in bytes.").tag(
         config=True
     )
+    notebook_document = Bool(
+        True,
+        help="Join the open notebook's shared document (JupyterLab or Notebook 7 with jupyter-collaboration) "
+        "so the agent can read, insert, edit and run its cells; False: it reads the saved file only.",
+    ).tag(config=True)
     # issue 31: prices per model, over the shipped table (pseudoclaude_nb/prices.json).
     prices = Dict(
         {},
@@ -148,7 +157,7 @@ class PseudoClaude(Configurable):
         try:
             set_overrides(proposal["value"])  # every pricing sees them from now on
         except ValueError as exc:
-            raise TraitError(str(exc)) from None
+            raise refused("prices", str(exc), "the prices in force stay the previous ones") from None
         return proposal["value"]
 
     # issue 31, --strategy api: Anthropic context editing on top of server-side compaction.
@@ -162,6 +171,60 @@ class PseudoClaude(Configurable):
         False,
         help="Offer a compact tool set (file and shell tools, short descriptions) for small windows.",
     ).tag(config=True)
+    # issue 43: the providers' own state (docs/providers-native.md).
+    openai_api = CaselessStrEnum(
+        ["auto", "responses", "chat"],
+        "auto",
+        help="OpenAI wire API: responses (the Responses API) or chat (chat completions); auto: "
+        "responses for api.openai.com, chat for any other base URL.",
+    ).tag(config=True)
+    openai_server_state = Bool(
+        False,
+        help="Responses API: store each response on OpenAI's side and send only the new items "
+        "with previous_response_id (store: true).",
+    ).tag(config=True)
+    cache_ttl = CaselessStrEnum(
+        ["5m", "1h"], "5m", help="Anthropic prompt cache lifetime of every breakpoint: 5m or 1h."
+    ).tag(config=True)
+    cache_guard = Float(
+        None,
+        allow_none=True,
+        min=0.0,
+        help="Ask before a request whose expected cache write costs more than this many US dollars; "
+        "None: off.",
+    ).tag(config=True)
+    # issue 41: every request carries the pins and compaction cannot shrink them.
+    pins_max_share = Float(
+        0.25,
+        help="The share of the context window the pins may take together (above 0, at most 1); "
+        "a pin past it is refused.",
+    ).tag(config=True)
+
+    @validate("pins_max_share")
+    def _check_pins_max_share(self, proposal: dict) -> float:
+        value = proposal["value"]
+        if not (math.isfinite(value) and 0 < value <= 1):
+            raise refused(
+                "pins_max_share",
+                f"{value!r} refused: the pins' share of the window is above 0 and at most 1 (e.g. 0.25)",
+                # traitlets has set the new value already while it validates; the one in force:
+                f"the value in force stays {getattr(self, '_pins_share_in_force', 0.25)!r}",
+            )
+        return float(value)
+
+    @observe("pins_max_share")
+    def _pins_share_kept(self, change: dict) -> None:
+        self._pins_share_in_force = change["new"]
+
+
+def refused(name: str, why: str, kept: str) -> TraitError:
+    """A setting refused (SPEC §20), said here: IPython's ``%config`` catches a validator's
+    exception and only logs it (``logging.error``), and traitlets keeps the previous value. The
+    line names the setting, says "refused" and what stays in force; the error is returned to raise."""
+    text = why if why.startswith(f"PseudoClaude.{name}") else f"PseudoClaude.{name}: {why}"
+    text = text if "refused" in text else f"{text} (refused)"
+    print(f"%config {text}; {kept}", file=sys.stderr)
+    return TraitError(text)
 
 
 @dataclass(frozen=True)
@@ -187,6 +250,11 @@ class RunConfig:
     send_images: str = "auto"  # issue-14
     confirm_compaction: bool = False  # issue 29: pause before a replace (%agent --confirm-compaction)
     confirm_default: str = "approve"
+    # issue 43: the providers' own state
+    openai_api: str = "auto"
+    openai_server_state: bool = False
+    cache_ttl: str = "5m"
+    cache_guard: float | None = None
 
     def with_options(self, **options: Any) -> RunConfig:
         return replace(self, **{k: v for k, v in options.items() if v is not None})
@@ -212,14 +280,19 @@ def run_config(settings: PseudoClaude) -> RunConfig:
         send_images=settings.send_images,
         confirm_compaction=settings.confirm_compaction,
         confirm_default=settings.confirm_default,
+        openai_api=settings.openai_api,
+        openai_server_state=settings.openai_server_state,
+        cache_ttl=settings.cache_ttl,
+        cache_guard=settings.cache_guard,
     )
 
 
 def load_dotenv_file(workspace: Path) -> list[str]:
     """Read ``<workspace>/.env`` for the provider variables only; returns one-line notices.
 
-    Workspace trust (SPEC §19, ``envtrust``): no other name enters the environment, nothing
-    already set is overridden, and no value is ever echoed.
+    Workspace trust (SPEC §19, §20, ``envtrust``): the values go to the package's providers
+    only, never into ``os.environ``; nothing the environment sets is overridden, and no value
+    is ever echoed.
     """
     from .envtrust import load_workspace_env
 

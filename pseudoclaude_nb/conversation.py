@@ -81,6 +81,10 @@ class Conversation:
         with self._lock:
             return self._messages[-1] if self._messages else None
 
+    def first(self) -> Message | None:
+        with self._lock:
+            return self._messages[0] if self._messages else None
+
     # --- changing ----------------------------------------------------------------------
 
     def add_user(self, text: str) -> Message:

@@ -20,6 +20,9 @@ from .messages import Usage
 
 PRICES_FILE = Path(__file__).with_name("prices.json")
 RATE_KEYS = ("input", "output", "cache_write", "cache_write_1h", "cache_read")
+# The highest rate taken, in dollars per million tokens (issue 41: 1e308 made every cost "$inf");
+# today's dearest models cost well under $1,000.
+MAX_RATE = 10_000
 # A model matches its key exactly, or with a snapshot date or "-latest" after it: never by a
 # shorter prefix, so claude-opus-4-8 is not priced as claude-opus-4, nor gpt-5.4-mini as gpt-5.4.
 _SUFFIX = re.compile(r"(?:-\d{8}|-\d{4}-\d{2}-\d{2}|-latest)?(?:\[1m\])?")
@@ -44,13 +47,22 @@ class Rates:
             + (u.cache_creation_input_tokens - hour) * self.cache_write
             + hour * self.cache_write_1h
             + u.cache_read_input_tokens * self.cache_read
-            + u.compaction_input_tokens * self.input  # the provider's compaction (--strategy api)
+            # The provider's compaction iterations (--strategy api), each kind at its own rate
+            # (issue 43: their cache reads and writes were billed as plain input before).
+            + u.compaction_input_tokens * self.input
+            + u.compaction_cache_creation_input_tokens * self.cache_write
+            + u.compaction_cache_read_input_tokens * self.cache_read
             + u.compaction_output_tokens * self.output
         ) / 1e6
 
     def uncached(self, u: Usage) -> float:
         """The same request had nothing been cached or written: every prompt token at input."""
-        prompt = u.prompt_total + u.compaction_input_tokens
+        prompt = (
+            u.prompt_total
+            + u.compaction_input_tokens
+            + u.compaction_cache_creation_input_tokens
+            + u.compaction_cache_read_input_tokens
+        )
         return (prompt * self.input + (u.output_tokens + u.compaction_output_tokens) * self.output) / 1e6
 
 
@@ -71,13 +83,13 @@ class Price:
 
 
 def _rates(entry: dict[str, Any], where: str) -> Rates:
-    for key in ("input", "output"):
-        value = entry.get(key)
-        if not _is_rate(value):
-            raise ValueError(f"{where}: {key!r} must be a number of dollars per million tokens (>= 0)")
-    for key in ("cache_write", "cache_write_1h", "cache_read"):
-        if key in entry and not _is_rate(entry[key]):
-            raise ValueError(f"{where}: {key!r} must be a number of dollars per million tokens (>= 0)")
+    for key in RATE_KEYS:
+        if (key in entry or key in ("input", "output")) and not _is_rate(entry.get(key)):
+            given = f" = {entry[key]!r}" if key in entry else " missing"
+            raise ValueError(
+                f"{where}[{key!r}]{given}: refused; a price is a number of dollars per million "
+                f"tokens, from 0 to {MAX_RATE:,}"
+            )
     unknown = set(entry) - {*RATE_KEYS, "long_context", "source", "as_of"}
     if unknown:
         raise ValueError(f"{where}: unknown keys {sorted(unknown)}; use {', '.join(RATE_KEYS)}, long_context")
@@ -99,7 +111,7 @@ def _is_rate(value: Any) -> bool:
         isinstance(value, (int, float))
         and not isinstance(value, bool)
         and math.isfinite(value)
-        and value >= 0
+        and 0 <= value <= MAX_RATE
     )
 
 
@@ -169,6 +181,21 @@ def price_of(model: str | None) -> Price | None:
     return None
 
 
+# The demo's model is no model: it is priced as if it were this one, and every figure says so
+# ("$0.081 as if claude-sonnet-4-5"), so a learner sees dollars offline (issue 44). A price the
+# person gives it (PseudoClaude.prices) wins.
+AS_IF = {"pseudoclaude-demo": "claude-sonnet-4-5"}
+
+
+def priced_as(model: str | None) -> tuple[Price | None, str | None]:
+    """``model``'s price, or the price it is shown ``as if`` with that model's name; (None, None)."""
+    price = price_of(model)
+    if price is not None or not model:
+        return price, None
+    target = AS_IF.get(_name(model))
+    return (price_of(target), target) if target else (None, None)
+
+
 def request_dollars(usage: Usage, model: str | None) -> float | None:
     """What one request cost, or None: the model has no price."""
     price = price_of(model)
@@ -205,9 +232,12 @@ class Spend:
         dollars = uncached = 0.0
         unknown: dict[str, int] = {}
         prices: dict[str | None, Price | None] = {}  # a model's price looked up once, not per request
+        as_if: list[str] = []
         for model, u in self.requests:
             if model not in prices:
-                prices[model] = price_of(model)
+                prices[model], target = priced_as(model)
+                if target is not None and prices[model] is not None:
+                    as_if.append(target)
             price = prices[model]
             if price is None:
                 unknown[model or "an unnamed model"] = unknown.get(model or "an unnamed model", 0) + 1
@@ -215,7 +245,7 @@ class Spend:
             rates = price.for_usage(u)
             dollars += rates.dollars(u)
             uncached += rates.uncached(u)
-        return Cost(dollars, uncached, len(self.requests), unknown)
+        return Cost(dollars, uncached, len(self.requests), unknown, tuple(as_if))
 
 
 @dataclass(frozen=True)
@@ -224,6 +254,7 @@ class Cost:
     uncached: float  # the same priced requests without any caching
     requests: int
     unknown: dict[str, int]  # model -> requests without a price
+    as_if: tuple[str, ...] = ()  # the models whose prices stand in for one without (``AS_IF``)
 
     @property
     def known(self) -> bool:
@@ -243,7 +274,7 @@ class Cost:
         if self.unknown:
             n = sum(self.unknown.values())
             return f"{money(self.dollars)} + {UNKNOWN} for {n} request{'s' if n != 1 else ''} ({', '.join(self.unknown)})"
-        return money(self.dollars)
+        return money(self.dollars) + (f" as if {', '.join(self.as_if)}" if self.as_if else "")
 
     def saved_text(self) -> str:
         """``cache saved $0.012`` (or ``cache cost +$0.003`` when writes outweighed reads); '' unpriced."""
@@ -263,5 +294,12 @@ def money(dollars: float) -> str:
     return f"${dollars:.4f}"
 
 
-def ratio_text(ratio: float | None) -> str:
-    return "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+# What each cache hit figure counts (issue 44): a run's, shown by the end line and the gauge, is
+# over its agent requests (its steps); the session's, shown by %context, over every request its
+# log records, the summaries' too (a summary request reads no cache, so it is lower).
+RUN_HIT = "of the steps' input"
+SESSION_HIT = "of the session's input (steps and summaries)"
+
+
+def ratio_text(ratio: float | None, scope: str = RUN_HIT) -> str:
+    return "cache hit –" if ratio is None else f"cache hit {ratio:.0%} {scope}"

@@ -1,15 +1,20 @@
-"""Workspace trust for the environment (SPEC §19): what a workspace's ``.env`` may set, and
-what the commands the agent runs inherit.
+"""Workspace trust for the environment (SPEC §19, §20): what a workspace's ``.env`` may set,
+and what the commands the agent runs inherit.
 
 A cloned repository is untrusted input. Its ``.env`` may configure a provider and nothing
-else: only ``PROVIDER_VARS`` enter ``os.environ`` (never ``BASH_ENV``, ``LD_PRELOAD``,
-``HTTPS_PROXY``, …), and which of them came from which ``.env`` is remembered, so that the
-provider can refuse a base URL from one place with a key from another before any request
-(``check_endpoint``). Tool subprocesses get the kernel's environment without the variables
-that make a shell, the dynamic loader or an interpreter run code as it starts, unless the
-user's own environment had them when the package was loaded (``subprocess_env``).
+else, and only the provider the package builds: its ``PROVIDER_VARS`` are read into this
+module (``lookup``) and never written to ``os.environ``, so the person's own code in the
+kernel (``anthropic.Anthropic()`` in a cell), a tool's subprocess and an MCP server never see
+them (issue 41: a ``.env`` base URL left in ``os.environ`` sent the person's key to the
+repository's host from their next ordinary cell). Which value came from which ``.env`` is
+remembered, so that the provider can refuse a base URL from one place with a key from another
+before any request (``check_endpoint``) and ``%context`` can say so (``from_dotenv``). Tool
+subprocesses get the kernel's environment without the variables that make a shell, the
+dynamic loader or an interpreter run code as it starts, unless the user's own environment had
+them when the package was loaded (``subprocess_env``).
 
-This module only reads ``.env`` and ``os.environ``; it prints nothing (notices are returned).
+This module only reads ``.env`` and ``os.environ``; it writes neither and prints nothing
+(notices are returned).
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ def is_startup_var(name: str) -> bool:
     return name in STARTUP_VARS or name.upper().startswith(STARTUP_PREFIXES)
 
 
-# --- what a .env put into os.environ -----------------------------------------------------------
+# --- what a .env offers the package's providers ------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -73,19 +78,36 @@ class FromDotenv:
     path: Path
 
 
-# name -> the value a .env put into os.environ. A variable counts as the .env's only while
-# os.environ still holds exactly that value: anything the user sets, before or after, is theirs.
+# name -> the value the workspace's .env gives it, for the package's providers only. Never in
+# os.environ: a variable set there (before or after, even blank) is the person's and wins.
 _LOADED: dict[str, FromDotenv] = {}
+# The keys among them, for the redactor (``redact``): replaced, never mutated, so a reader can
+# tell a change by identity on every log line.
+keys: tuple[tuple[str, str], ...] = ()  # (name, value)
 # Notices already given (each once per kernel): (path, what).
 _SAID: set[tuple[Path, str]] = set()
 
 
-def source(name: str) -> Path | None:
-    """The ``.env`` file the current value of ``name`` came from; None when it is the user's."""
+def lookup(name: str) -> str | None:
+    """The value a provider the package builds uses for ``name``: the person's environment
+    first, else the workspace ``.env``'s; blank counts as unset."""
+    if name in os.environ:
+        return os.environ[name].strip() or None
     loaded = _LOADED.get(name)
-    if loaded is not None and os.environ.get(name) == loaded.value:
-        return loaded.path
-    return None
+    return (loaded.value.strip() or None) if loaded is not None else None
+
+
+def source(name: str) -> Path | None:
+    """The ``.env`` file the value ``lookup(name)`` gives came from; None when it is the person's."""
+    if name in os.environ:
+        return None
+    loaded = _LOADED.get(name)
+    return loaded.path if loaded is not None and loaded.value.strip() else None
+
+
+def from_dotenv() -> dict[str, str]:
+    """The provider variables whose value comes from a workspace ``.env`` now: name -> its path."""
+    return {name: str(path) for name in sorted(_LOADED) if (path := source(name)) is not None}
 
 
 # The base URL variable of each provider that reads one.
@@ -103,7 +125,7 @@ def workspace_endpoint(provider: str, base_url: str | None) -> str | None:
     """
     var = URL_VARS.get(provider)
     path = source(var) if var is not None else None
-    if path is None or base_url is None or os.environ.get(var or "", "").rstrip("/") != base_url.rstrip("/"):
+    if path is None or base_url is None or (lookup(var or "") or "").rstrip("/") != base_url.rstrip("/"):
         return None
     return (
         f"memory is off for this run: {var} comes from {path}, so requests go to {_host(base_url)}, "
@@ -112,13 +134,14 @@ def workspace_endpoint(provider: str, base_url: str | None) -> str | None:
 
 
 def load_workspace_env(workspace: Path | str) -> list[str]:
-    """Read ``<workspace>/.env``: set the provider variables the environment lacks; notices.
+    """Read ``<workspace>/.env`` for the package's providers; the notices to say.
 
-    Re-read on every run: what an earlier read put in (and nobody changed since) is taken
-    out first, so an edited or another workspace's ``.env`` does not linger. Values are
-    never interpolated (``${GITHUB_TOKEN}`` in a URL would leak it) and never returned.
+    Re-read on every run (and by ``%context``): what an earlier read gave is forgotten first,
+    so an edited or another workspace's ``.env`` does not linger. Nothing is written to
+    ``os.environ``. Values are never interpolated (``${GITHUB_TOKEN}`` in a URL would leak
+    it) and never returned.
     """
-    _forget_loaded()
+    forget()
     path = Path(workspace).absolute() / ".env"
     values = _read(path)
     notices: list[str] = []
@@ -134,20 +157,26 @@ def load_workspace_env(workspace: Path | str) -> list[str]:
         )
     for name in sorted(PROVIDER_VARS & values.keys()):
         value = values[name]
-        if value is None or name in os.environ:
-            continue  # the user's own setting wins
-        os.environ[name] = value
+        if value is None:
+            continue
         _LOADED[name] = FromDotenv(value, path)
-        if name in ENDPOINTS.values():
+        if name in ENDPOINTS.values() and source(name) is not None:
             notices.append(_once(path, f"{name} comes from {path}: requests go to {_host(value)}"))
+    _set_keys()
     return [n for n in notices if n]
 
 
-def _forget_loaded() -> None:
-    for name in list(_LOADED):
-        if source(name) is not None:
-            del os.environ[name]
-        del _LOADED[name]
+def forget() -> None:
+    """Forget what a ``.env`` gave (before a re-read, and in tests)."""
+    _LOADED.clear()
+    _set_keys()
+
+
+def _set_keys() -> None:
+    global keys
+    found = tuple((name, _LOADED[name].value) for name in sorted(ENDPOINTS) if name in _LOADED)
+    if found != keys:
+        keys = found
 
 
 def _read(path: Path) -> dict[str, str | None]:
@@ -195,8 +224,8 @@ def check_endpoint(key_var: str, url_var: str, *, key_given: bool = False, url_g
     """
     key = None if key_given else source(key_var)
     url = None if url_given else source(url_var)
-    has_key = key_given or bool(os.environ.get(key_var, "").strip())
-    has_url = url_given or bool(os.environ.get(url_var, "").strip())
+    has_key = key_given or lookup(key_var) is not None
+    has_url = url_given or lookup(url_var) is not None
     if not (has_key and has_url) or key == url:
         return
     if url is not None:
@@ -219,15 +248,14 @@ def check_endpoint(key_var: str, url_var: str, *, key_given: bool = False, url_g
 # --- what tool commands inherit -----------------------------------------------------------------
 
 # Startup variables of the user's own environment, noted when the package loads (and again at
-# %load_ext): those are kept for tool commands; any set later (by a .env before this fix, by
-# code in the kernel) are not.
+# %load_ext): those are kept for tool commands; any set later (by code in the kernel) are not.
 _USER_STARTUP: frozenset[str] = frozenset()
 
 
 def remember_user_env(environ: Mapping[str, str] | None = None) -> None:
     global _USER_STARTUP
     env = os.environ if environ is None else environ
-    _USER_STARTUP = frozenset(name for name in env if is_startup_var(name) and source(name) is None)
+    _USER_STARTUP = frozenset(name for name in env if is_startup_var(name))
 
 
 def subprocess_env(environ: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -8,6 +8,7 @@ Every message says what happened *and* what to do next, because the magics show
     ├── SessionError
     │   ├── SessionNotFoundError
     │   ├── SessionLockedError   another process holds writer.lock
+    │   ├── IndexBusy            another process is writing the history index (try again)
     │   ├── UnsafePathError      a link or special file in the package's own folders (also an OSError)
     │   ├── SessionWriteError    the log could not be written (writer is now "failed")
     │   │   └── SpillWriteError  a huge tool result's spill file could not be written
@@ -60,6 +61,11 @@ class SessionLockedError(SessionError):
         self.pid = pid
 
 
+class IndexBusy(SessionError):
+    """Another process (a second kernel in the folder) is writing the history index: nothing
+    is wrong with the file, and what was not indexed is read from the log next time."""
+
+
 class UnsafePathError(SessionError, OSError):
     """A path under ``.pseudoclaude/`` or ``$PSEUDOCLAUDE_HOME`` is a link, a special file or hard-linked.
 
@@ -100,6 +106,11 @@ class ArchiveError(SessionError):
 class ProviderError(PseudoClaudeError):
     """The provider could not answer (network, status, authentication)."""
 
+    # The server's own error code and the parameter it blamed, where it named them (issue 43:
+    # OpenAI's ``previous_response_not_found`` on ``previous_response_id``).
+    code: str | None = None
+    param: str | None = None
+
     def __init__(self, message: str, *, status: int | None = None) -> None:
         super().__init__(message)
         self.status = status
@@ -126,7 +137,8 @@ class ScriptError(ProviderError):
 
 
 class StreamError(ProviderError):
-    """A response stream stopped before its stop reason; nothing partial was kept."""
+    """A response stream stopped before its stop reason; nothing partial was kept (what the
+    provider reported it used is logged as spend by the runner: issue 43)."""
 
 
 class ProtocolError(PseudoClaudeError):

@@ -73,6 +73,21 @@ class ToolResult(BaseModel):
         return cls.model_validate(data)
 
 
+# Usage fields a log line carries only when set, so usage lines keep their layout.
+OPTIONAL_USAGE = (
+    "cache_creation_1h_input_tokens",
+    "compaction_input_tokens",
+    "compaction_output_tokens",
+    "compaction_cache_creation_input_tokens",
+    "compaction_cache_read_input_tokens",
+    "cleared_tool_uses",
+    "cleared_input_tokens",
+    "cache_miss_reason",
+    "cache_missed_input_tokens",
+    "reasoning_output_tokens",
+)
+
+
 class Usage(BaseModel):
     model_config = ConfigDict(frozen=True)
 
@@ -91,6 +106,22 @@ class Usage(BaseModel):
     # Written to the log only when not 0, like the 1-hour writes.
     compaction_input_tokens: int = 0
     compaction_output_tokens: int = 0
+    # issue 43: the compaction iterations' cache writes and reads, priced at their own rates
+    # (``compaction_input_tokens`` is then the iteration's plain input only; an older log, which
+    # summed all three there, reads as before).
+    compaction_cache_creation_input_tokens: int = 0
+    compaction_cache_read_input_tokens: int = 0
+    # issue 43, what the provider said about this request's prompt (Anthropic): context editing
+    # cleared this many tool uses and input tokens (``context_management.applied_edits``), and
+    # the cache diagnosis (``diagnostics.cache_miss_reason``: its type, and the tokens it says
+    # would have been read had the prefix matched). Written only when set, like the above.
+    cleared_tool_uses: int = 0
+    cleared_input_tokens: int = 0
+    cache_miss_reason: str | None = None
+    cache_missed_input_tokens: int = 0
+    # issue 43: the part of ``output_tokens`` the model spent reasoning (OpenAI Responses
+    # ``output_tokens_details.reasoning_tokens``): already in output_tokens, kept for the record.
+    reasoning_output_tokens: int = 0
 
     @property
     def prompt_total(self) -> int:
@@ -107,15 +138,21 @@ class Usage(BaseModel):
             + other.cache_creation_1h_input_tokens,
             compaction_input_tokens=self.compaction_input_tokens + other.compaction_input_tokens,
             compaction_output_tokens=self.compaction_output_tokens + other.compaction_output_tokens,
+            compaction_cache_creation_input_tokens=self.compaction_cache_creation_input_tokens
+            + other.compaction_cache_creation_input_tokens,
+            compaction_cache_read_input_tokens=self.compaction_cache_read_input_tokens
+            + other.compaction_cache_read_input_tokens,
+            cleared_tool_uses=self.cleared_tool_uses + other.cleared_tool_uses,
+            cleared_input_tokens=self.cleared_input_tokens + other.cleared_input_tokens,
+            # A diagnosis describes one request: the sum keeps the later one's.
+            cache_miss_reason=other.cache_miss_reason or self.cache_miss_reason,
+            cache_missed_input_tokens=self.cache_missed_input_tokens + other.cache_missed_input_tokens,
+            reasoning_output_tokens=self.reasoning_output_tokens + other.reasoning_output_tokens,
         )
 
-    def to_dict(self) -> dict[str, int]:
+    def to_dict(self) -> dict[str, Any]:
         data = self.model_dump()
-        for optional in (
-            "cache_creation_1h_input_tokens",
-            "compaction_input_tokens",
-            "compaction_output_tokens",
-        ):
+        for optional in OPTIONAL_USAGE:
             if not data[optional]:
                 del data[optional]
         return data
@@ -130,8 +167,16 @@ class Usage(BaseModel):
 # can go back where a protocol requires it (Anthropic thinking blocks before tool_use,
 # DeepSeek-style ``reasoning_content`` in a tool loop) — also after a resume. It is never
 # the answer. ``stop_reason`` is set only for stops a reader must know about.
-ReasoningKind = Literal["thinking", "redacted_thinking", "reasoning_content", "reasoning", "compaction"]
+# ``reasoning_item`` (issue 43): an OpenAI Responses reasoning output item, kept whole as JSON in
+# ``data`` (its encrypted content goes back in a stateless tool loop); ``text`` is its summary.
+ReasoningKind = Literal[
+    "thinking", "redacted_thinking", "reasoning_content", "reasoning", "compaction", "reasoning_item"
+]
 NotableStop = Literal["max_tokens", "refusal"]
+
+
+ORIGIN_OPENAI = "openai"
+ORIGIN_ON_DEMAND = "on-demand"
 
 
 class Reasoning(BaseModel):
@@ -144,6 +189,11 @@ class Reasoning(BaseModel):
     # ``--strategy api``): the provider's compaction block as the JSON text it came in, every
     # field (summary, encrypted content, signature) kept verbatim to go back as it is.
     data: str | None = None
+    # issue 43: which protocol made an opaque part, where that decides whether it may go back
+    # as it is: None for Anthropic's (every part before this field), ``openai`` for a Responses
+    # compaction item, ``on-demand`` for an Anthropic block from on-demand compaction (the API
+    # takes it with no compaction edit beside it). Serialized only when set.
+    origin: str | None = None  # ORIGIN_OPENAI, ORIGIN_ON_DEMAND, or None
 
     def to_dict(self) -> dict[str, Any]:
         return self.model_dump(exclude_none=True)

@@ -15,8 +15,8 @@ from .errors import PseudoClaudeError
 from .tools.workspace import open_resolved, resolve_in_workspace
 
 BASE = """You are PseudoClaude, a coding agent working inside a Jupyter notebook.
-You act through tools in the workspace folder {workspace}; paths are relative to it and
-cannot leave it. Read before you edit, keep changes small, run the tests you touch, and
+You act through tools in the workspace folder `{workspace}` (where your commands run); paths
+are relative to it and cannot leave it. Read before you edit, keep changes small, run the tests you touch, and
 say plainly what you changed and what you could not verify. Tool results may be shortened
 or moved to files; when a result says so, read the file it names with offsets or grep it."""
 
@@ -77,7 +77,9 @@ def system_sections(workspace: Path) -> list[tuple[str, str]]:
 def project_sections(workspace: Path, project: str | None) -> list[tuple[str, str]]:
     """``system_sections`` with ``PSEUDOCLAUDE.md``'s head as ``read_project_file`` gave it (a
     run's plan reads it once, for the prompt and for the warning when it was not read)."""
-    sections = [("instructions", BASE.format(workspace=workspace))]
+    # The folder's name, not its path: the prompt (and every token count) is the same wherever
+    # the folder lives, and a home folder's path, often the person's name, is not sent.
+    sections = [("instructions", BASE.format(workspace=Path(workspace).name or workspace))]
     if project is not None:
         sections.append((PROJECT_FILE, f"## Project instructions ({PROJECT_FILE})\n{project.strip()}"))
     return sections

@@ -17,11 +17,12 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from .context.confirm import Review
 from .context.run import NO_CONTEXT, RunContext
 from .conversation import Conversation
-from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError
+from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError, StreamError
 from .events import (
     AssistantDelta,
     Listener,
@@ -34,19 +35,22 @@ from .events import (
     StepStarted,
 )
 from .hooks import RunEvents, RunHooks
-from .messages import ImagePart, Message, PairingCheck, ToolCall, open_calls
-from .providers.base import Provider, Request, Response, StreamAssembler, TextDelta
+from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage, open_calls
+from .providers.base import Provider, ProviderNote, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
 # STOP_STATUS lived here before the split; callers import it from here.
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
-from .session.entries import NoteEntry, UsageEntry
+from .session.entries import NoteEntry, SpendEntry, UsageEntry
 from .session.record import NO_RECORD, SessionRecord
 from .session.spend import session_spend
 from .session.writer import SessionWriter
 from .tools import Permissions, ToolRegistry
+
+if TYPE_CHECKING:
+    from .cache_guard import CacheGuard
 
 INTERRUPTED = "interrupted by user before this tool finished; its effects are unknown"
 
@@ -73,6 +77,7 @@ class Runner(Limits):
         review: Review | None = None,
         on_window: Callable[[int], None] | None = None,
         hooks: RunHooks | None = None,
+        cache_guard: CacheGuard | None = None,
     ) -> None:
         self.conversation = conversation
         self.on_window = on_window  # told the window a context-length error named
@@ -89,11 +94,13 @@ class Runner(Limits):
         self.hooks = hooks if hooks is not None else RunEvents(listeners)
         self.context = context  # told this run's emit on every call, never kept
         self.review = review  # the person's say over replaces (confirm_compaction), passed likewise
+        self.cache_guard = cache_guard  # issue 43: asked before each agent request
         self.max_tokens = max_tokens  # what an agent request asks for; the provider clamps it
         self.last_request: Request | None = None
         self.last_summary: RunSummary | None = None  # the last run's, for %context (issue 31)
         self._pairing = PairingCheck()  # each request walks only the messages since the last
         self._prompt_id: str | None = None  # the run's prompt, while it may still go unanswered
+        self._last_stop: str | None = None  # the last answer's stop reason (a compaction pause)
         # The tools of the current step: what its request offered is what its calls may use.
         self.surface = tools
 
@@ -114,6 +121,8 @@ class Runner(Limits):
                 summary.steps = step
                 message = self._step(step, summary)
                 if not message.tool_calls and self._hands_off(message, step):
+                    continue
+                if not message.tool_calls and self._paused_for_compaction(step):
                     continue
                 if not message.tool_calls:
                     status = STOP_STATUS.get(message.stop_reason or "", "done")
@@ -181,7 +190,7 @@ class Runner(Limits):
         self.context.before_step(self.provider, self.emit, self.review)
         self.surface = self.context.surface(self.tools)
         try:
-            response = self._ask(self._request())
+            response = self._ask(self._guarded(self._request()))
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
@@ -190,7 +199,7 @@ class Runner(Limits):
                 raise self._too_long(exc) from exc
             self.surface = self.context.surface(self.tools)
             try:
-                response = self._ask(self._request())
+                response = self._ask(self._guarded(self._request()))
             except ContextTooLong as again:
                 raise self._too_long(again) from again
         response = self._named_stop(response, summary)
@@ -202,8 +211,10 @@ class Runner(Limits):
         self.record.record(
             UsageEntry.new(response.usage, messages=len(self.conversation), model=self.provider.model)
         )
-        # issue 31: the strategy may act on the answer (the provider compacted, --strategy api);
-        # a replace comes after the usage entry, so the log still says what this request was.
+        self._last_stop = response.stop_reason
+        # issue 31: the strategy may act on the answer (the provider compacted, --strategy api;
+        # a paused compaction is put to the person first); a replace comes after the usage
+        # entry, so the log still says what this request was.
         self.context.after_answer(self.provider, self.emit, self.review)
         self.emit(StepFinished(step, response.usage, message, self.provider.model))
         return message
@@ -218,15 +229,36 @@ class Runner(Limits):
                     self.emit(AssistantDelta(event.text))
                 elif isinstance(event, StreamReasoning) and event.text:
                     self.emit(ReasoningDelta(event.text))
+                elif isinstance(event, ProviderNote):
+                    self.emit(Notice(event.text, event.level))
+                    self.record.record(NoteEntry.new(event.text, event.level))
+            response = assembler.finish()
         except KeyboardInterrupt:
             # Keep what was said, never a half-received tool call.
             if assembler.text:
                 text, _ = escape_value(assembler.text + "\n\n[interrupted by user]")
                 self.conversation.add_assistant(text)
             raise _Interrupted from None
-        response = assembler.finish()
+        except StreamError:
+            self._paid_for(assembler.usage)
+            raise
         self.hooks.on_llm_end(request, response)
         return response
+
+    def _guarded(self, request: Request) -> Request:
+        """``request``, once the cache guard (when on) let it go: it may ask, or stop the run."""
+        if self.cache_guard is not None:
+            self.cache_guard.check(request, self.emit)
+        return request
+
+    def _paid_for(self, usage: Usage) -> None:
+        """An answer refused after the provider reported its usage (a broken stream, arguments
+        that are not JSON): what was paid for is logged as spend, never as an anchor (issue 43)."""
+        if not (usage.prompt_total or usage.output_tokens):
+            return
+        if self.last_summary is not None:
+            self.last_summary.spend.add(usage, self.provider.model)
+        self.record.record(SpendEntry.new(usage, purpose="refused", model=self.provider.model))
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
@@ -284,9 +316,18 @@ class Runner(Limits):
             tools=self.surface.schemas(),
             max_tokens=self._output_room(),
             images=partial(images.read, self.writer.dir) if self.writer is not None else None,
+            thread=self._thread(),
         )
         self.last_request = request
         return request
+
+    def _thread(self) -> str | None:
+        """The conversation a request belongs to — its session, its strategy, and this very
+        conversation object (a resume or a fork makes another) — which a provider's stored
+        state (issue 43) follows: any change starts a new chain."""
+        if self.writer is None:
+            return None
+        return f"{self.writer.id}/{self.context.key}/{id(self.conversation):x}"
 
     # --- tools ---------------------------------------------------------------------------
 

@@ -43,6 +43,8 @@ class Limits:
     last_request: Request | None
     on_window: Callable[[int], None] | None
     _prompt_id: str | None
+    _last_stop: str | None
+    max_steps: int
 
     if TYPE_CHECKING:  # Runner's own methods, typed here without a runtime member
 
@@ -52,6 +54,12 @@ class Limits:
         def _admitted(self, message: Message, what: str) -> Message: ...
 
     # --- stops a reader must know about --------------------------------------------------
+
+    def _paused_for_compaction(self, step: int) -> bool:
+        """The provider stopped right after its own compaction (issue 43: Anthropic's
+        ``pause_after_compaction``, asked when the person confirms compactions): the strategy
+        has put it to them, and the run goes on with the next request."""
+        return self._last_stop == "compaction" and step < self.max_steps
 
     def _named_stop(self, response: Response, summary: RunSummary) -> Response:
         """Whole calls before the cut run (``_keep_whole_calls``). A tool call cut by the

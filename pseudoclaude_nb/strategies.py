@@ -117,6 +117,10 @@ class View(NamedTuple):
     # For a strategy with ``server_context``: the id of a message whose provider compaction
     # the conversation does not follow yet (``ServerCompacted`` adopts it); else None.
     server_compaction: str | None
+    # For a strategy with ``server_context``: whether the provider compacts at the threshold on
+    # its own. False once the window begins with its on-demand compaction (Anthropic takes no
+    # threshold compaction beside one): compact yourself, ``Summarize(native=True)``. Else False.
+    server_compacts: bool
     compactions: int  # replaces by compaction in this session
     rollovers: int  # hand-offs committed in this session
     breaker_open: bool  # automatic compaction failed too often: ``Summarize`` before a request waits
@@ -171,10 +175,14 @@ class Summarize:
     """Replace the older messages by a summary the model writes; the newer ones stay verbatim.
 
     ``upto``: summarize the messages before this one (None: keep the recent tail the
-    settings give, ``recent_tokens``). ``instructions``: added to the summarizing prompt."""
+    settings give, ``recent_tokens``). ``instructions``: added to the summarizing prompt.
+    ``native``: the provider writes it with its own on-demand compaction where it has one
+    (Anthropic's ``compaction``, OpenAI's ``/responses/compact``: its block stands for the older
+    messages, verbatim; ``instructions`` are ours only), else our summary as without it."""
 
     upto: str | None = None
     instructions: str | None = None
+    native: bool = False
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,9 @@ def _isolated(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.Monk
     monkeypatch.setattr(socket.socket, "connect", _loopback_only)
     for name in ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "ANTHROPIC_BASE_URL", "OPENAI_BASE_URL"):
         monkeypatch.delenv(name, raising=False)
+    from pseudoclaude_nb import envtrust
+
+    envtrust.forget()  # what an earlier test's workspace .env gave the providers (never os.environ)
 
 
 # Every scripted provider a test made, for the check after it (pytest_runtest_call below).
@@ -67,6 +70,10 @@ def _scripted_providers(request: pytest.FixtureRequest) -> Iterator[None]:
     from pseudoclaude_nb.providers import scripted
 
     request.node.stash[SCRIPTED] = made = []
+    # Each test's scripted provider starts with a cold cache: the system prompt names only the
+    # workspace folder (the same "ws" in every test), so one test's prompt would be another's
+    # cache read.
+    scripted.reset_cache()
     outer, scripted.on_created = scripted.on_created, made.append  # outer: a pytester run's host
     try:
         yield
@@ -171,6 +178,8 @@ SLOW_FILES = frozenset(
         "test_mcp_kernel.py",
         "test_notebook_kernel.py",
         "test_notebooks.py",
+        "test_responses_huge.py",  # issue 43: a 50 MB compaction item over loopback
+        "test_saved_pictures.py",  # nbconvert over every shipped notebook
         "test_steer_cells.py",
     }
 )

@@ -16,15 +16,26 @@ import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.test_browser import CHROMIUM_FLAGS, _free_port
 
-__all__ = ["CHROMIUM_FLAGS", "lab_server", "set_theme"]
+__all__ = ["CHROMIUM_FLAGS", "lab_server", "notebook_server", "set_theme"]
+
+
+def notebook_server(root: Path, scratch: Path, env: dict[str, str] | None = None) -> Any:
+    """``lab_server``, but Notebook 7 (``jupyter notebook``)."""
+    return lab_server(root, scratch, env, app=("notebook", "JupyterNotebookApp"))
 
 
 @contextlib.contextmanager
-def lab_server(root: Path, scratch: Path, env: dict[str, str] | None = None) -> Iterator[tuple[str, str]]:
-    """Yields (base URL, token) of a Lab serving ``root``; stopped on exit."""
+def lab_server(
+    root: Path,
+    scratch: Path,
+    env: dict[str, str] | None = None,
+    app: tuple[str, str] = ("jupyterlab", "LabApp"),
+) -> Iterator[tuple[str, str]]:
+    """Yields (base URL, token) of a Lab (or ``app``'s module and class) serving ``root``; stopped on exit."""
     settings = scratch / "lab-settings" / "@jupyterlab"
     (settings / "apputils-extension").mkdir(parents=True, exist_ok=True)
     (settings / "notebook-extension").mkdir(parents=True, exist_ok=True)
@@ -47,9 +58,9 @@ def lab_server(root: Path, scratch: Path, env: dict[str, str] | None = None) -> 
     with (scratch / "lab.log").open("wb") as log:
         proc = subprocess.Popen(
             [
-                sys.executable, "-m", "jupyterlab", "--no-browser", "--ip=127.0.0.1", f"--port={port}",
+                sys.executable, "-m", app[0], "--no-browser", "--ip=127.0.0.1", f"--port={port}",
                 f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--allow-root",
-                "--LabApp.expose_app_in_browser=True",
+                f"--{app[1]}.expose_app_in_browser=True",
             ],
             env=lab_env, stdout=log, stderr=subprocess.STDOUT, cwd=root,
         )  # fmt: skip

@@ -405,10 +405,14 @@ def test_dotenv_sets_only_provider_variables_without_overriding_the_environment(
     agents.append(agent)
     events: list = []
     assert agent.run("hi", listeners=[events.append]).status == "done"
-    # Workspace trust (SPEC §19): a .env sets provider variables only, never the user's own.
-    assert "PC_TEST_FROM_DOTENV" not in os.environ
-    assert os.environ["ANTHROPIC_API_KEY"] == "sk-ant-from-the-file-1"
-    assert os.environ["OPENAI_API_KEY"] == "sk-from-the-environment"
+    # Workspace trust (SPEC §19, §20): a .env gives provider variables only, never the user's
+    # own, and only to the package's providers: nothing of it enters os.environ.
+    from pseudoclaude_nb import envtrust
+
+    assert "PC_TEST_FROM_DOTENV" not in os.environ and "ANTHROPIC_API_KEY" not in os.environ
+    assert envtrust.lookup("ANTHROPIC_API_KEY") == "sk-ant-from-the-file-1"
+    assert envtrust.lookup("OPENAI_API_KEY") == os.environ["OPENAI_API_KEY"] == "sk-from-the-environment"
+    envtrust.forget()
     log_text = (agent.session.dir / "conversation.jsonl").read_text(encoding="utf-8")
     assert "from-the-file" not in log_text
     notices = " ".join(e.text for e in events if type(e).__name__ == "Notice")

@@ -180,3 +180,14 @@ def test_the_strategy_lab_section_has_its_rows_and_tables(quick):
     assert data["lab"]["side_by_side"] and data["lab"]["sweep"] and data["lab"]["drift"]
     md = (quick / "results.md").read_text()
     assert "## Strategy lab" in md and "### Side by side" in md and "`lab_sanity`" in md
+
+
+def test_the_document_rows_are_measured_through_a_server_and_a_page(quick):
+    data = json.loads((quick / "results.json").read_text())
+    rows = {r["key"]: r for r in data["rows"]}
+    assert (
+        isinstance(rows["document_read"]["value"], float)
+        and rows["document_read"]["detail"]["first_page_s"] > 0
+    )
+    visible = rows["document_visible"]
+    assert isinstance(visible["value"], float) and len(visible["detail"]["delays_s"]) == 3

@@ -122,7 +122,7 @@ def test_config_prices_override_the_table_and_refuse_a_bad_entry() -> None:
     assert cost.request_dollars(Usage(input_tokens=1_000_000, output_tokens=1_000_000), "my-local-model") == 3
     # An override replaces the model's whole entry; a missing write price bills writes as input.
     assert cost.request_dollars(Usage(cache_creation_input_tokens=1_000_000), "claude-sonnet-4-5") == 30
-    with pytest.raises(TraitError, match="'output' must be a number"):
+    with pytest.raises(TraitError, match=r"\['m'\]\['output'\] missing: refused; a price is a number"):
         settings.prices = {"m": {"input": 1}}
     with pytest.raises(TraitError, match="unknown keys"):
         settings.prices = {"m": {"input": 1, "output": 1, "cached": 0.1}}
@@ -255,7 +255,7 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     assert "cache_creation_1h_input_tokens" not in second  # none: the line keeps its old layout
     # Sonnet 4.5: 70 x $3 + 500 x $15 + 20,000 x $3.75 + 10,000 x $6 + 30,000 x $0.30 (per million)
     dollars = (70 * 3 + 500 * 15 + 20_000 * 3.75 + 10_000 * 6 + 30_000 * 0.3) / 1e6
-    assert f"cache read 30,000 (50% of input) · cost {cost.money(dollars)}" in out
+    assert f"cache read 30,000 (50% of the steps' input) · cost {cost.money(dollars)}" in out
     assert f"session cost {cost.money(dollars)}" in out
     # The breakpoint of the first request's end is still on the second request's turn 1.
     sent = anthropic_fake.requests[1].body
@@ -264,7 +264,10 @@ def test_anthropic_cache_writes_by_ttl_and_reads_reach_the_log_and_the_end_line(
     assert marked == [0, 2]
 
     shown = run_magic(ip, "context")
-    assert f"session {cost.money(dollars)} (2 requests, cache saved" in shown and "cache hit 50%" in shown
+    assert (
+        f"session {cost.money(dollars)} (2 requests, cache saved" in shown
+        and "cache hit 50% of the session's input (steps and summaries)" in shown
+    )
     assert "next request reads ~30,050 tokens from the cache" in shown
     assert "breakpoint 2: after message 3, where the previous request ended" in shown
     # A usage line with the 1-hour field is still a usage point of the timeline, and the log loads.
@@ -302,7 +305,7 @@ def test_openai_cached_tokens_reach_the_log_and_the_cost(ip, openai_fake) -> Non
         1_000,
     )
     dollars = (3_616 * 2.5 + 16_384 * 0.25 + 1_000 * 15) / 1e6
-    assert f"cache read 16,384 (82% of input) · cost {cost.money(dollars)}" in out
+    assert f"cache read 16,384 (82% of the steps' input) · cost {cost.money(dollars)}" in out
 
 
 def test_an_unknown_model_run_says_price_unknown_and_an_override_prices_it(
@@ -345,8 +348,8 @@ def test_the_gauge_shows_the_runs_cost_and_hit_ratio_then_the_sessions() -> None
         status="done", session_spend=cost.Spend([("claude-sonnet-4-5", Usage(input_tokens=10_000_000))])
     )
     gauge(RunFinished(summary))
-    assert "run $4.05 · cache hit 50% · session $30.00" in gauge_text(gauge.state)
-    assert "run $4.05 · cache hit 50% · session $30.00" in gauge_html(gauge.state)
+    assert "run $4.05 · cache hit 50% of the steps' input · session $30.00" in gauge_text(gauge.state)
+    assert "run $4.05 · cache hit 50% of the steps&#x27; input · session $30.00" in gauge_html(gauge.state)
 
 
 def test_the_gauge_says_an_unknown_price_once_not_for_run_and_session() -> None:
@@ -360,4 +363,20 @@ def test_the_gauge_says_an_unknown_price_once_not_for_run_and_session() -> None:
     spend = cost.Spend([("local-model", Usage(input_tokens=2_000, cache_read_input_tokens=2_000))])
     gauge(RunFinished(RunSummary(status="done", session_spend=spend)))
     text = gauge_text(gauge.state)
-    assert text.count("price unknown") == 1 and "price unknown (local-model) · cache hit 50%" in text
+    assert (
+        text.count("price unknown") == 1
+        and "price unknown (local-model) · cache hit 50% of the steps' input" in text
+    )
+
+
+def test_the_demo_is_priced_as_if_a_named_model_and_says_so(ip) -> None:
+    """issue 44: no dollar figure was ever seen without a key. The demo's model is priced as if
+    it were claude-sonnet-4-5, said in every figure; a price given to it wins, said as it is."""
+    usage = Usage(input_tokens=1_000_000, output_tokens=100_000)
+    demo = cost.Spend([("pseudoclaude-demo", usage)]).cost()
+    sonnet = cost.Spend([("claude-sonnet-4-5", usage)]).cost()
+    assert demo.dollars == sonnet.dollars > 0 and demo.known
+    assert demo.text() == f"{sonnet.text()} as if claude-sonnet-4-5"
+    run_magic(ip, "config PseudoClaude.prices = {'pseudoclaude-demo': {'input': 1, 'output': 10}}")
+    assert cost.Spend([("pseudoclaude-demo", usage)]).cost().text() == "$2.00"
+    assert cost.Spend([("scripted-test", usage)]).cost().text() == "price unknown (scripted-test)"

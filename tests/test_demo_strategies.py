@@ -50,7 +50,7 @@ def test_rollover_demo_is_reminded_after_work_and_hands_off_to_a_fresh_window(tm
     assert "↻ rolled over to a new window with the model's handoff" in out
     # issue 31: the handoff says what it costs the prompt cache, before it is committed
     assert any("[info] this handoff invalidates ~" in line for line in _lines_before(out, "↻ rolled over"))
-    assert "% of input) · cost price unknown (pseudoclaude-demo)" in out
+    assert "% of the steps' input) · cost $" in out and " as if claude-sonnet-4-5 (cache saved $" in out
     # The hand-off line comes while new_context runs; its result still reads as its own line.
     assert "\n↻ the model handed off (new_context, 3 related files)" in out
     assert "\n→ new_context(handoff=" in out.split("↻ the model handed off")[1]

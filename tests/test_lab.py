@@ -8,6 +8,7 @@ registry — and check that the figures move with it, and run the command a pers
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -175,6 +176,34 @@ def test_the_command_says_how_to_fix_a_wrong_option(tmp_path: Path) -> None:
             text=True,
         )
         assert proc.returncode == 2 and said in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("target", "said"),
+    [
+        ("folder", "is a folder, not a file"),
+        ("/dev/full", "is a device, not a regular file"),
+        ("fifo", "is a FIFO, not a regular file"),
+        ("missing/figures.json", "the folder missing does not exist; create it"),
+        ("readonly/figures.json", "cannot write into the folder readonly"),
+    ],
+)
+def test_the_json_path_is_checked_before_any_arm_runs(tmp_path: Path, target: str, said: str) -> None:
+    """Issue 41: a folder or /dev/full failed with a traceback after the whole run; a FIFO blocked."""
+    (tmp_path / "folder").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    (tmp_path / "readonly").mkdir(mode=0o500)
+    if target.startswith("readonly") and os.access(tmp_path / "readonly", os.W_OK):
+        pytest.skip("running as root: a read-only folder is still writable")  # nothing to refuse
+    proc = subprocess.run(
+        [sys.executable, "-m", "pseudoclaude_nb", "lab", "--quick", "--json", target],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 2 and f"--json {target}: " in proc.stderr and said in proc.stderr, proc.stderr
+    assert "· " not in proc.stderr and proc.stdout == ""  # no arm ran
 
 
 def test_the_plots_say_how_to_get_matplotlib(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -72,3 +72,12 @@ def test_an_unknown_provider_names_every_choice_auto_included(ip) -> None:
         "unknown provider 'nope'; choose one of: anthropic, openai, offline, demo, scripted, or auto"
         in str(raised.value)
     )
+
+
+def test_a_provider_typo_gets_a_suggestion(ip) -> None:
+    from IPython.core.error import UsageError
+
+    with pytest.raises(
+        UsageError, match=r"unknown provider 'opneai' \(did you mean 'openai'\?\); choose one of"
+    ):
+        ip.run_line_magic("agent", "--provider opneai hello")

@@ -94,8 +94,8 @@ def test_unset_variable_names_file_key_and_variable_not_values(workspace: Path) 
     config = load_config(workspace)
     assert config.servers == {}
     assert config.errors == [
-        f"{path}: mcpServers.api.env.KEY: ${{NOT_SET_ANYWHERE}} is not set in the environment (or .env); "
-        "server 'api' is not started"
+        f"{path}: mcpServers.api.env.KEY: ${{NOT_SET_ANYWHERE}} is not set in your environment (a "
+        "workspace .env's values go to the package's providers only); server 'api' is not started"
     ]
 
 

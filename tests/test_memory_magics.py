@@ -71,7 +71,7 @@ def test_a_name_in_both_stores_needs_a_flag(ip) -> None:
 @pytest.mark.parametrize(
     ("line", "cell", "message"),
     [
-        ("forget everything", None, "unknown action 'forget'; use one of: show, add"),
+        ("forget everything", None, "unknown action 'forget'; use one of: show, list, add"),
         ("show --user --project", None, "--user or --project, not both"),
         ("rm x -d text", None, "--description and --type go with %memory add or %memory edit"),
         ("rm", None, "needs a NAME; usage: %memory rm NAME"),
@@ -151,3 +151,18 @@ def test_unload_removes_the_magic(ip) -> None:
         assert "memory" not in ip.magics_manager.magics["cell"]
     finally:
         ip.run_line_magic("load_ext", "pseudoclaude_nb")
+
+
+def test_memory_list_lists_as_mcp_list_does(ip) -> None:
+    """``%memory list`` is the listing (``%memory`` alone, ``%memory show``), as ``%mcp list`` is."""
+    from IPython.core.error import UsageError
+    from IPython.utils.capture import capture_output
+
+    ip.run_line_magic("memory", 'add style -d "house style" use tabs')
+    with capture_output() as listed:
+        ip.run_line_magic("memory", "list")
+    with capture_output() as shown:
+        ip.run_line_magic("memory", "")
+    assert "style" in listed.stdout and listed.stdout == shown.stdout
+    with pytest.raises(UsageError, match="takes no name; %memory show NAME shows one note"):
+        ip.run_line_magic("memory", "list style")

@@ -79,6 +79,7 @@ def test_tool_result_clearing_adds_its_edit_and_beta_and_the_trigger_has_the_api
     assert set(sent.headers["anthropic-beta"].split(",")) == {
         "compact-2026-01-12",
         "context-management-2025-06-27",
+        "cache-diagnosis-2026-04-07",  # issue 43: every agent request asks why the cache missed
     }
     clear, compact = sent.body["context_management"]["edits"]
     assert clear == {
@@ -266,4 +267,5 @@ def test_strategy_api_with_the_openai_provider_is_a_usage_error_naming_what_to_u
     with pytest.raises(UsageError) as info:
         run_magic(ip, 'agent --provider openai --strategy api "hello"')
     text = str(info.value)
-    assert "Chat Completions" in text and "--provider anthropic" in text and "--strategy compact" in text
+    assert "chat completions" in text and "--provider anthropic" in text and "--strategy compact" in text
+    assert "openai_api = 'responses'" in text  # issue 43: the Responses API has it

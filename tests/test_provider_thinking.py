@@ -16,6 +16,7 @@ from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.errors import ConfigError
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.providers.anthropic import INTERLEAVED_BETA, AnthropicProvider
+from pseudoclaude_nb.providers.anthropic_native import DIAGNOSIS_BETA
 from pseudoclaude_nb.providers.base import ReasoningDelta, Request, TextDelta, collect
 from tests import recorded
 from tests.fakes import FakeServer, Reply
@@ -78,7 +79,8 @@ def test_thinking_goes_back_before_tool_use_with_its_signature_and_is_logged(
     assert first["max_tokens"] == 8192 + 2048
     assert "temperature" not in first
     # Interleaved thinking between tool calls, for a manual-budget model with tools.
-    assert server.requests[0].headers["anthropic-beta"] == INTERLEAVED_BETA
+    # issue 43: beside the cache diagnosis every agent request asks for
+    assert server.requests[0].headers["anthropic-beta"].split(",") == [INTERLEAVED_BETA, DIAGNOSIS_BETA]
     assistant = second["messages"][1]
     assert assistant["role"] == "assistant"
     assert assistant["content"][0] == THINKING_BLOCK
@@ -149,7 +151,7 @@ def test_adaptive_models_get_adaptive_thinking_and_the_budget_as_room() -> None:
         collect(provider.stream(ask(tools=[])))
     body = fake.bodies[0]
     assert body["thinking"] == {"type": "adaptive"} and body["max_tokens"] == 8192 + 4096
-    assert "anthropic-beta" not in fake.requests[0].headers
+    assert fake.requests[0].headers["anthropic-beta"] == DIAGNOSIS_BETA  # no interleaved-thinking beta
 
 
 def test_thinking_budget_stays_below_max_tokens_at_the_model_cap() -> None:

@@ -127,6 +127,14 @@ NEAR_MISSES = [
     "def parse_task(task_id): return f'task-{task_id}'",
     "PRIVATE KEY handling is described in docs/keys.md",
     "日本語のテキスト sk-ant と ghp_ のような接頭辞",
+    # issue 41's shapes, where they hold no secret
+    "{'auth': 'required', 'auths': {}}",
+    "requests.get(url, auth=(user, password)) and auth=None",
+    "{'x-api-key': os.environ['API_KEY']}",
+    "headers = {'X-Api-Key': settings.API_KEY}",
+    "the api-key header: send api-key rotation notices",
+    "the login page asks for a password; machine learning password strength",
+    "In machine learning, a password is never a feature",
 ]
 
 
@@ -269,6 +277,9 @@ def test_every_pattern_has_a_trigger_in_its_own_corpus_keys() -> None:
         "assigned-secret",
         "authorization",
         "docker-auth",
+        "api-key",
+        "basic-auth",
+        "netrc-password",
     }
     labelled |= {
         "cli-password",

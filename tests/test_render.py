@@ -35,7 +35,7 @@ def test_end_line_and_context_lines() -> None:
     summary.seconds, summary.session_id = 1.25, "20261130-000000-abcd"
     state = ContextState(2_000, 1_900, 50_000, 17_000, False, 0, 0)
     assert end_line(summary, state) == (
-        "✓ done · 3 steps · 100 in / 5 out · cache read 90 (90% of input) · context ~2,000/50,000 · 1.2 s"
+        "✓ done · 3 steps · 100 in / 5 out · cache read 90 (90% of the steps' input) · context ~2,000/50,000 · 1.2 s"
         " · session 20261130-000000-abcd"
     )
     # issue 31: with the run's requests, their cost (and the session's) follow the cache figures.

@@ -78,6 +78,8 @@ def _corpus() -> list[tuple[str, str, str]]:
         "databricks": "dapi" + _r(32, hexa),
     }
     discord = "MTA" + _r(23) + "." + _r(6, ALNUM + "_-") + "." + _r(38, ALNUM + "_-")
+    # issue 41: four everyday shapes that passed
+    docker_repr, header_key, basic_pw, netrc_pw = _r(28, b64) + "==", _r(32), "Tr" + _r(12), "Nt" + _r(14)
     return [
         ("slack", slack, slack),
         ("slack", slack_user, slack_user),
@@ -110,6 +112,10 @@ def _corpus() -> list[tuple[str, str, str]]:
         ("password", f"and my password is {prose_pw} for the admin page", prose_pw),
         ("url-password", f"mongodb+srv://svc:{mongo_pw}@cluster0.example.net/db", mongo_pw),
         ("telegram", f"{_r(10, string.digits)}:AA{telegram}", telegram),
+        ("docker-auth", "{'auths': {'https://index.docker.io/v1/': {'auth': '" + docker_repr + "'}}}", docker_repr),
+        ("api-key", "headers = {'x-api-key': '" + header_key + "'}", header_key),
+        ("basic-auth", f"requests.get(url, auth=('alice', '{basic_pw}'))", basic_pw),
+        ("netrc-password", f"machine api.example.com login bob password {netrc_pw}", netrc_pw),
     ]  # fmt: skip
 
 

@@ -155,8 +155,11 @@ def test_fork_loads_to_the_step_carries_pins_and_leaves_the_source_alone(ip, wor
     agent = current_agent(ip)
     fork = agent.session.dir
     assert out.startswith(
-        f"forked session {source_id} at step 4 of 5 → new session {fork.name} (strategy rollover)"
+        f"forked session {source_id} at step 4 of 5\n→ new session {fork.name} (strategy rollover)\n"
     )
+    # Short lines, each session id whole on its own: a narrow output never splits one.
+    assert max(len(line) for line in out.splitlines()[:5]) <= 72
+    assert out.splitlines()[4] == f"  %sessions resume {source_id}"
     assert fork != source and log.read_bytes() == original
     wanted = request_at(source, 4)
     assert dicts(load_session(fork).messages) == dicts(wanted.messages) == dicts(s.sent[3].messages)

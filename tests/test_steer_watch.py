@@ -192,7 +192,7 @@ def test_curves_scale_holds_the_line_above_every_point() -> None:
     svg = curves_svg({"a": [10, 20, 5]}, marks=(("Layer 2", 40),))
     assert ">40</text>" in svg and ">Layer 2 40</text>" in svg
     line_y = float(re.search(r'class="pc-mark" x1="60" y1="([\d.]+)"', svg).group(1))
-    assert line_y == pytest.approx(12)  # at the top of the plot: the highest value drawn
+    assert line_y == pytest.approx(18)  # at the top of the plot: the highest value drawn
 
 
 def _summary_request() -> Request:

@@ -39,7 +39,7 @@ def _undone(monkeypatch: pytest.MonkeyPatch):
     saved = envtrust._USER_STARTUP
     yield
     envtrust._USER_STARTUP = saved
-    envtrust._LOADED.clear()
+    envtrust.forget()
 
 
 def write_env(workspace: Path, text: str) -> None:
@@ -159,7 +159,9 @@ def test_only_provider_variables_are_read_and_others_are_named_once(workspace: P
     )
     notices = envtrust.load_workspace_env(workspace)
     assert "BASH_ENV" not in os.environ and "PC_TRUST_OTHER" not in os.environ
-    assert os.environ["OPENAI_BASE_URL"] == "http://127.0.0.1:9/v1"
+    # The provider variable is the providers' only (issue 41): never in os.environ.
+    assert "OPENAI_BASE_URL" not in os.environ
+    assert envtrust.lookup("OPENAI_BASE_URL") == "http://127.0.0.1:9/v1"
     ignored = [n for n in notices if n.startswith("ignored in")]
     assert len(ignored) == 1 and "BASH_ENV, PC_TRUST_OTHER" in ignored[0]
     assert "hook.sh" not in ignored[0] and "value-42" not in ignored[0]
@@ -172,12 +174,15 @@ def test_env_is_re_read_each_run(workspace: Path, monkeypatch) -> None:
     assert envtrust.source("OPENAI_BASE_URL") == workspace.absolute() / ".env"
     write_env(workspace, "OPENAI_API_KEY=sk-local\n")
     envtrust.load_workspace_env(workspace)
-    assert "OPENAI_BASE_URL" not in os.environ and os.environ["OPENAI_API_KEY"] == "sk-local"
+    assert envtrust.lookup("OPENAI_BASE_URL") is None and envtrust.lookup("OPENAI_API_KEY") == "sk-local"
+    assert "OPENAI_API_KEY" not in os.environ
     monkeypatch.setenv("OPENAI_API_KEY", "sk-typed-by-the-user")  # now it is the user's
     assert envtrust.source("OPENAI_API_KEY") is None
+    assert envtrust.lookup("OPENAI_API_KEY") == "sk-typed-by-the-user"
     (workspace / ".env").unlink()
     envtrust.load_workspace_env(workspace)
     assert os.environ["OPENAI_API_KEY"] == "sk-typed-by-the-user"
+    assert envtrust.from_dotenv() == {}
 
 
 # --- tool commands do not run the workspace's code first -------------------------------------

@@ -7,6 +7,7 @@ in-process IPython shell (``ip``), with the outputs captured as the frontend get
 
 from __future__ import annotations
 
+import base64
 import io
 import re
 import time
@@ -50,7 +51,8 @@ def test_gauge_bundle_is_its_current_state_as_text_and_html() -> None:
     bundle = gauge.widget._repr_mimebundle_()
     assert WIDGET in bundle
     assert bundle["text/plain"] == gauge_text(state) and "~12,000 / 50,000" in bundle["text/plain"]
-    assert bundle["text/html"] == gauge_html(state)
+    assert bundle["text/html"] == gauge_html(state, saved=True)  # a picture, not inline SVG
+    assert "<svg" not in bundle["text/html"] and "<svg" in gauge.widget.value
 
 
 def test_gauge_colours_come_from_the_theme_and_labels_fit() -> None:
@@ -105,7 +107,8 @@ def test_timeline_opens_at_the_effective_window_with_readable_entries(workspace:
     assert "line " in widget.detail.value  # the entry is shown, not "choose an entry"
     bundle = widget._repr_mimebundle_()
     assert bundle["text/plain"].startswith(f"session {timeline.session_id}:")
-    assert "<svg" in bundle["text/html"] and "pc-timeline-static" in bundle["text/html"]
+    assert "<svg" not in bundle["text/html"] and "pc-timeline-static" in bundle["text/html"]
+    assert "src='data:image/svg+xml;base64," in bundle["text/html"]  # the overview, as a picture
     assert "font-family" in widget.overview.value and "pc-timeline-list" in widget.entries._dom_classes
     replace = next(i for i, it in enumerate(timeline.items) if it.kind == "replace")
     widget.select(replace)
@@ -133,8 +136,11 @@ def test_spill_browser_names_the_file_read_and_folds_the_full_text(workspace: Pa
 def test_usage_curves_keep_their_picture_as_html(workspace: Path) -> None:
     agent = _demo(workspace)
     bundle = UsageCurves({"demo": agent.session.dir})._repr_mimebundle_()
-    assert bundle["text/plain"].startswith("demo ") and "<svg" in bundle["text/html"]
-    assert "pc-axis" in bundle["text/html"] and "--jp-ui-font-color" in bundle["text/html"]
+    assert bundle["text/plain"].startswith("demo ") and "<svg" not in bundle["text/html"]
+    drawn = base64.b64decode(re.search(r"base64,([^']+)'", bundle["text/html"]).group(1)).decode()
+    assert (
+        "pc-axis" in drawn and 'style="color:#797979;' in drawn
+    )  # its own text colour: no page CSS reaches it
 
 
 def test_a_failed_command_is_drawn_in_the_error_colour() -> None:

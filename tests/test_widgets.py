@@ -118,3 +118,56 @@ def test_usage_curves_compare_sessions_from_their_logs(workspace: Path) -> None:
     svg = curves_svg({"a": [10, 20, 5], "b": [20, 20, 20]})
     assert svg.count("<polyline") == 2 and "a: 35 total" in svg and "b: 60 total" in svg
     agent.close()
+
+
+def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
+    """Saved forms hold no inline SVG (an untrusted notebook's sanitizer strips it): an ``<img>``
+    whose data URI is the drawing, with its own text colour and font, and no tooltips."""
+    import base64
+    import re
+
+    from pseudoclaude_nb.widgets.picture import PICTURE_TEXT, picture
+
+    svg = gauge_svg(GaugeState(estimated_tokens=20_000, context_window=50_000, marks=(("Layer 2", 17_000),)))
+    shown = picture(svg, "context gauge: it's ~20,000 <of> 50,000")
+    assert "<svg" not in shown and shown.startswith("<img class='pc-picture'")
+    assert "alt='context gauge: it&#x27;s ~20,000 &lt;of&gt; 50,000'" in shown
+    assert "width='560' height=" in shown
+    drawn = base64.b64decode(re.search(r"base64,([^']+)'", shown).group(1)).decode()
+    assert (
+        drawn.startswith(f'<svg style="color:{PICTURE_TEXT};font-family:')
+        and ">Layer 2 17,000</text>" in drawn
+    )
+    timeline_like = (
+        '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect><title>hi</title></rect></svg>'
+    )
+    assert (
+        "<title>"
+        not in base64.b64decode(picture(timeline_like, "x").split("base64,")[1].split("'")[0]).decode()
+    )
+
+
+def test_usage_curves_number_their_requests_and_keep_labels_apart() -> None:
+    """The x axis says the request numbers the prose names; no drop label overlaps another label."""
+    import re
+
+    from pseudoclaude_nb.widgets.curves import CHAR
+    from pseudoclaude_nb.widgets.timeline import Drop
+
+    curves = {"compact": [4_000, 12_000, 20_000, 27_000, 14_000, 22_000, 27_700, 15_000]}
+    falls = {"compact": [Drop(4, "compact", 27_374, 14_811), Drop(7, "compact", 27_751, 15_000)]}
+    svg = curves_svg(curves, falls=falls, marks=[("Layer 2", 27_000), ("remind", 12_000)])
+    assert re.findall(r'<text x="[\d.]+" y="\d+">(\d+)</text>', svg) == [str(n) for n in range(1, 9)]
+    labels = re.findall(
+        r'<text class="pc-(?:drop|mark)-label" x="([\d.]+)" y="([\d.]+)"[^>]*text-anchor="(\w+)"[^>]*>([^<]+)<',
+        svg,
+    )
+    boxes = []
+    for x, y, anchor, text in labels:
+        w = CHAR * len(text)
+        x0 = {"start": float(x), "middle": float(x) - w / 2, "end": float(x) - w}[anchor]
+        boxes.append((x0, float(y) - 9, x0 + w, float(y) + 2))
+    assert len(boxes) == 4
+    for i, a in enumerate(boxes):
+        for b in boxes[i + 1 :]:
+            assert a[2] <= b[0] or b[2] <= a[0] or a[3] <= b[1] or b[3] <= a[1], (a, b)

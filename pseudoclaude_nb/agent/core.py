@@ -18,20 +18,21 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
+from ..context import edited
 from ..context.confirm import Ask, Review, text_ask
 from ..context.host import ContextHost
 from ..context.manifest import Manifest
-from ..context.pins import Pins
+from ..context.pins import Pins, pins_notice
 from ..context.plan import Preview
 from ..context.registry import check_provider, load_strategy
 from ..context.settings import CompactSettings
 from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
 from ..envtrust import workspace_endpoint
-from ..errors import ConfigError
+from ..errors import ConfigError, PseudoClaudeError
 from ..events import RunEvent
 from ..history import HistoryIndex
 from ..hooks import RunEvents, RunHooks
@@ -40,7 +41,7 @@ from ..memory import MemoryManager
 from ..messages import Message
 from ..notebook import ActivityBlock, NotebookHost
 from ..providers import Provider, provider_for
-from ..providers.base import HasEndpoint, LearnsWindow
+from ..providers.base import GivesTour, HasEndpoint, LearnsWindow
 from ..runner import Listener, Notice, Runner, RunSummary
 from ..session import LoadResult, SessionWriter, load_session, new_session_dir
 from ..session.catalog import session_id_or_latest
@@ -55,6 +56,9 @@ from .plan import RunPlan, plan_run
 from .session import ActiveSession
 from .surface import RunSurface
 from .window import AgentWindow
+
+if TYPE_CHECKING:
+    from ..cache_guard import CacheGuard
 
 
 class Agent:
@@ -96,6 +100,7 @@ class Agent:
             notebook=notebook,
             python_executor=python_executor,
             ask=ask,
+            stamp=self._cell_stamp,
         )
 
     @property
@@ -229,6 +234,19 @@ class Agent:
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
 
+    def _cell_stamp(self) -> dict[str, Any]:
+        """What a cell the agent changes carries in ``metadata.pseudoclaude``: the session and the
+        step (the request number ``%sessions show`` and ``%context --at`` use)."""
+        if self.session is None:
+            return {}
+        from ..session.timeline import build_timeline
+
+        try:
+            step = len(build_timeline(self.session.dir).usage_curve)
+        except PseudoClaudeError:
+            step = None
+        return {"session": self.session.id, "step": step}
+
     def close(self) -> None:
         """The end of this agent: the session closed, the MCP servers stopped."""
         self._close_session()
@@ -320,9 +338,14 @@ class Agent:
         def on_window(window: int) -> None:
             self.windows.adopt_window(provider, window)
             context.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
+            # issue 41: a window learned from an error may be smaller than the pins in force
+            said = pins_notice(self.pins.texts(), window, self.settings.pins_max_share, "the server's error")
+            if said is not None:
+                runner.emit(Notice(said, "warning"))
 
         self.last_provider = provider
-        permissions = Permissions(config.permission_mode, ask=self.ask)
+        tour = provider.tour if isinstance(provider, GivesTour) else None  # the demo's one question
+        permissions = Permissions(config.permission_mode, ask=self.ask, tour=tour)
         permissions.always_allowed |= {t.name for t in plan.tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,
@@ -338,6 +361,7 @@ class Agent:
             max_tokens=config.agent_output_tokens,
             review=self._review(config, confirm),
             on_window=on_window,
+            cache_guard=self._cache_guard(config, active, provider),
         )
         self.last_runner = runner
         self._last_memory_index = plan.memory_index
@@ -378,6 +402,22 @@ class Agent:
                 runner.emit(Notice(text, "warning"))
         return summary, new_messages
 
+    def _cache_guard(self, config: RunConfig, active: ActiveSession, provider: Provider) -> CacheGuard | None:
+        """Issue 43: this run's cache guard (``cache_guard``, None: off)."""
+        if config.cache_guard is None:
+            return None
+        from ..cache_guard import CacheGuard
+
+        return CacheGuard(
+            config.cache_guard,
+            state=active.context.shared,
+            log=active.writer.path,
+            session=active.id,
+            model=provider.model,
+            ttl=config.cache_ttl,
+            ask=self.ask,
+        )
+
     def _review(self, config: RunConfig, confirm: Ask | None) -> Review | None:
         """This run's say over replaces (``confirm_compaction``): ``confirm``, else a text prompt."""
         if not config.confirm_compaction:
@@ -411,13 +451,17 @@ class Agent:
         self._prepared_session()
         return self.session.context.preview(self.provider_for_context())
 
-    def compact_apply(self, text: str | None = None) -> object:
+    def compact_apply(self, text: str | None = None, *, path: str | None = None) -> object:
         """``%compact --apply``: commit the previewed summary (no second model request), or
-        ``text`` in its place (``--edit``)."""
+        ``text`` in its place, or the text of the file at ``path`` (``--edit``: read within
+        bounds, ``context.edited``)."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        self._prepared_session()
-        return self.session.context.apply_preview(text=text)
+        context = self._prepared_session().context
+        if path is not None:
+            text = edited.read_summary(path, context.settings.summary_reserve)
+            edited.check_fits(path, text, context.pending_preview())
+        return context.apply_preview(text=text)
 
     def compact_undo(self) -> Undone:
         """``%compact --undo``: restore the state before the last compaction or rollover commit."""
@@ -443,9 +487,22 @@ class Agent:
             return self.last_provider
         return self.providers(self.config(strategy=self._strategy()))
 
+    def pin(self, text: str) -> int:
+        """``%context pin``: pin ``text``, refused past ``pins_max_share`` of the next run's window
+        (issue 41) as far as it is known without asking a server; the pin's number."""
+        config = self.config(strategy=self._strategy())
+        window = config.context_window
+        if not window:
+            try:
+                window = self.provider_for_context().context_window  # a learned window is kept by it
+            except ConfigError:
+                window = CompactSettings().context_window
+        return self.pins.add(text, window=window, share=self.settings.pins_max_share)
+
     def dry_plan(self) -> RunPlan:
         """The plan of the next run, made without touching the session (``%context``)."""
         config = self.config(strategy=self._strategy())
+        load_dotenv_file(self.workspace)  # as a run reads it; only this package's providers see it
         try:
             provider = self.provider_for_context()
         except ConfigError:

@@ -20,12 +20,14 @@ from typing import Any, Protocol
 
 from ..config import RunConfig
 from ..context.layer1 import Emit
+from ..context.pins import pins_notice
 from ..context.registry import load_strategy
 from ..context.settings import CompactSettings
 from ..events import Notice, RunEvent
 from ..notebook import ActivityBlock
 from ..prompt import join_sections, read_project_file
 from ..providers import Provider
+from ..providers.base import LearnsWindow
 from ..strategies import Strategy
 from ..tools import ToolRegistry
 from .memory import RunMemory
@@ -119,6 +121,11 @@ def plan_run(
     if not dry:
         compact_on = parts.surface.settings.compact_tools
         window_notes += parts.windows.tools_notice(tools.schemas(), window, compact_on)
+        # issue 41: pins set under a bigger window than the one this run learned
+        share = parts.surface.settings.pins_max_share
+        source = provider.window_source if isinstance(provider, LearnsWindow) else None
+        too_many = pins_notice(parts.surface.pins.texts(), window, share, source)
+        warnings = [*warnings, *([too_many] if too_many else [])]
     block = parts.activity.block(active) if config.notebook else None
     notices: list[RunEvent] = []
     if block is not None and (block.total or block.skipped):

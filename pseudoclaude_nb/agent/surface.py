@@ -16,7 +16,7 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude
 from ..context.host_tools import host_tools
@@ -27,10 +27,12 @@ from ..history import HistoryIndex
 from ..mcp import McpHub, load_config
 from ..mcp.approval import not_approved, question
 from ..notebook import NotebookHost
+from ..notebook.host import DocumentAccess
 from ..prompt import project_sections, with_memory, with_pins
 from ..strategies import Strategy
 from ..tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from ..tools.compact_set import compact
+from ..tools.document import NotebookTools
 from ..tools.notebook import notebook_tools
 from ..tools.registry import Tool
 from ..tools.user import user_tools
@@ -54,6 +56,7 @@ class RunSurface:
         notebook: NotebookHost | None = None,
         python_executor: PythonExecutor | None = None,
         ask: Callable[[str], str] | None = None,
+        stamp: Callable[[], dict[str, Any]] | None = None,
     ) -> None:
         self.settings = settings
         self._workspace, self._history = workspace, history  # the agent's: they follow the workspace
@@ -62,6 +65,8 @@ class RunSurface:
         self.notebook = notebook
         self.python_executor = python_executor
         self.ask = ask
+        self.stamp = stamp or dict  # metadata.pseudoclaude of the cells the agent changes: session, step
+        self.document: DocumentAccess | None = None  # the notebook document the last tool set was made for
         self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
     def tools(
@@ -81,6 +86,12 @@ class RunSurface:
         extra: list[tuple[Tool, str]] = []
         if self.notebook is not None:
             extra += [(tool, "notebook") for tool in notebook_tools(self.notebook)]
+            access = self.document = self.notebook.document(live=self.settings.notebook_document)
+            if access.document is not None:
+                document = NotebookTools(access.document, access.cells, self.stamp)
+                extra += [(tool, "notebook") for tool in document.tools()]
+            if access.news:
+                (emit or _ignore)(Notice(access.news))
         extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
         if host is not None:
             declared = host.tools(self._history(), emit or _ignore)
@@ -175,6 +186,10 @@ class RunSurface:
             rows.append((tool.name, kind + origin, summary if len(summary) <= 90 else summary[:89] + "…"))
         notes = [] if mine else ["(no @tool functions registered: from pseudoclaude_nb import tool)"]
         notes += [f"note: {event.text}" for event in clashes if isinstance(event, Notice)]
+        access = self.document
+        if access is not None and access.why and not any(access.why in note for note in notes):
+            what = "read from the saved file only" if access.document is not None else "not reachable"
+            notes.append(f"note: the notebook's cells are {what} here ({access.why})")
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
     def sections(

@@ -14,10 +14,11 @@ import time
 from dataclasses import replace
 
 from ..config import PseudoClaude
-from ..context.cache import outlook
+from ..context.cache import TTL_SECONDS, outlook
 from ..context.host import ContextHost
 from ..context.manifest import Manifest, manifest, notebook_cells
 from ..context.settings import CompactSettings
+from ..envtrust import from_dotenv
 from ..prompt import without_memory
 from ..providers import auto_provider
 from ..runner import Runner
@@ -70,6 +71,7 @@ def next_request(
         memory_policy=settings.memory_policy,
         user_tools=[t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
         notebook_pending_cells=block.shown if pending and block is not None else 0,
+        from_dotenv=from_dotenv(),  # read by the dry plan, as a run reads it
         **notebook_cells(block),  # issue-29: the cells, each with its estimate
     )
     if active is None:
@@ -113,6 +115,7 @@ def _with_cache_and_cost(
         last_ts=spend.last_ts,
         anchored=anchored,
         now=time.time(),
+        ttl=3600 if settings.cache_ttl == "1h" and provider == "anthropic" else TTL_SECONDS,
     )
     ratio = spend.hit_ratio()
     session_cost = spend.cost()

@@ -10,15 +10,17 @@ host asked, the provider and the run's ``emit`` and ``review``), and returns wha
   whole action, and says so (nothing half-applied);
 - every change of the conversation is one replace (``SharedState.replaced``: one write, one
   fsync) whose marker names the strategy;
-- the breaker, the person's review (``confirm_compaction``), and a hand-off in a window with
-  no work to hand over are the host's calls.
+- the breaker, the person's review (``confirm_compaction``, a paused server compaction
+  included), and a hand-off in a window with no work to hand over are the host's calls;
+- a ``Summarize(native=True)`` goes to the provider's on-demand compaction when the provider
+  has one (``on_demand``), to our summary otherwise.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..errors import SessionWriteError, StrategyError
+from ..errors import SessionError, SessionWriteError, StrategyError
 from ..events import Compacted, Dropped, Notice, RolloverCommitted
 from ..messages import Message
 from ..providers.base import Provider
@@ -36,11 +38,11 @@ from ..strategies import (
     Trigger,
     View,
 )
-from . import layer2, provider_compaction, rollover
+from . import layer2, on_demand, provider_compaction, rollover
 from .confirm import Proposal, Review
 from .estimate import estimate_tokens
 from .layer1 import Emit, Spiller
-from .plan import DropPlan
+from .plan import DropPlan, Plan
 from .state import SharedState
 
 # Which Layer 2 trigger a question's answer is (the compact entry and the event say it).
@@ -132,17 +134,36 @@ def _summarize(ask: Ask, action: Summarize) -> Compacted | None:
             return None
         while start > 0 and messages[start].tool_result is not None:
             start -= 1  # the kept part never starts inside a tool exchange
+    review = None if trigger == "manual" else ask.review
+    before = ask.view.estimate if trigger == "auto" else None
+    if action.native and on_demand.supported(ask.provider):
+        return on_demand.compact(
+            s, ask.provider, trigger, ask.emit, review, before, start=start, strategy=ask.strategy.name
+        )
     return layer2.compact(
         s,
         ask.provider,
         trigger,
         ask.emit,
-        None if trigger == "manual" else ask.review,
-        before=ask.view.estimate if trigger == "auto" else None,
+        review,
+        before=before,
         start=start,
         instructions=action.instructions,
         strategy=ask.strategy.name,
     )
+
+
+def summary_plan(state: SharedState, provider: Provider, action: Summarize, strategy: str) -> Plan:
+    """What ``action`` would replace, its summary asked for (the provider's own with ``native``,
+    where it has one) and nothing written: ``%compact --preview``."""
+    start = None
+    if action.upto is not None:
+        start = _index(state.conversation.messages(), action.upto)
+        if start is None:
+            raise SessionError(f"strategy {strategy}: Summarize(upto={action.upto!r}) names no message")
+    if action.native and on_demand.supported(provider):
+        return on_demand.plan(state, provider, start=start)
+    return layer2.plan(state, provider, start, action.instructions)
 
 
 def drop_plan(ask: Ask, action: Drop) -> DropPlan | None:
@@ -257,13 +278,17 @@ def _announced(ask: Ask, action: Action, notice: Notice) -> Notice:
     return said
 
 
-def _server(ask: Ask, action: ServerCompacted) -> Compacted | None:
+def _server(ask: Ask, action: ServerCompacted) -> Compacted | Notice | None:
     s = ask.state
     messages = s.conversation.messages()
     at = _index(messages, action.at)
     if at is None:
         ask.refuse(f"ServerCompacted names {action.at!r}, not in the conversation; nothing was replaced")
         return None
+    last = at == len(messages) - 1 and at > 0
+    if ask.review is not None and ask.trigger == "answer" and last and on_demand.paused(messages[at]):
+        # The provider paused after its compaction, as asked when the person confirms them.
+        return provider_compaction.adopt_paused(s, ask.review, ask.emit, strategy=ask.strategy.name)
     if not provider_compaction.adopt(s, at, ask.emit, strategy=ask.strategy.name):
         return None
     return s.last_compact

@@ -34,13 +34,13 @@ from ..session.loader import LoadResult, marker_at
 from ..session.writer import SessionWriter
 from ..strategies import ACTIONS, Action, Drop, Handoff, Keep, Restrict, Strategy, Summarize, Trigger, View
 from . import layer2, rollover, undo
-from .apply import Ask, apply, commit_drop, drop_plan, shrank
+from .apply import Ask, apply, commit_drop, drop_plan, shrank, summary_plan
 from .confirm import Review
 from .handoff import Intent, first_user_text
 from .host_tools import host_tools
 from .layer1 import Emit, Spiller, ignore
 from .plan import DropPlan, Preview
-from .provider_compaction import pending, server_context, unsupported
+from .provider_compaction import raise_refusal, server_context, server_side, unsupported
 from .registry import load_strategy, normalized
 from .settings import CompactSettings
 from .state import SharedState
@@ -148,6 +148,11 @@ class ContextHost:
         return self._key
 
     @property
+    def settings(self) -> CompactSettings:
+        """The settings of the last run (or ``configure``)."""
+        return self.shared.settings
+
+    @property
     def window(self) -> int | None:
         return self.shared.settings.context_window
 
@@ -227,7 +232,8 @@ class ContextHost:
         if self.strategy.server_context:
             if not isinstance(provider, ManagesContext):
                 raise unsupported(provider.name, self.strategy.name)
-            provider.server_context = server_context(s.settings)
+            # With a review, the provider pauses after its compaction so that the person is asked.
+            provider.server_context = server_context(s.settings, review)
         if self._act("before", estimate, provider, emit, review) is not None:
             emit(self.state())
 
@@ -253,6 +259,10 @@ class ContextHost:
         """An answer is in and logged (its usage too): the strategy may act on it (``api``: the
         provider compacted, so the conversation follows)."""
         s = self.shared
+        if self.strategy.server_context:
+            # A block the provider refused past its bounds (issue 41) stops the run here, with
+            # the answer it came with (and paid for) already in the conversation and the log.
+            raise_refusal(provider)
         # Right after the answer's usage the anchor is the whole request: the estimate, as is.
         fresh = s.anchor is not None and s.anchor[1] == len(s.conversation)
         estimate = s.anchor[0] if fresh and s.anchor is not None else s.estimate()
@@ -305,7 +315,7 @@ class ContextHost:
         """Apply ``action`` as the current strategy's answer for ``trigger``, with every rule of
         the host (a notebook or the lab trying an action by hand); the event of the change, or
         None when nothing changed."""
-        v = self._view(trigger, self.shared.estimate(), live=True)
+        v = self._view(trigger, self.shared.estimate(), live=True, provider=provider)
         return apply(self._ask(v, provider, emit, review), action)
 
     # --- on request (%compact) -------------------------------------------------------------------------
@@ -331,15 +341,7 @@ class ContextHost:
         if isinstance(action, Keep):
             return None
         if isinstance(action, Summarize):
-            start = None
-            if action.upto is not None:
-                found = [i for i, m in enumerate(s.conversation.messages()) if m.id == action.upto]
-                if not found:
-                    raise SessionError(
-                        f"strategy {self.strategy.name}: Summarize(upto={action.upto!r}) names no message"
-                    )
-                start = found[0]
-            made: Preview | None = layer2.plan(s, provider, start, action.instructions)
+            made: Preview | None = summary_plan(s, provider, action, self.strategy.name)
         elif isinstance(action, Drop):
             said: list[RunEvent] = []
             made = drop_plan(self._ask(self._view("manual", s.estimate()), provider, said.append), action)
@@ -392,7 +394,7 @@ class ContextHost:
     def _act(
         self, trigger: Trigger, estimate: int, provider: Provider | None, emit: Emit, review: Review | None
     ) -> object | None:
-        v = self._view(trigger, estimate, live=True)
+        v = self._view(trigger, estimate, live=True, provider=provider)
         action = self._checked(v)
         if isinstance(action, Keep):
             return None  # the common answer: nothing to build for it
@@ -414,10 +416,16 @@ class ContextHost:
     def _ask(self, v: View, provider: Provider | None, emit: Emit, review: Review | None = None) -> Ask:
         return Ask(self.shared, self.spiller, self.strategy, v, provider, emit, review)
 
-    def _view(self, trigger: Trigger, estimate: int, *, live: bool = False) -> View:
+    def _view(
+        self, trigger: Trigger, estimate: int, *, live: bool = False, provider: Provider | None = None
+    ) -> View:
         # Only a strategy that asks the provider to compact is shown where the provider did.
-        server = pending(self.shared, trigger, live=live) if self.strategy.server_context else None
-        return view(self.shared, trigger, estimate, pins=self._pins(), server_compaction=server)
+        if not self.strategy.server_context:
+            return view(self.shared, trigger, estimate, pins=self._pins())
+        at, compacts = server_side(self.shared, trigger, live=live, provider=provider)
+        return view(
+            self.shared, trigger, estimate, pins=self._pins(), server_compaction=at, server_compacts=compacts
+        )
 
     def _pins(self) -> tuple[str, ...]:
         return tuple(self.pins()) if self.pins is not None else ()

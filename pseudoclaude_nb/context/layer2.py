@@ -67,6 +67,22 @@ def _plan(
     head, tail = messages[:start], messages[start:]
     summary, error, spent = _summarize(state, provider, head, instructions)
     new = compacted(summary, tail) if summary is not None else None
+    return planned(state, messages, start, before, summary, new, error, spent)
+
+
+def planned(
+    state: SharedState,
+    messages: list[Message],
+    start: int,
+    before: int,
+    summary: str | None,
+    new: list[Message] | None,
+    error: str | None,
+    spent: tuple[tuple[str | None, Usage], ...],
+) -> Plan:
+    """The plan of replacing ``messages[:start]`` (``new`` holds what stands for them and the
+    tail), unless it frees less than ``MIN_FREED``: any planner's (ours, or the provider's
+    on-demand compaction: ``on_demand``)."""
     after = before
     if new is not None:
         after = state.estimate_of(new)
@@ -74,6 +90,7 @@ def _plan(
         if freed < MIN_FREED:
             error, new = f"it would free only {freed:.0%} of the context (needs {MIN_FREED:.0%})", None
             after = before
+    head, tail = messages[:start], messages[start:]
     return Plan(
         messages,
         start,
@@ -111,6 +128,21 @@ def compact(
         before = state.estimate_of(messages)
     emit(CompactStarted(trigger, before))
     p = _plan(state, provider, messages, before, start, instructions)
+    return settle(state, p, trigger, emit, review, strategy=strategy)
+
+
+def settle(
+    state: SharedState,
+    p: Plan,
+    trigger: str,
+    emit: Emit,
+    review: Review | None = None,
+    *,
+    strategy: str | None = None,
+) -> Compacted:
+    """A plan put to the person (with ``review``) and committed, edited or rejected as they say;
+    any planner's (ours, or the provider's on-demand compaction: ``on_demand``). ``strategy``:
+    whose action it is (the replace marker names it)."""
     if review is not None and p.new is not None and p.summary is not None:
         decision = review.decide(proposal(p, trigger), emit)
         if decision.action == "reject":

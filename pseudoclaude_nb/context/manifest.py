@@ -69,7 +69,7 @@ class Manifest:
     window_source: str | None = None
     strategy: str | None = None
     marks: Marks = ()  # the strategy's lines (Layer 2, or rollover's three limits)
-    strategy_view: dict[str, Any] = field(default_factory=dict)  # ContextStrategy.describe()
+    strategy_view: dict[str, Any] = field(default_factory=dict)  # Strategy.describe(view)
     session_id: str | None = None
     memory_policy: str | None = None
     user_tools: list[str] = field(default_factory=list)
@@ -78,6 +78,9 @@ class Manifest:
     notebook_block_overhead: int | None = None
     notebook_left_out: int = 0
     notebook_skipped: int = 0
+    # Provider variables a workspace .env gives the package's providers (never os.environ):
+    # name -> the .env's path (issue 41).
+    from_dotenv: dict[str, str] = field(default_factory=dict)
     # A session's: the breaker, what the context layer did, cost and cache (issue 31).
     breaker: str | None = None
     breaker_failures: int | None = None
@@ -127,6 +130,7 @@ _NEXT_ONLY = frozenset(
         "notebook_cells",
         "notebook_left_out",
         "notebook_skipped",
+        "from_dotenv",
     }
 )
 _WHEN_SET = frozenset(

@@ -19,12 +19,40 @@ from typing import Protocol
 from .. import safeio
 from ..errors import ConfigError
 from ..messages import Message, new_id
+from ..prompt import pins_section
 from ..session.entries import MessageEntry, Pin, PinEntry, UnpinEntry, parse_line
 from ..workspace import LOG_NAME
+from .estimate import estimate_text
 
 # A pin is sent with every request: a runaway one must not eat the window. A longer text
 # belongs in a file, with a pin that says to read it.
 PIN_MAX_BYTES = 20_000
+# Their total, as a share of the window (issue 41; %config PseudoClaude.pins_max_share): twelve
+# pins of 19 KB took 65,000 tokens of a 50,000-token window, and compaction cannot shrink pins.
+PINS_MAX_SHARE = 0.25
+# What to do about too many pins, said by the refusal and by the notice before a run.
+_ADVICE = (
+    "every request carries the pins and compaction cannot shrink them: unpin some (%context pins, "
+    "then %context unpin N), or put the text in a file and pin an instruction to read it"
+)
+
+
+def pins_tokens(texts: list[str]) -> int:
+    """The pins' section as the model gets it (its heading too), as ``%context`` counts it."""
+    return estimate_text(pins_section(texts)) if texts else 0
+
+
+def pins_notice(texts: list[str], window: int, share: float, source: str | None = None) -> str | None:
+    """A run's notice before its first request when the pins in force take more than ``share``
+    of its ``window`` (a window learned smaller than the one they were pinned under); else None."""
+    tokens = pins_tokens(texts)
+    if window <= 0 or tokens <= window * share:
+        return None
+    where = f" ({source})" if source else ""
+    return (
+        f"the pins in force take ~{tokens:,} tokens, {tokens / window:.0%} of the {window:,}-token "
+        f"window{where}, over the {share:.0%} pins may take (%config PseudoClaude.pins_max_share); " + _ADVICE
+    )
 
 
 class PinWriter(Protocol):
@@ -70,8 +98,12 @@ class Pins:
 
     # --- changes -------------------------------------------------------------------------------
 
-    def add(self, text: str) -> int:
-        """Pin ``text`` as it is; its number (1-based). Written at once when there is a session."""
+    def add(self, text: str, *, window: int = 0, share: float = PINS_MAX_SHARE) -> int:
+        """Pin ``text`` as it is; its number (1-based). Written at once when there is a session.
+
+        ``window``: the window the pins' total may take ``share`` of (0: not checked); a pin
+        past it is refused with the figures (``ConfigError``) and nothing is written.
+        """
         if not text.strip():
             raise ConfigError("nothing to pin: give the text, e.g. %context pin use pnpm, never npm")
         size = len(text.encode("utf-8", errors="surrogatepass"))
@@ -80,6 +112,14 @@ class Pins:
                 f"this pin is {size:,} bytes; a pin is sent with every request, so the limit is "
                 f"{PIN_MAX_BYTES:,}. Put the text in a file and pin an instruction to read it"
             )
+        if window > 0:
+            total, cap = pins_tokens([*self.texts(), text]), int(window * share)
+            if total > cap:
+                raise ConfigError(
+                    f"pin refused: with it the pins would take ~{total:,} tokens, {total / window:.0%} "
+                    f"of the {window:,}-token window; pins may take {share:.0%} of it (~{cap:,} tokens, "
+                    f"%config PseudoClaude.pins_max_share = {share:g}); " + _ADVICE
+                )
         pin = Pin(new_id(), text, time.time())
         if self._writer is None:
             self._held.append(pin)

@@ -9,7 +9,9 @@ Each is a pure policy: it reads the ``View`` and answers an action; the host app
   a fresh window (``Handoff``); declares ``new_context`` and ``search_history`` and the
   guidance section.
 - ``Api`` (``--strategy api``): the provider compacts (``server_context``); when an answer
-  carries its compaction, the conversation follows it (``ServerCompacted``).
+  carries its compaction, the conversation follows it (``ServerCompacted``). ``%compact`` and a
+  window the provider no longer compacts on its own (it began with the provider's on-demand
+  compaction) ask the provider's on-demand compaction (``Summarize(native=True)``, issue 43).
 
 All three answer ``%compact`` (``manual``) with a summary, as ``%compact`` always did.
 
@@ -72,7 +74,13 @@ class Api(Strategy):
     def decide(self, view: View) -> Action:
         if view.trigger in ("before", "answer") and view.server_compaction is not None:
             return ServerCompacted(view.server_compaction)
-        if view.trigger in ("too_long", "manual"):
+        if view.trigger == "manual":
+            return Summarize(native=True)  # the provider's on-demand compaction, where it has one
+        if view.trigger == "before" and not view.server_compacts and view.estimate >= view.threshold:
+            # The window began with the provider's on-demand compaction, beside which it takes no
+            # compaction at the line: ask for another one on demand here.
+            return Summarize(native=True)
+        if view.trigger == "too_long":
             # Too long before the provider's own compaction could run (a trigger above what the
             # window holds): our summary once, as under compact.
             return Summarize()

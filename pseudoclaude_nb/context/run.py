@@ -32,6 +32,12 @@ class RunContext(Protocol):
         """Whether the run already offers the model a hand-off (``new_context``)."""
         ...
 
+    @property
+    def key(self) -> str:
+        """The setting the current strategy came from ('' without a context): a provider's
+        stored state follows it (``Request.thread``: a switch starts a new chain)."""
+        ...
+
     def estimate(self) -> int: ...
 
     def before_step(self, provider: Provider, emit: Emit, review: Review | None = None) -> None: ...
@@ -63,6 +69,10 @@ class _NoContext:
     @property
     def offers_handoff(self) -> bool:
         return False
+
+    @property
+    def key(self) -> str:
+        return ""
 
     def estimate(self) -> int:
         return 0

@@ -75,6 +75,12 @@ class SharedState:
         self.pending_batch: list[str] = []  # call ids of the last tool batch, not yet checked together
         self.system = ""
         self.tools: list[dict[str, Any]] = []
+        # The estimate of the system prompt and tool schemas the anchor's request carried
+        # (issue 41): a pin added since is a system section the next request carries and the
+        # provider's figure lacks. None: not known yet (an anchor restored from a log), taken
+        # as the first system configured.
+        self.anchor_head: int | None = None
+        self._head: tuple[str, list[dict[str, Any]], int] = ("", self.tools, 0)  # (system, tools, tokens)
         self.breaker_noted = False  # said once per run that the breaker skips Layer 2
         # Huge results a full disk kept from their spill files: call id -> (tool, the full
         # result). The conversation holds a bounded stand-in until Layer 1 writes them.
@@ -113,6 +119,7 @@ class SharedState:
     def restore(self, loaded: LoadResult) -> None:
         """Rebuild anchor, ledger, breaker and counters from a log."""
         self.anchor = loaded.usage_anchor
+        self.anchor_head = None
         in_full = {
             m.tool_result.call_id
             for m in loaded.messages
@@ -144,18 +151,39 @@ class SharedState:
             self._digits = value
             self.calibration.reset()
             self.observed = None
+            self._head, self.anchor_head = ("", [], 0), None  # the head's figure was in other units too
 
     def estimate(self) -> int:
         """Tokens of the next request: the provider's last figure plus what came after."""
         length = len(self.conversation)
         if self.anchor is not None and self.anchor[1] <= length:
             tokens, at = self.anchor
-            return tokens + self.calibrated(
-                _estimate.estimate_tokens(self.conversation.since(at), digits=self.digits)
+            return (
+                tokens
+                + self.head_drift()
+                + self.calibrated(_estimate.estimate_tokens(self.conversation.since(at), digits=self.digits))
             )
         self.reset_anchor(self.conversation.messages())
         assert self.anchor is not None
         return self.anchor[0]
+
+    def head_tokens(self) -> int:
+        """The estimate of the system prompt and tool schemas in force; made again only when
+        they change (per step it is a cached figure)."""
+        system, tools, tokens = self._head
+        if system is not self.system or tools is not self.tools:
+            tokens = estimate_request(self.system, [], self.tools, digits=self.digits)
+            self._head = (self.system, self.tools, tokens)
+        return tokens
+
+    def head_drift(self) -> int:
+        """How much the system prompt and tools grew (pins added) or shrank since the anchor's request."""
+        if not self.system:
+            return 0  # not configured yet (a session restored, no run or %context since)
+        head = self.head_tokens()
+        if self.anchor_head is None:
+            self.anchor_head = head  # a restored anchor: measured with the prompt first configured
+        return head - self.anchor_head
 
     def estimate_of(self, messages: list[Message]) -> int:
         """A fresh (seed-ratio) estimate of a request holding ``messages``."""
@@ -176,6 +204,7 @@ class SharedState:
             else:
                 self._calibrate(tokens, length)
             self.anchor = (tokens + missing, length)
+            self.anchor_head = self.head_tokens()
 
     def tools_tokens(self, tools: list[dict[str, Any]]) -> int:
         return estimate_request("", [], tools)
@@ -207,6 +236,7 @@ class SharedState:
         """After a replace: the anchor is the estimate of the new messages."""
         self.observed = None  # estimated, not reported: no sample against it
         self.anchor = (self.calibrated(self.estimate_of(messages)), len(messages))
+        self.anchor_head = self.head_tokens()
 
     def replace_or_keep(
         self, reason: str, old: list[Message], new: list[Message], **marker: Any
@@ -273,11 +303,25 @@ class SharedState:
         length = len(self.conversation)
         if self.anchor is not None and self.anchor[1] <= length:
             tokens, at = self.anchor
-            return tokens + self.calibrated(
-                _estimate.estimate_tokens(self.conversation.since(at), digits=self.digits)
+            return (
+                tokens
+                + self._drift_for(system, tools)
+                + self.calibrated(_estimate.estimate_tokens(self.conversation.since(at), digits=self.digits))
             )
         messages = self.conversation.messages()
         return self.calibrated(estimate_request(system, messages, tools, digits=self.digits))
+
+    def _drift_for(self, system: str, tools: list[dict[str, Any]]) -> int:
+        """``head_drift`` for a request with ``system`` and ``tools`` (pins added since the anchor's
+        request are in it, issue 41), changing nothing: an anchor whose head is not known yet is
+        taken as measured with this one, as the next run would take it."""
+        if not system:
+            return 0
+        if system is self.system and tools is self.tools:
+            head = self.head_tokens()
+        else:
+            head = estimate_request(system, [], tools, digits=self.digits)
+        return head - (self.anchor_head if self.anchor_head is not None else head)
 
     def forget_anchor(self) -> None:
         """The last usage measured messages that are gone (an edit, a repair): estimate afresh."""

@@ -36,6 +36,7 @@ def view(
     *,
     pins: tuple[str, ...] = (),
     server_compaction: str | None = None,
+    server_compacts: bool = False,
     settings: CompactSettings | None = None,
 ) -> View:
     """The view of ``state`` for ``trigger`` (``settings``: a plan's, instead of the state's)."""
@@ -52,6 +53,7 @@ def view(
         render_handoff(s.handoff.handoff) if s.handoff is not None else None,
         frozenset(s.notes),
         server_compaction,
+        server_compacts,
         s.compactions,
         s.rollovers,
         s.breaker.open,

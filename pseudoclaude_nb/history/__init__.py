@@ -47,7 +47,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
 
 from .. import safeio
-from ..errors import SessionError
+from ..errors import IndexBusy, SessionError
 from ..workspace import LOG_NAME, STATE_DIR, ensure_state_dir, sessions_dir
 from .backlog import Backlog, Lag, lag
 from .file import (
@@ -57,6 +57,7 @@ from .file import (
     connect,
     delete_aside,
     delete_files,
+    is_busy,
     is_corrupt,
     read_offsets,
     set_aside,
@@ -112,6 +113,7 @@ class HistoryIndex:
         self.background = background
         self._backlog = Backlog(lambda folder: self.catch_up(folder))  # late bound: catch_up may be wrapped
         self._deferred: list[str] = []  # notices of the background indexer, said by the next flush
+        self._busy: set[str] = set()  # sessions whose catch-up met another kernel's write (issue 41)
 
     @property
     def _indexer(self) -> Indexer:
@@ -158,7 +160,7 @@ class HistoryIndex:
         """
         self._backlog.drain()
         deferred, self._deferred = self._deferred, []
-        for text in deferred:
+        for text in [*deferred, *self._still_behind()]:
             self._notice(text)
 
     def ready(self) -> None:
@@ -181,7 +183,23 @@ class HistoryIndex:
         deferred, self._deferred = self._deferred, []
         kept = list(self.notices)
         self.notices.clear()
-        return kept + deferred
+        return kept + deferred + self._still_behind()
+
+    def _still_behind(self) -> list[str]:
+        """One notice for the sessions a busy index left behind and that are still behind now
+        (another kernel may have indexed them since): none when nothing is."""
+        if not self._busy:
+            return []
+        busy, self._busy = self._busy, set()
+        behind = sorted(busy & self.lag().keys())
+        if not behind:
+            return []
+        names = ", ".join(behind[:3]) + (f" and {len(behind) - 3} more" if len(behind) > 3 else "")
+        return [
+            f"the history index was busy (another kernel in this folder was writing it), so the "
+            f"latest entries of {names} are not indexed yet; nothing is lost: the next search or "
+            "run reads them from the log"
+        ]
 
     def lag(self, *, count: int = 1 << 62, sizes: dict[str, int] | None = None) -> dict[str, Lag]:
         """Sessions whose log holds entries the index has not consumed yet (empty: all indexed),
@@ -252,6 +270,11 @@ class HistoryIndex:
             return 0  # said once, when it was found out
         try:
             return self._run(lambda con: self._indexer.consume(con, Path(session_dir)))
+        except IndexBusy:
+            # Another kernel is writing: the next catch-up reads on from the committed offset,
+            # so nothing is lost. Said when notices are taken, and only if still behind then.
+            self._busy.add(Path(session_dir).name)
+            return 0
         except Exception as exc:  # noqa: BLE001 - derived data: report, never fail the caller
             self._notice(f"history index not updated for {Path(session_dir).name}: {exc}")
             return 0
@@ -371,6 +394,11 @@ class HistoryIndex:
                 try:
                     return fn(self._open())
                 except sqlite3.Error as exc:
+                    if is_busy(exc):  # issue 41: another kernel's write, not a broken file
+                        raise IndexBusy(
+                            f"the history index {self.path.name} is busy: another kernel in this "
+                            "folder is writing it; nothing is lost, try again in a moment"
+                        ) from exc
                     if attempt == 2 or not is_corrupt(exc):
                         raise SessionError(
                             f"history index {self.path} failed: {exc}; run %sessions reindex to rebuild it"

@@ -176,6 +176,14 @@ def _exists(name: str, dfd: int) -> bool:
     return True
 
 
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Another connection holds the lock past the busy timeout: a second kernel's write."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if code is not None:
+        return code & 0xFF in (5, 6)  # SQLITE_BUSY, SQLITE_LOCKED
+    return "database is locked" in str(exc) or "database table is locked" in str(exc)
+
+
 def is_corrupt(exc: sqlite3.Error) -> bool:
     code = getattr(exc, "sqlite_errorcode", None)
     if code is not None:

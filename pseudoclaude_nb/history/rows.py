@@ -18,6 +18,7 @@ from typing import Any
 import orjson
 
 from .. import safeio
+from ..provider_blocks import readable_text
 from ..session.entries import MessageEntry, SpillEntry, parse_line
 from ..workspace import LOG_NAME, SPILL_DIR
 from .schema import KIND
@@ -64,6 +65,12 @@ def message_parts(data: dict[str, Any]) -> list[Part]:
     result = data.get("tool_result")
     if isinstance(result, dict) and isinstance(result.get("content"), str):
         out.append(Part(KIND["tool_result"], 0, result["content"], result.get("call_id")))
+    for k, r in enumerate(data.get("reasoning") or ()):
+        # issue 41: a provider's compaction (--strategy api) is searchable by its readable summary
+        if isinstance(r, dict) and r.get("kind") == "compaction":
+            summary = readable_text(r.get("data") if isinstance(r.get("data"), str) else None)
+            if summary is not None:
+                out.append(Part(KIND["text"], 1 + k, summary))
     return out
 
 

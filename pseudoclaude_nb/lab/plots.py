@@ -4,6 +4,10 @@ Each function draws one figure from a ``LabReport`` and returns it; ``display(fi
 (after ``%matplotlib inline``). The figures are not pyplot's: no backend shows them on its
 own, so a cell shows each exactly once, where it says so. matplotlib is imported only here,
 so the lab itself (and the CLI) runs without it.
+
+A saved PNG cannot follow the notebook's theme, so each figure reads on light and dark alike
+(``_finish``): no background of its own, text and axes in the grey the widgets' pictures use,
+mid-tone lines, and the legend beside the axes, never over a line.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import logging
 from typing import Any
 
 from ..errors import ConfigError
+from ..widgets.picture import PICTURE_TEXT
 from .experiments import LabReport
 from .run import NONE
 
@@ -30,8 +35,24 @@ def _figure() -> tuple[Any, Any]:
             "the tables need nothing more (python -m pseudoclaude_nb lab)"
         )
     figure: Any = importlib.import_module("matplotlib.figure")
-    fig = figure.Figure(figsize=(8, 3.6))
+    fig = figure.Figure(figsize=(9, 3.6))  # room for the legend beside the axes
     return fig, fig.subplots()
+
+
+def _finish(fig: Any, ax: Any) -> Any:
+    """Transparent, grey text and axes, the legend outside the axes on the right."""
+    fig.patch.set_alpha(0)
+    ax.set_facecolor("none")
+    for spine in ax.spines.values():
+        spine.set_color(PICTURE_TEXT)
+    ax.tick_params(colors=PICTURE_TEXT, which="both")
+    for text in (ax.xaxis.label, ax.yaxis.label, ax.title):
+        text.set_color(PICTURE_TEXT)
+    legend = ax.legend(frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8)
+    for text in legend.get_texts():
+        text.set_color(PICTURE_TEXT)
+    fig.tight_layout()
+    return fig
 
 
 def context_curves(report: LabReport) -> Any:
@@ -41,9 +62,7 @@ def context_curves(report: LabReport) -> Any:
         if not r.arm.pins:
             ax.plot(range(1, len(r.per_step) + 1), r.per_step, label=r.arm.label, linewidth=1.4)
     ax.set(xlabel="agent request", ylabel="prompt tokens", title="Context per request, one task per arm")
-    ax.legend(frameon=False)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax)
 
 
 def costs(report: LabReport) -> Any:
@@ -53,11 +72,10 @@ def costs(report: LabReport) -> Any:
     xs = range(len(results))
     ax.bar([x - 0.2 for x in xs], [r.dollars_uncached for r in results], 0.4, label="no caching")
     ax.bar([x + 0.2 for x in xs], [r.dollars for r in results], 0.4, label="prompt caching")
-    ax.set_xticks(list(xs), [r.arm.label for r in results])
+    # "compact\n(60K window)": four labels side by side never run into each other.
+    ax.set_xticks(list(xs), [r.arm.label.replace(" (", "\n(", 1) for r in results])
     ax.set(ylabel=f"dollars ({report.price_model})", title="What the task cost")
-    ax.legend(frameon=False)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax)
 
 
 def sweep(report: LabReport, name: str = "rollover") -> Any:
@@ -87,9 +105,7 @@ def sweep(report: LabReport, name: str = "rollover") -> Any:
     ax.minorticks_off()
     ax.set(xlabel="task length (agent steps of the unmanaged run)", ylabel=f"{name} ÷ none")
     ax.set_title(f"Where {name} pays: below the line")
-    ax.legend(frameon=False, fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax)
 
 
 def drift(report: LabReport) -> Any:
@@ -114,6 +130,4 @@ def drift(report: LabReport) -> Any:
     ax.set_xticks(list(generations), [str(g) for g in generations])
     ax.set(xlabel="replace (summary or handoff)", ylabel="% of the spec in context", ylim=(-5, 105))
     ax.set_title("Drift of the original spec")
-    ax.legend(frameon=False)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax)

@@ -1,12 +1,17 @@
-"""The lab's tables, as Markdown (they read in a terminal, a notebook and the docs alike).
+"""The lab's tables: each a ``Table`` headed by what it measured (the task, the window, the arms,
+the prices), shown as an HTML table in a notebook and as Markdown in a terminal and the docs.
 
 Pure functions of a ``LabReport``: no run, no I/O. ``break_even`` is the sweep's answer to
-the first open question, ``render`` the whole report.
+the first open question, ``render`` the whole report. Every table is built from the report's
+arms, whatever they are (a strategy of the registry, or one of the person's own).
 """
 
 from __future__ import annotations
 
+import html
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from ..cost import money
 from .experiments import LabReport
@@ -27,11 +32,62 @@ def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     return "\n".join([line(cells[0]), rule, *(line(r) for r in cells[1:])])
 
 
+@dataclass(frozen=True)
+class Table:
+    """One table of the lab: ``caption`` says what was measured, so two tables never seem to
+    disagree (a fact kept in a 60K window and lost in a 20K one are both true)."""
+
+    caption: str
+    headers: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    @classmethod
+    def of(cls, caption: str, headers: Sequence[object], rows: Sequence[Sequence[object]]) -> Table:
+        return cls(caption, tuple(str(h) for h in headers), tuple(tuple(str(c) for c in r) for r in rows))
+
+    def markdown(self) -> str:
+        return table(self.headers, self.rows)
+
+    def __str__(self) -> str:
+        return f"{self.caption}\n\n{self.markdown()}"
+
+    def html(self) -> str:
+        """The table as HTML a sanitizer keeps (no ``<style>``): one row per line, numbers right."""
+        cell = "padding:2px 6px;white-space:nowrap;"  # a row never wraps; a heading may
+        head = "".join(
+            f"<th style='padding:2px 6px;vertical-align:bottom;text-align:{'left' if i == 0 else 'right'}'>"
+            f"{html.escape(h)}</th>"
+            for i, h in enumerate(self.headers)
+        )
+        body = "".join(
+            "<tr>"
+            + "".join(
+                f"<td style='{cell}text-align:{'left' if i == 0 else 'right'}'>{html.escape(c)}</td>"
+                for i, c in enumerate(row)
+            )
+            + "</tr>"
+            for row in self.rows
+        )
+        return (
+            "<div class='pc-lab-table' style='overflow-x:auto'><table style='border-collapse:collapse;font-size:90%'>"
+            f"<caption style='text-align:left;caption-side:top;padding:2px 0'>{html.escape(self.caption)}</caption>"
+            f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table></div>"
+        )
+
+    def _repr_mimebundle_(self, **_: Any) -> dict[str, str]:
+        return {"text/html": self.html(), "text/plain": str(self)}
+
+
+def _arms(results: Sequence[ArmResult]) -> str:
+    return ", ".join(dict.fromkeys(r.arm.name for r in results))
+
+
 def _kept(r: ArmResult) -> str:
     return f"{sum(r.kept.values())}/{len(r.kept)}"
 
 
-def side_by_side(report: LabReport) -> str:
+def side_by_side(report: LabReport) -> Table:
+    s = report.sizes
     rows = []
     for r in report.side_by_side:
         if r.arm.pins:
@@ -52,7 +108,9 @@ def side_by_side(report: LabReport) -> str:
                 _kept(pinned) if pinned is not None else "–",
             ]
         )
-    return table(
+    return Table.of(
+        f"One task of {s.modules} modules, each arm ({_arms(report.side_by_side)}); the managed arms in a "
+        f"{s.window // 1000}K window, none in one the task never fills; priced as {report.price_model}.",
         [
             "arm",
             "requests",
@@ -70,13 +128,19 @@ def side_by_side(report: LabReport) -> str:
     )
 
 
-def facts(report: LabReport) -> str:
+def facts(report: LabReport) -> Table:
     """Which must-keep fact each arm's final context holds (✓) or lost (–)."""
+    s = report.sizes
     results = [r for r in report.side_by_side if r.arm.name != NONE or not r.arm.pins]
     headers = ["fact", *(_short(r) for r in results)]
     stated = [f for f in MUST_KEEP if any(f.key in r.kept for r in results)]
     rows = [[f"{f.kind}: {f.needle}", *("✓" if r.kept.get(f.key) else "–" for r in results)] for f in stated]
-    return table(headers, rows)
+    return Table.of(
+        f"Must-keep facts in the final context (✓ kept, – lost) of the side-by-side runs: {s.modules} "
+        f"modules, the managed arms in a {s.window // 1000}K window, without and with the spec pinned.",
+        headers,
+        rows,
+    )
 
 
 def _short(r: ArmResult) -> str:
@@ -88,7 +152,7 @@ def _sweep_cell(r: ArmResult, base: ArmResult, cached: bool) -> str:
     return f"{ours / theirs:.2f}× ({r.replace_count})" if theirs else "–"
 
 
-def sweep(report: LabReport, *, cached: bool = True) -> str:
+def sweep(report: LabReport, *, cached: bool = True) -> Table:
     """Each arm's cost over ``none``'s for the same task (replaces in brackets)."""
     windows = sorted({r.arm.window for r in report.sweep if r.arm.name != NONE})
     managed = [n for n in report.arms if n != NONE]
@@ -104,7 +168,17 @@ def sweep(report: LabReport, *, cached: bool = True) -> str:
                 )
                 cells.append(_sweep_cell(r, base, cached))
         rows.append(cells)
-    return table(headers, rows)
+    return Table.of(
+        f"Each arm's cost over none's for the same task, {'with' if cached else 'without'} prompt "
+        f"caching (replaces in brackets), in {_windows(windows)} windows; priced as {report.price_model}.",
+        headers,
+        rows,
+    )
+
+
+def _windows(windows: Sequence[int]) -> str:
+    shown = [f"{w // 1000}K" for w in windows]
+    return " and ".join(shown) if len(shown) < 3 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
 def break_even(
@@ -146,14 +220,15 @@ def first_replace(report: LabReport, name: str, window: int) -> int | None:
     return runs[-1].replaced_at[0] if runs and runs[-1].replaced_at else None
 
 
-def break_even_table(report: LabReport, name: str = "rollover") -> str:
+def break_even_table(report: LabReport, name: str = "rollover") -> Table:
     """Per window: when ``name`` first replaces, and from which swept length it pays."""
     against = [a for a in (NONE, "compact") if a in report.arms and a != name]
     headers = ["window", f"first {name} at step"]
     headers += [f"≤ {a}, {'caching' if c else 'no caching'}" for a in against for c in (True, False)]
     found = {(a, c): break_even(report, name, against=a, cached=c) for a in against for c in (True, False)}
     rows = []
-    for w in sorted({r.arm.window for r in report.sweep if r.arm.name == name}):
+    windows = sorted({r.arm.window for r in report.sweep if r.arm.name == name})
+    for w in windows:
         first = first_replace(report, name, w)
         cells: list[object] = [f"{w // 1000}K", first if first is not None else "none in the sweep"]
         for a in against:
@@ -164,30 +239,36 @@ def break_even_table(report: LabReport, name: str = "rollover") -> str:
                 )
                 cells.append(f"from {modules} modules ({steps} steps)" if modules is not None else "never")
         rows.append(cells)
-    return table(headers, rows)
+    return Table.of(
+        f"Where {name} starts to pay, in {_windows(windows)} windows: the shortest swept task from which "
+        f"it costs no more than {' or '.join(against)} at every longer length; priced as {report.price_model}.",
+        headers,
+        rows,
+    )
 
 
-def drift(report: LabReport) -> str:
+def drift(report: LabReport) -> Table:
     """The share of the spec the context holds after each replace, per drift arm."""
-    generations = report.sizes.drift_generations
+    s = report.sizes
+    generations = s.drift_generations
     headers = ["after replace", *(_short(r) for r in report.drift)]
     rows = []
     for g in range(generations):
         rows.append([g + 1, *(f"{r.drift[g]:.0%}" if g < len(r.drift) else "–" for r in report.drift)])
     rows.append(["replaces in all", *(r.replace_count for r in report.drift)])
     rows.append(["facts kept at the end", *(_kept(r) for r in report.drift)])
-    return table(headers, rows)
+    return Table.of(
+        f"The spec's share of the context after each replace: {s.drift_modules} modules, each arm "
+        f"({_arms(report.drift)}) in a {s.drift_window // 1000}K window, without and with the spec pinned.",
+        headers,
+        rows,
+    )
 
 
 def _break_even_block(report: LabReport) -> list[str]:
     if "rollover" not in report.arms:
         return []
-    return [
-        "Where rollover starts to pay: the shortest swept task from which it costs no more than "
-        "the other arm at every longer length (below it, rollover does not pay):",
-        "",
-        break_even_table(report),
-    ]
+    return [str(break_even_table(report))]
 
 
 def render(report: LabReport) -> str:
@@ -200,24 +281,20 @@ def render(report: LabReport) -> str:
         "",
         f"## Side by side: {s.modules} modules, managed arms in a {s.window // 1000}K window",
         "",
-        side_by_side(report),
+        str(side_by_side(report)),
         "",
-        "Facts kept in the final context (✓), without and with the spec pinned:",
+        str(facts(report)),
         "",
-        facts(report),
+        "## Sweep: cost over none's, with and without prompt caching",
         "",
-        "## Sweep: cost over none's, with prompt caching (replaces in brackets)",
+        str(sweep(report, cached=True)),
         "",
-        sweep(report, cached=True),
-        "",
-        "The same runs without prompt caching:",
-        "",
-        sweep(report, cached=False),
+        str(sweep(report, cached=False)),
         "",
         *_break_even_block(report),
         "",
         f"## Drift: {s.drift_modules} modules in a {s.drift_window // 1000}K window, the spec's share after each replace",
         "",
-        drift(report),
+        str(drift(report)),
     ]
     return "\n".join(parts) + "\n"

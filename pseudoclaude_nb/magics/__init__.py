@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from .python_exec import python_executor
     from .session_host import SessionHost
     from .sessions import SessionMagics
+    from .studio import StudioMagics
 
 
 @dataclass
@@ -62,7 +63,7 @@ def current_agent(shell: Any) -> Agent:
             loaded.settings,
             notebook_file=loaded.notebook_file,
             python_executor=python_executor(shell),
-            notebook=IPythonNotebook(shell, loaded.store),
+            notebook=IPythonNotebook(shell, loaded.store, deferred.magic_names),
         )
         if loaded.host is not None:
             # What %sessions did before the agent existed: its history index's backlog and
@@ -132,6 +133,8 @@ def unregister(shell: Any) -> None:
             loaded.host.close()  # a pending resume's lock, the host's own history index
         if loaded.agent is not None:
             loaded.agent.close()
+            if isinstance(loaded.agent.notebook, IPythonNotebook):
+                loaded.agent.notebook.close()  # the live document's connection
         shell.configurables[:] = [c for c in shell.configurables if c is not loaded.settings]
     # The providers' kept HTTP clients (atexit closes them at kernel exit too); none were made
     # if no run ever imported the module.
@@ -152,6 +155,7 @@ __all__ = [
     "McpMagics",
     "MemoryMagics",
     "SessionMagics",
+    "StudioMagics",
     "current_agent",
     "python_executor",
     "sessions_of",
@@ -170,5 +174,6 @@ __getattr__, __dir__ = exports(
         ".memory": ("MemoryMagics",),
         ".python_exec": ("python_executor",),
         ".sessions": ("SessionMagics",),
+        ".studio": ("StudioMagics",),
     },
 )

@@ -17,7 +17,9 @@ from ..providers.demo_script import DEMO_PROMPT
 from ..run_marker import RunMarker
 from ..widgets.confirm import notebook_ask
 from .args import parse
+from .notebook import IPythonNotebook
 from .render import in_notebook, memory_outcome, renderer_for
+from .studio import studio_listeners
 from .tables import Column, Note, Table, emit
 
 DEMO_PLAYS_A_SCRIPT = (
@@ -132,7 +134,7 @@ class AgentMagics(Magics):
                 prompt,
                 new=args.new,
                 session_id=args.session,
-                listeners=[renderer, marker],
+                listeners=[renderer, marker, *studio_listeners(self.shell)],
                 provider=args.provider,
                 model=args.model,
                 strategy=args.strategy,
@@ -153,6 +155,8 @@ class AgentMagics(Magics):
             raise UsageError(str(exc)) from None
         finally:
             self._agent.skip_counts = frozenset()
+            if isinstance(self._agent.notebook, IPythonNotebook):
+                self._agent.notebook.finish_run()  # numbering after the cells the run ran
         memory_outcome(self._agent, renderer)
 
 

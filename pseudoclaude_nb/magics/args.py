@@ -63,3 +63,15 @@ def unknown(what: str, word: str, choices: Sequence[str], *, usage: str = "") ->
     hint = f"did you mean {near[0]!r}? " if near else ""
     tail = f"\n{usage}" if usage else ""
     return UsageError(f"unknown {what} {word!r}; {hint}use one of: {', '.join(choices)}{tail}")
+
+
+def expand_variables(shell: Any, line: str) -> str:
+    """``line`` with ``{x}`` and ``$x`` expanded from the notebook's namespace, as IPython does
+    for a magic that does not opt out (``InteractiveShell.var_expand``): for the parts of a
+    ``@no_var_expand`` magic that were never free text (``%sessions resume {original}``)."""
+    from IPython.utils.text import DollarFormatter
+
+    try:
+        return DollarFormatter().vformat(line, args=[], kwargs=dict(shell.user_ns))
+    except Exception:  # noqa: BLE001 - IPython keeps a line it cannot format as it is; so does this
+        return line

@@ -117,5 +117,7 @@ def undone_text(done: Undone) -> str:
     )
     return (
         f"undid the {what} of {when}: ~{done.before_tokens:,} → ~{done.after_tokens:,} tokens "
-        f"({plural(done.restored, 'message')} restored{dropped})"
+        f"({plural(done.restored, 'message')} restored{dropped}); the log keeps the undone "
+        f"{'summary' if what == 'compaction' else 'handoff'}'s bytes (it is append-only: an undo "
+        "adds a replace and deletes nothing)"
     )

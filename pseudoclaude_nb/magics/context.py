@@ -6,17 +6,17 @@ import argparse
 import html
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..agent import Agent
 from ..context.manifest import Manifest
 from ..context.plan import DropPlan, Preview
+from ..cost import SESSION_HIT, ratio_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from ..widgets.theme import BRAND, FG2
@@ -73,6 +73,7 @@ def manifest_html(m: Manifest, *, title: str) -> str:
         + "".join(
             f"<div class='pc-cost' style='font-size:85%'>{html.escape(row)}</div>" for row in cost_rows(m)
         )
+        + "".join(f"<div style='font-size:85%'>{html.escape(printable(row))}</div>" for row in dotenv_rows(m))
         + "</div>"
     )
 
@@ -121,8 +122,20 @@ def render_manifest(m: Manifest, *, title: str) -> str:
             f"  session {m.session_id} · {m.spills or 0} spilled results · {m.compactions or 0} compactions"
         )
     lines += [f"  {row}" for row in cost_rows(m)]
+    lines += [f"  {row}" for row in dotenv_rows(m)]
     # Section titles (PSEUDOCLAUDE.md headings), tool and server names come from the workspace.
     return printable("\n".join(lines))
+
+
+def dotenv_rows(m: Manifest) -> list[str]:
+    """Which provider variables a workspace ``.env`` gives (issue 41), by name: never a value."""
+    by_path: dict[str, list[str]] = {}
+    for name, path in m.from_dotenv.items():
+        by_path.setdefault(path, []).append(name)
+    return [
+        f"from {path} (used by the package's providers only): {', '.join(names)}"
+        for path, names in by_path.items()
+    ]
 
 
 def cost_rows(m: Manifest) -> list[str]:
@@ -133,7 +146,7 @@ def cost_rows(m: Manifest) -> list[str]:
     rows = []
     if cost.get("session"):
         ratio = cost.get("cache_hit_ratio")
-        hit = "cache hit –" if ratio is None else f"cache hit {ratio:.0%}"
+        hit = ratio_text(ratio, SESSION_HIT)
         same_unknown = cost.get("run") == cost["session"] and "$" not in cost["session"]
         run = f"last run {cost['run']} · " if cost.get("run") and not same_unknown else ""
         saved = f", {cost['session_saved']}" if cost.get("session_saved") else ""
@@ -230,6 +243,9 @@ class ContextMagics(Magics):
     @argument(
         "words", nargs=argparse.REMAINDER, help="pin TEXT | pin --first | pin --message N | pins | unpin N"
     )
+    # A pin is kept as typed (SPEC §20): IPython would put a variable's value for {x} and $x
+    # into every request. (deferred.AS_TYPED says so before the class is imported.)
+    @no_var_expand
     @line_magic
     def context(self, line: str) -> None:
         """What the next request would contain: system prompt sections, memory index,
@@ -298,6 +314,7 @@ class ContextMagics(Magics):
     @argument(
         "--edit", metavar="PATH", help="with --apply: commit the text of file PATH as the summary instead"
     )
+    @no_var_expand  # the --edit PATH as typed: {x} and $x are a file name's, not variables
     @line_magic
     def compact(self, line: str) -> None:
         """Compact the current session's context now, or look first, or take it back.
@@ -321,8 +338,7 @@ class ContextMagics(Magics):
         if len(chosen) > 1:
             both = "not both" if len(chosen) == 2 else "only one"
             raise UsageError(f"use {' or '.join(chosen)}, {both}")
-        edited = _edited_summary(args.edit) if args.edit is not None else None
-        if edited is not None and not args.apply:
+        if args.edit is not None and not args.apply:
             raise UsageError(
                 "--edit goes with --apply: %compact --preview, then %compact --apply --edit PATH"
             )
@@ -346,7 +362,7 @@ class ContextMagics(Magics):
                 print(undone_text(self._agent.compact_undo()))
                 return
             result = (
-                self._agent.compact_apply(edited)
+                self._agent.compact_apply(path=args.edit)  # --edit's file, read within bounds
                 if args.apply
                 else self._agent.compact(layer1_only=args.layer1)
             )
@@ -425,17 +441,3 @@ def _verb(line: str) -> tuple[str, str]:
     """The first word of a ``%context`` line and the rest as typed (ends stripped)."""
     match = re.match(r"\s*(\S+)(.*)", line, re.DOTALL)
     return (match.group(1), match.group(2).strip()) if match else ("", "")
-
-
-# --- %compact --preview and --undo ---------------------------------------------------------------
-
-
-def _edited_summary(path: str) -> str:
-    """The summary a person wrote for ``%compact --apply --edit PATH``."""
-    try:
-        text = Path(path).expanduser().read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise UsageError(f"--edit {path}: cannot read it ({exc}); give a UTF-8 text file") from None
-    if not text.strip():
-        raise UsageError(f"--edit {path}: the file is empty; write the summary into it first")
-    return text

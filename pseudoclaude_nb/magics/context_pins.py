@@ -49,7 +49,7 @@ def _pin(agent: Any, rest: str) -> None:
         text = _message(agent, words[1:])
     else:
         text = rest.removeprefix("-- ")  # "pin -- --first" pins those words
-    number = agent.pins.add(text)
+    number = agent.pin(text)  # refused past pins_max_share of the window (issue 41)
     later = " (held: written into the session the next run starts)" if agent.pins.held else ""
     print(printable(f"pinned #{number}: {_shown(text)}{later}", one_line=True))
 

@@ -27,10 +27,12 @@ MAGICS: dict[str, tuple[str, dict[str, tuple[str, ...]]]] = {
     "ContextMagics": (".context", {"line": ("context", "compact")}),
     "MemoryMagics": (".memory", {"line": ("memory",), "cell": ("memory",)}),
     "McpMagics": (".mcp", {"line": ("mcp",)}),
+    "StudioMagics": (".studio", {"line": ("studio",)}),
 }
 # The magics that take their line as typed (``@no_var_expand``): IPython reads the flag off the
-# function it calls, before the class is imported.
-AS_TYPED = frozenset({"agent"})
+# function it calls, before the class is imported. ``sessions`` expands its line itself for
+# every action but ``search`` (issue 41: free text as typed, ids from variables as before).
+AS_TYPED = frozenset({"agent", "context", "compact", "memory", "sessions"})
 
 
 def magic_names() -> set[str]:

@@ -10,7 +10,7 @@ import datetime as dt
 from typing import Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_cell_magic, magics_class
+from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
@@ -25,7 +25,7 @@ from .args import parse, unknown
 from .render import in_notebook
 from .tables import markdown_text
 
-ACTIONS = ("show", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
+ACTIONS = ("show", "list", "add", "edit", "rm", "on", "off", "verify", "stale", "rebuild")
 NAMED = ("add", "edit", "rm", "verify", "stale")
 USAGE = {
     "add": '%memory add NAME [-d "description"] [--type fact] [--user] BODY…  (or %%memory add NAME with the body as the cell)',
@@ -50,6 +50,9 @@ class MemoryMagics(Magics):
     @argument("--type", choices=TYPES, help="with add/edit: preference, fact, convention or reference")
     @argument("action", nargs="?", default="show", help=" | ".join(ACTIONS))
     @argument("words", nargs="*", help="NAME, then for add/edit the body (or the %%memory cell)")
+    # A note is written as typed (SPEC §20): IPython would write a variable's value for {x}
+    # and $x to disk. (deferred.AS_TYPED says so before the class is imported.)
+    @no_var_expand
     @line_cell_magic
     def memory(self, line: str, cell: str | None = None) -> None:
         """Memory: short notes kept across sessions, per project and per user.
@@ -59,7 +62,7 @@ class MemoryMagics(Magics):
         saves what you explicitly asked it to remember (%config PseudoClaude.memory_policy:
         explicit, auto or off).
 
-        %memory                       (or %memory show) both indexes, the policy, the last update
+        %memory                       (or %memory show, %memory list) both indexes, the policy, the last update
         %memory show NAME             one note: its header and body
         %memory add NAME -d "…" BODY  a project note (--user: a user note); --type fact|…
         %%memory add NAME -d "…"      the same, the cell is the body
@@ -91,8 +94,9 @@ class MemoryMagics(Magics):
             raise UsageError("only %%memory add and %%memory edit take a cell (the note's body)")
         if action in NAMED and not words:
             raise UsageError(f"%memory {action} needs a NAME; usage: {USAGE[action]}")
-        if action in ("on", "off", "rebuild") and words:
-            raise UsageError(f"%memory {action} takes no name")
+        if action in ("on", "off", "rebuild", "list") and words:
+            hint = "; %memory show NAME shows one note" if action == "list" else ""
+            raise UsageError(f"%memory {action} takes no name{hint}")
         level = "user" if args.user else "project" if args.project else None
         try:
             self._dispatch(action, level, words, args, cell)
@@ -110,7 +114,9 @@ class MemoryMagics(Magics):
         self, action: str, level: str | None, words: list[str], args: Any, cell: str | None
     ) -> None:
         memory = self._agent.memory
-        if action == "show":
+        if action == "list":  # as %mcp list lists the servers
+            self._show(level)
+        elif action == "show":
             if words:
                 self._show_one(" ".join(words), level)
             else:

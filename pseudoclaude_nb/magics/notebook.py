@@ -19,7 +19,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..notebook.activity import package_cell
 from ..notebook.record import (
@@ -35,6 +35,9 @@ from ..notebook.record import (
 from ..notebook.skip import NotebookTags, marked_in_source
 from ..notebook.store import CellStore
 from .stream_tap import StreamTap, can_tap
+
+if TYPE_CHECKING:
+    from ..notebook.host import DocumentAccess
 
 # A failure that must not reach the user's output is logged at debug, with its traceback:
 # logging.getLogger("pseudoclaude_nb").setLevel(logging.DEBUG) (and a handler) shows it.
@@ -82,6 +85,15 @@ class _Tee:
         return getattr(self._stream, name)
 
 
+def _bindings(namespace: Mapping[str, Any]) -> dict[str, int]:
+    """``id()`` of the value of each name in the user's namespace (a skipped cell's before and after)."""
+    try:
+        return {name: id(value) for name, value in list(namespace.items())}
+    except Exception:  # noqa: BLE001 - recording must never break the user's cell
+        _log.debug("the cell recorder could not list the namespace", exc_info=True)
+        return {}
+
+
 def _as_text(value: Any) -> str:
     return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
 
@@ -127,6 +139,7 @@ class CellRecorder:
         self._magic_names = magic_names
         self._running: _Running | None = None
         self._skipping = False  # the running cell is marked agent-skip
+        self._before: dict[str, int] = {}  # id() of each user name's value before a skipped cell
         self._tags = NotebookTags()
         self._tees: tuple[Any, Any] | None = None  # the streams the tees replaced
         self._made: tuple[_Tee, ...] = ()  # the tees themselves
@@ -198,6 +211,7 @@ class CellRecorder:
             return
         if self._skipped(source, info):
             self._running, self._skipping = None, True
+            self._before = _bindings(self.shell.user_ns)  # what it binds is withheld (issue 41)
             return
         if self._taps:
             self._running = None
@@ -221,6 +235,9 @@ class CellRecorder:
         if skipping:
             count = getattr(result, "execution_count", None)
             self.store.add(CellRecord.skipped_cell(self.store.next_seq(), count))
+            before, self._before = self._before, {}
+            after = _bindings(self.shell.user_ns)
+            self.store.withhold({name: i for name, i in after.items() if before.get(name) != i})
             return
         if running is None:
             return
@@ -320,9 +337,38 @@ class CellRecorder:
 class IPythonNotebook:
     """The core's ``NotebookHost`` over an IPython shell."""
 
-    def __init__(self, shell: Any, store: CellStore) -> None:
+    def __init__(
+        self, shell: Any, store: CellStore, magic_names: Callable[[], set[str]] | None = None
+    ) -> None:
         self.shell = shell
         self._store = store
+        self._magic_names = magic_names or set
+        self._link: Any = None  # notebook.link.DocumentLink, made on the first run (not at %load_ext)
+        self._runner: Any = None  # magics.cell_exec.CellRunner
+
+    def document(self, *, live: bool = True) -> DocumentAccess:
+        from ..notebook.host import DocumentAccess
+        from ..notebook.link import DocumentLink
+        from .cell_exec import CellRunner
+
+        if self._link is None:
+            self._link = DocumentLink(lambda: notebook_path(self.shell))
+            self._runner = CellRunner(self.shell, self._magic_names, lambda: cell_id(self.shell, None))
+        document, why = self._link.resolve(live=live)
+        # Said by a run where a person has a notebook open that the agent cannot change (a
+        # server without the collaboration extension, VS Code); a kernel that does not know
+        # its notebook (nbclient, a console) says why in %agent --tools and %context only.
+        news = self._link.news(why, document) if document is not None and _in_kernel(self.shell) else None
+        return DocumentAccess(document, why, news, self._runner)
+
+    def finish_run(self) -> None:
+        """After a run: the ``%agent`` cell takes the execution count after the cells it ran."""
+        if self._runner is not None:
+            self._runner.finish()
+
+    def close(self) -> None:
+        if self._link is not None:
+            self._link.close()
 
     @property
     def cells(self) -> CellStore:
@@ -334,12 +380,16 @@ class IPythonNotebook:
     def propose_cell(self, code: str) -> str:
         lines = len(code.splitlines()) or 1
         size = f"{lines} line{'s' if lines != 1 else ''}"
-        if type(self.shell).__module__.startswith("ipykernel"):
+        if _in_kernel(self.shell):
             # Jupyter frontends insert the payload as a new cell below the running one.
             self.shell.set_next_input(code, replace=False)
             return f"proposed a new cell below ({size}); the user reviews and runs it"
         print(f"proposed cell ({size}):\n{code}", flush=True)
         return f"printed the proposed code ({size}) for the user: this is a terminal, not a notebook"
+
+
+def _in_kernel(shell: Any) -> bool:
+    return type(shell).__module__.startswith("ipykernel")
 
 
 # --- "%agent why did it fail?" ----------------------------------------------------------------

@@ -25,6 +25,7 @@ import sys
 import threading
 import traceback
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, cast
 
 from IPython.utils.capture import capture_output
@@ -88,46 +89,79 @@ def _user_interrupts() -> Iterator[list[bool]]:
         signal.signal(signal.SIGINT, previous)
 
 
+@dataclass
+class Execution:
+    """What running one block of code in the user's namespace did (``execute``)."""
+
+    displays: list[Any]  # IPython's captured RichOutput objects, in order
+    value: Any = None
+    has_value: bool = False
+    error: BaseException | None = None
+    note: str = ""  # what the error was, when it is not the code's own (an exit, a raised interrupt)
+
+
+def execute(
+    shell: Any,
+    code: str,
+    *,
+    filename: str,
+    out: bounds.OutputBuffer,
+    err: bounds.OutputBuffer,
+    before_exit: Callable[[], None] | None = None,
+) -> Execution:
+    """Run ``code`` like a cell in ``shell``'s namespace: statements, then the last expression's
+    value; printed output into ``out``/``err`` (the same buffer twice keeps them interleaved),
+    displays captured. The code's own errors are returned, never raised; a real interrupt (the
+    user pressed stop) is raised. ``before_exit`` runs inside the capture after the code (the
+    inline backend's figures are displayed there)."""
+    namespace = shell.user_ns
+    with (
+        _user_interrupts() as interrupted,
+        contextlib.redirect_stdout(BoundedStream(out)),
+        contextlib.redirect_stderr(BoundedStream(err)),
+        _rich_formats(shell),
+        capture_output(stdout=False, stderr=False, display=True) as captured,
+    ):
+        ran = Execution([])
+        try:
+            tree = ast.parse(code, filename, "exec")
+            last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+            exec(compile(tree, filename, "exec"), namespace)
+            if last is not None:
+                expr = cast(ast.Expr, last).value  # popped above only when it is an Expr
+                ran.value = eval(compile(ast.Expression(expr), filename, "eval"), namespace)
+                ran.has_value = ran.value is not None
+        except KeyboardInterrupt as exc:
+            if interrupted[0]:
+                raise  # the user pressed stop: the run stops
+            ran.error, ran.note = exc, "(raised by the code, not by an interrupt)"
+        except SystemExit as exc:
+            ran.error, ran.note = exc, f"(the code called exit with {exc.code!r}; the kernel keeps running)"
+        except Exception as exc:  # noqa: BLE001 - the code's own error is the model's result
+            ran.error = exc
+        if before_exit is not None:
+            before_exit()
+    ran.displays = captured.outputs  # a copy made when read: read once the code is done
+    return ran
+
+
 def python_executor(shell: Any) -> Callable[[str], str | ToolOutput]:
     def run(code: str) -> str | ToolOutput:
-        namespace = shell.user_ns
         parts: list[str] = []
         figures_before = _figure_numbers()
         out = bounds.OutputBuffer(bounds.HEAD_BYTES, bounds.TAIL_BYTES, margin=bounds.REDACT_MARGIN)
-        stream = BoundedStream(out)
         try:
-            with (
-                _user_interrupts() as interrupted,
-                contextlib.redirect_stdout(stream),
-                contextlib.redirect_stderr(stream),
-                _rich_formats(shell),
-                capture_output(stdout=False, stderr=False, display=True) as captured,
-            ):
-                try:
-                    tree = ast.parse(code, "<run_python>", "exec")
-                    last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-                    exec(compile(tree, "<run_python>", "exec"), namespace)
-                    if last is not None:
-                        expr = cast(ast.Expr, last).value  # popped above only when it is an Expr
-                        value = eval(compile(ast.Expression(expr), "<run_python>", "eval"), namespace)
-                        if value is not None:
-                            parts.append(redacted_head(repr(value), VALUE_CAP))
-                except KeyboardInterrupt as exc:
-                    if interrupted[0]:
-                        raise  # the user pressed stop: the run stops
-                    parts.append(_format(exc, "(raised by the code, not by an interrupt)"))
-                except SystemExit as exc:
-                    parts.append(
-                        _format(exc, f"(the code called exit with {exc.code!r}; the kernel keeps running)")
-                    )
-                except Exception as exc:  # noqa: BLE001 - the code's own error is the model's result
-                    parts.append(_format(exc))
+            ran = execute(shell, code, filename="<run_python>", out=out, err=out)
         except BaseException:
             out.close()
             raise
+        if ran.has_value:
+            parts.append(redacted_head(repr(ran.value), VALUE_CAP))
+        if ran.error is not None:
+            parts.append(_format(ran.error, ran.note))
         text = (out.text() + "".join(parts)).rstrip()
         # issue-14: what the code displayed (display(), plt.show inline) and the figures it left open
-        shown, images = _displayed(captured.outputs)
+        shown, images = _displayed(ran.displays)
         images += _open_figures(figures_before)
         notes = []
         if len(images) > MAX_IMAGES:

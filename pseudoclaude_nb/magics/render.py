@@ -12,6 +12,7 @@ from typing import Any
 
 from IPython.display import display
 
+from ..cost import RUN_HIT
 from ..events import (
     AssistantDelta,
     Compacted,
@@ -73,7 +74,7 @@ def end_line(summary: RunSummary, context: ContextState | None = None) -> str:
     window = refused if summary.refused_calls else ""
     if context is not None:
         window += f" · context ~{context.estimated_tokens:,}/{context.context_window:,}"
-    hit = f" ({u.cache_read_input_tokens / u.prompt_total:.0%} of input)" if u.prompt_total else ""
+    hit = f" ({u.cache_read_input_tokens / u.prompt_total:.0%} {RUN_HIT})" if u.prompt_total else ""
     return (
         f"{head} · {summary.steps} step{'' if summary.steps == 1 else 's'} · {u.prompt_total:,} in / {u.output_tokens:,} out"
         f" · cache read {u.cache_read_input_tokens:,}{hit}{cost_phrase(summary)}{window} · {summary.seconds:.1f} s"

@@ -99,3 +99,23 @@ def message_cells(i: int, m: Message, width: int = 100) -> tuple[str, str, str]:
     if len(body) > width:
         body = body[: width - 1] + "…"
     return str(i), safe_line(m.role), body
+
+
+# The tools that change the open notebook (SPEC §20): %sessions show lists what they did.
+NOTEBOOK_CHANGES = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
+
+
+def notebook_changes(messages: list[Message]) -> str | None:
+    """The agent's changes to the notebook among ``messages`` as one line, each with its message
+    number and whether it was made (``None`` when there were none)."""
+    outcome = {m.tool_result.call_id: m.tool_result.is_error for m in messages if m.tool_result is not None}
+    made: list[str] = []
+    for i, m in enumerate(messages):
+        for call in m.tool_calls:
+            if call.name in NOTEBOOK_CHANGES:
+                index = call.arguments.get("index")
+                what = f"#{i} {call.name}({index if isinstance(index, int) else '?'})"
+                made.append(what + (" refused" if outcome.get(call.id) else ""))
+    if not made:
+        return None
+    return f"notebook changes ({len(made)}): " + " · ".join(made)

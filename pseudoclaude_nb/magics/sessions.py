@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from IPython.core.error import UsageError
-from IPython.core.magic import Magics, line_magic, magics_class
+from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
@@ -28,10 +28,21 @@ from ..errors import PseudoClaudeError
 from ..session.catalog import list_sessions
 from ..workspace import LOG_NAME, session_dir
 from . import session_lifecycle as lifecycle
-from .args import parse, unknown, usage_line
+from .args import expand_variables, parse, unknown, usage_line
 from .frontend import in_notebook
 from .session_host import SessionHost
-from .session_text import _count, _relative, _size, _status, _title, _when, _window, message_cells, safe_line
+from .session_text import (
+    _count,
+    _relative,
+    _size,
+    _status,
+    _title,
+    _when,
+    _window,
+    message_cells,
+    notebook_changes,
+    safe_line,
+)
 from .tables import Column, Note, Table, emit
 
 if TYPE_CHECKING:
@@ -130,6 +141,9 @@ class SessionMagics(Magics):
     )
     @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
     @argument("targets", nargs="*", help="a session id; for export ID PATH; for import PATH")
+    # A search is for the text as typed (SPEC §20); the other actions' ids and paths expand
+    # {x} and $x as IPython would (``%sessions resume {original}``): see below.
+    @no_var_expand
     @line_magic
     def sessions(self, line: str) -> None:
         """Sessions of this workspace, stored in .pseudoclaude/sessions/<id>/.
@@ -160,7 +174,14 @@ class SessionMagics(Magics):
         %sessions import PATH         add an exported session (a new id if its id is taken)
         """
         # Intermixed, so options may come anywhere: "purge --yes ID" as well as "purge ID --yes".
-        args = parse(self.sessions, line, intermixed=True)
+        try:
+            typed = parse(self.sessions, line, intermixed=True)
+        except UsageError:  # e.g. "--tail $n": an option's value that only its expansion makes valid
+            typed = None
+        if typed is not None and typed.action == "search":
+            args = typed
+        else:
+            args = parse(self.sessions, expand_variables(self.shell, line), intermixed=True)
         action = args.action
         if action not in ACTIONS:
             raise unknown("action", action, ACTIONS, usage=usage_line(self.sessions.parser))
@@ -320,7 +341,8 @@ class SessionMagics(Magics):
                 )
             else:
                 table.add(*message_cells(i, loaded.messages[i]))
-        emit(self.shell, *head, *([table] if shown else []))
+        changes = notebook_changes(loaded.messages)
+        emit(self.shell, *head, *([table] if shown else []), *([Note(changes)] if changes else []))
         if in_notebook(self.shell):
             self._timeline(path, loaded.bytes)
 
@@ -393,13 +415,14 @@ class SessionMagics(Magics):
         agent.resume(report.session_id)
         if agent.session is not None:
             agent.session.context.use(strategy)
+        # Short lines, each session id whole on its line: a narrow output wraps a long line
+        # anywhere, a session id too ("…resume 20261" / "207-…").
         print(
-            f"forked session {safe_line(report.source_id)} at step {report.step} of {report.steps} "
-            f"→ new session {report.session_id} (strategy {strategy})"
-        )
-        print(
-            f"  {_count(report.messages, 'message')}, {_count(report.pins, 'pin')}; the next %agent continues "
-            f"the fork; the original is unchanged (%sessions resume {safe_line(report.source_id)})"
+            f"forked session {safe_line(report.source_id)} at step {report.step} of {report.steps}\n"
+            f"→ new session {report.session_id} (strategy {strategy})\n"
+            f"  {_count(report.messages, 'message')}, {_count(report.pins, 'pin')}; the next %agent continues the fork\n"
+            "  the original is unchanged; to go back to it:\n"
+            f"  %sessions resume {safe_line(report.source_id)}"
         )
         for path in report.missing:
             print(f"! {safe_line(path)}: not copied (missing or altered in the original)")

@@ -287,7 +287,11 @@ def _expand(value: str, key: str, secrets: set[str]) -> str:
         found = os.environ.get(name)
         if found is None:
             if default is None:
-                raise _Invalid(key, f"${{{name}}} is not set in the environment (or .env)")
+                raise _Invalid(
+                    key,
+                    f"${{{name}}} is not set in your environment (a workspace .env's values go to "
+                    "the package's providers only)",
+                )
             return default
         secrets.add(found)
         return found

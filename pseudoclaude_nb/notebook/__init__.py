@@ -3,8 +3,11 @@
 ``record`` (one executed cell, capped as it is recorded), ``store`` (this kernel's cells),
 ``activity`` (the block that begins a run's user message), ``skip`` (cells the user keeps
 from the model: tag or comment ``agent-skip``), ``inspect`` (a variable,
-described without running its code), ``host`` (the Protocol the magics implement). No
-IPython here: the magics record cells and hand them over. The names are imported on first
+described without running its code), ``host`` (the Protocols the magics implement). The open
+document (SPEC §20): ``document`` (its cells and the ``Document`` Protocol), ``route`` (the
+server and path a kernel finds), ``live`` (the server's shared document, joined), ``saved``
+(the file, read-only), ``link`` (which of them a run gets), ``seen`` (what the agent read, so
+no change lands on a cell it did not mean). No IPython here: the magics record cells and hand them over. The names are imported on first
 access: ``%load_ext`` installs the recorder without the redactor or the inspector (issue 30).
 """
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import difflib
 import inspect
 import itertools
+import re
 import reprlib
 import sys
 import threading
@@ -34,6 +35,9 @@ FIRST_ITEMS = 5
 KEYS_SHOWN = 20
 # Names every IPython namespace has; suggesting them for a typo is noise.
 _SHELL_NAMES = {"In", "Out", "get_ipython", "exit", "quit", "open"}
+# The shell's history: In, Out, _ih, _oh, _dh, _, __, ___, _i, _ii, _iii, _iN, _N. It holds
+# every cell's source and result, those marked agent-skip too, so it is never described.
+HISTORY_NAME = re.compile(r"In|Out|_ih|_oh|_dh|_{1,3}|_i{1,3}|_i?\d+")
 # What getattr_static hands back for an attribute computed on access: reported, never run.
 _COMPUTED = (property, types.GetSetDescriptorType, types.MemberDescriptorType)
 _BUILTIN_CONTAINERS = (list, tuple, dict, set, frozenset, deque, str, bytes, bytearray, range)
@@ -46,14 +50,28 @@ _reprlib.maxdict = _reprlib.maxdeque = 50
 _reprlib.maxlevel = 4
 
 
-def resolve(namespace: Mapping[str, Any], name: str) -> Any:
-    """The object ``name`` (``a.b.c``) names, looked up statically; ``ToolError`` if unknown."""
+def resolve(namespace: Mapping[str, Any], name: str, withheld: frozenset[str] = frozenset()) -> Any:
+    """The object ``name`` (``a.b.c``) names, looked up statically; ``ToolError`` if unknown.
+
+    ``withheld``: names a cell marked ``agent-skip`` bound (issue 41), refused like the
+    shell's history, and never offered as a similar name."""
     parts = name.strip().split(".")
     if not parts or not all(p.isidentifier() for p in parts):
         raise ToolError(f"{name!r} is not a dotted Python name (like df or model.config.lr)")
     head = parts[0]
+    if HISTORY_NAME.fullmatch(head):
+        raise ToolError(
+            f"{head} is the shell's history, which holds cells marked agent-skip too, so it is not "
+            "described; read_cells shows the cells the agent may see"
+        )
+    if head in withheld:
+        raise ToolError(
+            f"{head} was set in a cell marked agent-skip: the person keeps it from the agent; "
+            "ask them about it instead"
+        )
     if head not in namespace:
-        raise ToolError(_unknown(head, [k for k in namespace if not k.startswith("_")], "the notebook"))
+        shown = [k for k in namespace if not k.startswith("_") and k not in withheld]
+        raise ToolError(_unknown(head, shown, "the notebook"))
     obj = namespace[head]
     for i, attr in enumerate(parts[1:], start=1):
         try:
@@ -253,5 +271,11 @@ def _cut(text: str, limit: int) -> str:
     return text if len(text) <= limit else redacted_head(text, limit) + f"… ({len(text):,} characters in all)"
 
 
-def inspect_variable(namespace: Mapping[str, Any], name: str, *, seconds: float = REPR_SECONDS) -> str:
-    return describe(resolve(namespace, name), name.strip(), seconds=seconds)
+def inspect_variable(
+    namespace: Mapping[str, Any],
+    name: str,
+    *,
+    seconds: float = REPR_SECONDS,
+    withheld: frozenset[str] = frozenset(),
+) -> str:
+    return describe(resolve(namespace, name, withheld), name.strip(), seconds=seconds)

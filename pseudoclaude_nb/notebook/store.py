@@ -3,13 +3,16 @@
 
 A cell marked ``agent-skip`` is a record with ``skipped`` set and nothing else: ``last``
 and ``by_count`` (what ``read_cells`` reads) leave it out; ``records`` keeps it, so the
-activity block can count it."""
+activity block can count it. The names such a cell bound are kept too, with the identity of
+what each was bound to (``withhold``): ``inspect_variable`` leaves a name out while it still
+holds that object (``withheld``; issue 41), and reads it again once another cell binds it anew."""
 
 from __future__ import annotations
 
 import threading
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
+from typing import Any
 
 from .record import CellRecord
 
@@ -21,6 +24,7 @@ class CellStore:
         self._records: deque[CellRecord] = deque(maxlen=limit)
         self._lock = threading.Lock()
         self._seq = 0
+        self._withheld: dict[str, int] = {}  # name an agent-skip cell bound -> id() of its value
 
     def next_seq(self) -> int:
         with self._lock:
@@ -49,6 +53,17 @@ class CellStore:
     def since(self, seq: int) -> list[CellRecord]:
         """Records after sequence number ``seq``, oldest first."""
         return [r for r in self.records() if r.seq > seq]
+
+    def withhold(self, bound: Mapping[str, int]) -> None:
+        """Names a cell marked ``agent-skip`` bound, each with ``id()`` of the value it bound."""
+        with self._lock:
+            self._withheld.update(bound)
+
+    def withheld(self, namespace: Mapping[str, Any]) -> frozenset[str]:
+        """The names of ``namespace`` that still hold what an ``agent-skip`` cell bound them to."""
+        with self._lock:
+            held = list(self._withheld.items())
+        return frozenset(n for n, i in held if n in namespace and id(namespace[n]) == i)
 
     def sendable(self) -> list[CellRecord]:
         """Records the model may read: all but the cells marked ``agent-skip``."""

@@ -15,6 +15,7 @@ from .scripted import ScriptedProvider
 
 if TYPE_CHECKING:
     from ..config import RunConfig
+    from .openai_compat import OpenAIProvider
 
 # Seconds between streamed text chunks of the demo: enough to watch it stream.
 DEMO_PACE = 0.004
@@ -25,12 +26,15 @@ def auto_provider(environ: dict[str, str] | None = None) -> str:
 
     Anthropic first, then any OpenAI-compatible endpoint; with neither, the offline
     explainer: it explains the notebook's last error without a model and says so, and
-    never plays the demo's script in answer to a question it did not ask.
+    never plays the demo's script in answer to a question it did not ask. The variables are
+    the person's environment's, else the workspace ``.env``'s (``envtrust.lookup``).
     """
-    env = os.environ if environ is None else environ
-    if env.get("ANTHROPIC_API_KEY"):
+    from ..envtrust import lookup
+
+    get = lookup if environ is None else environ.get
+    if get("ANTHROPIC_API_KEY"):
         return "anthropic"
-    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+    if get("OPENAI_API_KEY") or get("OPENAI_BASE_URL"):
         return "openai"
     return "offline"
 
@@ -46,6 +50,9 @@ def make_provider(
     reasoning_effort: str = "",
     send_images: str = "auto",
     strategy: str = "compact",
+    cache_ttl: str = "5m",
+    openai_api: str = "auto",
+    openai_server_state: bool = False,
     **_: Any,
 ) -> Provider:
     """Build the provider a run asked for; errors say which option or variable to set.
@@ -57,12 +64,12 @@ def make_provider(
     if name == "auto":
         name = auto_provider()
     if name == "demo":
-        from .demo_script import STRATEGIES, build_demo_script
+        from .demo import DemoProvider
+        from .demo_script import STRATEGIES
 
         pace = float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE", DEMO_PACE))
-        return ScriptedProvider(
-            build_demo_script(strategy if strategy in STRATEGIES else "compact"),
-            name="demo",
+        return DemoProvider(
+            strategy if strategy in STRATEGIES else "compact",
             model=model or None,
             context_window=context_window or None,
             pace=pace,
@@ -87,6 +94,7 @@ def make_provider(
             max_output_tokens=max_output_tokens or None,
             thinking_budget=thinking_budget,
             send_images=send_images,
+            cache_ttl=cache_ttl,
         )
     if name == "openai":
         from .openai_compat import OpenAIProvider
@@ -100,17 +108,46 @@ def make_provider(
                 "(%config PseudoClaude.thinking_budget = 0)"
             )
 
-        return OpenAIProvider(
+        chat = OpenAIProvider(
             model=model or None,
             context_window=context_window or None,
             max_output_tokens=max_output_tokens or None,
             reasoning_effort=reasoning_effort,
             send_images=send_images,
         )
+        return _openai_api(chat, openai_api, openai_server_state)
     raise ConfigError(
-        f"unknown provider {name!r}; choose one of: anthropic, openai, offline, demo, scripted, "
-        "or auto (the one whose key is set)"
+        f"unknown provider {name!r}{_did_you_mean(name)}; choose one of: anthropic, openai, offline, demo, "
+        "scripted, or auto (the one whose key is set)"
     )
+
+
+def _openai_api(chat: OpenAIProvider, setting: str, server_state: bool) -> Provider:
+    """Issue 43: the Responses API (``openai_api``; ``auto`` is Responses on api.openai.com and
+    chat completions elsewhere), with server state when asked; chat completions otherwise."""
+    from .openai_responses import ResponsesProvider, api_for
+
+    api = api_for(setting, chat)
+    if api == "responses":
+        return ResponsesProvider(chat, server_state=server_state)
+    if server_state:
+        raise ConfigError(
+            f"openai_server_state keeps the conversation on the server with the Responses API, and "
+            f"this run speaks chat completions to {chat.base_url} (openai_api is {setting!r}): set "
+            "%config PseudoClaude.openai_api = 'responses' for a server that has it, or "
+            "%config PseudoClaude.openai_server_state = False"
+        )
+    return chat
+
+
+def _did_you_mean(name: str) -> str:
+    """`` (did you mean 'openai'?)`` for a provider name one slip away from a real one, else ''."""
+    import difflib
+
+    from ..config import PROVIDERS
+
+    close = difflib.get_close_matches(name.lower(), PROVIDERS, n=1, cutoff=0.75)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def provider_for(config: RunConfig) -> Provider:
@@ -130,6 +167,9 @@ def provider_for(config: RunConfig) -> Provider:
         reasoning_effort=config.reasoning_effort,
         send_images=config.send_images,
         strategy=config.strategy,
+        cache_ttl=config.cache_ttl,
+        openai_api=config.openai_api,
+        openai_server_state=config.openai_server_state,
     )
 
 

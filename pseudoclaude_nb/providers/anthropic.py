@@ -8,7 +8,9 @@ one-line ``ProviderError``s. Reading what comes back is ``anthropic_stream``'s. 
 SDK's own (429, 5xx, 529 and connection errors, honouring ``retry-after``). It knows nothing of
 the turn loop, tools or compaction — but for the server's own (issue 31, ``--strategy api``):
 with ``server_context`` set, agent requests carry ``context_management`` edits and their beta
-headers, and a ``compaction`` block of the history goes back exactly as it came.
+headers, and a ``compaction`` block of the history goes back exactly as it came. Anthropic's
+own features (issue 43: on-demand compaction, ``pause_after_compaction``, the cache TTL, the cache
+diagnosis) are worded in ``anthropic_native``.
 """
 
 from __future__ import annotations
@@ -19,15 +21,25 @@ from typing import Any
 
 import anthropic
 import httpx2
-import orjson
 from anthropic.types import Message as ApiMessage
 from anthropic.types import RawMessageStreamEvent
 
 from ..errors import ConfigError, ContextTooLong, ProviderError, StreamError
-from ..messages import Message, Reasoning, ToolCall
+from ..messages import Message, ToolCall
+from . import anthropic_messages as messages_api
+from . import anthropic_native as native
 from . import clients, wire
-from .anthropic_stream import COMPACTION, THINKING, Reader, reasoning_of, usage_of
-from .base import ImageSource, Request, Response, ServerContext, Stop, StreamEvent
+from .anthropic_messages import conversation_breakpoints as conversation_breakpoints  # tests import it here
+from .anthropic_native import context_edits
+from .anthropic_stream import (
+    Reader,
+    applied_edits,
+    cache_diagnosis,
+    fields_of,
+    reasoning_of,
+    usage_of,
+)
+from .base import Compaction, ImageSource, ProviderNote, Request, Response, ServerContext, Stop, StreamEvent
 from .models import clamp_output, default_model, model_info
 from .window import prompt_in_error, window_in_error
 from .wire_prefix import Body, EncodedHistory
@@ -35,7 +47,7 @@ from .wire_prefix import Body, EncodedHistory
 SERVICE = "Anthropic"
 KEY_VAR, URL_VAR = "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"
 DEFAULT_BASE_URL = "https://api.anthropic.com"
-EPHEMERAL = {"type": "ephemeral"}
+EPHEMERAL = native.cache_control("5m")  # the 5-minute marker (``cache_ttl`` chooses per provider)
 # Long answers stream for minutes; a dead host should fail in seconds. Not the SDK's
 # default object, so ``complete()`` skips the SDK's 10-minute non-streaming guess.
 TIMEOUT = httpx2.Timeout(600.0, connect=10.0)
@@ -45,15 +57,6 @@ TOO_LONG = ("prompt is too long", "exceed context limit", "exceeds the context w
 MIN_THINKING_BUDGET = 1024
 # Manual-budget models think between tool calls only with this beta (adaptive ones always do).
 INTERLEAVED_BETA = "interleaved-thinking-2025-05-14"
-# issue 31, --strategy api: server-side compaction (the ``compact_20260112`` edit) and context
-# editing (``clear_tool_uses_20250919``) are in beta behind these headers; the API's floor for
-# a compaction trigger is 50,000 input tokens.
-COMPACT_BETA = "compact-2026-01-12"
-CONTEXT_EDITING_BETA = "context-management-2025-06-27"
-MIN_COMPACT_TRIGGER = 50_000
-# What goes back before an assistant turn's text, in the order it came: thinking, and the
-# server's compaction block.
-SENT_BACK = (*THINKING, COMPACTION)
 
 
 # issue-14: the API refuses an image whose base64 text is over 5 MB (3.75 MB of bytes) or
@@ -78,6 +81,7 @@ class AnthropicProvider:
         max_output_tokens: int | None = None,
         thinking_budget: int = 0,
         send_images: str = "auto",
+        cache_ttl: str = "5m",
     ) -> None:
         key, url = wire.endpoint(KEY_VAR, URL_VAR, api_key, base_url)
         if not key:
@@ -98,8 +102,15 @@ class AnthropicProvider:
             )
         self.thinking_budget = thinking_budget
         self.send_images = wire.send_images_setting(send_images)
+        try:  # issue 43: every breakpoint's lifetime, 5 minutes (the API's default) or an hour
+            self.cache_control = native.cache_control(cache_ttl)
+        except ValueError as exc:
+            raise ConfigError(f"{exc}: %config PseudoClaude.cache_ttl = '5m' or '1h'") from None
+        self.cache_ttl = cache_ttl
         # Set by --strategy api before each agent request (``ManagesContext``); None: not asked.
         self.server_context: ServerContext | None = None
+        # Why the last answer's compaction block was not kept (``provider_blocks``), else None.
+        self.refused_block: str | None = None
         self.base_url = (url or DEFAULT_BASE_URL).rstrip("/")
         self.max_retries = max_retries
         self._key = key
@@ -110,7 +121,8 @@ class AnthropicProvider:
             api_key=key, base_url=self.base_url, max_retries=max_retries, timeout=timeout
         )
         # issue 34: each step converts and encodes only the new turns, also in the next %agent run
-        history = ("anthropic", self.base_url, self.model, self.send_images)
+        history = ("anthropic", self.base_url, self.model, self.send_images, cache_ttl)
+        self._answers = ("anthropic", self.base_url, self.model)  # the cache diagnosis's chain
         self._encoded = EncodedHistory.shared(history)
         # issue 31: turns as --strategy api sends them (compaction blocks verbatim) are another form.
         self._encoded_server = EncodedHistory.shared((*history, "server-context"))
@@ -126,6 +138,7 @@ class AnthropicProvider:
 
     def stream(self, request: Request) -> Iterator[StreamEvent]:
         reader = Reader()
+        self.refused_block = None
         with self._mapped_errors():
             events = self._create(request, stream=True)
             with events:
@@ -138,14 +151,29 @@ class AnthropicProvider:
                     # The server answered and the body broke off: SDK 2.17 wraps this in a
                     # connection error, which would wrongly say the server cannot be reached.
                     raise _broke_off(exc.__cause__ or exc) from exc
+        # issue 41: a compaction block past the bounds is not kept; the answer is, and the api
+        # strategy stops the run with this once the answer is in the conversation.
+        if reader.refused is not None:
+            self.refused_block = (
+                f"{reader.refused}: refused; the answer it came with is kept, the block is not. "
+                "The provider will read the whole history again on the next request (and may compact "
+                "again); run %agent to go on, or use --strategy compact"
+            )
         # Only a stream that said why it stopped ends with Stop; anything else makes the
         # runner's assembler raise StreamError and keep nothing of this response.
         if reader.stopped and reader.stop_reason:
+            if request.purpose == "agent":
+                native.Diagnosis.answered(self._answers, reader.message_id)
+            cleared = native.cleared_line(reader.usage)
+            if cleared:
+                yield ProviderNote(cleared, "info")
             yield Stop(reader.stop_reason)
 
     def complete(self, request: Request) -> Response:
         with self._mapped_errors():
             message = self._create(request, stream=False)
+        if request.purpose == "agent" and message.stop_reason:
+            native.Diagnosis.answered(self._answers, getattr(message, "id", None))
         text = "".join(b.text for b in message.content if b.type == "text")
         reasoning = [r for r in map(reasoning_of, message.content) if r is not None]
         calls = [
@@ -155,19 +183,37 @@ class AnthropicProvider:
         ]
         if not message.stop_reason:
             raise StreamError(f"{SERVICE} answered without a stop reason; nothing was kept — try again")
+        said = applied_edits(getattr(message, "context_management", None))
+        said |= cache_diagnosis(getattr(message, "diagnostics", None))
         return Response(
             text=text,
             tool_calls=calls,
-            usage=usage_of(getattr(message, "usage", None)),
+            usage=usage_of(getattr(message, "usage", None)).model_copy(update=said),
             stop_reason=message.stop_reason,
             reasoning=reasoning,
         )
 
-    def _create(self, request: Request, *, stream: bool) -> Any:
+    def compact_on_demand(self, request: Request) -> Compaction:
+        """On-demand compaction (issue 43, ``%compact`` under ``--strategy api``): ``request``'s
+        messages summarized by the API into one signed ``compaction`` block (stop reason
+        ``compaction``), which stands for them from now on; nothing is sampled after it."""
+        params = native.on_demand_params(self._params(request))
+        headers = params.pop("extra_headers", None) or {}
+        betas = [b for b in headers.get("anthropic-beta", "").split(",") if b]
+        params["extra_headers"] = {"anthropic-beta": ",".join([*betas, native.ON_DEMAND_BETA])}
+        with self._mapped_errors():
+            message = self._create(request, stream=False, params=params)
+        usage = usage_of(getattr(message, "usage", None))
+        if message.stop_reason not in ("compaction", "end_turn"):
+            why = f"the compaction request stopped with {message.stop_reason!r}, not with its block"
+            return Compaction(messages=[], summary="", usage=usage, error=why)
+        return native.on_demand_compaction(list(message.content), usage, fields_of)
+
+    def _create(self, request: Request, *, stream: bool, params: dict[str, Any] | None = None) -> Any:
         """POST /v1/messages through the SDK (its retries, errors and stream reading) with the
         body as ``wire_prefix`` encodes it: ``messages.create`` would copy, check and encode
         the whole history again on every step (~0.8 s at 10,000 messages)."""
-        params = self._params(request)
+        params = self._params(request) if params is None else params
         headers = params.pop("extra_headers", None) or {}
         content = Body(params | {"stream": True} if stream else params)
         return self._client.post(
@@ -195,21 +241,34 @@ class AnthropicProvider:
             if thinking["type"] == "enabled" and request.tools:
                 betas.append(INTERLEAVED_BETA)
         if server and self.server_context is not None:
-            edits, needed = context_edits(self.server_context)
-            params["context_management"] = {"edits": edits}
+            # An on-demand block and a compaction edit never go together (the API refuses it;
+            # the SDK's tool runner checks the same): with one in the history, the api strategy
+            # compacts on demand at its line instead.
+            edits, needed = context_edits(
+                self.server_context, compact=not native.holds_on_demand(request.messages)
+            )
+            if edits:
+                params["context_management"] = {"edits": edits}
             betas += needed
+            if native.holds_on_demand(request.messages):
+                betas.append(native.ON_DEMAND_BETA)  # every request that carries the block
+        if request.purpose == "agent":
+            # issue 43: the API says why the prompt cache missed, against the previous answer.
+            params["diagnostics"] = {"previous_message_id": native.Diagnosis.previous(self._answers)}
+            betas.append(native.DIAGNOSIS_BETA)
         if betas:
             params["extra_headers"] = {"anthropic-beta": ",".join(betas)}
+        mark = self.cache_control
         if request.system:
             # Tools, then system, then messages form the cached prefix: this breakpoint
             # caches tools and system prompt, which every step of a session repeats.
-            params["system"] = [{"type": "text", "text": request.system, "cache_control": EPHEMERAL}]
+            params["system"] = [{"type": "text", "text": request.system, "cache_control": mark}]
         if request.tools:
             params["tools"] = request.tools
             if not request.system:
                 # No system prompt to carry the first breakpoint: the last tool definition does,
                 # so the tool schemas are still cached (tools come first in the prefix).
-                params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": EPHEMERAL}]
+                params["tools"] = [*request.tools[:-1], {**request.tools[-1], "cache_control": mark}]
         return params
 
     def _thinking_for(self, request: Request) -> tuple[dict[str, Any] | None, int]:
@@ -251,8 +310,13 @@ class AnthropicProvider:
             return [self._turn(group, images, side or IMAGE_MAX_SIDE, server=server)]
 
         encoded = self._encoded_server if server else self._encoded
+        mark = self.cache_control
+
+        def breakpoints(tail: list[list[dict[str, Any]]]) -> None:
+            messages_api.breakpoints(tail, mark)
+
         return encoded.using(images).messages(
-            [], messages, convert, _no_loop, _never_changes, last=_breakpoints
+            [], messages, convert, messages_api.no_loop, messages_api.never_changes, last=breakpoints
         )
 
     def _images(
@@ -283,45 +347,7 @@ class AnthropicProvider:
     def _turn(
         self, group: list[Message], images: ImageSource | None = None, side: int = 0, *, server: bool = False
     ) -> dict[str, Any]:
-        role = group[0].role
-        blocks: list[dict[str, Any]] = []
-        if role == "user":
-            # The API wants a turn's tool_result blocks before any text in it.
-            for m in group:
-                r = m.tool_result
-                if r is None:
-                    continue
-                pictures, notes = self._images(m, images, side)
-                text = "\n".join([r.content, *notes])
-                block: dict[str, Any] = {
-                    "type": "tool_result",
-                    "tool_use_id": r.call_id,
-                    # Images go inside the result, beside its text (the documented form).
-                    "content": [_text(text), *pictures] if pictures else text,
-                }
-                if r.is_error:
-                    block["is_error"] = True
-                blocks.append(block)
-            for m in group:
-                if m.tool_result is not None:
-                    continue
-                pictures, notes = self._images(m, images, side)
-                text = "\n".join([m.content, *notes]) if notes else m.content
-                if text.strip():
-                    blocks.append(_text(text))
-                blocks += pictures
-            return {"role": "user", "content": blocks}
-        for m in group:
-            # Thinking first, unchanged: the API checks the signature of every block it
-            # gets back, and requires the blocks before the tool_use they led to.
-            # A compaction block likewise goes back verbatim, where it came (first).
-            blocks += [_sent_back(r, server) for r in m.reasoning if r.kind in SENT_BACK]
-            if m.content.strip():
-                blocks.append(_text(m.content))
-            blocks += [
-                {"type": "tool_use", "id": c.id, "name": c.name, "input": c.arguments} for c in m.tool_calls
-            ]
-        return {"role": "assistant", "content": blocks}
+        return messages_api.turn(group, lambda m: self._images(m, images, side), server=server)
 
     # --- errors -------------------------------------------------------------------------------
 
@@ -378,97 +404,6 @@ def _broke_off(exc: BaseException) -> StreamError:
         f"the {SERVICE} response stream broke off ({type(exc).__name__}); nothing from it was "
         "kept — run %agent again to retry"
     )
-
-
-def _no_loop(_messages: list[Message]) -> set[str]:
-    return set()  # a turn's form does not depend on the running tool loop here
-
-
-def _never_changes(_group: list[Message], _loop: set[str]) -> bool:
-    return False  # thinking blocks go back in every turn, while they are in the history
-
-
-def _breakpoints(tail: list[list[dict[str, Any]]]) -> None:
-    """Cache breakpoints on the open tail's turns (``conversation_breakpoints`` says which)."""
-    turns = [turn[0] for turn in tail if turn]  # one Messages-API turn per group
-    for at in conversation_breakpoints(turns):
-        turns[at]["content"][-1]["cache_control"] = EPHEMERAL
-
-
-def conversation_breakpoints(turns: list[dict[str, Any]]) -> list[int]:
-    """The turns whose last block gets a ``cache_control`` breakpoint (with the system prompt's,
-    at most 3 of the API's 4).
-
-    The last turn's: the whole conversation is cached, so the next step pays full price only
-    for what it adds. And the last stable turn's — the user turn that ended the previous
-    request, where that request's breakpoint wrote the cache: the API looks for an earlier
-    cache entry only up to 20 blocks before a breakpoint, and a step with many tool calls adds
-    more blocks than that, which would make the next request write the whole prefix again.
-    A breakpoint on that very block reads it back whatever the step added. Thinking blocks
-    take no breakpoint.
-    """
-    marks = []
-    stable = len(turns) - 3
-    if stable >= 0 and turns[stable]["role"] == "user" and turns[-1]["role"] == "user":
-        marks.append(stable)
-    if turns:
-        marks.append(len(turns) - 1)
-    return [at for at in marks if turns[at]["content"] and turns[at]["content"][-1]["type"] not in SENT_BACK]
-
-
-def _text(text: str) -> dict[str, Any]:
-    return {"type": "text", "text": text}
-
-
-def context_edits(ctx: ServerContext) -> tuple[list[dict[str, Any]], list[str]]:
-    """``context_management.edits`` for ``ctx``, and the beta headers they need (the documented
-    shapes: ``compact_20260112`` with an ``input_tokens`` trigger; ``clear_tool_uses_20250919``
-    with a trigger and the tool uses to ``keep``)."""
-    edits: list[dict[str, Any]] = []
-    betas = [COMPACT_BETA]
-    if ctx.clear_tool_results:
-        edits.append(
-            {
-                "type": "clear_tool_uses_20250919",
-                "trigger": {"type": "input_tokens", "value": ctx.clear_tool_results},
-                "keep": {"type": "tool_uses", "value": ctx.keep_tool_uses},
-            }
-        )
-        betas.append(CONTEXT_EDITING_BETA)
-    compact: dict[str, Any] = {
-        "type": "compact_20260112",
-        "trigger": {"type": "input_tokens", "value": max(ctx.trigger, MIN_COMPACT_TRIGGER)},
-    }
-    if ctx.instructions:
-        compact["instructions"] = ctx.instructions
-    edits.append(compact)
-    return edits, betas
-
-
-def _sent_back(r: Reasoning, server: bool) -> dict[str, Any]:
-    if r.kind != COMPACTION:
-        return _thinking_block(r)
-    try:
-        block = orjson.loads(r.data or "{}")
-    except orjson.JSONDecodeError:
-        block = None
-    if not isinstance(block, dict):
-        block = {"type": COMPACTION, "content": None}  # the documented no-op: a failed compaction
-    if server:
-        return block  # verbatim: the fields as the API returned them
-    summary = block.get("content")
-    text = (
-        summary
-        if isinstance(summary, str) and summary.strip()
-        else "(the provider's compaction left no summary)"
-    )
-    return _text(f"[summary of the earlier conversation, written by the provider's compaction]\n{text}")
-
-
-def _thinking_block(r: Reasoning) -> dict[str, Any]:
-    if r.kind == "redacted_thinking":
-        return {"type": "redacted_thinking", "data": r.data or ""}
-    return {"type": "thinking", "thinking": r.text, "signature": r.signature or ""}
 
 
 def _retries_taken(exc: anthropic.APIStatusError, configured: int) -> int:

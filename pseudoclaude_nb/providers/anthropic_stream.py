@@ -14,8 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Final
 
-import orjson
-
+from .. import provider_blocks
 from ..messages import Reasoning, Usage
 from .base import (
     ReasoningDelta,
@@ -40,12 +39,19 @@ class Reader:
         self.usage = Usage()
         self.stop_reason: str | None = None
         self.stopped = False
+        self.message_id: str | None = None  # the answer's ``msg_…``: the next request's diagnostics
+        # A compaction block past the bounds (``provider_blocks``): not kept; why, in one line.
+        self.refused: str | None = None
 
     def feed(self, event: Any) -> Iterator[StreamEvent]:
         kind = event.type
         if kind == "message_start":
             # Usage is optional in what servers send (an SDK fixture has none).
-            self.usage = usage_of(getattr(event.message, "usage", None))
+            message = event.message
+            self.message_id = getattr(message, "id", None)
+            self.usage = usage_of(getattr(message, "usage", None)).model_copy(
+                update=cache_diagnosis(getattr(message, "diagnostics", None))
+            )
             yield UsageEvent(self.usage)
         elif kind == "content_block_start":
             yield from self._start(event.index, event.content_block)
@@ -56,7 +62,12 @@ class Reader:
             if block is not None and block["type"] == "tool_use":
                 yield ToolCallEnd(block["id"])
             elif block is not None and block["type"] == COMPACTION:
-                yield ReasoningEnd(compaction_part(block["fields"]))
+                try:
+                    part = compaction_part(block["fields"])
+                except provider_blocks.OutOfBounds as exc:
+                    self.refused = str(exc)  # the answer's text and calls still come through
+                else:
+                    yield ReasoningEnd(part)
             elif block is not None and block["type"] in THINKING:
                 yield ReasoningEnd(
                     Reasoning(
@@ -69,6 +80,9 @@ class Reader:
         elif kind == "message_delta":
             self.stop_reason = event.delta.stop_reason or self.stop_reason
             self.usage = delta_usage(self.usage, getattr(event, "usage", None))
+            edits = applied_edits(getattr(event, "context_management", None))
+            if edits:
+                self.usage = self.usage.model_copy(update=edits)
             yield UsageEvent(self.usage)
         elif kind == "message_stop":
             self.stopped = True
@@ -129,13 +143,17 @@ def fields_of(obj: Any) -> dict[str, Any]:
 
 
 def compaction_part(fields: dict[str, Any]) -> Reasoning:
-    """A compaction block, kept verbatim: its JSON text is what goes back (``anthropic._turn``)."""
-    return Reasoning(kind=COMPACTION, data=orjson.dumps(fields).decode())
+    """A compaction block, kept verbatim: its JSON text is what goes back (``anthropic._turn``);
+    ``provider_blocks.OutOfBounds`` past the bounds every provider's blocks are kept within."""
+    return Reasoning(kind=COMPACTION, data=provider_blocks.kept_json(fields))
 
 
 def reasoning_of(block: Any) -> Reasoning | None:
     if block.type == COMPACTION:
-        return compaction_part(fields_of(block))
+        try:
+            return compaction_part(fields_of(block))
+        except provider_blocks.OutOfBounds:
+            return None  # a summary or memory request: no context management asked, nothing kept
     if block.type == "thinking":
         return Reasoning(
             kind="thinking",
@@ -163,21 +181,58 @@ def usage_of(u: Any) -> Usage:
     )
 
 
-def _compaction_usage(u: Any) -> dict[str, int] | None:
+# A compaction iteration's counts (the SDK's ``BetaCompactionIterationUsage``) -> Usage's fields.
+_ITERATION = {
+    "input_tokens": "compaction_input_tokens",
+    "cache_creation_input_tokens": "compaction_cache_creation_input_tokens",
+    "cache_read_input_tokens": "compaction_cache_read_input_tokens",
+    "output_tokens": "compaction_output_tokens",
+}
+
+
+def _compaction_usage(u: Any) -> dict[str, Any] | None:
     """The usage of the compaction iterations of a request (``usage.iterations`` entries of type
     ``compaction``: not part of the top-level counts, billed besides); None when the server
-    sent no iterations. Cache reads and writes of the iteration count as its input."""
+    sent no iterations. Its cache writes and reads are kept apart, to be priced at their own
+    rates (issue 43)."""
     iterations = getattr(u, "iterations", None)
     if not isinstance(iterations, list):
         return None
-    prompt = output = 0
+    counts: dict[str, Any] = dict.fromkeys(_ITERATION.values(), 0)
     for item in iterations:
         if _field(item, "type") != COMPACTION:
             continue
-        for name in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens"):
-            prompt += int(_field(item, name) or 0)
-        output += int(_field(item, "output_tokens") or 0)
-    return {"compaction_input_tokens": prompt, "compaction_output_tokens": output}
+        for name, field in _ITERATION.items():
+            counts[field] += int(_field(item, name) or 0)
+    return counts
+
+
+def applied_edits(management: Any) -> dict[str, int]:
+    """What context editing cleared (``context_management.applied_edits``): tool uses and input
+    tokens, summed over the edits (the SDK's ``BetaClearToolUses20250919EditResponse`` and
+    ``BetaClearThinking20251015EditResponse``); {} when nothing was applied."""
+    edits = _field(management, "applied_edits") if management is not None else None
+    if not isinstance(edits, list) or not edits:
+        return {}
+    uses = tokens = 0
+    for edit in edits:
+        uses += int(_field(edit, "cleared_tool_uses") or 0)
+        tokens += int(_field(edit, "cleared_input_tokens") or 0)
+    return {"cleared_tool_uses": uses, "cleared_input_tokens": tokens}
+
+
+def cache_diagnosis(diagnostics: Any) -> dict[str, Any]:
+    """The API's cache diagnosis (``diagnostics.cache_miss_reason``, beta cache-diagnosis): its
+    type and the input tokens it says a matching prefix would have read; {} when there is none
+    (no diagnostics asked, no divergence, or the diagnosis still pending)."""
+    reason = _field(diagnostics, "cache_miss_reason") if diagnostics is not None else None
+    kind = _field(reason, "type") if reason is not None else None
+    if not isinstance(kind, str) or not kind:
+        return {}
+    return {
+        "cache_miss_reason": kind[:64],
+        "cache_missed_input_tokens": int(_field(reason, "cache_missed_input_tokens") or 0),
+    }
 
 
 def _field(item: Any, name: str) -> Any:
@@ -213,11 +268,16 @@ def delta_usage(before: Usage, u: Any) -> Usage:
         cache_creation_1h_input_tokens=(
             before.cache_creation_1h_input_tokens if (hour := _hour_writes(u)) is None else hour
         ),
-        **(
-            _compaction_usage(u)
-            or {
-                "compaction_input_tokens": before.compaction_input_tokens,
-                "compaction_output_tokens": before.compaction_output_tokens,
-            }
-        ),
+        **(_compaction_usage(u) or {field: getattr(before, field) for field in _ITERATION.values()}),
+        **_notes_of(before),
     )
+
+
+def _notes_of(u: Usage) -> dict[str, Any]:
+    """What a usage carries besides its counts (edits, diagnosis): kept through a delta."""
+    return {
+        "cleared_tool_uses": u.cleared_tool_uses,
+        "cleared_input_tokens": u.cleared_input_tokens,
+        "cache_miss_reason": u.cache_miss_reason,
+        "cache_missed_input_tokens": u.cache_missed_input_tokens,
+    }

@@ -40,6 +40,9 @@ class Request:
     max_tokens: int = 8192
     purpose: Purpose = "agent"
     images: ImageSource | None = None  # issue-14: None sends every image part as its text note
+    # issue 43: the conversation this request continues (the session and the strategy): a
+    # provider that keeps state on its side (OpenAI's stored responses) starts over when it changes.
+    thread: str | None = None
 
 
 def cap_images(messages: list[Message], limit: int | None = None) -> list[Message]:
@@ -111,7 +114,17 @@ class ReasoningEnd:
 
 @dataclass(frozen=True)
 class Stop:
-    reason: str  # end_turn | tool_use | max_tokens | refusal | ...
+    reason: str  # end_turn | tool_use | max_tokens | refusal | compaction (a pause) | ...
+
+
+@dataclass(frozen=True)
+class ProviderNote:
+    """Something the provider did that the person must hear (issue 43): a fallback to another
+    endpoint or to the full input, an event it did not know, a part it did not keep. The runner
+    shows it as a notice; it is no part of the answer."""
+
+    text: str
+    level: str = "warning"
 
 
 StreamEvent = (
@@ -123,6 +136,7 @@ StreamEvent = (
     | ReasoningDelta
     | ReasoningEnd
     | Stop
+    | ProviderNote
 )
 
 
@@ -135,6 +149,7 @@ class Response:
     reasoning: list[Reasoning] = field(default_factory=list)
     # Tool calls the output cap (or a refusal) cut off: never run, never in the conversation.
     cut_calls: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)  # ``ProviderNote``s of a non-streamed answer
 
 
 @dataclass(frozen=True)
@@ -152,6 +167,11 @@ class ServerContext:
     # input tokens on; 0: never. ``keep_tool_uses`` newest tool uses stay.
     clear_tool_results: int = 0
     keep_tool_uses: int = 3
+    # issue 43: stop right after the provider's compaction (Anthropic ``pause_after_compaction``)
+    # so that the person confirms it before the run goes on (``confirm_compaction``).
+    pause: bool = False
+    # False: no compaction asked at all (the person rejected one earlier in this run).
+    compact: bool = True
 
 
 @runtime_checkable
@@ -202,6 +222,44 @@ class AnswersMemory(Protocol):
     def answers_memory(self) -> bool: ...
 
 
+@dataclass(frozen=True)
+class Compaction:
+    """What a provider's on-demand compaction of some messages gave (issue 43): the messages that
+    stand for them from now on (the provider's block or item, verbatim, and for OpenAI the user
+    messages it keeps), the readable summary (or a line saying the item is opaque), the usage of
+    the compaction request, and ``error`` when it gave nothing to use."""
+
+    messages: list[Message]
+    summary: str
+    usage: Usage
+    error: str | None = None
+
+
+@runtime_checkable
+class CompactsOnDemand(Protocol):
+    """A provider that compacts a conversation when asked (Anthropic ``compaction: summarize``,
+    OpenAI ``/responses/compact``): ``%compact`` under ``--strategy api`` uses it."""
+
+    def compact_on_demand(self, request: Request) -> Compaction: ...
+
+
+@runtime_checkable
+class GivesTour(Protocol):
+    """A provider that plays a fixed tour (the demo, issue 44): mode ``ask`` puts ``tour`` to
+    the person once for the whole tour (``Permissions(tour=...)``) instead of once per change."""
+
+    tour: str
+
+
+@runtime_checkable
+class RefusesBlocks(Protocol):
+    """A provider that refuses a block past ``provider_blocks``' bounds (issue 41): it keeps the
+    answer the block came with and says why in ``refused_block`` (None: it kept every block),
+    which the context host takes once the answer is in the log, and stops the run with."""
+
+    refused_block: str | None
+
+
 @runtime_checkable
 class Provider(Protocol):
     name: str
@@ -227,6 +285,11 @@ class StreamAssembler:
     @property
     def text(self) -> str:
         return "".join(self._text)
+
+    @property
+    def usage(self) -> Usage:
+        """The latest usage the stream reported (what was paid for, whatever becomes of it)."""
+        return self._usage
 
     def feed(self, event: StreamEvent) -> None:
         if isinstance(event, TextDelta):

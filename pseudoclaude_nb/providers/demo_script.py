@@ -17,6 +17,12 @@ after the first log page the host's reminder is due, the model answers it with
 ``new_context`` (a four-section handoff and related files), and the fresh window greps the
 log instead of paging on. Each script's narration says what its strategy really did.
 
+Nothing it says is false whatever happened (issue 44): a sentence that depends on what a tool
+did is a function of what the model saw (``Seen``: the results, whether the window was
+replaced), and the ``DemoProvider`` plays each turn only when every call of the turn before it
+succeeded; a refused or failed call ends the tour with a turn that says so.
+``build_demo_script`` renders the story as planned (every effect as expected).
+
 The script must survive a second run in the same directory: every file that ``edit_file``
 touches is written fresh by ``write_file`` earlier in the same run, and every command is
 deterministic. Only the standard library is used (no pytest on the demo machine).
@@ -24,7 +30,27 @@ deterministic. Only the standard library is used (no pytest on the demo machine)
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ..messages import ToolResult
+
+from .demo_files import (
+    CHECK_SAMPLE_PY,
+    HANDOFF,
+    HANDOFF_FILES,
+    MAKE_SAMPLE_LOG_PY,
+    RUN_TESTS,
+    SAMPLE_LOG,
+    STATS_BUG,
+    STATS_FIX,
+    STATS_PY,
+    SUMMARY_AFTER_FIX,
+    SUMMARY_AFTER_PAGING,
+    TEST_STATS_PY,
+)
 
 DEMO_MODEL = "pseudoclaude-demo"
 
@@ -52,190 +78,73 @@ DEMO_RECENT_TOKENS = 4_000
 # long to see it; PSEUDOCLAUDE_DEMO_PACE=0 (the test suite, recorded outputs) skips the wait.
 DEMO_SUMMARY_SECONDS = 1.2
 
-SAMPLE_LOG = "sample_run.log"
 PAGE_LINES = 500
 LOG_PAGES = (2001, 2501)  # the first read stops at line 2000 (read_file's default limit)
 
-# --- files the agent writes ----------------------------------------------------------------
-
-STATS_PY = '''\
-"""Small descriptive statistics helpers."""
-
-from __future__ import annotations
-
-from collections.abc import Iterable
+# --- what the model saw ------------------------------------------------------------------------
 
 
-def mean(values: Iterable[float]) -> float:
-    """Arithmetic mean of *values*; raises ValueError when there are none."""
-    xs = list(values)
-    if not xs:
-        raise ValueError("mean() of empty data")
-    return sum(xs) / (len(xs) - 1)
-'''
+class Seen:
+    """What the tour's tools did, as the model saw it; ``Seen()`` is the story as planned.
 
-# The bug, and its fix, as exact strings for edit_file (the old string occurs once).
-STATS_BUG = "    return sum(xs) / (len(xs) - 1)\n"
-STATS_FIX = "    return sum(xs) / len(xs)\n"
+    ``results``: every tool result seen so far in the run, by call id (kept across requests:
+    a compaction takes older ones out of the request); ``replaced``: the window was replaced
+    (a summary, a handoff, the provider's compaction); ``reminded``: rollover's host reminder
+    came; ``window``: the run's context window.
+    """
 
-TEST_STATS_PY = '''\
-"""Tests for stats.py (stdlib unittest: run with `python -m unittest -q test_stats`)."""
+    def __init__(
+        self,
+        results: dict[str, ToolResult] | None = None,
+        *,
+        replaced: bool = True,
+        reminded: bool = True,
+        window: int = DEMO_CONTEXT_WINDOW,
+    ) -> None:
+        self.results = results
+        self.replaced = replaced
+        self.reminded = reminded
+        self.window = window
 
-import unittest
+    def says(self, call_id: str, *needles: str) -> bool:
+        """The call's result came back and holds every one of ``needles``."""
+        if self.results is None:
+            return True
+        result = self.results.get(call_id)
+        return result is not None and not result.is_error and all(n in result.content for n in needles)
 
-from stats import mean
+    def never_says(self, call_id: str, needle: str) -> bool:
+        """The call's result came back without ``needle``."""
+        if self.results is None:
+            return True
+        result = self.results.get(call_id)
+        return result is not None and not result.is_error and needle not in result.content
 
-
-class MeanTest(unittest.TestCase):
-    def test_several_values(self):
-        self.assertEqual(mean([1, 2, 3, 4]), 2.5)
-
-    def test_single_value(self):
-        self.assertEqual(mean([7.5]), 7.5)
-
-    def test_any_iterable(self):
-        self.assertAlmostEqual(mean(x / 10 for x in range(1, 4)), 0.2)
-
-    def test_empty_is_an_error(self):
-        with self.assertRaises(ValueError):
-            mean([])
-
-
-if __name__ == "__main__":
-    unittest.main()
-'''
-
-# The processing log: 3,000 lines, ~144 KB; lines 418, 1291 and 2649 are the warnings.
-MAKE_SAMPLE_LOG_PY = '''\
-"""Write sample_run.log: a deterministic processing log (3,000 rows, 3 warnings)."""
-
-from datetime import datetime, timedelta
-
-START = datetime(2026, 11, 30, 14, 20, 0)
-ROWS = 3000
-WARNINGS = {
-    417: "value missing, row skipped",
-    1290: "sensor timeout, row skipped",
-    2648: "value out of range (-999.0), row skipped",
-}
+    def spilled(self, call_id: str) -> str | None:
+        """Where Layer 1 put the call's result (relative to the session), or None."""
+        if self.results is None:
+            return f"tool-results/{call_id}.txt"
+        result = self.results.get(call_id)
+        return result.spilled if result is not None else None
 
 
-def main():
-    lines = []
-    for row in range(ROWS):
-        stamp = (START + timedelta(seconds=row)).strftime("%Y-%m-%d %H:%M:%S")
-        if row in WARNINGS:
-            lines.append(f"{stamp} WARNING row {row:04d} {WARNINGS[row]}")
-        else:
-            value = 12.0 + (row * 37 % 400) / 10
-            lines.append(f"{stamp} INFO row {row:04d} value={value:.1f} ok")
-    text = "\\n".join(lines) + "\\n"
-    with open("sample_run.log", "w", encoding="utf-8", newline="\\n") as fh:
-        fh.write(text)
-    print(f"wrote {ROWS} lines ({len(text.encode()):,} bytes) to sample_run.log")
+Said = str | Callable[[Seen], str]  # a turn's text, or how it depends on what the tools did
 
 
-if __name__ == "__main__":
-    main()
-'''
+@dataclass(frozen=True)
+class DemoTurn:
+    said: Said
+    calls: tuple[dict[str, Any], ...]
 
-CHECK_SAMPLE_PY = '''\
-"""Check stats.mean on the values of sample_run.log against the standard library."""
+    def text(self, seen: Seen) -> str:
+        return self.said if isinstance(self.said, str) else self.said(seen)
 
-import re
-import statistics
+    def as_script(self, seen: Seen) -> dict[str, Any]:
+        return {
+            "text": self.text(seen),
+            "tool_calls": [dict(c, arguments=dict(c["arguments"])) for c in self.calls],
+        }
 
-import stats
-
-OK_ROW = re.compile(r" INFO row \\d+ value=(-?[0-9.]+) ok$")
-
-values, skipped = [], 0
-with open("sample_run.log", encoding="utf-8") as fh:
-    for line in fh:
-        match = OK_ROW.search(line.rstrip("\\n"))
-        if match:
-            values.append(float(match.group(1)))
-        elif " WARNING " in line:
-            skipped += 1
-
-ours, reference = stats.mean(values), statistics.fmean(values)
-print(f"{len(values)} ok rows, {skipped} warning rows skipped")
-print(f"stats.mean = {ours:.4f}, statistics.fmean = {reference:.4f}")
-assert abs(ours - reference) < 1e-9, "stats.mean disagrees with statistics.fmean"
-print("OK: stats.mean matches the standard library on the sample data")
-'''
-
-RUN_TESTS = "python -m unittest -q test_stats"
-
-# --- summaries for Layer 2 (SPEC §8.2 evidence tiers) ----------------------------------------
-
-# The first is written for the automatic compaction when the second log page arrives; the
-# second for a later one (e.g. a `%compact` after the run), so it describes the finished task.
-
-SUMMARY_AFTER_PAGING = """\
-## Confirmed requirements
-- Add a `stats` module with a `mean` function. Source: user request (first message).
-- Add a test for it. Source: user request.
-- Check `mean` against the sample data. Source: user request.
-
-## Agent inferences (unverified)
-- Tests use stdlib `unittest` rather than pytest so they run on a bare Python; my choice, \
-not a stated requirement.
-- "The sample data" is `sample_run.log`, which I generated with `make_sample_log.py` \
-(deterministic, 3,000 lines); the user may have meant other data.
-- Only rows ending in `ok` carry usable values; `WARNING` rows should be skipped.
-
-## Unresolved problems
-- `python -m unittest -q test_stats` fails (failures=2, errors=1): `mean([1, 2, 3, 4])` \
-returned 3.333… instead of 2.5 and `mean([7.5])` raised ZeroDivisionError. Likely cause: \
-`stats.py` divides by `len(xs) - 1` instead of `len(xs)`. Not fixed yet.
-- Warnings in the log not yet counted: lines 1–2000 were only seen as a preview.
-
-## Files and changes
-- `stats.py` — created; `mean()` with the divisor above.
-- `test_stats.py` — created; 4 unittest cases (several values, single value, any \
-iterable, empty input raises ValueError).
-- `make_sample_log.py` — created; writes `sample_run.log`.
-- `sample_run.log` — generated, 3,000 lines, ~144 KB. The full read of lines 1–2000 (call \
-`demo_05_read_log`) was spilled to `tool-results/demo_05_read_log.txt`; only its preview \
-was in context. Lines 2001–2500 were then read with offset/limit: all regular `ok` rows.
-
-## Next steps
-1. Grep `sample_run.log` for `WARNING` rather than re-reading it.
-2. Re-read `stats.py`, then fix the divisor with `edit_file`.
-3. Re-run the tests; compute `stats.mean` over the `ok` rows and compare with \
-`statistics.fmean`.
-"""
-
-SUMMARY_AFTER_FIX = """\
-## Confirmed requirements
-- Add a `stats` module with a `mean` function. Source: user request (first message).
-- Add a test for it. Source: user request.
-- Check `mean` against the sample data. Source: user request.
-
-## Agent inferences (unverified)
-- Tests use stdlib `unittest` (my choice, so they run without pytest).
-- "The sample data" is the generated `sample_run.log`, and its warning rows are excluded \
-from the mean. Neither point was confirmed by the user.
-
-## Unresolved problems
-- None known. The user has not yet said whether the generated log is the data they meant.
-
-## Files and changes
-- `stats.py` — `mean()` fixed with `edit_file`: divides by `len(xs)` (was `len(xs) - 1`, \
-which failed 3 of 4 tests). After the fix, `python -m unittest -q test_stats` ran 4 tests: OK.
-- `test_stats.py` — 4 unittest cases, unchanged since creation.
-- `make_sample_log.py`, `sample_run.log` — deterministic log, 3,000 lines, ~144 KB. The \
-full read of lines 1–2000 was spilled to `tool-results/demo_05_read_log.txt`.
-- `sample_run.log` has exactly 3 `WARNING` lines (grep): rows 0417 (value missing), \
-1290 (sensor timeout), 2648 (value out of range).
-- `check_sample.py` — created; `python check_sample.py` found 2,997 `ok` rows and \
-`stats.mean` equal to `statistics.fmean` (31.9188).
-
-## Next steps
-1. None required; re-run `python -m unittest -q test_stats` and `python check_sample.py` \
-after any change to `stats.py`.
-"""
 
 # --- turns -------------------------------------------------------------------------------------
 
@@ -244,11 +153,11 @@ def _call(call_id: str, name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments, "id": call_id}
 
 
-def _turn(text: str, *calls: dict[str, Any]) -> dict[str, Any]:
-    return {"text": text, "tool_calls": list(calls)}
+def _turn(said: Said, *calls: dict[str, Any]) -> DemoTurn:
+    return DemoTurn(said, calls)
 
 
-def _write_code_turns() -> list[dict[str, Any]]:
+def _write_code_turns() -> list[DemoTurn]:
     return [
         _turn(
             "I'll add a small `stats.py` with `mean()` and a test next to it. The test uses "
@@ -263,13 +172,30 @@ def _write_code_turns() -> list[dict[str, Any]]:
     ]
 
 
-def _sample_data_turns() -> list[dict[str, Any]]:
+def _tests_failed(seen: Seen) -> str:
+    if seen.says("demo_02_run_tests", "FAILED (failures=2, errors=1)", "ZeroDivisionError"):
+        found = (
+            "The tests **fail**: `mean([1, 2, 3, 4])` returns `3.333…` instead of `2.5`, and "
+            "`mean([7.5])` raises `ZeroDivisionError`. That points to the divisor. I'll come back to it"
+        )
+    else:
+        found = "The tests did not fail the way I expected (their output is above); I'll come back to them"
+    return (
+        f"{found} — first I need the sample data to check against, so I'll write a small "
+        "generator for a processing log."
+    )
+
+
+def _log_written(seen: Seen) -> str:
+    if seen.says("demo_04_generate_log", "wrote 3000 lines"):
+        return "Let me look at the log before using it."
+    return "The generator did not say it wrote 3,000 lines (its output is above). Let me look at the log:"
+
+
+def _sample_data_turns() -> list[DemoTurn]:
     return [
         _turn(
-            "The tests **fail**: `mean([1, 2, 3, 4])` returns `3.333…` instead of `2.5`, and "
-            "`mean([7.5])` raises `ZeroDivisionError`. That points to the divisor. I'll come "
-            "back to it — first I need the sample data to check against, so I'll write a small "
-            "generator for a processing log.",
+            _tests_failed,
             _call(
                 "demo_03_write_generator",
                 "write_file",
@@ -283,89 +209,104 @@ def _sample_data_turns() -> list[dict[str, Any]]:
             _call("demo_04_generate_log", "bash", command="python make_sample_log.py"),
         ),
         _turn(
-            "Let me look at the log before using it.",
+            _log_written,
             _call("demo_05_read_log", "read_file", path=SAMPLE_LOG),
         ),
     ]
 
 
-def _first_page_turn() -> dict[str, Any]:
+def _first_read(seen: Seen) -> str:
+    if seen.spilled("demo_05_read_log"):
+        got = (
+            "That result was over 50 KB, so the host **spilled** it to a file and left me a "
+            "preview: rows of `INFO … row … value=… ok`, and a note that the read stopped at line 2000."
+        )
+    else:
+        got = (
+            "That result came back whole (the host's spill limit is above its size here), so all "
+            "of it is in my context; the read stopped at line 2000."
+        )
+    return f"{got} I'll page through the rest with `offset`/`limit`, 500 lines at a time."
+
+
+def _first_page_turn() -> DemoTurn:
     return _turn(
-        "That result was over 50 KB, so the host **spilled** it to a file and left me a "
-        "preview: rows of `INFO … row … value=… ok`, and a note that the read stopped at "
-        "line 2000. I'll page through the rest with `offset`/`limit`, 500 lines at a "
-        "time — small enough to stay in context.",
+        _first_read,
         _call("demo_06_read_page_1", "read_file", path=SAMPLE_LOG, offset=LOG_PAGES[0], limit=PAGE_LINES),
     )
 
 
-def _paging_turns() -> list[dict[str, Any]]:
+def _first_page(seen: Seen) -> str:
+    if seen.never_says("demo_06_read_page_1", "WARNING"):
+        return "Lines 2001–2500 are all regular `ok` rows."
+    return "Lines 2001–2500 are above."
+
+
+def _second_page(seen: Seen) -> str:
+    if seen.says("demo_07_read_page_2", "WARNING row 2648"):
+        found = "One `WARNING` on this page: row 2648, value out of range."
+    else:
+        found = "That was the last page."
+    return (
+        f"{found} Paging is expensive, so instead of re-reading the first 2,000 rows I'll **grep** "
+        "the whole file for warnings — and look at `stats.py` again before editing it."
+    )
+
+
+def _paging_turns() -> list[DemoTurn]:
     # Two pages that stay in context (each under the 50,000-byte spill limit): they are
     # what carries the estimate over the Layer 2 line, and what the summary then replaces.
     second = LOG_PAGES[1]
     return [
         _first_page_turn(),
         _turn(
-            "Lines 2001–2500 are all regular `ok` rows. Last page:",
+            lambda seen: f"{_first_page(seen)} Last page:",
             _call("demo_07_read_page_2", "read_file", path=SAMPLE_LOG, offset=second, limit=PAGE_LINES),
         ),
         _turn(
-            "One `WARNING` on this page: row 2648, value out of range. Paging is expensive, so "
-            "instead of re-reading the first 2,000 rows I'll **grep** the whole file for "
-            "warnings — and look at `stats.py` again before editing it.",
+            _second_page,
             _call("demo_08_grep_warnings", "grep", pattern="WARNING", path=SAMPLE_LOG),
             _call("demo_08_read_stats", "read_file", path="stats.py"),
         ),
     ]
 
 
-# The rollover demo's handoff, in the four sections of SPEC §9: what the next window needs,
-# with requirements sourced and guesses labelled as guesses.
-HANDOFF = {
-    "confirmed_requirements": [
-        {"text": "Add a stats module with a mean function", "source": "user"},
-        {"text": "Add a test for it", "source": "user"},
-        {"text": "Check mean against the sample data", "source": "user"},
-    ],
-    "agent_inferences": [
-        "tests use stdlib unittest so they run without pytest (my choice)",
-        "the sample data is sample_run.log, generated by make_sample_log.py (3,000 lines)",
-        "only rows ending in `ok` carry values; WARNING rows are to be skipped",
-        "lines 2001-2500 are all regular ok rows; lines 1-2000 were seen only as a preview",
-    ],
-    "unresolved_conflicts": [
-        "python -m unittest -q test_stats fails (failures=2, errors=1): stats.py divides by "
-        "len(xs) - 1 instead of len(xs)",
-    ],
-    "unverified_acceptance_criteria": [
-        "find the WARNING rows of sample_run.log (grep, not paging)",
-        "fix the divisor in stats.py with edit_file, then re-run the tests",
-        "compare stats.mean with statistics.fmean on the ok rows",
-    ],
-}
-
-HANDOFF_FILES = [
-    {"path": "stats.py", "role": "implementation", "note": "mean() has the off-by-one divisor"},
-    {"path": "test_stats.py", "role": "test", "note": "4 unittest cases; 3 fail now"},
-    {"path": SAMPLE_LOG, "role": "other", "note": "the sample data; grep it for WARNING"},
-]
+def _handing_off(seen: Seen) -> str:
+    why = (
+        "The host's note says this small window is nearly full, so instead of reading the last page here"
+        if seen.reminded
+        else "The host has not said this window is full (its reminder did not come), but to show a handoff"
+    )
+    return (
+        f"{_first_page(seen)} {why} I'll **hand off** to a fresh window with `new_context`: what "
+        "you asked for (with its source), what I only inferred, the failing tests, what is left "
+        "to check, and the files to open."
+    )
 
 
-def _handoff_turns() -> list[dict[str, Any]]:
+def _handed_off(seen: Seen) -> str:
+    if seen.replaced:
+        where = (
+            "A fresh window: it starts from your request, my handoff and the related files, and "
+            "the old one stays searchable."
+        )
+    else:
+        where = "The host kept this window (no rollover happened)."
+    return (
+        f"{where} The workspace is the source of truth, so rather than paging through the rest of "
+        "the log I'll **grep** the whole file for warnings — and re-read `stats.py` before editing it."
+    )
+
+
+def _handoff_turns() -> list[DemoTurn]:
     return [
         _first_page_turn(),
         _turn(
-            "Lines 2001–2500 are all regular `ok` rows. The host's note says this small window "
-            "is nearly full, so instead of reading the last page here I'll **hand off** to a "
-            "fresh window with `new_context`: what you asked for (with its source), what I "
-            "only inferred, the failing tests, what is left to check, and the files to open.",
+            _handing_off,
             _call("demo_07_new_context", "new_context", handoff=HANDOFF, related_files=HANDOFF_FILES),
         ),
         _turn(
-            "A fresh window: it starts from your request, my handoff and the related files, and "
-            "the old one stays searchable. The workspace is the source of truth, so rather than "
-            "paging through the rest of the log I'll **grep** the whole file for warnings — and "
-            "re-read `stats.py` before editing it.",
+            _handed_off,
             _call("demo_08_grep_warnings", "grep", pattern="WARNING", path=SAMPLE_LOG),
             _call("demo_08_read_stats", "read_file", path="stats.py"),
         ),
@@ -373,43 +314,118 @@ def _handoff_turns() -> list[dict[str, Any]]:
 
 
 # What the end of the run says about the window, per strategy: only what really happened.
-CONTEXT_STORY = {
-    "compact": (
-        "- The demo window is small (50,000 tokens; Layer 2 line at 17,000): the two log "
-        "pages carried the estimate over it, so the older turns were replaced by a "
-        "summary. `%context` shows what I see now.\n"
-        "- `%sessions show <session id>` (the id is on the last line below) shows the "
-        "whole session log, including the spill and the replace marker."
-    ),
-    "rollover": (
-        "- The demo window is small (50,000 tokens; under rollover the reminder is due from "
-        "6,800 and the fallback limit is 17,000): after the first log page the host reminded "
-        "me, and I handed off to a fresh window with `new_context` — no summary was written. "
-        "The new window began with your request verbatim, my four-section handoff and the "
-        "related files; `%context` shows what I see now.\n"
-        "- `%sessions show <session id>` (the id is on the last line below) shows the "
-        "whole session log, including the spill, the handoff and the rollover marker; "
+SHOW_LOG = "- `%sessions show <session id>` (the id is on the last line below) shows the whole session log"
+
+
+def _compact_story(seen: Seen) -> str:
+    if not seen.replaced:
+        return _kept(seen, "the Layer 2 line") + f"\n{SHOW_LOG}, including the spill."
+    return (
+        f"- The demo window is small ({seen.window:,} tokens; the gauge marks the Layer 2 line): "
+        "the log pages carried the estimate over that line, so the older turns were replaced by "
+        "a summary. `%context` shows what I see now.\n"
+        f"{SHOW_LOG}, including the spill and the replace marker."
+    )
+
+
+def _rollover_story(seen: Seen) -> str:
+    if not seen.replaced:
+        return (
+            _kept(seen, "rollover's limits") + f"\n{SHOW_LOG}, including the spill and the handoff I offered."
+        )
+    reminded = "the host reminded me, and " if seen.reminded else ""
+    return (
+        f"- The demo window is small ({seen.window:,} tokens; the gauge marks the reminder and "
+        f"rollover's limits): after the first log page {reminded}I handed off to a fresh window with "
+        "`new_context` — no summary was written. The new window began with your request verbatim, "
+        "my four-section handoff and the related files; `%context` shows what I see now.\n"
+        f"{SHOW_LOG}, including the spill, the handoff and the rollover marker; "
         "`%sessions search WARNING` searches the old window too."
-    ),
-    "api": (
-        "- The demo window is small (50,000 tokens; the provider was asked to compact from "
-        "17,000): the two log pages carried the request over that trigger, so the provider "
-        "summarized everything before my answer into a compaction block (the demo emulates "
-        "the server's compaction). The host logged it as a replace; `%context` shows what I "
-        "see now, and `%compact --undo` would take it back.\n"
-        "- `%sessions show <session id>` (the id is on the last line below) shows the "
-        "whole session log, including the spill and the replace marker."
-    ),
+    )
+
+
+def _api_story(seen: Seen) -> str:
+    if not seen.replaced:
+        return _kept(seen, "the provider's trigger") + f"\n{SHOW_LOG}, including the spill."
+    return (
+        f"- The demo window is small ({seen.window:,} tokens): the log pages carried the request "
+        "over the trigger the provider was given, so the provider summarized everything before my "
+        "answer into a compaction block (the demo emulates the server's compaction). The host "
+        "logged it as a replace; `%context` shows what I see now, and `%compact --undo` would "
+        "take it back.\n"
+        f"{SHOW_LOG}, including the spill and the replace marker."
+    )
+
+
+def _kept(seen: Seen, line: str) -> str:
+    return (
+        f"- This window ({seen.window:,} tokens) never reached {line}, so nothing was replaced: "
+        "the whole run is still in my context (`%context` shows it). The demo's own window "
+        "(run it without `--context-window`) is small enough for the log pages to cross it."
+    )
+
+
+CONTEXT_STORY: dict[str, Callable[[Seen], str]] = {
+    "compact": _compact_story,
+    "rollover": _rollover_story,
+    "api": _api_story,
 }
 
 
-def _fix_and_verify_turns(strategy: str) -> list[dict[str, Any]]:
+def _fix(seen: Seen) -> str:
+    found = []
+    if seen.says("demo_08_grep_warnings", "0417", "1290", "2648"):
+        found.append(
+            "Three warning rows in total (0417, 1290, 2648); they carry no usable value, so the "
+            "check must skip them."
+        )
+    if seen.says("demo_08_read_stats", STATS_BUG.strip()):
+        found.append("And the bug is confirmed: `mean()` divides by `len(xs) - 1`.")
+    return " ".join(
+        [*found, "Fixing the divisor, and adding a script that compares `stats.mean` with "
+         "`statistics.fmean` on the `ok` rows:"]
+    )  # fmt: skip
+
+
+def _done(strategy: str) -> Callable[[Seen], str]:
+    def said(seen: Seen) -> str:
+        passed = seen.says("demo_10_rerun_tests", "Ran 4 tests", "OK")
+        agrees = seen.says("demo_10_check_sample", "2997 ok rows", "OK: stats.mean matches", "31.9188")
+        if passed and agrees:
+            head = (
+                "Done — all 4 tests pass, and `stats.mean` agrees with `statistics.fmean` on the "
+                "2,997 `ok` rows of the sample data (31.9188)."
+            )
+        else:
+            head = (
+                "Not done: " + ("the tests pass, but " if passed else "the tests did not pass, and ")
+                + ("the sample check agrees" if agrees else "the sample check did not agree")
+                + " (the outputs are above)."
+            )  # fmt: skip
+        where = seen.spilled("demo_05_read_log")
+        spill = (
+            f"- My first read of the log was over 50 KB, so it was spilled to "
+            f"`.pseudoclaude/sessions/<session id>/{where}`; only a preview stayed in my context.\n"
+            if where
+            else "- My first read of the log stayed whole in my context (nothing was spilled).\n"
+        )
+        return (
+            f"{head}\n\n"
+            "**What changed**\n"
+            "- `stats.py`: `mean()` — the divisor changed from `len(xs) - 1` to `len(xs)`.\n"
+            "- `test_stats.py`: 4 `unittest` cases; run `python -m unittest -q test_stats`.\n"
+            "- `make_sample_log.py` → `sample_run.log` (3,000 lines, ~144 KB, 3 `WARNING` "
+            "rows); `check_sample.py` checks `mean` on it.\n\n"
+            "**Context management you just saw**\n" + spill + CONTEXT_STORY[strategy](seen)
+        )
+
+    return said
+
+
+def _fix_and_verify_turns(strategy: str) -> list[DemoTurn]:
     return [
         _turn(
-            "Three warning rows in total (0417, 1290, 2648); they carry no usable value, so "
-            "the check must skip them. And the bug is confirmed: `mean()` divides by "
-            "`len(xs) - 1`. Fixing it, and adding a script that compares `stats.mean` with "
-            "`statistics.fmean` on the `ok` rows:",
+            _fix,
             _call(
                 "demo_09_fix_mean",
                 "edit_file",
@@ -424,23 +440,35 @@ def _fix_and_verify_turns(strategy: str) -> list[dict[str, Any]]:
             _call("demo_10_rerun_tests", "bash", command=RUN_TESTS),
             _call("demo_10_check_sample", "bash", command="python check_sample.py"),
         ),
-        _turn(
-            "Done — all 4 tests pass, and `stats.mean` agrees with `statistics.fmean` on the "
-            "2,997 `ok` rows of the sample data (31.9188).\n\n"
-            "**What changed**\n"
-            "- `stats.py`: `mean()` — fixed an off-by-one (it divided by `len(xs) - 1`).\n"
-            "- `test_stats.py`: 4 `unittest` cases; run `python -m unittest -q test_stats`.\n"
-            "- `make_sample_log.py` → `sample_run.log` (3,000 lines, ~144 KB, 3 `WARNING` "
-            "rows); `check_sample.py` checks `mean` on it.\n\n"
-            "**Context management you just saw**\n"
-            "- My first read of the log was over 50 KB, so it was spilled to "
-            "`.pseudoclaude/sessions/<session id>/tool-results/demo_05_read_log.txt`; only a "
-            "preview stayed in my context.\n" + CONTEXT_STORY[strategy],
-        ),
+        _turn(_done(strategy)),
     ]
 
 
 STRATEGIES = tuple(CONTEXT_STORY)
+
+
+def demo_turns(strategy: str = "compact") -> list[DemoTurn]:
+    """The tour's turns for ``strategy``: their calls, and how each one's text depends on ``Seen``."""
+    if strategy not in CONTEXT_STORY:
+        raise ValueError(f"no demo script for strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
+    # The middle by strategy (a table, not a comparison of names).
+    middle = {"compact": _paging_turns, "rollover": _handoff_turns, "api": _paging_turns}[strategy]()
+    return _write_code_turns() + _sample_data_turns() + middle + _fix_and_verify_turns(strategy)
+
+
+def tour_text(turns: list[DemoTurn]) -> str:
+    """What the tour does to the workspace, for the one question mode ``ask`` puts (issue 44)."""
+    calls = [c for turn in turns for c in turn.calls]
+    written = [c["arguments"]["path"] for c in calls if c["name"] == "write_file"]
+    edits = sum(c["name"] == "edit_file" for c in calls)
+    commands = [c["arguments"]["command"] for c in calls if c["name"] == "bash"]
+    runs = [
+        f"`{c}`" + (f" ({n} times)" if (n := commands.count(c)) > 1 else "") for c in dict.fromkeys(commands)
+    ]
+    return (
+        f"The demo tour writes {len(written)} files ({', '.join(written)}), edits "
+        f"{'one of them' if edits == 1 else f'{edits} times'} and runs {', '.join(runs)} in the workspace."
+    )
 
 
 def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
@@ -449,15 +477,11 @@ def build_demo_script(strategy: str = "compact") -> dict[str, Any]:
     A fresh dict each call. Both strategies do the same task with the same files; only the
     middle differs (two log pages and a summary, or one page and a handoff).
     """
-    if strategy not in CONTEXT_STORY:
-        raise ValueError(f"no demo script for strategy {strategy!r}; choose one of: {', '.join(STRATEGIES)}")
-    # The middle and the summaries by strategy (a table, not a comparison of names).
-    middle = {"compact": _paging_turns, "rollover": _handoff_turns, "api": _paging_turns}[strategy]()
-    turns = _write_code_turns() + _sample_data_turns() + middle + _fix_and_verify_turns(strategy)
+    turns = demo_turns(strategy)
     return {
         "model": DEMO_MODEL,
         "context_window": DEMO_CONTEXT_WINDOW,
-        "turns": turns,
+        "turns": [turn.as_script(Seen()) for turn in turns],
         # Rollover writes no summary in the run; a `%compact` after it describes the finished task.
         # Under api the emulated server compaction takes the first summary (``ScriptedProvider``).
         "summaries": {

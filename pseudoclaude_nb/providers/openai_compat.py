@@ -144,18 +144,23 @@ class OpenAIProvider:
         body = self._body(request) | {"stream": True, "stream_options": {"include_usage": True}}
         response = self._send(body)
         reader = ChunkReader(self.base_url, self.stream_error)
+        for line in self.lines(response, "response stream"):
+            yield from reader.feed(line)
+        # No finish_reason, no Stop: the runner's assembler then keeps nothing of this response.
+        yield from reader.finish()
+
+    def lines(self, response: httpx.Response, what: str) -> Iterator[str]:
+        """A streamed answer's lines, then the response closed; a body that breaks off is a
+        ``StreamError`` (the Responses API's stream reads through here too)."""
         try:
-            for line in response.iter_lines():
-                yield from reader.feed(line)
+            yield from response.iter_lines()
         except httpx.HTTPError as exc:
             raise StreamError(
-                f"the response stream from {self.base_url} broke off ({type(exc).__name__}); nothing "
+                f"the {what} from {self.base_url} broke off ({type(exc).__name__}); nothing "
                 "from it was kept — run %agent again to retry"
             ) from exc
         finally:
             response.close()
-        # No finish_reason, no Stop: the runner's assembler then keeps nothing of this response.
-        yield from reader.finish()
 
     def complete(self, request: Request) -> Response:
         response = self._send(self._body(request) | {"stream": False})
@@ -245,9 +250,10 @@ class OpenAIProvider:
 
         return convert
 
-    def _send(self, body: dict[str, Any]) -> httpx.Response:
-        """POST with bounded retries; returns an open 2xx response, which the caller closes."""
-        url = f"{self.base_url}/chat/completions"
+    def _send(self, body: dict[str, Any], path: str = "/chat/completions") -> httpx.Response:
+        """POST to ``path`` with bounded retries; returns an open 2xx response, which the caller
+        closes. The Responses API (``openai_responses``) sends through here too."""
+        url = f"{self.base_url}{path}"
         for attempt in range(self.max_retries + 1):
             last = attempt == self.max_retries
             try:
@@ -298,11 +304,22 @@ class OpenAIProvider:
     # --- errors -------------------------------------------------------------------------------
 
     def _status_error(self, response: httpx.Response, *, retries: int, wait: float | None) -> ProviderError:
-        status = response.status_code
         try:
             payload = response.json()
         except (ValueError, httpx.StreamError):  # not JSON, or the body could not be read
             payload = None
+        error = self._mapped(response, payload, retries=retries, wait=wait)
+        body = payload.get("error") if isinstance(payload, dict) else None
+        if isinstance(body, dict):
+            code, param = body.get("code"), body.get("param")
+            error.code = code if isinstance(code, str) else None
+            error.param = param if isinstance(param, str) else None
+        return error
+
+    def _mapped(
+        self, response: httpx.Response, payload: Any, *, retries: int, wait: float | None
+    ) -> ProviderError:
+        status = response.status_code
         if status in (400, 413) and _too_long(payload):
             return ContextTooLong(
                 f"{self._service}: {wire.quote(_message(payload), self._key)}",

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..messages import Message
 from . import wire
+from .openai_responses_items import foreign_summary
 from .wire_prefix import EncodedHistory
 
 # Where OpenAI-compatible servers put a model's reasoning: DeepSeek and older vLLM use
@@ -61,8 +62,14 @@ def _turn(group: list[Message], loop_start: set[str], images: ImageParts | None)
     """One turn (consecutive messages of one role) as its chat-completions messages."""
     out: list[dict[str, Any]] = []
     if group[0].role == "assistant":
-        text = "\n\n".join(m.content for m in group if m.content.strip())
+        # A provider's compaction goes as its readable summary, first (an opaque item as nothing).
+        summaries = [
+            s for m in group for r in m.reasoning if r.kind == "compaction" and (s := foreign_summary(r))
+        ]
+        text = "\n\n".join([*summaries, *(m.content for m in group if m.content.strip())])
         calls = [c for m in group for c in m.tool_calls]
+        if not text and not calls:
+            return out  # an opaque compaction item alone: nothing chat completions can read
         entry: dict[str, Any] = {"role": "assistant", "content": text or None}
         # The reasoning of the running tool loop goes back (DeepSeek's thinking mode
         # refuses step 2 without it); that of earlier turns is not needed again.

@@ -8,12 +8,11 @@ never contains a key (server messages are scrubbed before they are quoted).
 from __future__ import annotations
 
 import functools
-import os
 import re
 from typing import Any
 
 from .. import image_fit
-from ..envtrust import check_endpoint
+from ..envtrust import check_endpoint, lookup
 from ..errors import ConfigError, ProviderError
 from ..messages import ImagePart, Message
 from .base import cap_images
@@ -26,9 +25,9 @@ MIN_SECRET = 8
 
 
 def env(name: str) -> str | None:
-    """An environment variable, with empty or blank treated as unset."""
-    value = os.environ.get(name, "").strip()
-    return value or None
+    """A provider variable from the environment, else from the workspace's ``.env`` (which
+    never enters ``os.environ``: ``envtrust``), with empty or blank treated as unset."""
+    return lookup(name)
 
 
 def endpoint(
@@ -74,8 +73,15 @@ def turns(messages: list[Message]) -> list[list[Message]]:
 
 
 def sendable(msg: Message) -> bool:
-    """Whether a message has anything to send (one that has not is left out of its turn)."""
-    return bool(msg.content.strip() or msg.tool_calls or msg.tool_result is not None or msg.parts)
+    """Whether a message has anything to send (one that has not is left out of its turn). A
+    provider's compaction alone is something (issue 43: an on-demand block, a paused compaction)."""
+    return bool(
+        msg.content.strip()
+        or msg.tool_calls
+        or msg.tool_result is not None
+        or msg.parts
+        or any(r.kind == "compaction" for r in msg.reasoning)
+    )
 
 
 def quote(text: object, secret: str | None = None) -> str:

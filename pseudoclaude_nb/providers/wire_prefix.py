@@ -76,7 +76,7 @@ class WireMessages(list):
 
 
 def dumps(body: dict[str, Any]) -> bytes:
-    """The request body as compact UTF-8 JSON (``messages`` first), its ``WireMessages`` as they are."""
+    """The request body as compact UTF-8 JSON (the history's list first), its ``WireMessages`` as they are."""
     return b"".join(Body(body))
 
 
@@ -93,14 +93,17 @@ class Body:
     PIECE = 1 << 20
 
     def __init__(self, body: dict[str, Any]) -> None:
-        messages = body.get("messages")
+        # The history's list: ``messages`` (chat completions, Messages API) or ``input`` (the
+        # Responses API, issue 43).
+        key = "input" if isinstance(body.get("input"), WireMessages) else "messages"
+        messages = body.get(key)
         self._lock: threading.Lock | None = None
         if not isinstance(messages, WireMessages) or not messages.current():
             self._parts: list[Chunk] = [encode(body)]
         else:
             self._lock = messages.lock
-            rest = encode({k: v for k, v in body.items() if k != "messages"})
-            parts: list[Chunk] = [b'{"messages":[']
+            rest = encode({k: v for k, v in body.items() if k != key})
+            parts: list[Chunk] = [b'{"' + key.encode() + b'":[']
             first = True
             for chunk in messages.chunks:
                 if isinstance(chunk, Prefix) and not chunk.length:

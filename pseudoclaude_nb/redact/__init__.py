@@ -3,8 +3,9 @@
 It applies the patterns (``patterns``, what each kind of secret looks like) and
 nothing else: the session writer, spill files and exports call it on everything they write;
 it never reads or writes files itself. The values of the API keys in the environment
-(``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``) are redacted exactly, whatever their shape, so
-a key pasted into a prompt or printed by a tool never lands on disk.
+(``ANTHROPIC_API_KEY``, ``OPENAI_API_KEY``), and those a workspace ``.env`` gives the
+package's providers (``envtrust.keys``: never in ``os.environ``), are redacted exactly,
+whatever their shape, so a key pasted into a prompt or printed by a tool never lands on disk.
 
 Speed matters because every log line passes through here (the durable append's budget is
 a few tens of microseconds, SPEC §15). Each pattern has literal *triggers* (``sk-``,
@@ -27,6 +28,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from .. import envtrust
 from .patterns import PATTERNS, marker
 from .triggers import finder
 
@@ -72,6 +74,8 @@ def _gated(text: str) -> dict[int, list[int] | None]:
             pattern = PATTERNS[i]
             if pattern.after is None:
                 gated[i] = None
+            elif not pattern.words and pattern.after.match(text, end):
+                gated[i] = None  # its match begins anywhere before the trigger (netrc's "machine")
             elif pattern.after.match(text, end):
                 starts = gated.setdefault(i, [])
                 if starts is not None:
@@ -134,7 +138,7 @@ class Redactor:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = environ
         self.counts: Counter[str] = Counter()
-        self._env_seen: tuple[str | bytes | None, ...] = ()  # raw values when read from os.environ
+        self._env_seen: tuple[object, ...] = ()  # raw values when read from os.environ, and the .env's keys
         self._env: list[tuple[str, str]] = []
         self._env_bytes: tuple[bytes, ...] = ()
 
@@ -148,12 +152,13 @@ class Redactor:
         if self._environ is None and _RAW_ENV is not None:
             # Read on every log line, right after a fsync, when every object touched is a
             # cache miss: two plain lookups cost half of ``tuple(map(...))`` there (~2 µs).
-            seen: tuple[str | bytes | None, ...] = (_RAW_ENV.get(_RAW_A), _RAW_ENV.get(_RAW_B))
+            seen: tuple[object, ...] = (_RAW_ENV.get(_RAW_A), _RAW_ENV.get(_RAW_B), envtrust.keys)
         else:
-            seen = tuple(map(env.get, ENV_KEYS))
+            seen = (*map(env.get, ENV_KEYS), envtrust.keys)
         if seen != self._env_seen:
             values = tuple(map(env.get, ENV_KEYS))
             found = [(n, v) for n, v in zip(ENV_KEYS, values, strict=True) if v and len(v) >= MIN_ENV_VALUE]
+            found += [(n, v) for n, v in envtrust.keys if len(v) >= MIN_ENV_VALUE and (n, v) not in found]
             self._env = sorted(found, key=lambda nv: -len(nv[1]))
             self._env_bytes = tuple(v.encode() for _, v in self._env)
             self._env_seen = seen

@@ -181,7 +181,9 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
     ),
     # Anthropic: sk-ant-api03-…, sk-ant-admin01-…, sk-ant-oat01-… (about 100 characters).
-    Pattern("anthropic", ("sk-ant-",), re.compile(_after("sk-ant-") + r"[A-Za-z0-9_-]{20,}")),
+    # Triggered by OpenAI's "sk-" (a text with "sk-" is looked at for both anyway): one literal
+    # fewer in the pre-check, which holds at most 64 (issue 41 needed three).
+    Pattern("anthropic", ("sk-",), re.compile(_after("sk-ant-") + r"[A-Za-z0-9_-]{20,}")),
     # OpenAI project, service-account and admin keys, then legacy sk-<48 alphanumerics>.
     # The legacy shape needs a digit and 32+ characters, so "sk-learn" or prose stays.
     Pattern(
@@ -262,15 +264,76 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         words=_AUTH_WORDS,
     ),
-    # A docker config's "auth": base64(user:password), also inside an escaped JSON string.
+    # A docker config's "auth": base64(user:password), also inside an escaped JSON string, and
+    # in a Python repr ({'auths': {'ghcr.io': {'auth': '…'}}}, issue 41). A word ('required')
+    # is not base64 of a user and a password: the value needs a digit, +, / or =, or both cases.
+    # Triggers: '"auth' (JSON, escaped or not) and "auth'" (a repr; a literal led by a quote
+    # would make every JSON line pay).
     Pattern(
         "docker-auth",
-        ('"auth',),
-        re.compile(r'("auth\\?"\s*:\s*\\?")[A-Za-z0-9+/]{8,}={0,2}(?=\\?")'),
+        ('"auth', "auth'"),
+        re.compile(
+            r"""(["']auth\\?(["'])\s*:\s*\\?\2)"""
+            r"(?=[A-Za-z0-9+/]*(?:[0-9+/=]|[a-z][A-Za-z0-9+/]*[A-Z]|[A-Z][A-Za-z0-9+/]*[a-z]))"
+            r"[A-Za-z0-9+/]{8,}={0,2}(?=\\?\2)"
+        ),
         keep=1,
-        after=re.compile(r'\\?"\s*:'),
-        after_line=re.compile(rb'\\?"\s*:'),
-        words=('"auth',),
+        after=re.compile(r"""\\?["']?\s*:"""),
+        after_line=re.compile(rb"""(?:\\?["'])?\s*:"""),
+        words=('"auth', "'auth'"),  # where each trigger sits in the match's start
+    ),
+    # HTTP basic auth as requests takes it, a keyword argument: auth=('user', 'password')
+    # (issue 41): the user stays, the password goes. Names (auth=(user, password)) stay.
+    Pattern(
+        "basic-auth",
+        ("auth=(",),
+        re.compile(
+            r"""(auth=\((?<![A-Za-z0-9_]auth=\()\s*(["'])[^"'\n]{1,256}\2\s*,\s*(["']))"""
+            r"""(?![$<{])[^"'\n]{3,512}(?=\3)"""
+        ),
+        keep=1,
+    ),
+    # An API key in a header, as a dict or a line: {'x-api-key': '…'} (Anthropic's own header),
+    # x-api-key: …, api-key=… (issue 41). Code that names one ({'x-api-key': os.environ['KEY']})
+    # is spared. Lower case only ("pi-key"): another literal for X-Api-Key would pass the 64
+    # the pre-check holds.
+    Pattern(
+        "api-key",
+        ("pi-key",),
+        re.compile(
+            r"((?:api-key|Api-Key|API-Key)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?)"
+            r"(?![\[$<{(])[A-Za-z0-9._~+/=-]{8,}(?![A-Za-z0-9._~+/=-])"
+        ),
+        keep=1,
+        after=re.compile(r"""[\"']?[ \t]{0,4}[:=]"""),
+        after_line=re.compile(rb"""(?:\\?[\"'])?(?: |\\t){0,4}[:=]"""),
+        words=("api-key",),
+        spare=_names_code,
+    ),
+    # A .netrc (or _netrc) entry: machine HOST login USER password SECRET, on one line or
+    # several (issue 41). Only in an entry: after "machine" and a host name (a dot in it,
+    # localhost, an address) or a "login USER", and the value ends its line or comes before
+    # another keyword, so prose ("machine learning password strength", "the password reset
+    # link") stays as it is. Triggered by "assw" (no literal of its own: the pre-check holds
+    # at most 64), gated by what follows it; the match begins before it, at "machine".
+    Pattern(
+        "netrc-password",
+        ("assw",),
+        re.compile(
+            r"(machine(?<![A-Za-z0-9_]machine)[ \t]+(?:"
+            r"(?:[\w-]+\.[\w.-]+|localhost|\d[\d.:]*|\[[0-9a-fA-F:]+\])\s+(?:(?:login|account)[ \t]+\S+\s+){0,2}"
+            r"|\S+\s+(?:(?:login|account)[ \t]+\S+\s+){1,2})"
+            r"password[ \t]+)(?![$<{\[])\S{3,}"
+            r"(?=[ \t]*(?:\r?\n|$)|[ \t]+(?:machine|login|account|macdef|default)\b)"
+        ),
+        keep=1,
+        after=re.compile(
+            r"ord[ \t]+\S{3,}?(?:[ \t]*(?:\r?\n|$)|[ \t]+(?:machine|login|account|macdef|default)\b)"
+        ),
+        after_line=re.compile(
+            rb'ord(?: |\\t)+(?:[^\s\\"]|\\.){3,}?'
+            rb'(?:(?: |\\t)*(?:\\r)?\\n|(?: |\\t)*"|(?: |\\t)+(?:machine|login|account|macdef|default)\b)'
+        ),
     ),
     # curl -u user:password (and --user): the password goes, the user stays.
     Pattern(

@@ -22,15 +22,8 @@ from ..messages import Usage
 from .entries import SpendEntry, UsageEntry, parse_line
 from .loader import log_path
 
-_COUNTS = (
-    "input_tokens",
-    "output_tokens",
-    "cache_creation_input_tokens",
-    "cache_read_input_tokens",
-    "cache_creation_1h_input_tokens",
-    "compaction_input_tokens",
-    "compaction_output_tokens",
-)
+# Every count of a usage entry: Usage's integer fields (a field added there is read here too).
+_COUNTS = tuple(name for name, info in Usage.model_fields.items() if info.annotation is int)
 
 
 @dataclass
@@ -51,7 +44,8 @@ def usage_of(raw: dict[str, Any]) -> Usage:
     for key in _COUNTS:
         value = raw.get(key)
         counts[key] = value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
-    return Usage(**counts)
+    reason = raw.get("cache_miss_reason")  # issue 43: the API's cache diagnosis, a short type name
+    return Usage(**counts, cache_miss_reason=reason[:64] if isinstance(reason, str) and reason else None)
 
 
 def _read_lines(data: bytes, spend: Spend) -> None:

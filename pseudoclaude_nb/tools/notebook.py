@@ -89,7 +89,9 @@ def notebook_tools(host: NotebookHost) -> list[Tool]:
                 "dotted names (obj.attr). Properties are reported, not evaluated."
             ),
             args=InspectVariableArgs,
-            handler=lambda a: redact_text(inspect_variable(host.namespace(), a.name)),
+            handler=lambda a: redact_text(
+                inspect_variable(host.namespace(), a.name, withheld=host.cells.withheld(host.namespace()))
+            ),
         ),
         Tool(
             name="propose_cell",

@@ -82,6 +82,8 @@ class Tool:
     args: type[BaseModel]
     handler: Callable[[Any], str | ToolOutput]
     side_effect: bool = False
+    # What mode ``ask`` shows besides the call (the document tools: the cell before and after).
+    preview: Callable[[Any], str] | None = None
 
     def input_schema(self) -> dict[str, Any]:
         # Built from pydantic once per argument model (~2 ms for a full tool set each step
@@ -154,11 +156,15 @@ def describe_call(name: str, args: BaseModel) -> str:
     return f"{name}({', '.join(parts)})"
 
 
-def permission_prompt(name: str, args: BaseModel, lines: int = 12, width: int = 160) -> str:
-    """The question for mode ``ask``: the call, the first lines of any multi-line value as
-    text, and the answers (no answer is no)."""
+def permission_prompt(
+    name: str, args: BaseModel, lines: int = 12, width: int = 160, preview: str | None = None
+) -> str:
+    """The question for mode ``ask``: the call, the tool's ``preview`` (or else the first lines
+    of any multi-line value as text), and the answers (no answer is no)."""
     out = [f"allow {describe_call(name, args)}?"]
-    for key, value in args.model_dump(exclude_unset=True).items():
+    shown = args.model_dump(exclude_unset=True).items() if not preview else ()
+    out += [f"  {line}" for line in (preview or "").splitlines()]
+    for key, value in shown:
         if isinstance(value, str) and "\n" in value.rstrip("\n"):
             body = value.splitlines()
             out.append(f"  {key}:")
@@ -178,7 +184,9 @@ class Permissions:
     each cell it executes.
     """
 
-    def __init__(self, mode: str = "ask", ask: Callable[[str], str] | None = None) -> None:
+    def __init__(
+        self, mode: str = "ask", ask: Callable[[str], str] | None = None, *, tour: str | None = None
+    ) -> None:
         if mode not in PERMISSION_MODES:
             raise ConfigError(f"unknown permission mode {mode!r}; use one of {', '.join(PERMISSION_MODES)}")
         self.mode: PermissionMode = cast(PermissionMode, mode)  # one of PERMISSION_MODES, checked above
@@ -189,6 +197,10 @@ class Permissions:
         # must not end looking like a success (the end line says so).
         self.allowed = 0
         self.refused = 0
+        # A provider that plays a tour (the demo) asks once for all of it in mode ``ask``: one
+        # question, not one per call; the answer holds for the run (issue 44).
+        self.tour = tour
+        self._tour_answer: str | None = None  # None: not asked yet; "" allowed; else the refusal
 
     def refusal(self, tool: Tool, args: BaseModel, tell: Tell | None = None) -> str | None:
         """Return ``None`` when the call may run, else the refusal message for the model.
@@ -215,11 +227,13 @@ class Permissions:
             )
         if tool.name in self.always_allowed:
             return None
+        if self.tour is not None:
+            return self._tour_refusal(call, tell)
         ask = self._ask if self._ask is not None else builtins.input
         tell(None)
         asked = time.monotonic()
         try:
-            answer = ask(permission_prompt(tool.name, args))
+            answer = ask(permission_prompt(tool.name, args, preview=_preview(tool, args)))
         except (EOFError, NotImplementedError, OSError, RuntimeError):
             # NotImplementedError covers IPython's StdinNotImplementedError (no stdin frontend).
             tell(False)
@@ -232,6 +246,40 @@ class Permissions:
         allowed = answer in ("a", "always", "y", "yes")
         tell(allowed)
         return None if allowed else f"refused: the user did not allow {call}; ask the user how to proceed"
+
+    def _tour_refusal(self, call: str, tell: Tell) -> str | None:
+        """Mode ``ask`` with a tour: the first change asks for the whole tour, later ones
+        follow that answer (no answer, or no stdin, is no)."""
+        if self._tour_answer is None:
+            ask = self._ask if self._ask is not None else builtins.input
+            tell(None)
+            asked = time.monotonic()
+            try:
+                answer = ask(f"{self.tour}\nallow all of it for this run? [y/N]: ")
+            except (EOFError, NotImplementedError, OSError, RuntimeError):
+                answer = None
+            finally:
+                self.waited += time.monotonic() - asked
+            allowed = (answer or "").strip().lower() in ("y", "yes", "a", "always")
+            tell(allowed)
+            if answer is None:
+                self._tour_answer = (
+                    "refused: permission mode 'ask' needs an answer but this kernel has no stdin"
+                )
+            else:
+                self._tour_answer = "" if allowed else "refused: the user did not allow the tour"
+        if not self._tour_answer:
+            return None
+        return f"{self._tour_answer} ({call}); rerun with --mode auto to allow it"
+
+
+def _preview(tool: Tool, args: BaseModel) -> str | None:
+    if tool.preview is None:
+        return None
+    try:
+        return tool.preview(args)
+    except Exception:  # noqa: BLE001 - a preview that fails leaves the plain question
+        return None
 
 
 class ToolRegistry:

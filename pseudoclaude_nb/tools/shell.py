@@ -251,7 +251,7 @@ def bash(workspace: Path, args: BashArgs) -> str:
         proc.stdout.close()
         left = kill_leftovers(proc, token)
     pipe_left_open = pipe_left_open or left > 0
-    text = out.text().rstrip("\n")
+    text = relative_paths(out.text().rstrip("\n"), workspace)
     if timed_out:
         raise ToolError(
             f"{text or '(no output)'}\n\ntimed out after {args.timeout:g} s; "
@@ -269,6 +269,16 @@ def bash(workspace: Path, args: BashArgs) -> str:
     elif code:
         lines.append(f"exit code {code}")
     return "\n".join(lines) or "(no output)"
+
+
+def relative_paths(text: str, workspace: Path) -> str:
+    """``text`` with the workspace's absolute path taken off the paths inside it: a traceback's
+    ``File "/home/ann/proj/stats.py"`` reads ``File "stats.py"``, as the tools name files. What
+    the model reads (and every count of it) is then the same wherever the workspace lives, and a
+    home folder's path, often the person's name, is not sent (issue 44)."""
+    for root in dict.fromkeys((str(Path(workspace).resolve()), os.path.abspath(workspace))):
+        text = text.replace(root.rstrip(os.sep) + os.sep, "")
+    return text
 
 
 def _pump(proc: subprocess.Popen[bytes], out: OutputBuffer, deadline: float) -> tuple[bool, bool]:

@@ -31,6 +31,7 @@ from ..events import (
     StepFinished,
 )
 from ..messages import Usage
+from .picture import picture
 from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, spaced, stroke
 
 
@@ -113,9 +114,31 @@ def gauge_text(s: GaugeState, width: int = 30) -> str:
     )
 
 
-def gauge_svg(s: GaugeState, width: int = 560) -> str:
-    """The bar: measured part (anchor) solid, estimated suffix lighter, marks as lines."""
-    bar_w, bar_h, top = width - 20, 18, 22
+def gauge_head(s: GaugeState) -> str:
+    return (
+        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.share:.0%})"
+        if s.context_window
+        else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
+    )
+
+
+def gauge_summary(s: GaugeState) -> str:
+    """The picture in one sentence (its ``alt``): where the estimate is, the lines, the peak."""
+    if not s.context_window:
+        return "context gauge: waiting for the first request"
+    marks = ", ".join(f"{label} at {value:,}" for label, value in s.marks)
+    return (
+        f"context gauge: {gauge_head(s)}"
+        + (f"; {marks}" if marks else "")
+        + (f"; peak ~{s.shown_peak:,}" if s.shown_peak else "")
+        + (f"; {_drop_text(s)}" if s.last_drop else "")
+    )
+
+
+def gauge_svg(s: GaugeState, width: int = 560, *, head: bool = True) -> str:
+    """The bar: measured part (anchor) solid, estimated suffix lighter, marks as lines.
+    ``head``: the headline above the bar (a saved gauge says it as HTML text instead)."""
+    bar_w, bar_h, top = width - 20, 18, 22 if head else 6
     window = max(s.context_window, 1)
 
     def x(tokens: int) -> float:
@@ -126,8 +149,9 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
     peak = s.shown_peak
     labels = [(f"{label} {value:,}", x(value)) for label, value in s.marks]
     rows = _label_rows(labels + ([(f"peak ~{peak:,}", x(peak))] if peak else []), width)
+    height = top + 42 + LABEL_ROW * max(rows, default=0)
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{64 + LABEL_ROW * max(rows, default=0)}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         'role="img" '
         f'aria-label="{html.escape(gauge_text(s))}">',
         f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" {fill(TRACK)}/>',
@@ -136,14 +160,11 @@ def gauge_svg(s: GaugeState, width: int = 560) -> str:
         f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
         f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
-    head = (
-        f"~{s.estimated_tokens:,} / {s.context_window:,} tokens ({s.share:.0%})"
-        if s.context_window
-        else "context: waiting for the first request"  # never "~0 / 0 tokens" at a run's start
-    )
-    parts.append(  # first: the headline is what a sanitized notebook reads first
-        f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>{head}</text>'
-    )
+    if head:
+        parts.append(
+            f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>'
+            f"{gauge_head(s)}</text>"
+        )
     # No <title> tooltips: the labels under the bar say the same, and a sanitized (untrusted)
     # view prints every title as text beside its label.
     if peak:  # where the run went before its last drop: a thin solid tick, unlike the dashed lines
@@ -203,7 +224,9 @@ def _anchor(px: float, width: int, room: float = 60) -> str:
     return "start" if px < room else "middle"
 
 
-def gauge_html(s: GaugeState) -> str:
+def gauge_html(s: GaugeState, *, saved: bool = False) -> str:
+    """The gauge as HTML. ``saved``: the form a notebook keeps, the headline as text and the
+    bar as a ``picture`` (an untrusted notebook's sanitizer strips inline SVG)."""
     u = s.last_usage
     if u is not None:
         cache = f"last usage: cache read {u.cache_read_input_tokens:,} · cache write {u.cache_creation_input_tokens:,} · "
@@ -216,11 +239,16 @@ def gauge_html(s: GaugeState) -> str:
     peak = f"peak ~{s.shown_peak:,} · " if s.shown_peak else ""
     drop = f"{html.escape(_drop_text(s))} · " if s.last_drop else ""
     suffix = max(s.estimated_tokens - s.anchor_tokens, 0)
+    drawing = (
+        f"<div class='pc-gauge-head' style='font-weight:bold'>{html.escape(gauge_head(s))}</div>"
+        + picture(gauge_svg(s, head=False), gauge_summary(s), "pc-picture pc-gauge-picture")
+        if saved
+        else gauge_svg(s)
+    )
     return (
         f"<div class='pc-gauge' data-estimated='{s.estimated_tokens}' data-window='{s.context_window}' "
         f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-rollovers='{s.rollovers}' "
-        f"data-status='{html.escape(s.status)}' data-peak='{s.peak_tokens}'>"
-        f"{gauge_svg(s)}"
+        f"data-status='{html.escape(s.status)}' data-peak='{s.peak_tokens}'>{drawing}"
         f"<div class='pc-gauge-note' style='font-size:85%;color:{FG2}'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
         f"{peak}{drop}{cache}{s.spills} spilled · {s.compactions} compacted"
         f"{f' · {s.rollovers} rolled over' if s.rollovers else ''} · {breaker}{status}</div></div>"
@@ -243,16 +271,18 @@ def state_from_context(state: ContextState) -> dict[str, Any]:
 
 class TextReprHTML(ipywidgets.HTML):
     """An HTML widget whose ``text/plain`` and ``text/html`` forms are its current state, so a
-    terminal, a saved notebook, nbconvert or GitHub read it without a widget manager."""
+    terminal, a saved notebook, nbconvert or GitHub read it without a widget manager.
+    ``saved``: the HTML a notebook keeps, when it differs from the live view's (a picture)."""
 
-    def __init__(self, *, text: str, **kwargs: Any) -> None:
+    def __init__(self, *, text: str, saved: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.text = text
+        self.saved = saved
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         bundle["text/plain"] = self.text
-        bundle["text/html"] = self.value
+        bundle["text/html"] = self.value if self.saved is None else self.saved
         return bundle
 
 
@@ -295,7 +325,11 @@ class ContextGauge:
         """The snapshot's HTML widget, made when first asked for (a gauge only shown as
         ``static_bundle`` opens no widget model at all)."""
         if self._widget is None and not self.live:
-            self._widget = TextReprHTML(value=self._html(self.state), text=gauge_text(self.state))
+            self._widget = TextReprHTML(
+                value=self._html(self.state),
+                text=gauge_text(self.state),
+                saved=self._html(self.state, saved=True),
+            )
         return self._widget
 
     def live_bundle(self) -> dict[str, str]:
@@ -309,12 +343,12 @@ class ContextGauge:
                 self._timer.cancel()
                 self._timer = None
         # A run's gauge keeps its sticky style: its long output still scrolls under it.
-        return {"text/html": self._html(self.state), "text/plain": gauge_text(self.state)}
+        return {"text/html": self._html(self.state, saved=True), "text/plain": gauge_text(self.state)}
 
-    def _html(self, state: GaugeState) -> str:
+    def _html(self, state: GaugeState, *, saved: bool = False) -> str:
         if not self.live:
-            return gauge_html(state)
-        return STICKY_CSS + gauge_html(state).replace(
+            return gauge_html(state, saved=saved)
+        return STICKY_CSS + gauge_html(state, saved=saved).replace(
             "<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1
         )
 
@@ -402,4 +436,5 @@ class ContextGauge:
             return
         if self._widget is not None:
             self._widget.text = gauge_text(self.state)
+            self._widget.saved = self._html(self.state, saved=True)
             self._widget.value = self._html(self.state)

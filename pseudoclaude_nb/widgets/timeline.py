@@ -26,6 +26,7 @@ import ipywidgets
 from ..session.timeline import Timeline
 from ..session.timeline.items import KINDS, Item
 from ..textsafe import printable
+from .picture import picture
 from .settle import Settles
 from .steps import StepScrubber
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, spaced, stroke
@@ -114,7 +115,8 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         return left + span * (b + 0.5) / n
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" class="pc-timeline-svg" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        'class="pc-timeline-svg" '
         f'role="img" aria-label="session {html.escape(t.session_id)}: {t.count} log entries">'
     ]
     first_eff = next((b for b, bn in enumerate(bins) if bn.effective), None)
@@ -405,14 +407,27 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         return bundle
 
 
+def timeline_summary(t: Timeline) -> str:
+    """The overview in one sentence (its picture's ``alt``)."""
+    replaces, steps = len(t.reasons), len(t.usage)
+    return (
+        f"session timeline: {t.count:,} log entries, {t.effective_messages:,} messages in the "
+        f"effective window, {steps:,} requests" + (f", {replaces:,} replaces" if replaces else "")
+    )
+
+
 def timeline_html(
     t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None
 ) -> str:
-    """The saved-notebook form: the overview picture (``svg``, drawn if not given) and the entry list as text."""
+    """The saved-notebook form: the overview as a picture (``svg``, drawn if not given) and the
+    entry list as text."""
     rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
     if t.count > limit:
         rows.append(f"… {t.count - limit:,} more entries")
+    drawn = picture(
+        timeline_svg(t) if svg is None else svg, timeline_summary(t), "pc-picture pc-timeline-picture"
+    )
     return (
-        f"<div class='pc-timeline pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
+        f"<div class='pc-timeline pc-timeline-static'>{drawn}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
     )

@@ -12,6 +12,15 @@ Server-side compaction (issue 31) follows the shapes of the documentation
 carries the summary (and, where the server sends it, ``encrypted_content``), then it stops.
 The compaction's own request is reported in ``usage.iterations`` (a ``compaction`` entry
 beside the ``message`` one); the top-level usage counts only the answer's.
+
+Issue 43 adds, after the installed SDK's beta types (anthropic 2.17.0, which the stored pages
+agree with but for the beta dates, see ``providers/anthropic_native``) and these pages of
+platform.claude.com (stored copies of 2026): "Compaction on demand" and "Compaction that keeps
+recent turns" (``on_demand``: one ``compaction`` block, ``stop_reason`` ``compaction``, nothing
+sampled after it), "Compaction at a token threshold" with ``pause_after_compaction`` (``paused``:
+the block alone, ``stop_reason`` ``compaction``), "Context editing" (``applied_edits`` in
+``message_delta``'s ``context_management``), and "Cache diagnostics" (``diagnostics`` with a
+``cache_miss_reason`` on the message, in ``message_start``).
 """
 
 from __future__ import annotations
@@ -55,6 +64,9 @@ def frames(
     delta_usage: dict[str, Any] | None = None,  # message_delta's usage (default: output_tokens only)
     compaction: dict[str, Any] | None = None,  # the compaction block the answer begins with
     iterations: list[dict[str, Any]] | None = None,  # usage.iterations, sent in message_delta's usage
+    applied_edits: list[dict[str, Any]] | None = None,  # context_management.applied_edits (message_delta)
+    diagnostics: dict[str, Any] | None = None,  # the message's diagnostics (message_start)
+    message_id: str = "msg_fake",
 ) -> list[bytes]:
     u = _usage(usage)
     start_usage: dict[str, Any] = {
@@ -68,7 +80,7 @@ def frames(
             {
                 "type": "message_start",
                 "message": {
-                    "id": "msg_fake",
+                    "id": message_id,
                     "type": "message",
                     "role": "assistant",
                     "model": model,
@@ -76,7 +88,8 @@ def frames(
                     "stop_reason": None,
                     "stop_sequence": None,
                     "usage": start_usage | {"output_tokens": 1},
-                },
+                }
+                | ({"diagnostics": diagnostics} if diagnostics is not None else {}),
             },
         )
     ]
@@ -130,7 +143,8 @@ def frames(
                 },
                 "usage": (delta_usage or {"output_tokens": u["output_tokens"]})
                 | ({"iterations": iterations} if iterations is not None else {}),
-            },
+            }
+            | ({"context_management": {"applied_edits": applied_edits}} if applied_edits is not None else {}),
         )
     )
     out.append(sse("message_stop", {"type": "message_stop"}))
@@ -201,3 +215,38 @@ def stream_error(text: str = "", kind: str = "overloaded_error") -> Stream:
 
 def too_long(tokens: int = 1_234_567, limit: int = 1_000_000) -> Reply:
     return error(400, "invalid_request_error", f"prompt is too long: {tokens} tokens > {limit} maximum")
+
+
+def on_demand(
+    summary: str | None,
+    *,
+    signature: str = "EqQBCkYIBhgCKkB-signed-summary==",
+    usage: dict[str, int] | None = None,
+) -> Reply:
+    """An on-demand compaction answer: one signed ``compaction`` block, stop reason ``compaction``
+    (``summary`` None: the documented failed compaction, ``content: null``)."""
+    block = {"type": "compaction", "content": summary, "signature": signature}
+    return Reply(
+        200,
+        {
+            "id": "msg_compact",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-test",
+            "content": [block],
+            "stop_reason": "compaction",
+            "stop_sequence": None,
+            "usage": _usage(usage),
+        },
+    )
+
+
+def paused(
+    block: dict[str, Any],
+    *,
+    usage: dict[str, int] | None = None,
+    iterations: list[dict[str, Any]] | None = None,
+) -> Stream:
+    """A threshold compaction with ``pause_after_compaction``: the block alone, stop reason
+    ``compaction``; the answer comes with the next request."""
+    return Stream(frames(compaction=block, stop_reason="compaction", usage=usage, iterations=iterations))

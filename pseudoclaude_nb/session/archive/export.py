@@ -4,7 +4,8 @@ An export can be shared: the log is streamed line by line and redacted as a whol
 (key/value splits included), spill files are redacted and their log entries follow the
 redacted file's size and hash, ``meta.json`` is redacted; images are binary and referenced
 by hash, so they go as they are. The zip is written to a temporary file, fsynced, then
-renamed, so ``dest`` is either absent or whole.
+renamed, so ``dest`` is either absent or whole; the temporary file is noted while it exists
+(``pending``), so one a killed export left is removed by the next export.
 """
 
 from __future__ import annotations
@@ -12,8 +13,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import secrets
 import stat
-import tempfile
 import time
 import zipfile
 from collections import Counter
@@ -28,6 +29,7 @@ from ..catalog import session_info
 from ..entries import SpillEntry, decode, parse_entry
 from ..images import IMAGE_DIR
 from ..writer import EncodeError, encode_entry
+from . import pending
 from .format import FORMAT, IMAGE_NAME, MANIFEST, SPILL_NAME, VERSION, ExportReport
 
 
@@ -51,43 +53,48 @@ def export_session(
         raise UnsafePathError(f"session {session_id} is not exported: {info.title}")
     redactor = Redactor() if redact else None
     files: list[dict[str, Any]] = []
-    fd, tmp = tempfile.mkstemp(prefix=f".{dest.name}.", suffix=".tmp", dir=dest.parent)
-    try:
-        with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
-            changed: dict[str, tuple[int, str]] = {}  # spill path -> (bytes, sha256) once redacted
-            if spills:
-                for path in _spill_files(src):
-                    rel = f"{SPILL_DIR}/{path.name}"
-                    data = safeio.read_bytes(path)
-                    out = _redact_bytes(data, redactor)
-                    if out is not data:
-                        changed[rel] = (len(out), hashlib.sha256(out).hexdigest())
-                    files.append(_add(zf, rel, out))
-            for path in _image_files(src):  # issue-14: binary, referenced by hash: not redacted
-                files.append(_add(zf, f"{IMAGE_DIR}/{path.name}", safeio.read_bytes(path)))
-            files.append(_add_log(zf, src / LOG_NAME, redactor, changed))
-            meta = json.loads(safeio.read_bytes(src / META_NAME, limit=1 << 20))
-            # The replay state is of this copy of the log only (an import rebuilds it).
-            meta = {k: v for k, v in meta.items() if k not in ("replay", "offset", "head")}
-            if redactor is not None:
-                meta = redactor.value(meta)
-            files.append(_add(zf, META_NAME, json.dumps(meta, ensure_ascii=False, indent=1).encode()))
-            manifest = {
-                "format": FORMAT,
-                "version": VERSION,
-                "session_id": session_id,
-                "exported_at": time.time(),
-                "redacted": redact,
-                "spills": spills,
-                "files": files,
-            }
-            zf.writestr(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
-            raw.flush()
-            os.fsync(raw.fileno())
-        os.replace(tmp, dest)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    pending.sweep(workspace)  # what killed exports left (issue 41)
+    # Named, and noted, before it exists: a kill at any point leaves nothing a later export
+    # cannot find.
+    tmp = dest.parent / f"{pending.temp_prefix(dest)}{secrets.token_hex(4)}.tmp"
+    with pending.noted(workspace, tmp):
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+        try:
+            with os.fdopen(fd, "wb") as raw, zipfile.ZipFile(raw, "w", zipfile.ZIP_DEFLATED) as zf:
+                changed: dict[str, tuple[int, str]] = {}  # spill path -> (bytes, sha256) once redacted
+                if spills:
+                    for path in _spill_files(src):
+                        rel = f"{SPILL_DIR}/{path.name}"
+                        data = safeio.read_bytes(path)
+                        out = _redact_bytes(data, redactor)
+                        if out is not data:
+                            changed[rel] = (len(out), hashlib.sha256(out).hexdigest())
+                        files.append(_add(zf, rel, out))
+                for path in _image_files(src):  # issue-14: binary, referenced by hash: not redacted
+                    files.append(_add(zf, f"{IMAGE_DIR}/{path.name}", safeio.read_bytes(path)))
+                files.append(_add_log(zf, src / LOG_NAME, redactor, changed))
+                meta = json.loads(safeio.read_bytes(src / META_NAME, limit=1 << 20))
+                # The replay state is of this copy of the log only (an import rebuilds it).
+                meta = {k: v for k, v in meta.items() if k not in ("replay", "offset", "head")}
+                if redactor is not None:
+                    meta = redactor.value(meta)
+                files.append(_add(zf, META_NAME, json.dumps(meta, ensure_ascii=False, indent=1).encode()))
+                manifest = {
+                    "format": FORMAT,
+                    "version": VERSION,
+                    "session_id": session_id,
+                    "exported_at": time.time(),
+                    "redacted": redact,
+                    "spills": spills,
+                    "files": files,
+                }
+                zf.writestr(MANIFEST, json.dumps(manifest, ensure_ascii=False, indent=1))
+                raw.flush()
+                os.fsync(raw.fileno())
+            os.replace(tmp, dest)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
     counts = redactor.counts if redactor is not None else Counter()
     return ExportReport(dest, session_id, len(files) + 1, dest.stat().st_size, counts)  # + manifest
 

@@ -1,0 +1,113 @@
+"""The shipped notebooks opened as a clone opens them: untrusted, in JupyterLab, light and dark.
+
+JupyterLab's sanitizer strips inline ``<svg>`` from an untrusted notebook's HTML and leaves
+its text nodes run together ("effective window: what the model sees next (15 messages) user
+assistant tool call … step usage: 2,343 tokens …"). The saved pictures are images (issue 44):
+each notebook is opened with nothing run, and in both themes every picture has loaded, no
+SVG is left in any output, and no label that only a picture holds shows up as text.
+Screenshots go to ``docs/screenshots/untrusted-*.png``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.lab_support import CHROMIUM_FLAGS, lab_server, set_theme
+from tests.test_browser import _browser_or_skip
+
+ROOT = Path(__file__).parent.parent
+SHOTS = ROOT / "docs" / "screenshots"
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+# Its outputs are recorded on the lead's branch, which is changing it (issue 42): until they are
+# recorded again it still holds inline SVG. strict: this fails once it no longer does.
+RECORDED_ELSEWHERE: set[str] = set()
+# Text that only the pictures hold (axis labels, tooltips, a gauge's line labels, a legend):
+# seen in an output's text, a picture was flattened into its labels.
+PICTURE_ONLY = re.compile(
+    r"tokens/step|step usage:|effective window: what the model sees|user assistant tool call"
+    r"|\b(?:Layer 2|remind|base|hard) \d[\d,]{2,}|: [\d,]+ total\b"
+)
+
+OUTPUTS_TRUSTED = """() => {
+  const cells = window.jupyterapp.shell.currentWidget.content.model.cells;
+  for (let i = 0; i < cells.length; i++) {
+    const cell = cells.get(i);
+    if (cell.type === 'code' && cell.outputs.length) return cell.trusted;
+  }
+  return null;
+}"""
+
+PICTURES = """() => [...document.querySelectorAll('.jp-NotebookPanel:not(.lm-mod-hidden) .jp-OutputArea-output img')]
+  .map(img => ({cls: img.className, loaded: img.complete && img.naturalWidth > 0, alt: img.alt}))"""
+
+
+@pytest.fixture(scope="module")
+def opened(tmp_path_factory: pytest.TempPathFactory):
+    chromium = _browser_or_skip()
+    from playwright.sync_api import sync_playwright
+
+    tmp = tmp_path_factory.mktemp("untrusted")
+    root = tmp / "lab"
+    root.mkdir()
+    for notebook in NOTEBOOKS:
+        shutil.copy(notebook, root / notebook.name)  # unsigned: Lab opens it untrusted
+    with lab_server(root, tmp) as (base, token), sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 1000})
+        yield page, base, token
+        browser.close()
+
+
+def _mark(notebook: Path):
+    if notebook.name in RECORDED_ELSEWHERE:
+        return pytest.param(
+            notebook, marks=pytest.mark.xfail(strict=True, reason="recorded on the lead's branch")
+        )
+    return notebook
+
+
+@pytest.mark.parametrize("notebook", [_mark(n) for n in NOTEBOOKS], ids=lambda p: p.name)
+def test_a_shipped_notebook_reads_well_untrusted(opened, notebook: Path) -> None:
+    page, base, token = opened
+    page.goto(f"{base}/lab/tree/{notebook.name}?token={token}")
+    here = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+    page.wait_for_function(
+        f"() => window.jupyterapp.shell.currentWidget?.context?.path === {json.dumps(notebook.name)}",
+        timeout=60_000,
+    )
+    page.wait_for_selector(f"{here} .jp-OutputArea-output", timeout=60_000)
+    page.wait_for_timeout(800)
+    saved = json.loads(notebook.read_text(encoding="utf-8"))
+    html = [
+        "".join(o.get("data", {}).get("text/html", ""))
+        for cell in saved["cells"]
+        for o in cell.get("outputs", [])
+    ]
+    assert not [h for h in html if "<svg" in h], "a saved output holds inline SVG"
+    assert page.evaluate(OUTPUTS_TRUSTED) is False  # opened as a clone opens it
+    for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
+        set_theme(page, theme, light)
+        page.wait_for_timeout(400)
+        assert page.eval_on_selector_all(f"{here} .jp-OutputArea-output svg", "els => els.length") == 0, theme
+        pictures = page.evaluate(PICTURES)
+        assert all(p["loaded"] for p in pictures), (theme, [p for p in pictures if not p["loaded"]])
+        text = "\n".join(
+            page.eval_on_selector_all(f"{here} .jp-OutputArea-output", "els => els.map(e => e.innerText)")
+        )
+        flattened = PICTURE_ONLY.findall(text)
+        assert not flattened, (theme, flattened)
+        assert "Error displaying widget" not in text, theme
+        shown = page.query_selector(f"{here} .jp-OutputArea-output:has(img, .pc-lab-table)")
+        if shown is not None and notebook.name.startswith(("01", "05", "08")):
+            SHOTS.mkdir(exist_ok=True)
+            shown.scroll_into_view_if_needed()
+            shown.screenshot(
+                path=str(SHOTS / f"untrusted-{notebook.stem[:2]}-{'light' if light else 'dark'}.png")
+            )
+    if notebook.name.startswith(("01", "02", "03", "05")):
+        assert any("pc-picture" in p["cls"] for p in pictures), "the gauge or timeline is a picture"
