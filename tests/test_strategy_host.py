@@ -197,6 +197,24 @@ def test_a_summary_up_to_a_message_keeps_the_pair_it_starts_in_and_sends_the_ins
     assert context._view("status", 0).messages[0].kind == "summary"
 
 
+def test_a_native_summary_without_the_providers_own_compaction_is_ours(session, workspace: Path) -> None:
+    conversation, _, path = session
+    for i in range(4):
+        conversation.add_user(f"q{i} " + "w " * 400)
+        conversation.add_assistant(f"a{i} " + "w " * 400)
+    provider = ScriptedProvider(script(summaries=["our summary"]))  # no on-demand compaction
+    policy = Scripted(Summarize(native=True))
+    context = host(session, policy, workspace)
+    context.configure(CompactSettings(recent_tokens=500), system="system", tools=[])
+    context.before_step(provider)
+    assert [r.purpose for r in provider.requests] == ["summary"]
+    assert "our summary" in conversation.messages()[0].content
+    marker = [e for e in read_log(path) if e["type"] == "replace"][-1]
+    assert marker["reason"] == "compact" and marker["strategy"] == "scripted-policy"
+    # The provider compacts nothing on its own for a strategy that does not ask it to.
+    assert policy.seen[0].server_compacts is False and policy.seen[0].server_compaction is None
+
+
 def test_a_note_and_a_restriction_reach_the_model_and_the_next_request(session, workspace: Path) -> None:
     conversation = session[0]
     conversation.add_user("go")
