@@ -29,6 +29,7 @@ from typing import Any
 
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Usage
+from pseudoclaude_nb.session.entries import UsageEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 
@@ -50,8 +51,10 @@ def _session(ws: Path, count: int) -> str:
             conversation.append(m)
         if conversation.messages()[-1].tool_result is not None:
             conversation.add_assistant("Done for now.")
-        writer.usage(
-            Usage(input_tokens=count * 500, output_tokens=100), messages=len(conversation), model=None
+        writer.record(
+            UsageEntry.new(
+                Usage(input_tokens=count * 500, output_tokens=100), messages=len(conversation), model=None
+            )
         )
     return folder.name
 

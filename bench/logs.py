@@ -18,6 +18,7 @@ from pseudoclaude_nb.context.spill import preview
 from pseudoclaude_nb.context.summarize import compacted
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolResult, Usage
+from pseudoclaude_nb.session.entries import CompactEntry, SpillEntry, UsageEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import LOG_NAME, new_session_dir
 
@@ -61,12 +62,14 @@ def build_log(
         result = message.tool_result
         if result is not None and len(result.content.encode()) > SPILL_BYTES:
             rel = f"tool-results/{result.call_id}.txt"
-            writer.spill(
-                call_id=result.call_id,
-                tool="read_file",
-                path=rel,
-                bytes=len(result.content),
-                sha256="0" * 64,
+            writer.record(
+                SpillEntry.new(
+                    call_id=result.call_id,
+                    tool="read_file",
+                    path=rel,
+                    bytes=len(result.content),
+                    sha256="0" * 64,
+                )
             )
             shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
             message = message.model_copy(
@@ -77,8 +80,10 @@ def build_log(
         state["messages"] += 1
         if message.role == "assistant":
             tokens = tokens_for_bytes(state["bytes"])
-            writer.usage(
-                Usage(input_tokens=tokens, output_tokens=200), messages=len(conversation), model=MODEL
+            writer.record(
+                UsageEntry.new(
+                    Usage(input_tokens=tokens, output_tokens=200), messages=len(conversation), model=MODEL
+                )
             )
 
     def compact() -> None:
@@ -88,7 +93,7 @@ def build_log(
             start -= 1
         new = compacted(summary, messages[start:])
         conversation.replace("compact", new)
-        writer.compact(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None)
+        writer.record(CompactEntry.new(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None))
         state["bytes"] = sum(message_bytes(m) for m in new)
         state["replaces"] += 1
 

@@ -1,8 +1,9 @@
 """Harness overhead per step (SPEC §15): the same step at 10,000 messages costs what it costs at 100.
 
-A step, as the runner drives it, without the model and the tools: ``before_request``
-(Layer 1 batch check, the estimate, the gauge state), the assistant message appended and
-logged, the usage anchor, each result admitted (spill check) and appended, the batch noted.
+A step, as the runner drives it, without the model and the tools: ``before_step``
+(Layer 1 batch check, the estimate, the gauge state, the strategy asked), the assistant
+message appended and logged, the usage anchor and the strategy asked about the answer, each
+result admitted (spill check) and appended, the batch noted.
 The log is written with fsync off, so what is timed is the harness, not the disk.
 """
 
@@ -12,7 +13,7 @@ import statistics
 import tempfile
 from pathlib import Path
 
-from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.host import ContextHost
 from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.history import HistoryIndex
@@ -40,17 +41,15 @@ class _Harness:
         if self.index is not None:
             conversation.add_hooks(self.index.hooks(folder))
             self.index.catch_up(folder)
-        self.context = context = ContextManager(
+        self.context = context = ContextHost(
             conversation,
             CompactSettings(context_window=10**9),
             session_dir=folder,
             workspace=ws,
             writer=self.writer,
         )
-        context.shared.configure(context.shared.settings, system=SYSTEM, tools=[])
-        context.shared.on_usage(
-            Usage(input_tokens=context.shared.estimate(), output_tokens=100), len(conversation)
-        )
+        context.configure(context.shared.settings, system=SYSTEM, tools=[])
+        context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=100), len(conversation))
 
     def step(self, exchange: list[Message]) -> float:
         """One step's seconds: what the runner does around a model call and its tools."""
@@ -59,16 +58,15 @@ class _Harness:
         calls = {c.id: c for c in assistant.tool_calls}
 
         def step() -> None:
-            context.before_request(None)  # type: ignore[arg-type] - no compaction at this window
+            context.before_step(None)  # type: ignore[arg-type] - no compaction at this window
             conversation.append(assistant)
-            context.shared.on_usage(
-                Usage(input_tokens=context.shared.estimate(), output_tokens=120), len(conversation)
-            )
+            context.on_usage(Usage(input_tokens=context.estimate(), output_tokens=120), len(conversation))
+            context.after_answer(None)  # type: ignore[arg-type]
             for r in results:
                 assert r.tool_result is not None
-                context.spiller.admit(calls[r.tool_result.call_id], r.tool_result)
+                context.admit(calls[r.tool_result.call_id], r.tool_result)
                 conversation.append(r)
-            context.spiller.after_tools(len(results))
+            context.after_tools(len(results))
 
         return timed(step)
 

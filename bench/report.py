@@ -210,7 +210,7 @@ def _estimator_section(rows: list[Row], estimator: dict[str, dict]) -> list[str]
         "",
         "## Token estimator accuracy (cl100k, offline)",
         "",
-        "Each corpus is played as a session through the `ContextManager`: one message per step, a usage "
+        "Each corpus is played as a session through the `ContextHost`: one message per step, a usage "
         "anchor with the true count after each. Every message is estimated *before* its count is known, "
         "at the ratio in use at that moment; errors are over all steps after the first fifth.",
         "",

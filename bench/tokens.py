@@ -2,7 +2,7 @@
 
 cl100k stands in for the provider's tokenizer (no offline tokenizer exists for current
 Claude models). Each corpus is played as a session through the product's
-``ContextManager``: one message per step, and after each step a usage anchor carrying the
+``ContextHost``: one message per step, and after each step a usage anchor carrying the
 true token count, as a provider reports it. Before each step the estimate of the new
 message is taken at the ratio in use at that moment (what the gauge and the Layer 2 check
 add on top of the anchor); the error compares those estimates with the true counts over
@@ -16,7 +16,7 @@ import math
 from collections.abc import Callable
 
 from pseudoclaude_nb.context.estimate import BYTES_PER_TOKEN, message_bytes, tokens_for_bytes
-from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.host import ContextHost
 from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
@@ -65,10 +65,10 @@ def _chunks(text: str, pieces: int) -> list[Message]:
 
 
 def play(messages: list[Message], count: Callable[[str], int]) -> dict:
-    """One session through the product's ``ContextManager``; errors of its estimates."""
+    """One session through the product's ``ContextHost``; errors of its estimates."""
     conversation = Conversation()
-    context = ContextManager(conversation, CompactSettings(context_window=10**9))
-    context.shared.configure(context.shared.settings, system=SYSTEM, tools=[])
+    context = ContextHost(conversation, CompactSettings(context_window=10**9))
+    context.configure(context.shared.settings, system=SYSTEM, tools=[])
     warm = max(MIN_WARM_STEPS, math.ceil(len(messages) * WARM_SHARE))
     total = count(SYSTEM)
     scored = {"bytes": 0, "tokens": 0, "seed": 0, "calibrated": 0}

@@ -17,7 +17,9 @@ from traitlets import Bool, CaselessStrEnum, Dict, Float, Int, List, TraitError,
 from traitlets.config import Configurable
 
 PROVIDERS = ("auto", "anthropic", "openai", "offline", "demo", "scripted")
-STRATEGIES = ("compact", "rollover", "api")  # api: the provider's own compaction (issue 31)
+# The built-in strategies (api: the provider's own compaction, issue 31); the setting also
+# takes MODULE:CLASS and installed strategies (``context.names``).
+STRATEGIES = ("compact", "rollover", "api")
 MODES = ("read-only", "ask", "auto")
 MEMORY_POLICIES = ("explicit", "auto", "off")
 
@@ -34,7 +36,12 @@ class PseudoClaude(Configurable):
     context_window = Int(0, help="Context window in tokens; 0 means the provider's.").tag(config=True)
     workspace = Unicode("", help="Workspace folder; empty means the notebook's folder.").tag(config=True)
     permission_mode = CaselessStrEnum(MODES, default_value="ask", help="Tool permissions.").tag(config=True)
-    strategy = CaselessStrEnum(STRATEGIES, default_value="compact", help="Context strategy.").tag(config=True)
+    strategy = Unicode(
+        "compact",
+        help="Context strategy: compact, rollover, api, MODULE:CLASS (your own: a "
+        "pseudoclaude_nb.strategies.Strategy subclass; MODULE may be a file in the notebook's "
+        "folder) or an installed strategy's name (entry points pseudoclaude_nb.strategies).",
+    ).tag(config=True)
     memory_policy = CaselessStrEnum(MEMORY_POLICIES, default_value="explicit").tag(config=True)
     script = Unicode("", help="Script file for the scripted provider.").tag(config=True)
     fsync = Bool(True, help="fsync every log write (crash safety).").tag(config=True)
@@ -43,6 +50,15 @@ class PseudoClaude(Configurable):
         Unicode(),
         help="More secrets to redact: regular expressions; each match is written as [REDACTED:custom].",
     ).tag(config=True)
+
+    @validate("strategy")
+    def _check_strategy(self, proposal: dict) -> str:
+        from .context.names import normalized  # light: nothing of the strategy is imported here
+
+        try:
+            return normalized(str(proposal["value"]))
+        except ValueError as exc:
+            raise TraitError(f"PseudoClaude.strategy: {exc}") from None
 
     @validate("redact_patterns")
     def _check_redact_patterns(self, proposal: dict) -> list[str]:

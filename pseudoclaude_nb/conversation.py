@@ -17,8 +17,8 @@ from typing import Literal
 from .errors import HookError
 from .messages import ImagePart, Message, ToolCall, ToolResult
 
-ReplaceReason = Literal["snapshot", "compact", "rollover", "resync", "edit", "undo"]
-REPLACE_REASONS: tuple[str, ...] = ("snapshot", "compact", "rollover", "resync", "edit", "undo")
+ReplaceReason = Literal["snapshot", "compact", "rollover", "resync", "edit", "undo", "drop"]
+REPLACE_REASONS: tuple[str, ...] = ("snapshot", "compact", "rollover", "resync", "edit", "undo", "drop")
 
 
 @dataclass
@@ -80,6 +80,10 @@ class Conversation:
     def last(self) -> Message | None:
         with self._lock:
             return self._messages[-1] if self._messages else None
+
+    def first(self) -> Message | None:
+        with self._lock:
+            return self._messages[0] if self._messages else None
 
     # --- changing ----------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ Every message says what happened *and* what to do next, because the magics show
 ``str(error)`` to the user as a one-line error, without a traceback::
 
     PseudoClaudeError
-    ├── ConfigError              bad setting, unknown provider, missing key
+    ├── ConfigError              bad setting, unknown provider, missing key, a strategy that does not load
     ├── SessionError
     │   ├── SessionNotFoundError
     │   ├── SessionLockedError   another process holds writer.lock
@@ -19,6 +19,7 @@ Every message says what happened *and* what to do next, because the magics show
     │   └── StreamError          a response stream ended without a stop reason
     ├── ProtocolError            a request would break tool call <-> result pairing
     ├── HookError                a conversation hook raised; the run stops
+    ├── StrategyError            a strategy raised, or answered something that is not an action; the run stops
     ├── ServerGone               an MCP server exited or closed its connection (the hub makes it a ToolError)
     ├── InvalidOperation         a memory operation (model or %memory) that cannot be applied
     └── ToolError                raised inside tools; becomes an error *result*
@@ -146,6 +147,12 @@ class ProtocolError(PseudoClaudeError):
 
 class HookError(PseudoClaudeError):
     """A conversation hook raised: the conversation and the log may now differ, so the run stops."""
+
+
+class StrategyError(PseudoClaudeError):
+    """A context strategy raised in ``decide`` (or another of its methods), or answered something
+    that is not an action. Raised before anything of that answer was applied: the run stops
+    with the conversation and the log as they were."""
 
 
 class ServerGone(PseudoClaudeError):

@@ -122,6 +122,17 @@ class Compacted:
 
 
 @dataclass(frozen=True)
+class Dropped:
+    """A strategy took messages out of the conversation (``Drop``); they stay in the log."""
+
+    strategy: str
+    messages: int  # taken out, whole pairs included
+    before_tokens: int
+    after_tokens: int
+    widened: int = 0  # of them, the other halves of the tool call/result pairs it named
+
+
+@dataclass(frozen=True)
 class ContextState:
     """Where the context stands before a request: for gauges."""
 
@@ -132,7 +143,7 @@ class ContextState:
     breaker_open: bool
     spills: int
     compactions: int
-    strategy: str = "compact"  # compact | rollover
+    strategy: str = "compact"  # the strategy's name: compact | rollover | api | one of yours
     # (label, tokens) lines the strategy acts at: the Layer 2 line, or rollover's remind,
     # base (fallback) and hard limits. Gauges draw these.
     marks: tuple[tuple[str, int], ...] = ()
@@ -202,6 +213,7 @@ RunEvent = (
     | Spilled
     | CompactStarted
     | Compacted
+    | Dropped
     | ContextState
     | RolloverReminded
     | RolloverFallback

@@ -324,6 +324,23 @@ class Message(BaseModel):
 # --- the request validator -------------------------------------------------------------
 
 
+def open_calls(messages: list[Message]) -> tuple[Message | None, list[ToolCall]]:
+    """The last answer with tool calls when only tool results follow it, and those of its calls
+    that have no result yet (the call running now, or calls a stopped run left open).
+
+    The runner runs a step's calls in order and appends each result before the next, so
+    the first open call is the one running. ``(None, [])`` when the conversation does not
+    end in a tool exchange.
+    """
+    i = len(messages)
+    while i > 0 and messages[i - 1].tool_result is not None:
+        i -= 1
+    if i == 0 or not messages[i - 1].tool_calls:
+        return None, []
+    answered = {m.tool_result.call_id for m in messages[i:] if m.tool_result is not None}
+    return messages[i - 1], [call for call in messages[i - 1].tool_calls if call.id not in answered]
+
+
 def pairing_problems(messages: list[Message]) -> list[str]:
     """Describe every break of the tool protocol; an empty list means the request is valid.
 

@@ -16,8 +16,8 @@ raises ``OutOfBounds`` saying which bound; ``loaded`` reads one back (from a log
 cloned workspace may have written) under the same bounds; ``readable_text`` is the part a
 person can read (the summary), for search and for a request that cannot take the block. A
 provider that refuses a block keeps the answer it came with and sets ``refused_block`` (a
-one-line reason) for the strategy to raise after the answer is in the conversation
-(``take_refusal``). Only the standard library and orjson: the history index imports this.
+one-line reason: ``providers.base.RefusesBlocks``) for the context host to raise after the
+answer is in the conversation (``context.provider_compaction.refusal``). Only the standard library and orjson: the history index imports this.
 """
 
 from __future__ import annotations
@@ -95,14 +95,6 @@ def readable_text(data: str | None) -> str | None:
         if isinstance(text, str) and text.strip():
             return text
     return None
-
-
-def take_refusal(provider: Any) -> str | None:
-    """The reason ``provider`` refused the last answer's block (``refused_block``), once; None if it kept it."""
-    refused = getattr(provider, "refused_block", None)
-    if refused is not None:
-        provider.refused_block = None
-    return refused if isinstance(refused, str) else None
 
 
 def megabytes(n: int) -> str:

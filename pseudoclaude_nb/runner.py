@@ -20,7 +20,7 @@ from functools import partial
 from typing import TYPE_CHECKING
 
 from .context.confirm import Review
-from .context.manager import ContextManager
+from .context.run import NO_CONTEXT, RunContext
 from .conversation import Conversation
 from .errors import ContextTooLong, HookError, PseudoClaudeError, SpillWriteError, StreamError
 from .events import (
@@ -35,7 +35,7 @@ from .events import (
     StepStarted,
 )
 from .hooks import RunEvents, RunHooks
-from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage
+from .messages import ImagePart, Message, PairingCheck, ToolCall, Usage, open_calls
 from .providers.base import Provider, ProviderNote, Request, Response, StreamAssembler, TextDelta
 from .providers.base import ReasoningDelta as StreamReasoning
 
@@ -43,6 +43,7 @@ from .providers.base import ReasoningDelta as StreamReasoning
 from .runner_limits import STOP_STATUS, Limits
 from .session import images
 from .session.encode import escape_value
+from .session.entries import NoteEntry, SpendEntry, UsageEntry
 from .session.record import NO_RECORD, SessionRecord
 from .session.spend import session_spend
 from .session.writer import SessionWriter
@@ -71,7 +72,7 @@ class Runner(Limits):
         max_steps: int = 50,
         strict: bool = False,
         listeners: Iterable[Listener] = (),
-        context: ContextManager | None = None,
+        context: RunContext = NO_CONTEXT,
         max_tokens: int = Request.max_tokens,
         review: Review | None = None,
         on_window: Callable[[int], None] | None = None,
@@ -141,8 +142,7 @@ class Runner(Limits):
             self.emit(
                 Notice(f"stopped after --max-steps {self.max_steps}; run %agent to continue", "warning")
             )
-        if self.context is not None:  # the run's Layer 2 summaries cost too (issue 31)
-            summary.spend.requests.extend(self.context.shared.side_spend.requests)
+        summary.spend.requests.extend(self.context.run_spend().requests)  # its summaries cost too (issue 31)
         if self.writer is not None:
             summary.session_spend = session_spend(self.writer.path)
         self.emit(RunFinished(summary))
@@ -153,9 +153,9 @@ class Runner(Limits):
         (issue 32: in a 4,096-token window the answer ran to the end of the window, or to
         the cap past the base mark, and the run ended "truncated" with no rollover). The
         next steps are the fallback step (the model may write its handoff) and the rollover."""
-        if message.stop_reason != "max_tokens" or step >= self.max_steps or self.context is None:
+        if message.stop_reason != "max_tokens" or step >= self.max_steps:
             return False
-        if not self.context.strategy.hands_off_due(self.context.shared.estimate()):
+        if not self.context.hands_off_due():
             return False
         self.emit(
             Notice(
@@ -173,41 +173,31 @@ class Runner(Limits):
         usage write, a failing hook); the conversation must stay protocol-valid for the
         next run. Results are errors that say the tool's effects are unknown.
         """
-        messages = self.conversation.messages()
-        i = len(messages)
-        while i > 0 and messages[i - 1].tool_result is not None:
-            i -= 1
-        if i == 0 or not messages[i - 1].tool_calls:
-            return
-        answered = {m.tool_result.call_id for m in messages[i:] if m.tool_result is not None}
+        _, calls = open_calls(self.conversation.messages())
         reason, _ = escape_value(reason)  # an error's text may name a file that is not UTF-8
-        for call in messages[i - 1].tool_calls:
-            if call.id not in answered:
-                try:
-                    self.conversation.add_tool_result(call.id, reason, is_error=True)
-                except HookError:
-                    pass  # the log is failed; its next write resyncs the whole conversation
+        for call in calls:
+            try:
+                self.conversation.add_tool_result(call.id, reason, is_error=True)
+            except HookError:
+                pass  # the log is failed; its next write resyncs the whole conversation
 
     # --- one model request -------------------------------------------------------------
 
     def _step(self, step: int, summary: RunSummary) -> Message:
         self.emit(StepStarted(step))
-        if self.context is not None:
-            # The pre-step boundary: every result of the last step is in, the next request
-            # is not built yet. Compaction, or rollover's remind/fallback/commit, happen here.
-            self.context.before_request(self.provider, self.emit, self.review)
-            self.surface = self.context.strategy.surface(self.tools)
+        # The pre-step boundary: every result of the last step is in, the next request is not
+        # built yet. The strategy acts here (a summary, rollover's remind/fallback/commit).
+        self.context.before_step(self.provider, self.emit, self.review)
+        self.surface = self.context.surface(self.tools)
         try:
             response = self._ask(self._guarded(self._request()))
         except ContextTooLong as exc:
             # The estimate was wrong (or there is no anchor yet, or the window was): shrink
             # once (compact, or a forced rollover), retry once.
             self._adopt_window(exc)
-            if self.context is None or not self.context.strategy.recover(
-                self.provider, self.emit, self.review
-            ):
+            if not self.context.on_too_long(self.provider, self.emit, self.review):
                 raise self._too_long(exc) from exc
-            self.surface = self.context.strategy.surface(self.tools)
+            self.surface = self.context.surface(self.tools)
             try:
                 response = self._ask(self._guarded(self._request()))
             except ContextTooLong as again:
@@ -216,16 +206,16 @@ class Runner(Limits):
         message = self._add_answer(response)
         summary.usage = summary.usage + response.usage
         summary.spend.add(response.usage, self.provider.model)
-        if self.context is not None:
-            sent = self.last_request.tools if self.last_request is not None else None
-            self.context.shared.on_usage(response.usage, len(self.conversation), sent)
-            self.emit(self.context.state())
-        self.record.usage(response.usage, messages=len(self.conversation), model=self.provider.model)
+        sent = self.last_request.tools if self.last_request is not None else None
+        self.context.on_usage(response.usage, len(self.conversation), sent, self.emit)
+        self.record.record(
+            UsageEntry.new(response.usage, messages=len(self.conversation), model=self.provider.model)
+        )
         self._last_stop = response.stop_reason
-        if self.context is not None and self.context.strategy.after_response(self.emit, self.review):
-            # issue 31: the provider compacted (--strategy api); the replace comes after the
-            # usage entry, so the log still says what this request was (%context --at).
-            self.emit(self.context.state())
+        # issue 31: the strategy may act on the answer (the provider compacted, --strategy api;
+        # a paused compaction is put to the person first); a replace comes after the usage
+        # entry, so the log still says what this request was.
+        self.context.after_answer(self.provider, self.emit, self.review)
         self.emit(StepFinished(step, response.usage, message, self.provider.model))
         return message
 
@@ -241,7 +231,7 @@ class Runner(Limits):
                     self.emit(ReasoningDelta(event.text))
                 elif isinstance(event, ProviderNote):
                     self.emit(Notice(event.text, event.level))
-                    self.record.note(event.text, event.level)
+                    self.record.record(NoteEntry.new(event.text, event.level))
             response = assembler.finish()
         except KeyboardInterrupt:
             # Keep what was said, never a half-received tool call.
@@ -268,7 +258,7 @@ class Runner(Limits):
             return
         if self.last_summary is not None:
             self.last_summary.spend.add(usage, self.provider.model)
-        self.record.spend(usage, purpose="refused", model=self.provider.model)
+        self.record.record(SpendEntry.new(usage, purpose="refused", model=self.provider.model))
 
     def _admitted(self, message: Message, what: str) -> Message:
         """``message`` with lone surrogates escaped in its text, tool calls (ids, names,
@@ -319,7 +309,7 @@ class Runner(Limits):
             self.conversation.replace("resync", messages)
             text = "repaired a conversation that broke tool pairing: " + "; ".join(problems)
             self.emit(Notice(text, "warning"))
-            self.record.note(text, "warning")
+            self.record.record(NoteEntry.new(text, "warning"))
         request = Request(
             system=self.system_prompt,
             messages=messages,
@@ -337,8 +327,7 @@ class Runner(Limits):
         state (issue 43) follows: any change starts a new chain."""
         if self.writer is None:
             return None
-        strategy = self.context.strategy.name if self.context is not None else ""
-        return f"{self.writer.id}/{strategy}/{id(self.conversation):x}"
+        return f"{self.writer.id}/{self.context.key}/{id(self.conversation):x}"
 
     # --- tools ---------------------------------------------------------------------------
 
@@ -366,22 +355,19 @@ class Runner(Limits):
             # The tool's time, without the time the user took to answer a permission prompt.
             asked = self.permissions.waited - waited
             self.hooks.on_tool_end(call, result, time.monotonic() - started - asked)
-            admitted = result
-            if self.context is not None:
+            try:
+                admitted = self.context.admit(call, result, self.emit)
+            except SpillWriteError as exc:
+                # The spill file could not be written (a full disk): the conversation and the
+                # log get the bounded stand-in, never the raw body, and the run stops; Layer 1
+                # writes the file before a later request.
                 try:
-                    admitted = self.context.spiller.admit(call, result, self.emit)
-                except SpillWriteError as exc:
-                    # The spill file could not be written (a full disk): the conversation
-                    # and the log get the bounded stand-in, never the raw body, and the run
-                    # stops; Layer 1 writes the file before a later request.
-                    try:
-                        self.conversation.add_result(exc.kept)  # type: ignore[arg-type]
-                    except HookError:
-                        pass  # the log failed too: its next write resyncs, stand-in included
-                    raise
+                    self.conversation.add_result(exc.kept)  # type: ignore[arg-type]
+                except HookError:
+                    pass  # the log failed too: its next write resyncs, stand-in included
+                raise
             parts, notes = self._store_images(result.images)
             if notes:
                 admitted = admitted.model_copy(update={"content": f"{admitted.content}\n" + "\n".join(notes)})
             self.conversation.add_result(admitted, parts)
-        if self.context is not None:
-            self.context.spiller.after_tools(len(calls))
+        self.context.after_tools(len(calls))

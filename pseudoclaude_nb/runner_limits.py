@@ -19,10 +19,9 @@ from .events import Notice, RunEvent, RunSummary
 from .messages import Message, ToolCall
 from .providers.base import Provider, Request, Response
 from .tools.compact_set import CompactTool
-from .tools.rollover import NEW_CONTEXT
 
 if TYPE_CHECKING:
-    from .context.manager import ContextManager
+    from .context.run import RunContext
     from .conversation import Conversation
     from .tools import ToolRegistry
 
@@ -36,7 +35,7 @@ class Limits:
     """What ``Runner`` provides to these methods."""
 
     provider: Provider
-    context: ContextManager | None
+    context: RunContext
     conversation: Conversation
     surface: ToolRegistry
     system_prompt: str
@@ -162,7 +161,7 @@ class Limits:
             stop_reason=stop,  # type: ignore[arg-type]
         )
         message = self.conversation.append(self._admitted(answer, "the model's answer"))
-        window = self.context.shared.settings.context_window if self.context is not None else 0
+        window = self.context.window or 0
         used = response.usage.prompt_total + response.usage.output_tokens
         cap = self._cap_used(self.last_request)
         if (
@@ -209,9 +208,9 @@ class Limits:
     def _adopt_window(self, exc: ContextTooLong) -> None:
         """A context-length error that names a smaller window than the one assumed: use it
         from now on (issue 32: after llama.cpp's 400 said n_ctx 2,048, 128,000 was kept)."""
-        if self.context is None or not exc.window or self.on_window is None:
+        assumed = self.context.window
+        if assumed is None or not exc.window or self.on_window is None:
             return
-        assumed = self.context.shared.settings.context_window
         if exc.window >= assumed:
             return
         self.on_window(exc.window)
@@ -232,11 +231,7 @@ class Limits:
         """
         messages = self.conversation.messages()
         parts = measure(self.system_prompt, self.surface.schemas(), messages).scaled_to(exc.prompt)
-        window = (
-            self.provider.context_window
-            if self.context is None
-            else self.context.shared.settings.context_window
-        )
+        window = self.context.window or self.provider.context_window
         prompts = sum(1 for m in messages if m.role == "user" and m.tool_result is None)
         smaller = any(not isinstance(tool, CompactTool) for tool in self.surface)
         text = too_long_advice(
@@ -244,7 +239,7 @@ class Limits:
             window,
             parts,
             # rollover can help only where this run does not already offer its hand-off
-            rollover_helps=all(tool.name != NEW_CONTEXT for tool in self.surface),
+            rollover_helps=not self.context.offers_handoff,
             compactable=prompts > 1,
             history=len(messages) > 1,
             smaller_tools=smaller,
@@ -276,8 +271,5 @@ class Limits:
 
     def _window_room(self) -> int | None:
         """Output tokens the window leaves after the next request's prompt (estimated)."""
-        if self.context is None:
-            return None
-        return max(
-            MIN_OUTPUT_TOKENS, self.context.shared.settings.context_window - self.context.shared.estimate()
-        )
+        window = self.context.window
+        return None if window is None else max(MIN_OUTPUT_TOKENS, window - self.context.estimate())

@@ -148,6 +148,19 @@ def test_a_paused_server_compaction_is_asked_and_approved_before_the_run_goes_on
     assert [e["reason"] for e in entries(ip) if e["type"] == "replace"] == ["compact"]
 
 
+def test_an_edited_pause_puts_the_persons_summary_in_place_of_the_block(ip, fake) -> None:
+    out = _paused_run(ip, fake, "e the stats module has mean(); median() comes next")
+    assert "edited" in out and "Continuing after the summary." in out
+    first = fake.requests[-1].body["messages"][0]
+    assert "median() comes next" in json.dumps(first)  # the person's text, not the provider's block
+    assert all(b.get("type") != "compaction" for b in first["content"] if isinstance(b, dict))
+    replaces = [e for e in entries(ip) if e["type"] == "replace"]
+    assert [(e["reason"], e.get("strategy")) for e in replaces] == [("compact", "api")]
+    compacts = [e for e in entries(ip) if e["type"] == "compact"]
+    assert [(e["trigger"], e["ok"]) for e in compacts] == [("server", True)]
+    assert current_agent(ip).session.context.shared.compactions == 1
+
+
 def test_a_rejected_pause_drops_the_block_and_the_run_goes_on_without_compaction(ip, fake) -> None:
     out = _paused_run(ip, fake, "r")
     assert "rejected by you" in out and "Continuing after the summary." in out

@@ -128,22 +128,22 @@ def test_the_setting_and_the_option_both_select_it(workspace: Path) -> None:
 def test_a_log_that_ended_before_the_replace_catches_up_before_the_next_request() -> None:
     """A crash between the answer that carried the block and its replace: the next request
     (here, the first under api of this strategy object) replaces from the block on first."""
-    from pseudoclaude_nb.context.manager import ContextManager
+    from pseudoclaude_nb.context.host import ContextHost
     from pseudoclaude_nb.conversation import Conversation
     from pseudoclaude_nb.messages import Reasoning
 
     block = Reasoning(kind="compaction", data=json.dumps({"type": "compaction", "content": SUMMARY}))
     answer = Message(role="assistant", content="Understood.", reasoning=(block,))
     conversation = Conversation([Message(role="user", content=LONG_BRIEF), answer])
-    context = ContextManager(conversation, strategy="api")
+    context = ContextHost(conversation, strategy="api")
     provider = ScriptedProvider({"turns": []})
     events: list = []
-    context.before_request(provider, events.append)
+    context.before_step(provider, events.append)
     assert conversation.messages() == [answer]
     assert (
         provider.server_context is not None
         and provider.server_context.trigger == context.shared.settings.threshold
     )
     assert [e.trigger for e in events if type(e).__name__ == "Compacted"] == ["server"]
-    context.before_request(provider, events.append)  # caught up: nothing more
+    context.before_step(provider, events.append)  # caught up: nothing more
     assert context.shared.compactions == 1

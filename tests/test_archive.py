@@ -31,6 +31,7 @@ from pseudoclaude_nb.session import (
     trash_session,
 )
 from pseudoclaude_nb.session.archive import import_check
+from pseudoclaude_nb.session.entries import SpillEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import run_magic as run
@@ -63,7 +64,7 @@ def unredacted_session(ws: Path) -> tuple[str, Path]:
         )
         conv.add_tool_result("call_1", f"[Tool result too large … saved to {spill.path}]")
         conv.add_assistant("done")
-        w.spill(**spill.entry_fields())
+        w.record(SpillEntry.new(**spill.entry_fields()))
     raw = (path / "conversation.jsonl").read_bytes() + (path / spill.path).read_bytes()
     assert all(s.encode() in raw for s in SECRETS)  # the premise: the source holds them
     return path.name, path

@@ -111,7 +111,7 @@ def test_charts_are_well_formed_svg():
 
 
 def test_the_heeding_model_answers_a_reminder_once():
-    from pseudoclaude_nb.context.rollover import REMIND_MARK
+    from pseudoclaude_nb.context.policies import REMIND_MARK
     from pseudoclaude_nb.messages import HOST_REMIND
 
     note = Message(role="user", content=f"{REMIND_MARK}: about 150,000 tokens are in use", host=HOST_REMIND)

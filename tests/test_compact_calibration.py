@@ -21,7 +21,7 @@ from pseudoclaude_nb.context.estimate import (
     message_bytes,
     tokens_for_bytes,
 )
-from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.host import ContextHost
 from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, Usage
@@ -30,13 +30,13 @@ PROSE = "The quick brown fox jumps over the lazy dog, and the session goes on. "
 CJK = "上下文窗口是编码智能体最稀缺的资源，模型每一次请求都要带上完整的消息历史。" * 30  # ~3.2 KB
 
 
-def manager(system: str = "system prompt") -> ContextManager:
-    context = ContextManager(Conversation(), CompactSettings(context_window=10**9))
+def manager(system: str = "system prompt") -> ContextHost:
+    context = ContextHost(Conversation(), CompactSettings(context_window=10**9))
     context.shared.configure(context.shared.settings, system=system, tools=[])
     return context
 
 
-def play(context: ContextManager, text: str, steps: int, bytes_per_token: float, start: int = 1_000) -> int:
+def play(context: ContextHost, text: str, steps: int, bytes_per_token: float, start: int = 1_000) -> int:
     """Append ``steps`` messages; after each, a usage anchor with counts at ``bytes_per_token``."""
     total = start
     for _ in range(steps):

@@ -304,7 +304,7 @@ def test_a_session_through_both_layers_and_a_resume(workspace: Path, agents):
     # 5. A manual compaction still works, and its success closes the breaker.
     good = ScriptedProvider(script(summaries=["## Confirmed requirements\n- read the files (the user)"]))
     before = second.session.conversation.messages()
-    result = context.compact(good, trigger="manual")
+    result = context.summarize(good, trigger="manual")
     assert result.ok, result.error
     assert not context.shared.breaker.open and context.shared.breaker.failures == 0
     new = second.session.conversation.messages()
@@ -361,7 +361,7 @@ def test_resume_of_a_session_compacted_before_its_last_usage(workspace: Path, ag
     path = write_script(workspace, "second", turn("short answer"))
     assert agent.run("second question", script=path).status == "done"
     # A compaction right after the last usage: the anchor on resume must not be that usage.
-    assert agent.session.context.compact(ScriptedProvider(script(summaries=["s"])), trigger="manual").ok
+    assert agent.session.context.summarize(ScriptedProvider(script(summaries=["s"])), trigger="manual").ok
     session_id = agent.session.id
     agent.close()
     other = make_agent(workspace)

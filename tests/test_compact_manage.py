@@ -2,7 +2,7 @@
 compaction with retries and the circuit breaker, and restoring all of it from the log.
 
 Everything is real: a ``Conversation`` with a ``SessionWriter`` as its hooks, the
-``ContextManager`` under test, and a ``ScriptedProvider`` whose script scripts the
+``ContextHost`` under test, and a ``ScriptedProvider`` whose script scripts the
 summaries (``{"error": "context_too_long"}`` refuses a summary request).
 """
 
@@ -19,7 +19,7 @@ from pseudoclaude_nb.context import estimate as estimate_module
 from pseudoclaude_nb.context import spill as spill_module
 from pseudoclaude_nb.context.breaker import Breaker
 from pseudoclaude_nb.context.estimate import estimate_request
-from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.host import ContextHost
 from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.context.summarize import SUMMARY_INSTRUCTION, SUMMARY_SYSTEM, tail_start
 from pseudoclaude_nb.conversation import Conversation
@@ -28,6 +28,7 @@ from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, Noti
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult, Usage, pairing_problems
 from pseudoclaude_nb.providers import ScriptedProvider
 from pseudoclaude_nb.session import SessionWriter, load_session, new_session_dir
+from pseudoclaude_nb.session.entries import UsageEntry
 from tests.scripts import script
 
 SYSTEM = "system prompt for compaction tests"
@@ -46,7 +47,7 @@ class Managed:
     dir: Path
     writer: SessionWriter
     conversation: Conversation
-    context: ContextManager
+    context: ContextHost
     events: list = field(default_factory=list)
 
     def log(self) -> list[dict]:
@@ -75,7 +76,7 @@ def make(workspace: Path):
         writers.append(writer)
         conversation = Conversation()
         writer.attach(conversation)
-        context = ContextManager(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
+        context = ContextHost(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
         context.shared.configure(settings, system=SYSTEM, tools=TOOLS)
         return Managed(path, writer, conversation, context)
 
@@ -209,7 +210,7 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
             patch.setattr(conversation, "messages", history_read)
             patch.setattr(estimate_module, "estimate_tokens", recording)
             # One agent step as the runner drives it: check, response, tools, check.
-            context.before_request(p)
+            context.before_step(p)
             message = conversation.add_assistant_tool_calls(
                 "", [ToolCall(id="x", name="bash"), ToolCall(id="y", name="bash")]
             )
@@ -217,7 +218,7 @@ def test_the_estimate_with_an_anchor_reads_only_the_suffix(make, monkeypatch: py
             for call in message.tool_calls:
                 conversation.add_result(context.spiller.admit(call, result(call, "small result")))
             context.spiller.after_tools(2)
-            context.before_request(p)
+            context.before_step(p)
             context.shared.estimate()
             context.state()
         assert p.requests == []
@@ -233,7 +234,7 @@ def test_a_batch_snapshot_resets_the_anchor(make):
     m.conversation.add_user("go")
     m.context.shared.on_usage(Usage(input_tokens=999_999), 1)
     tool_batch(m, [45_000] * 5)
-    m.context.before_request(provider(), emit=m.events.append)
+    m.context.before_step(provider(), emit=m.events.append)
     assert [e["reason"] for e in m.of_type("replace")] == ["snapshot"]
     new = m.conversation.messages()
     assert m.context.shared.anchor == (request_estimate(new), len(new))
@@ -266,17 +267,22 @@ def test_compact_resets_the_anchor(make):
 def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
     m = make()
     exchange(m.conversation, 0)
-    m.writer.usage(Usage(input_tokens=10, output_tokens=1), messages=2, model="x")
-    m.writer.usage(
-        Usage(
-            input_tokens=100, output_tokens=20, cache_creation_input_tokens=300, cache_read_input_tokens=5_000
-        ),
-        messages=4,
-        model="x",
+    m.writer.record(UsageEntry.new(Usage(input_tokens=10, output_tokens=1), messages=2, model="x"))
+    m.writer.record(
+        UsageEntry.new(
+            Usage(
+                input_tokens=100,
+                output_tokens=20,
+                cache_creation_input_tokens=300,
+                cache_read_input_tokens=5_000,
+            ),
+            messages=4,
+            model="x",
+        )
     )
     m.conversation.add_user("hello")
     loaded = load_session(m.dir)
-    restored = ContextManager(Conversation(loaded.messages))
+    restored = ContextHost(Conversation(loaded.messages))
     restored.restore(loaded)
     assert restored.shared.anchor == (5_420, 4)
     assert restored.shared.estimate() == 5_423
@@ -285,18 +291,18 @@ def test_restore_takes_the_anchor_from_the_last_usage_entry(make):
 def test_restore_drops_an_anchor_that_a_replace_came_after(make):
     m = make()
     exchange(m.conversation, 0)
-    m.writer.usage(Usage(input_tokens=5_000, output_tokens=20), messages=4, model="x")
+    m.writer.record(UsageEntry.new(Usage(input_tokens=5_000, output_tokens=20), messages=4, model="x"))
     m.conversation.replace("snapshot", m.conversation.messages())
     loaded = load_session(m.dir)
-    restored = ContextManager(Conversation(loaded.messages))
+    restored = ContextHost(Conversation(loaded.messages))
     restored.shared.configure(CompactSettings(), system=SYSTEM, tools=TOOLS)
     restored.restore(loaded)
     assert restored.shared.anchor is None
     assert restored.shared.estimate() == request_estimate(loaded.messages)
 
-    m.writer.usage(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x")
+    m.writer.record(UsageEntry.new(Usage(input_tokens=7_000, output_tokens=30), messages=4, model="x"))
     loaded = load_session(m.dir)
-    again = ContextManager(Conversation(loaded.messages))
+    again = ContextHost(Conversation(loaded.messages))
     again.restore(loaded)
     assert again.shared.anchor == (7_030, 4)
 
@@ -322,7 +328,7 @@ def test_admit_spills_over_spill_bytes_only(make):
 
 
 def test_without_a_session_directory_nothing_is_spilled():
-    context = ContextManager(Conversation())
+    context = ContextHost(Conversation())
     call = ToolCall(id="c", name="bash")
     assert context.spiller.admit(call, result(call, "x" * 100_000)).content == "x" * 100_000
     assert context.spiller.spill_all() == 0
@@ -333,7 +339,7 @@ def test_batch_check_spills_largest_first_and_freezes_the_rest(make):
     m.conversation.add_user("go")
     ids = tool_batch(m, [40_000, 41_000, 42_000, 43_000, 44_000])  # 210,000
     before = m.conversation.messages()
-    m.context.before_request(provider(), emit=m.events.append)
+    m.context.before_step(provider(), emit=m.events.append)
     after = m.conversation.messages()
     assert [e["call_id"] for e in m.of_type("spill")] == ["c4"]
     assert [m.context.shared.ledger.decision(i) for i in ids] == ["kept"] * 4 + ["spilled"]
@@ -344,7 +350,7 @@ def test_batch_check_spills_largest_first_and_freezes_the_rest(make):
     # A stricter cap later, and the same batch checked again: nothing is re-decided.
     m.context.shared.configure(CompactSettings(spill_batch_bytes=50_000), system=SYSTEM, tools=TOOLS)
     m.context.spiller.after_tools(5)
-    m.context.before_request(provider(), emit=m.events.append)
+    m.context.before_step(provider(), emit=m.events.append)
     assert m.conversation.messages() == after
     assert len(m.of_type("spill")) == 1
     assert len(m.of_type("replace")) == 1
@@ -354,7 +360,7 @@ def test_single_spills_count_as_previews_in_the_batch(make):
     m = make()
     m.conversation.add_user("go")
     tool_batch(m, [120_000, 45_000, 45_000, 45_000, 45_000])  # 180K + a preview after the single spill
-    m.context.before_request(provider(), emit=m.events.append)
+    m.context.before_step(provider(), emit=m.events.append)
     assert [e["call_id"] for e in m.of_type("spill")] == ["c0"]
     assert m.of_type("replace") == []
 
@@ -427,7 +433,7 @@ def test_a_failed_batch_spill_freezes_no_decision(make, monkeypatch: pytest.Monk
 
     monkeypatch.setattr(spill_module, "write_spill", second_fails)
     with pytest.raises(SessionWriteError):
-        m.context.before_request(provider(), emit=m.events.append)
+        m.context.before_step(provider(), emit=m.events.append)
     messages = m.conversation.messages()
     assert all(not x.tool_result.content.startswith(PREVIEW_START) for x in messages if x.tool_result)
     assert [m.context.shared.ledger.decision(i) for i in ids] == [None] * 5
@@ -459,11 +465,11 @@ def test_restore_rebuilds_the_ledger(make):
     m = make()
     m.conversation.add_user("go")
     tool_batch(m, [120_000, 45_000, 45_000, 45_000, 45_000, 45_000])  # c0 single, then the batch
-    m.context.before_request(provider(), emit=m.events.append)
+    m.context.before_step(provider(), emit=m.events.append)
     expected = {f"c{i}": m.context.shared.ledger.decision(f"c{i}") for i in range(6)}
     assert list(expected.values()).count("spilled") == 2
     loaded = load_session(m.dir)
-    restored = ContextManager(Conversation(loaded.messages))
+    restored = ContextHost(Conversation(loaded.messages))
     restored.restore(loaded)
     assert {cid: restored.shared.ledger.decision(cid) for cid in expected} == expected
     assert restored.shared.ledger.spilled == 2
@@ -480,7 +486,7 @@ def test_compact_replaces_the_head_with_the_summary(make):
     start = tail_start(original, SMALL.tail_tokens)
     assert 0 < start < len(original)
     p = provider("## Confirmed requirements\n- the summary")
-    result = m.context.compact(p, trigger="manual", emit=m.events.append)
+    result = m.context.summarize(p, trigger="manual", emit=m.events.append)
 
     assert result.ok and result.error is None and result.trigger == "manual"
     new = m.conversation.messages()
@@ -585,7 +591,7 @@ def test_a_summary_that_frees_less_than_5_percent_is_a_failure(make):
     original = m.conversation.messages()
     assert tail_start(original, 20_000) == 2
     # Shorter than the head it replaces (issue 32 rejects one that is not), but it frees < 5 %.
-    result = m.context.compact(provider("word " * 2_000), trigger="auto", emit=m.events.append)
+    result = m.context.summarize(provider("word " * 2_000), trigger="auto", emit=m.events.append)
     assert not result.ok
     assert "free only" in result.error and "5%" in result.error
     assert result.after_tokens == result.before_tokens
@@ -639,14 +645,14 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     assert m.context.shared.estimate() >= SMALL.threshold
     p = provider("", "", "", "never asked")
     for _ in range(3):
-        m.context.before_request(p, emit=m.events.append)
+        m.context.before_step(p, emit=m.events.append)
     assert [(e.trigger, e.ok) for e in m.of_event(Compacted)] == [("auto", False)] * 3
     assert m.context.shared.breaker.open
     assert m.of_event(Notice) == []
 
     # Open: automatic Layer 2 is skipped, with one visible notice per run.
-    m.context.before_request(p, emit=m.events.append)
-    m.context.before_request(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
     assert len(summary_requests(p)) == 3
     notices = m.of_event(Notice)
     assert len(notices) == 1
@@ -654,16 +660,16 @@ def test_three_automatic_failures_open_the_breaker_visibly(make):
     assert notices[0].level == "warning"
     assert m.of_event(ContextState)[-1].breaker_open is True
     m.context.shared.configure(SMALL, system=SYSTEM, tools=TOOLS)  # the next run
-    m.context.before_request(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
     assert len(m.of_event(Notice)) == 1  # configuring alone (as %context does) resets nothing
     m.context.shared.start_run()
-    m.context.before_request(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
     assert len(m.of_event(Notice)) == 2
     assert len(summary_requests(p)) == 3
 
     # A manual compaction still runs, and its success closes the breaker.
     good = provider("the summary")
-    assert m.context.compact(good, trigger="manual", emit=m.events.append).ok
+    assert m.context.summarize(good, trigger="manual", emit=m.events.append).ok
     assert not m.context.shared.breaker.open and m.context.shared.breaker.failures == 0
     assert m.of_event(ContextState)[-1].breaker_open is True  # the gauge before it
     assert m.context.state().breaker_open is False
@@ -678,12 +684,12 @@ def test_manual_failures_do_not_open_the_breaker(make):
         exchange(m.conversation, i)
     p = provider("", "", "", "", "", "the summary")
     for _ in range(3):
-        assert not m.context.compact(p, trigger="manual", emit=m.events.append).ok
+        assert not m.context.summarize(p, trigger="manual", emit=m.events.append).ok
     assert not m.context.shared.breaker.open and m.context.shared.breaker.failures == 0
-    m.context.before_request(p, emit=m.events.append)
-    m.context.before_request(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
     assert m.context.shared.breaker.failures == 2
-    assert m.context.compact(p, trigger="manual", emit=m.events.append).ok  # success closes (resets) it
+    assert m.context.summarize(p, trigger="manual", emit=m.events.append).ok  # success closes (resets) it
     assert m.context.shared.breaker.failures == 0
 
 
@@ -693,20 +699,20 @@ def test_restore_rebuilds_breaker_and_compaction_count(make):
         exchange(m.conversation, i)
     p = provider("", "", "", "the summary", "", "")
     for _ in range(3):
-        m.context.before_request(p, emit=m.events.append)
+        m.context.before_step(p, emit=m.events.append)
     loaded = load_session(m.dir)
-    restored = ContextManager(Conversation(loaded.messages))
+    restored = ContextHost(Conversation(loaded.messages))
     restored.restore(loaded)
     assert restored.shared.breaker.open and restored.shared.breaker.failures == 3
     assert restored.shared.compactions == 0
 
-    assert m.context.compact(p, trigger="manual", emit=m.events.append).ok
+    assert m.context.summarize(p, trigger="manual", emit=m.events.append).ok
     for i in range(10, 20):
         exchange(m.conversation, i)
-    m.context.compact(p, trigger="auto", emit=m.events.append)
-    m.context.compact(p, trigger="auto", emit=m.events.append)
+    m.context.summarize(p, trigger="auto", emit=m.events.append)
+    m.context.summarize(p, trigger="auto", emit=m.events.append)
     loaded = load_session(m.dir)
-    restored = ContextManager(Conversation(loaded.messages))
+    restored = ContextHost(Conversation(loaded.messages))
     restored.restore(loaded)
     assert restored.shared.compactions == 1
     assert restored.shared.breaker.failures == 2 and not restored.shared.breaker.open
@@ -717,7 +723,7 @@ def test_before_request_below_the_threshold_does_not_compact(make):
     m = make(SMALL)
     exchange(m.conversation, 0)
     p = provider("unused")
-    m.context.before_request(p, emit=m.events.append)
+    m.context.before_step(p, emit=m.events.append)
     assert p.requests == []
     [state] = m.of_event(ContextState)
     assert state.estimated_tokens < state.threshold == SMALL.threshold
@@ -728,7 +734,7 @@ def test_automatic_compaction_above_the_threshold(make):
     m = make(SMALL)
     for i in range(10):
         exchange(m.conversation, i)
-    m.context.before_request(provider("the summary"), emit=m.events.append)
+    m.context.before_step(provider("the summary"), emit=m.events.append)
     assert [(e.trigger, e.ok) for e in m.of_event(Compacted)] == [("auto", True)]
     state = m.of_event(ContextState)[-1]
     assert state.estimated_tokens < SMALL.threshold

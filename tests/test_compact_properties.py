@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pseudoclaude_nb.context.estimate import message_bytes, tokens_for_bytes
-from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.host import ContextHost
 from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.context.summarize import compacted, drop_oldest_exchange, summary_messages, tail_start
 from pseudoclaude_nb.conversation import Conversation
@@ -152,7 +152,7 @@ def is_preview(msg: Message) -> bool:
     return msg.tool_result is not None and msg.tool_result.content.startswith(PREVIEW_START)
 
 
-def check(conversation: Conversation, context: ContextManager, spill_bytes: int) -> None:
+def check(conversation: Conversation, context: ContextHost, spill_bytes: int) -> None:
     messages = conversation.messages()
     assert pairing_problems(messages) == []
     assert messages and messages[0].role == "user"
@@ -181,7 +181,7 @@ def test_any_sequence_of_spills_and_compactions_stays_valid(operations: list, pa
         with SessionWriter(session, fsync=False) as writer:
             conversation = Conversation()
             writer.attach(conversation)
-            context = ContextManager(
+            context = ContextHost(
                 conversation, SETTINGS, session_dir=session, workspace=workspace, writer=writer
             )
             context.shared.configure(SETTINGS, system="system", tools=[])
@@ -214,13 +214,13 @@ def test_any_sequence_of_spills_and_compactions_stays_valid(operations: list, pa
                             context.spiller.admit(call, ToolResult(call_id=call.id, content="b" * size))
                         )
                     context.spiller.after_tools(len(calls))
-                    context.before_request(provider)
+                    context.before_step(provider)
                 elif kind == "request":
-                    context.before_request(provider)
+                    context.before_step(provider)
                 elif kind == "usage":
                     context.shared.on_usage(Usage(input_tokens=op[1]), len(conversation))
                 elif kind == "compact":
-                    context.compact(provider, trigger="manual")
+                    context.summarize(provider, trigger="manual")
                 elif kind == "settings":
                     context.shared.configure(op[1], system="system", tools=[])
                     largest_limit = max(largest_limit, op[1].spill_bytes)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
-from pseudoclaude_nb.context.manager import ContextManager
+from pseudoclaude_nb.context.host import ContextHost
 from pseudoclaude_nb.context.settings import CompactSettings
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.events import Compacted, CompactStarted, ContextState, RunFinished
@@ -26,7 +26,7 @@ def test_a_strategy_switch_keeps_calibration_anchor_and_the_pending_batch(worksp
         conversation = Conversation()
         writer.attach(conversation)
         settings = CompactSettings(context_window=10**9, spill_batch_bytes=30_000)
-        context = ContextManager(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
+        context = ContextHost(conversation, settings, session_dir=path, workspace=workspace, writer=writer)
         context.shared.configure(settings, system="s", tools=[])
         # Two anchors a pair apart: one calibration sample.
         for tokens in (1_000, 2_000):
@@ -49,7 +49,7 @@ def test_a_strategy_switch_keeps_calibration_anchor_and_the_pending_batch(worksp
         assert shared.pending_batch == ["c0", "c1", "c2"]
         # The batch is still checked at the next boundary, under the new strategy.
         events: list = []
-        context.before_request(ScriptedProvider(script()), events.append)
+        context.before_step(ScriptedProvider(script()), events.append)
         assert shared.pending_batch == []
         assert [context.shared.ledger.decision(f"c{i}") for i in range(3)].count("spilled") == 2
         assert context.use("compact").name == "compact" and context.shared.calibration is calibration
@@ -172,7 +172,7 @@ def test_a_legacy_preview_is_recognised_on_resume(workspace: Path):
     loaded = load_session(path)
     [result] = [m for m in loaded.messages if m.tool_result is not None]
     assert result.is_spill_preview and result.tool_result.spilled == "tool-results/c1.txt"
-    context = ContextManager(Conversation(loaded.messages), session_dir=path, workspace=workspace)
+    context = ContextHost(Conversation(loaded.messages), session_dir=path, workspace=workspace)
     context.restore(loaded)
     assert context.shared.ledger.decision("c1") == "spilled"
 

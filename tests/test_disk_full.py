@@ -249,7 +249,7 @@ def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handof
     run(ip, f"agent --provider scripted --script {first} {options} {request}")
     session = current_agent(ip).session
     strategy = session.context.strategy
-    assert strategy.name == "rollover" and strategy.declared is not None
+    assert strategy.name == "rollover" and session.context.shared.handoff is not None
     before = session.conversation.messages()
 
     second = write(tmp_path / "second.json", script(turn("never")))
@@ -259,7 +259,7 @@ def test_a_full_disk_during_the_rollover_replace_keeps_the_window_and_the_handof
     assert "error: the rollover was not applied" in out and "No space left on device" in out
     memory = session.conversation.messages()
     assert memory[: len(before)] == before and memory[-1].content == "please go on"
-    assert strategy.declared is not None and session.context.shared.rollovers == 0
+    assert session.context.shared.handoff is not None and session.context.shared.rollovers == 0
     loaded = load_session(session.dir)
     assert loaded.messages == memory and [e.phase for e in loaded.rollovers] == ["intent"]
 

@@ -77,3 +77,14 @@ def test_every_setting_has_its_row_on_the_configuration_page() -> None:
     settings = set(PseudoClaude.class_own_traits(config=True))
     assert sorted(settings - rows) == [], "settings with no row in docs/configuration.md"
     assert sorted(rows - settings) == [], "rows of docs/configuration.md that are no setting"
+
+
+def test_the_layout_table_names_every_module_and_folder_of_the_package() -> None:
+    # issue 45: the table named 9 of the 20 modules at the package's root.
+    page = (ROOT / "docs" / "development.md").read_text(encoding="utf-8")
+    table = page[page.index("| where | what |") : page.index("Beside the package:")]
+    package = ROOT / "pseudoclaude_nb"
+    modules = sorted(p.stem for p in package.glob("*.py") if p.stem != "__init__")
+    folders = sorted(p.name for p in package.iterdir() if (p / "__init__.py").exists())
+    assert [m for m in modules if f"`{m}`" not in table] == []
+    assert [f for f in folders if f"`{f}/`" not in table] == []

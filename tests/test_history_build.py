@@ -20,6 +20,7 @@ from pseudoclaude_nb.history import indexer as history_indexer
 from pseudoclaude_nb.history import rebuild as history_build
 from pseudoclaude_nb.history.schema import prepare
 from pseudoclaude_nb.messages import Message, ToolCall, ToolResult
+from pseudoclaude_nb.session.entries import SpillEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import SPILL_DIR, new_session_dir
 from tests.test_history_oracle import QUERIES, build_sessions, expected
@@ -54,8 +55,10 @@ def odd_session(workspace: Path) -> list[tuple[str, str, str]]:
         (folder / SPILL_DIR / "big.txt").write_text(body, encoding="utf-8")
         big = ToolCall(id="big", name="read_file", arguments={"path": "big.log"})
         conv.append(Message(role="assistant", content="", tool_calls=(big,)))
-        writer.spill(
-            call_id="big", tool="read_file", path=f"{SPILL_DIR}/big.txt", bytes=len(body), sha256="0" * 64
+        writer.record(
+            SpillEntry.new(
+                call_id="big", tool="read_file", path=f"{SPILL_DIR}/big.txt", bytes=len(body), sha256="0" * 64
+            )
         )
         conv.append(
             Message(role="user", tool_result=ToolResult(call_id="big", content="preview", spilled="x"))

@@ -24,6 +24,7 @@ from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import entries
 from pseudoclaude_nb.session.archive import ArchiveError, export_session, import_session
 from pseudoclaude_nb.session.catalog import list_sessions
+from pseudoclaude_nb.session.entries import SpillEntry
 from pseudoclaude_nb.session.loader import load_session
 from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.session.writer import SessionWriter
@@ -202,7 +203,7 @@ def test_spill_browser_never_opens_a_path_outside_the_session(workspace, decoy):
     secret = decoy / "passwd"
     with SessionWriter(d) as w:
         for path in (str(secret), "../../../../decoy/passwd", "tool-results/../../../x", "meta.json"):
-            w.spill(call_id="c", tool="bash", path=path, bytes=1, sha256="0" * 64)
+            w.record(SpillEntry.new(call_id="c", tool="bash", path=path, bytes=1, sha256="0" * 64))
     rows = spill_rows(d)
     assert len(rows) == 4
     assert all("root:" not in r["preview"] for r in rows)

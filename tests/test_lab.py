@@ -15,8 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from pseudoclaude_nb.context import manager
-from pseudoclaude_nb.context.compact import CompactStrategy
+from pseudoclaude_nb.context import policies
 from pseudoclaude_nb.lab import experiments, facts, report, run, strategy_names
 from pseudoclaude_nb.lab.task import CONSTRAINTS, OPEN_ERROR, PIN_TEXTS, RULE, build_task
 from pseudoclaude_nb.messages import Message
@@ -108,9 +107,9 @@ def test_facts_are_found_case_folded_and_the_newest_are_kept() -> None:
 
 
 def test_the_arms_are_none_and_the_registry(monkeypatch: pytest.MonkeyPatch) -> None:
-    registered = list(manager.STRATEGIES)
+    registered = list(policies.BUILT_IN)
     assert registered[:2] == ["compact", "rollover"] and strategy_names() == ["none", *registered]
-    monkeypatch.setitem(manager.STRATEGIES, "sideways", CompactStrategy)  # a strategy registered later
+    monkeypatch.setitem(policies.BUILT_IN, "sideways", policies.Compact)  # a strategy registered later
     assert strategy_names() == ["none", *registered, "sideways"]
 
 
@@ -154,7 +153,7 @@ def test_the_command_prints_the_tables_a_person_reads(cli_run: tuple[str, dict])
     for heading in ("## Side by side", "## Sweep", "## Drift", "first rollover at step"):
         assert heading in stdout
     arms = [r["arm"] for r in figures["side_by_side"]]
-    assert arms == ["none", *(name for name in manager.STRATEGIES for _pins in (False, True))]
+    assert arms == ["none", *(name for name in policies.BUILT_IN for _pins in (False, True))]
     every = figures["side_by_side"] + figures["sweep"] + figures["drift"]
     assert all(r["statuses"] and set(r["statuses"]) == {"done"} for r in every)
     assert all(r["dollars"] <= r["dollars_uncached"] for r in every)

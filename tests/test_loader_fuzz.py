@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, Usage, pairing_problems
 from pseudoclaude_nb.session import load_session
-from pseudoclaude_nb.session.entries import TORN_NOTE
+from pseudoclaude_nb.session.entries import TORN_NOTE, NoteEntry, SpillEntry, UsageEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 
@@ -37,17 +37,23 @@ def _real_log(root: Path, name: str, *, exchanges: int, replace_at: int | None, 
             if i % 2:
                 calls.append(ToolCall(id=f"c{i}b", name="bash", arguments={"command": "ls -la"}))
             conv.add_assistant_tool_calls("looking", calls)
-            w.usage(Usage(input_tokens=100 * i, output_tokens=7), messages=len(conv), model="fuzz-model")
+            w.record(
+                UsageEntry.new(
+                    Usage(input_tokens=100 * i, output_tokens=7), messages=len(conv), model="fuzz-model"
+                )
+            )
             for call in calls:
                 conv.add_tool_result(call.id, f"result of {call.id}\n" * 3, is_error=call.name == "bash")
             if i == 1:
-                w.spill(
-                    call_id="c1a", tool="read_file", path="tool-results/c1a.txt", bytes=9, sha256="0" * 64
+                w.record(
+                    SpillEntry.new(
+                        call_id="c1a", tool="read_file", path="tool-results/c1a.txt", bytes=9, sha256="0" * 64
+                    )
                 )
             conv.add_assistant(f"done with step {i}")
             if replace_at == i:
                 conv.replace("edit", [Message(role="user", content="(edited)")] + conv.messages()[-3:])
-                w.note("an edit happened")
+                w.record(NoteEntry.new("an edit happened"))
     data = (sdir / "conversation.jsonl").read_bytes()
     return _deterministic(data) if seeded else data
 

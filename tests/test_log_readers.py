@@ -15,12 +15,12 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pseudoclaude_nb.context.rollover import first_request_in_log
 from pseudoclaude_nb.history import HistoryIndex
 from pseudoclaude_nb.history.indexer import uuid_hash
 from pseudoclaude_nb.messages import Message
 from pseudoclaude_nb.session import load_session, new_session_dir
 from pseudoclaude_nb.session.entries import MessageEntry, SpillEntry, parse_entry, parse_line
+from pseudoclaude_nb.session.loader import first_request
 from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.widgets.spills import spill_rows
 
@@ -96,9 +96,7 @@ def test_every_reader_agrees_on_a_fuzzed_log(workspace: Path, lines: list[str]):
         (e.message for e in valid_messages if e.message.role == "user" and e.message.tool_result is None),
         None,
     )
-    assert first_request_in_log(session / "conversation.jsonl") == (
-        (first.id, first.content) if first else None
-    )
+    assert first_request(session / "conversation.jsonl") == ((first.id, first.content) if first else None)
 
     index = HistoryIndex(workspace)
     try:

@@ -23,6 +23,7 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall
 from pseudoclaude_nb.redact import PATTERNS, Redactor, redact_text, redact_value
 from pseudoclaude_nb.session import load_session
+from pseudoclaude_nb.session.entries import NoteEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 from tests.scripts import script, turn
@@ -473,7 +474,7 @@ def test_the_writer_redacts_appends_replaces_and_notes(workspace: Path) -> None:
         w.attach(conv)
         _conversation_with_secrets(conv, key, token)
         conv.replace("edit", [Message(role="user", content=f"summary mentions {key}")] + conv.messages()[1:])
-        w.note(f"note with {token}")
+        w.record(NoteEntry.new(f"note with {token}"))
         in_memory = conv.messages()
     raw = (sdir / "conversation.jsonl").read_bytes()
     assert key.encode() not in raw and token.encode() not in raw

@@ -201,7 +201,7 @@ def test_strategy_api_asks_for_compaction_keeps_the_item_verbatim_and_sends_it_b
 ) -> None:
     _compacting(shell, fake)
     sent = bodies(fake)[0]
-    threshold = current_agent(shell).session.context.strategy.threshold()
+    threshold = current_agent(shell).session.context.state().threshold  # the api strategy acts_at
     assert sent["context_management"] == [{"type": "compaction", "compact_threshold": threshold}]
     messages = current_agent(shell).session.conversation.messages()
     assert [m.content for m in messages] == ["Continuing: mean() is next."]

@@ -14,7 +14,7 @@ import pytest
 
 from pseudoclaude_nb.agent import Agent
 from pseudoclaude_nb.config import PseudoClaude
-from pseudoclaude_nb.context.rollover import FALLBACK_MARK, REMIND_MARK
+from pseudoclaude_nb.context.policies import FALLBACK_MARK, REMIND_MARK
 from pseudoclaude_nb.events import (
     ContextState,
     RolloverCommitted,
@@ -22,7 +22,7 @@ from pseudoclaude_nb.events import (
     RolloverFallback,
     RolloverReminded,
 )
-from pseudoclaude_nb.messages import pairing_problems
+from pseudoclaude_nb.messages import HOST_REMIND, pairing_problems
 from pseudoclaude_nb.session import load_session
 from tests.scripts import script, turn
 
@@ -232,7 +232,7 @@ def test_new_context_refuses_bad_input_and_declares_nothing(ws: Path, agents):
     assert result_of(agent, "nosrc")["is_error"] and "source" in result_of(agent, "nosrc")["content"]
     assert result_of(agent, "role")["is_error"] and "role" in result_of(agent, "role")["content"]
     assert not [e for e in log(agent) if e["type"] in ("rollover", "replace")]
-    assert agent.session.context.strategy.declared is None
+    assert agent.session.context.shared.handoff is None
 
 
 # --- remind, fallback, force ------------------------------------------------------------------------
@@ -367,7 +367,7 @@ def test_a_pending_intent_survives_a_restart_and_commits_before_the_next_request
 
     second = make_agent(ws, agents, turn("Continuing."))
     second.resume(sid)
-    assert second.session.context.strategy.declared is not None
+    assert second.session.context.shared.handoff is not None
     assert second.run("please go on").status == "done"
     text = requests(second)[0].messages[0].content
     assert len(requests(second)[0].messages) == 1
@@ -386,7 +386,7 @@ def test_a_resumed_window_remembers_its_reminder(ws: Path, agents):
     first.close()
     second = make_agent(ws, agents, turn("still fine"))
     second.resume(sid)
-    assert second.session.context.strategy.reminded
+    assert HOST_REMIND in second.session.context.shared.notes
     second.run("next")
     notes = [m for m in second.session.conversation.messages() if m.content.startswith(REMIND_MARK)]
     assert len(notes) == 1

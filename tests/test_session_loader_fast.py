@@ -20,7 +20,7 @@ from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, ToolCall, Usage
 from pseudoclaude_nb.session import entries, fast_load, load_session
 from pseudoclaude_nb.session import loader as loader_module
-from pseudoclaude_nb.session.entries import MessageEntry, parse_entry, valid_message
+from pseudoclaude_nb.session.entries import CompactEntry, MessageEntry, UsageEntry, parse_entry, valid_message
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.workspace import new_session_dir
 from tests.test_loader_fuzz import _real_log, damage
@@ -141,22 +141,28 @@ def big_log(workspace: Path, *, mb: int = 6, after: int = 30, torn_last: bool = 
             call = ToolCall(id=f"c{i}", name="read_file", arguments={"path": f"f{i}.py"})
             conversation.add_assistant_tool_calls("reading", [call])
             conversation.add_tool_result(call.id, f"{i} {filler}")
-            writer.usage(
-                Usage(input_tokens=i, output_tokens=1), messages=len(conversation), model="big-model"
+            writer.record(
+                UsageEntry.new(
+                    Usage(input_tokens=i, output_tokens=1), messages=len(conversation), model="big-model"
+                )
             )
             i += 1
-        writer.compact(trigger="auto", before_tokens=9, after_tokens=1, ok=False, error="x")
+        writer.record(CompactEntry.new(trigger="auto", before_tokens=9, after_tokens=1, ok=False, error="x"))
         tail = conversation.messages()[-4:]
         conversation.replace("compact", [Message(role="user", content="<summary>all of it</summary>"), *tail])
-        writer.compact(trigger="auto", before_tokens=9, after_tokens=1, ok=True, error=None)
+        writer.record(CompactEntry.new(trigger="auto", before_tokens=9, after_tokens=1, ok=True, error=None))
         for k in range(after):
             conversation.add_user(f"more {k}")
-        writer.usage(Usage(input_tokens=5, output_tokens=1), messages=len(conversation), model="big-model")
+        writer.record(
+            UsageEntry.new(
+                Usage(input_tokens=5, output_tokens=1), messages=len(conversation), model="big-model"
+            )
+        )
     log = folder / "conversation.jsonl"
     if torn_last:
         # A second replace whose snapshot a crash cut off: the first one stands.
         with open(log, "ab") as f:
-            f.write(entries.encode(entries.replace_entry("compact", "torn", 3)))
+            f.write(entries.encode(entries.ReplaceEntry.new("compact", "torn", 3).raw))
             f.write(
                 entries.encode(entries.message_entry(Message(role="user", content="half"), replace_id="torn"))
             )
@@ -210,7 +216,7 @@ def test_a_bad_line_after_the_replace_means_a_full_replay(tmp_path, small_skip):
     log = big_log(tmp_path)
     with open(log, "ab") as f:
         f.write(b"{not json\n")
-        f.write(entries.encode(entries.note_entry("after the damage")))
+        f.write(entries.encode(entries.NoteEntry.new("after the damage").raw))
     fast = load_session(log)
     lines = log.read_bytes().split(b"\n")
     assert not fast.partial and fast.bytes_read == log.stat().st_size
@@ -329,7 +335,7 @@ def test_a_first_line_longer_than_the_head_scan_still_gives_the_title(tmp_path: 
     )
     log.write_bytes(
         entries.encode(first)
-        + entries.encode(entries.replace_entry("edit", rid, 1))
+        + entries.encode(entries.ReplaceEntry.new("edit", rid, 1).raw)
         + entries.encode(snapshot)
         + later
     )

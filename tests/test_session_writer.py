@@ -14,7 +14,7 @@ from pseudoclaude_nb.errors import HookError, SessionLockedError, SessionWriteEr
 from pseudoclaude_nb.messages import Message, ToolCall, Usage
 from pseudoclaude_nb.session import load_session
 from pseudoclaude_nb.session import writer as writer_mod
-from pseudoclaude_nb.session.entries import TORN_NOTE
+from pseudoclaude_nb.session.entries import TORN_NOTE, NoteEntry, UsageEntry
 from pseudoclaude_nb.session.writer import SessionWriter, is_locked
 from pseudoclaude_nb.workspace import new_session_dir
 
@@ -142,8 +142,12 @@ def test_usage_and_note_are_one_write_each(opened, monkeypatch):
     w, conv = opened
     conv.add_user("x")
     counter = Counter(monkeypatch, lambda: w._fd)
-    w.usage(Usage(input_tokens=5, output_tokens=2, cache_read_input_tokens=9), messages=1, model="model-a")
-    w.note("hello", "warning")
+    w.record(
+        UsageEntry.new(
+            Usage(input_tokens=5, output_tokens=2, cache_read_input_tokens=9), messages=1, model="model-a"
+        )
+    )
+    w.record(NoteEntry.new("hello", "warning"))
     assert len(counter.writes) == 2 and counter.fsyncs == 2
     usage, note = entries_of(w.path)[1:]
     assert usage["type"] == "usage" and usage["input_tokens"] == 5 and usage["cache_read_input_tokens"] == 9
@@ -159,7 +163,7 @@ def test_fsync_false_never_fsyncs(sdir, monkeypatch):
     try:
         conv.add_user("a")
         conv.replace("edit", [Message(role="user", content="b")])
-        w.note("n")
+        w.record(NoteEntry.new("n"))
         assert len(counter.writes) == 3
         assert counter.fsyncs == 0
     finally:
@@ -212,7 +216,7 @@ def test_detach_and_close_stop_writing(opened):
     assert [e["content"] for e in entries_of(w.path)] == ["logged"]
     w.close()
     with pytest.raises(SessionWriteError, match="closed"):
-        w.note("after close")
+        w.record(NoteEntry.new("after close"))
 
 
 # --- torn tail -----------------------------------------------------------------------------------
@@ -298,7 +302,7 @@ def test_lock_released_on_close(sdir):
     w.close()  # idempotent
     with SessionWriter(sdir) as again:
         assert is_locked(sdir)
-        again.note("reopened")
+        again.record(NoteEntry.new("reopened"))
     assert not is_locked(sdir)
     assert (sdir / "writer.lock").exists()
 
@@ -401,7 +405,7 @@ def test_failed_then_usage_entry_resyncs_first(opened, monkeypatch):
     failing.armed = True
     with pytest.raises(HookError):
         conv.add_assistant("two")
-    w.usage(Usage(input_tokens=3, output_tokens=1), messages=2, model="model-a")
+    w.record(UsageEntry.new(Usage(input_tokens=3, output_tokens=1), messages=2, model="model-a"))
     assert w.failed is None
     loaded = _assert_log_matches(conv, w.dir)
     assert loaded.usage_anchor == (4, 2)

@@ -112,7 +112,7 @@ def operations(draw):
         elif what == "replace":
             msgs = [_message(draw, n + k) for k in range(draw(st.integers(0, 4)))]
             rid = f"r{n}"
-            data = entries.encode(entries.replace_entry("compact", rid, len(msgs)))
+            data = entries.encode(entries.ReplaceEntry.new("compact", rid, len(msgs)).raw)
             written = draw(st.integers(0, len(msgs)))  # fewer than count: cut off (torn replace)
             data += b"".join(_line(m, replace_id=rid) for m in msgs[:written])
             ops.append(data)
@@ -132,14 +132,14 @@ def operations(draw):
                 )
             )
         elif what == "note":
-            ops.append(entries.encode(entries.note_entry("hello")))
+            ops.append(entries.encode(entries.NoteEntry.new("hello").raw))
         elif what == "garbage":
             ops.append(draw(st.sampled_from([b"{not json\n", b"[1,2]\n", b'{"v":1,"type":"message"}\n'])))
         elif what == "torn":
             full = _line(_message(draw, n))
             ops.append(full[: draw(st.integers(1, len(full) - 2))])  # no newline: a crash mid-line
         elif what == "mend":
-            note = entries.note_entry("torn", "warning")
+            note = entries.NoteEntry.new("torn", "warning").raw
             note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
             ops.append(b"\n" + entries.encode(note))
         elif what == "frag":
@@ -151,7 +151,7 @@ def operations(draw):
         elif what == "twocrashes":  # torn line, a mend cut short, then the mend that held
             full = _line(_message(draw, n))
             head = b'{"v":1,"type":"note","kind":"' + entries.TORN_NOTE.encode() + b'"'
-            note = entries.note_entry("torn", "warning")
+            note = entries.NoteEntry.new("torn", "warning").raw
             note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
             ops.append(
                 full[:10] + b"\n" + head[: draw(st.integers(3, len(head)))] + b"\n" + entries.encode(note)

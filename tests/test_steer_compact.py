@@ -301,7 +301,7 @@ def test_undo_of_a_rollover_commit(workspace: Path, agents, tmp_path: Path) -> N
         "nc",
     ]
     assert dumped(load_session(agent.session.dir).messages) == expected
-    assert agent.session.context.strategy.phase() == "normal"
+    assert agent.session.context.state().phase == "normal"
 
 
 def test_a_crash_at_any_byte_of_the_undo_leaves_the_old_state_or_the_new(workspace: Path, agents) -> None:

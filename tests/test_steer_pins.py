@@ -20,6 +20,7 @@ from pseudoclaude_nb.config import PseudoClaude
 from pseudoclaude_nb.magics import current_agent
 from pseudoclaude_nb.session import entries, fast_load, load_session, sidecar
 from pseudoclaude_nb.session import loader as loader_module
+from pseudoclaude_nb.session.entries import PinEntry, UnpinEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from tests.scripts import read_log, script, scripted_agent, turn
 from tests.scripts import run_magic as run
@@ -291,16 +292,16 @@ def _session_with_pins_before_a_replace(workspace: Path) -> Path:
     conv = Conversation([])
     with SessionWriter(folder, fsync=False, model="scripted-test") as writer:
         writer.attach(conv)
-        writer.pin(id="a" * 32, ts=1.0, text="first pin")
-        writer.pin(id="b" * 32, ts=2.0, text="second pin")
+        writer.record(PinEntry.new(id="a" * 32, ts=1.0, text="first pin"))
+        writer.record(PinEntry.new(id="b" * 32, ts=2.0, text="second pin"))
         for i in range(300):
             conv.append(Message(role="user" if i % 2 == 0 else "assistant", content=f"m{i} " + "x" * 200))
-        writer.unpin("a" * 32)
+        writer.record(UnpinEntry.new("a" * 32))
         for i in range(300):
             conv.append(Message(role="user" if i % 2 == 0 else "assistant", content=f"n{i} " + "y" * 200))
         conv.replace("compact", [Message(role="user", content="<summary>s</summary>")])
         writer.wait_meta()
-        writer.pin(id="c" * 32, ts=3.0, text="after the replace")
+        writer.record(PinEntry.new(id="c" * 32, ts=3.0, text="after the replace"))
         conv.append(Message(role="assistant", content="ok"))
     return folder
 
@@ -378,11 +379,11 @@ def test_a_sidecar_with_nonsense_pins_is_not_believed(workspace: Path, monkeypat
 
 def test_unknown_and_damaged_pin_entries_are_ignored() -> None:
     ops = [
-        entries.pin_entry("ok", id="1" * 32),
+        entries.PinEntry.new("ok", id="1" * 32).raw,
         {"v": 1, "type": "pin", "id": "2" * 32, "ts": 1.0, "text": ["not", "text"]},
         {"v": 1, "type": "unpin", "id": "3" * 32, "ts": 1.0, "pin": ["unhashable"]},
-        entries.pin_entry("ok", id="1" * 32),  # the same entry twice: still one pin
-        entries.pin_entry("a forged second text", id="1" * 32),  # the first entry of an id counts
+        entries.PinEntry.new("ok", id="1" * 32).raw,  # the same entry twice: still one pin
+        entries.PinEntry.new("a forged second text", id="1" * 32).raw,  # the first entry of an id counts
     ]
     assert [p.text for p in entries.effective_pins(ops)] == ["ok"]
     assert isinstance(entries.parse_entry(ops[0]), entries.OtherEntry)  # readers that do not know pins
@@ -423,10 +424,10 @@ def test_a_fast_load_gives_the_pins_a_full_replay_gives(workspace: Path, ops: li
                     conv.append(Message(role="assistant", content="y" * 3000))
             elif kind == "pin":
                 pid = new_id()
-                writer.pin(id=pid, ts=1.0, text=f"pin {n}")
+                writer.record(PinEntry.new(id=pid, ts=1.0, text=f"pin {n}"))
                 pinned.append(pid)
             elif kind == "unpin" and pinned:
-                writer.unpin(pinned[n % len(pinned)])  # sometimes one already unpinned
+                writer.record(UnpinEntry.new(pinned[n % len(pinned)]))  # sometimes one already unpinned
             elif kind == "replace":
                 conv.replace("compact", [Message(role="user", content="<summary>s</summary>")] * min(n, 1))
                 writer.wait_meta()

@@ -65,7 +65,7 @@ def test_a_preview_writes_no_spend_until_it_is_applied_then_its_one_request(work
     assert plan.new is not None and len(plan.spent) == 1
     assert of_type(agent.session.dir, "spend") == []  # a preview writes nothing
 
-    agent.session.context.apply()
+    agent.session.context.apply_preview()
 
     assert [e["purpose"] for e in of_type(agent.session.dir, "spend")] == ["summary"]
     assert summary_requests(agent) == 1  # the applied preview's request, not a second one

@@ -72,19 +72,23 @@ def random_log(d: Path, seed: int, n: int) -> None:
             continue
         elif r < 0.75:
             rid = f"r{i}"
-            out.append(entries.encode(entries.replace_entry(rng.choice(["compact", "rollover"]), rid, 1)))
+            out.append(
+                entries.encode(entries.ReplaceEntry.new(rng.choice(["compact", "rollover"]), rid, 1).raw)
+            )
             m = Message(role="user", content="summary", ts=1.0 + i)
             out.append(entries.encode(entries.message_entry(m, replace_id=rid)))
             continue
         elif r < 0.8:
-            out.append(rng.choice([b"{not json\n", b"\n", b"[1]\n", entries.encode(entries.note_entry("n"))]))
+            out.append(
+                rng.choice([b"{not json\n", b"\n", b"[1]\n", entries.encode(entries.NoteEntry.new("n").raw)])
+            )
             continue
         else:
             out.append(
                 entries.encode(
-                    entries.spill_entry(
+                    entries.SpillEntry.new(
                         call_id=f"c{i}", tool="t", path="tool-results/x.txt", bytes=10, sha256="0"
-                    )
+                    ).raw
                 )
             )
             continue
@@ -167,7 +171,7 @@ def test_the_whole_output_stays_bounded_with_replaces_in_every_column(tmp_path: 
     for i in range(30_000):
         if i % 100 == 0:  # a compaction in every column of the picture
             rid = f"r{i}"
-            out.append(entries.encode(entries.replace_entry("compact", rid, 1)))
+            out.append(entries.encode(entries.ReplaceEntry.new("compact", rid, 1).raw))
             m = Message(role="user", content=f"summary {i}", ts=1.0 + i)
             out.append(entries.encode(entries.message_entry(m, replace_id=rid)))
             continue
@@ -268,26 +272,28 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
                 cache_read_input_tokens=rng.choice([0, 5000]),
                 cache_creation_input_tokens=rng.choice([0, 0, 12]),
             )
-            out.append(_writer(entries.usage_entry(u, messages=i, model=model)))
+            out.append(_writer(entries.UsageEntry.new(u, messages=i, model=model).raw))
         elif r < 0.64:
             rid = rng.choice([f"{rng.getrandbits(128):032x}", f"r{i:031d}"[-32:]])  # the writer's, or not
-            out.append(_writer(entries.replace_entry(rng.choice(["compact", "rollover"]), rid, 2)))
+            out.append(_writer(entries.ReplaceEntry.new(rng.choice(["compact", "rollover"]), rid, 2).raw))
         elif r < 0.67:
             out.append(
                 _writer(
-                    entries.spill_entry(call_id="c", tool="t", path="tool-results/c.txt", bytes=9, sha256="0")
+                    entries.SpillEntry.new(
+                        call_id="c", tool="t", path="tool-results/c.txt", bytes=9, sha256="0"
+                    ).raw
                 )
             )
         elif r < 0.70:
             out.append(
                 _writer(
-                    entries.compact_entry(
+                    entries.CompactEntry.new(
                         trigger="auto", before_tokens=9, after_tokens=3, ok=True, error=None
-                    )
+                    ).raw
                 )
             )
         elif r < 0.72:
-            out.append(_writer(entries.note_entry("a note")))
+            out.append(_writer(entries.NoteEntry.new("a note").raw))
         elif r < 0.74:
             out.append(_writer({"v": 1, "type": "later-kind", "id": "o", "ts": 1.0}))
         else:
@@ -409,11 +415,13 @@ def _varied_lines(rng: random.Random, n: int) -> list[bytes]:
             torn = rng.choice(
                 [
                     _writer(entries.message_entry(Message(role="assistant", content="cut", ts=9.0))),
-                    _writer(entries.usage_entry(Usage(input_tokens=5), messages=1, model="m")),
-                    _writer(entries.spill_entry(call_id="c", tool="t", path="p", bytes=1, sha256="0")),
+                    _writer(entries.UsageEntry.new(Usage(input_tokens=5), messages=1, model="m").raw),
+                    _writer(entries.SpillEntry.new(call_id="c", tool="t", path="p", bytes=1, sha256="0").raw),
                 ]
             )
-            note = entries.note_entry("a line torn by a crash or failed write precedes this note", "warning")
+            note = entries.NoteEntry.new(
+                "a line torn by a crash or failed write precedes this note", "warning"
+            ).raw
             note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
             out.append(torn[: rng.randint(len(torn) // 2, len(torn) - 2)] + b"\n" + _writer(note))
     return out

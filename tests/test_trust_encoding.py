@@ -21,6 +21,7 @@ from pseudoclaude_nb import tool
 from pseudoclaude_nb.conversation import Conversation
 from pseudoclaude_nb.messages import Message, NotebookMark, ToolCall
 from pseudoclaude_nb.session import load_session
+from pseudoclaude_nb.session.entries import NoteEntry
 from pseudoclaude_nb.session.writer import SessionWriter
 from pseudoclaude_nb.tools import user as user_tools
 from tests.scripts import read_log, script, scripted_agent, turn
@@ -223,7 +224,7 @@ def test_the_writer_escapes_what_reaches_it_instead_of_failing(tmp_path: Path):
             )
         )
         conversation.add_tool_result("c1", "r\ud800")
-        writer.note("a note about caf\udce9")
+        writer.record(NoteEntry.new("a note about caf\udce9"))
         conversation.replace("resync", conversation.messages())
         conversation.add_user("after")
         assert writer.failed is None

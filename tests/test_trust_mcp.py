@@ -309,13 +309,13 @@ def test_a_user_tool_named_like_an_mcp_tool_is_a_notice_not_a_crash(
     workspace: Path, agents, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from pseudoclaude_nb.agent import surface as agent_tools
-    from pseudoclaude_nb.context import rollover as rollover_strategy
     from pseudoclaude_nb.mcp.tools import McpArgs
+    from pseudoclaude_nb.tools import rollover as rollover_tools
     from pseudoclaude_nb.tools.user import UserTool
 
     clash = UserTool("mcp__time__get_current_time", "mine", lambda **kw: "mine", McpArgs, True)
     monkeypatch.setattr(agent_tools, "user_tools", lambda: [clash])
-    monkeypatch.setattr(rollover_strategy, "new_context_tool", _named("search_history"))
+    monkeypatch.setattr(rollover_tools, "new_context_tool", _named("search_history"))
     agent = make_agent(
         workspace, write_script(workspace, "script", turn("Fine.")), mcp_servers={"time": time_server()}
     )

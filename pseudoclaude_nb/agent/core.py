@@ -23,17 +23,17 @@ from typing import TYPE_CHECKING, Any
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from ..context import edited
 from ..context.confirm import Ask, Review, text_ask
-from ..context.layer2 import Plan
-from ..context.manager import ContextManager, check_provider, dry_strategy
+from ..context.host import ContextHost
 from ..context.manifest import Manifest
 from ..context.pins import Pins, pins_notice
+from ..context.plan import Preview
+from ..context.registry import check_provider, load_strategy
 from ..context.settings import CompactSettings
-from ..context.strategy import ContextStrategy
 from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
 from ..envtrust import workspace_endpoint
 from ..errors import ConfigError, PseudoClaudeError
-from ..events import Compacted, RunEvent
+from ..events import RunEvent
 from ..history import HistoryIndex
 from ..hooks import RunEvents, RunHooks
 from ..mcp import McpHub
@@ -41,9 +41,12 @@ from ..memory import MemoryManager
 from ..messages import Message
 from ..notebook import ActivityBlock, NotebookHost
 from ..providers import Provider, provider_for
+from ..providers.base import GivesTour, HasEndpoint, LearnsWindow
 from ..runner import Listener, Notice, Runner, RunSummary
 from ..session import LoadResult, SessionWriter, load_session, new_session_dir
 from ..session.catalog import session_id_or_latest
+from ..session.entries import NoteEntry
+from ..strategies import Strategy
 from ..tools import Permissions, PythonExecutor
 from ..workspace import resolve_workspace, session_dir
 from . import views
@@ -202,7 +205,7 @@ class Agent:
             # Make the log's effective state the replayed one, so later appends land on it.
             # The last usage described what was cut, so the estimate starts afresh.
             active.conversation.replace("resync", loaded.messages)
-            active.context.shared.forget_anchor()
+            active.context.forget_anchor()
         active.previous_model, active.idle_since = loaded.last_model, loaded.last_ts
         return loaded
 
@@ -213,12 +216,20 @@ class Agent:
         # which also catches up now what the log holds beyond the index (a resumed session).
         conversation.add_hooks(self.history.hooks(path))
         self.history.schedule(path)
-        context = ContextManager(
+        try:
+            strategy = load_strategy(self.settings.strategy, self.workspace)
+        except ConfigError:
+            # A strategy that does not load: the session opens under compact, and the next run
+            # says why before its first request (``run`` loads it again).
+            strategy = load_strategy("compact")
+        context = ContextHost(
             conversation,
-            strategy=self.settings.strategy,
+            strategy=strategy,
             session_dir=path,
             workspace=self.workspace,
             writer=writer,
+            pins=self.pins.texts,
+            key=self.settings.strategy,
         )
         self.session = ActiveSession(path, writer, conversation, context)
         return self.session
@@ -295,14 +306,16 @@ class Agent:
         provider = self.providers(config)
         config, chosen = _memory_for(config, provider)
         warnings = [*warnings, *chosen]
-        check_provider(config.strategy, provider)  # --strategy api: before any session or request
+        # The strategy, and whether this provider can serve it: before any session or request.
+        strategy = load_strategy(config.strategy, self.workspace)
+        check_provider(strategy, provider)
         if new:
             self.new_session()
         elif session_id:
             self.resume(session_id)
         active = self._ensure_session(config)
         active.writer.set_model(provider.model)
-        active.context.use(config.strategy)  # a switch keeps the whole shared state
+        active.context.use(strategy, config.strategy)  # a switch keeps the whole shared state
         hooks = RunEvents(listeners)  # before the tools: those that report (new_context) get them
         plan = plan_run(self, config, provider, active=active, emit=hooks.on_event, warnings=warnings)
         runner = self._runner(plan, active, hooks, confirm)
@@ -319,20 +332,20 @@ class Agent:
         context, config = active.context, plan.config
         provider = plan.provider
         assert provider is not None  # a run's plan always has one
-        context.shared.digits = self.windows.token_profile(provider)  # issue 32: before the first estimate
-        context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
-        context.shared.start_run()
+        context.configure(plan.settings, system=plan.system, tools=plan.schemas())
+        context.start_run(self.windows.token_profile(provider))  # issue 32: before the first estimate
 
         def on_window(window: int) -> None:
             self.windows.adopt_window(provider, window)
-            context.shared.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
+            context.configure(self.compact_settings(window), system=plan.system, tools=plan.schemas())
             # issue 41: a window learned from an error may be smaller than the pins in force
             said = pins_notice(self.pins.texts(), window, self.settings.pins_max_share, "the server's error")
             if said is not None:
                 runner.emit(Notice(said, "warning"))
 
         self.last_provider = provider
-        permissions = Permissions(config.permission_mode, ask=self.ask, tour=getattr(provider, "tour", None))
+        tour = provider.tour if isinstance(provider, GivesTour) else None  # the demo's one question
+        permissions = Permissions(config.permission_mode, ask=self.ask, tour=tour)
         permissions.always_allowed |= {t.name for t in plan.tools if getattr(t, "preapproved", False)}
         runner = Runner(
             conversation=active.conversation,
@@ -411,8 +424,9 @@ class Agent:
             return None
         return Review(confirm or text_ask(self.ask), config.confirm_default)
 
-    def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> Compacted | int:
-        """``%compact``: Layer 2 now (manual), or with ``layer1_only`` the spill pass.
+    def compact(self, *, layer1_only: bool = False, listeners: Iterable[Listener] = ()) -> object | None:
+        """``%compact``: the strategy's answer to the person's request (the built-ins: Layer 2
+        now), or with ``layer1_only`` the spill pass (a count). None: the strategy keeps the context.
 
         Its events go to ``listeners`` only: an earlier run's gauge and renderer stay as they ended.
         """
@@ -426,27 +440,28 @@ class Agent:
                 listener(event)
 
         if layer1_only:
-            return self.session.context.spiller.spill_all(emit)
-        return self.session.context.compact(self.provider_for_context(), "manual", emit)
+            return self.session.context.spill_all(emit)
+        return self.session.context.compact(self.provider_for_context(), emit)
 
-    def compact_preview(self) -> Plan:
-        """``%compact --preview``: what Layer 2 would do now, summary included; nothing is written."""
+    def compact_preview(self) -> Preview | None:
+        """``%compact --preview``: what the strategy would do now (a summary included); nothing is
+        written. None: it would keep the context as it is."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
         self._prepared_session()
         return self.session.context.preview(self.provider_for_context())
 
-    def compact_apply(self, text: str | None = None, *, path: str | None = None) -> Compacted:
+    def compact_apply(self, text: str | None = None, *, path: str | None = None) -> object:
         """``%compact --apply``: commit the previewed summary (no second model request), or
         ``text`` in its place, or the text of the file at ``path`` (``--edit``: read within
         bounds, ``context.edited``)."""
         if self.session is None:
             raise ConfigError("no current session to compact; run %agent or %sessions resume first")
-        shared = self._prepared_session().context.shared
+        context = self._prepared_session().context
         if path is not None:
-            text = edited.read_summary(path, shared.settings.summary_reserve)
-            edited.check_fits(path, text, shared.preview)
-        return self.session.context.apply(text=text)
+            text = edited.read_summary(path, context.settings.summary_reserve)
+            edited.check_fits(path, text, context.pending_preview())
+        return context.apply_preview(text=text)
 
     def compact_undo(self) -> Undone:
         """``%compact --undo``: restore the state before the last compaction or rollover commit."""
@@ -455,15 +470,16 @@ class Agent:
     # --- what %context shows ---------------------------------------------------------------
 
     def _strategy(self) -> str:
+        """The strategy setting of the current session (its last run's), else the configured one."""
         if self.session is not None:
-            return self.session.context.strategy.name
+            return self.session.context.key
         return self.settings.strategy
 
-    def _context_strategy(self) -> ContextStrategy:
-        """The current session's strategy, else the configured one over no session (dry)."""
+    def _context_strategy(self) -> Strategy:
+        """The current session's strategy, else the configured one (loaded: its tools are listed)."""
         if self.session is not None:
             return self.session.context.strategy
-        return dry_strategy(self.settings.strategy, CompactSettings(), self.workspace)
+        return load_strategy(self.settings.strategy, self.workspace)
 
     def provider_for_context(self) -> Provider:
         """The provider of the last run (a scripted one keeps its place), else a new one."""
@@ -492,11 +508,9 @@ class Agent:
         except ConfigError:
             provider = None
         self.window_source = "--context-window" if config.context_window else None
-        if provider is not None and not config.context_window:
-            learn = getattr(provider, "learn_window", None)
-            if learn is not None:
-                learn()  # asked once per server and model, then cached (issue 32)
-            self.window_source = getattr(provider, "window_source", None)
+        if isinstance(provider, LearnsWindow) and not config.context_window:
+            provider.learn_window()  # asked once per server and model, then cached (issue 32)
+            self.window_source = provider.window_source
         if provider is not None:
             config, _ = _memory_for(config, provider)  # %context shows what the run would send
         return plan_run(self, config, provider, active=self.session, emit=_ignore, dry=True)
@@ -506,7 +520,7 @@ class Agent:
         if self.session is None:
             raise ConfigError("no current session; run %agent or %sessions resume first")
         plan = self.dry_plan()
-        self.session.context.shared.configure(plan.settings, system=plan.system, tools=plan.schemas())
+        self.session.context.configure(plan.settings, system=plan.system, tools=plan.schemas())
         return self.session
 
     def next_manifest(self) -> Manifest:
@@ -542,7 +556,7 @@ class Agent:
         if active.previous_model and active.previous_model != model:
             text = f"this session previously used model {active.previous_model}; this run uses model {model}"
             runner.emit(Notice(text))
-            active.record.note(text)
+            active.record.record(NoteEntry.new(text))
         if active.idle_since and time.time() - active.idle_since > config.stale_hours * 3600:
             hours = (time.time() - active.idle_since) / 3600
             text = (
@@ -550,7 +564,7 @@ class Agent:
                 "have changed since: re-check them before relying on earlier observations."
             )
             runner.emit(Notice(text))
-            active.record.note(text)
+            active.record.record(NoteEntry.new(text))
             prefix = f"[host note] {text}\n\n"
         active.previous_model = None
         return prefix
@@ -563,7 +577,9 @@ def _ignore(event: RunEvent) -> None:
 def _memory_for(config: RunConfig, provider: Provider) -> tuple[RunConfig, list[str]]:
     """``config`` with memory off when ``provider`` sends to a host a workspace's ``.env`` chose
     (the person's memory is not that host's to read or write), and the warning that says so."""
-    chosen = workspace_endpoint(provider.name, getattr(provider, "base_url", None))
+    chosen = workspace_endpoint(
+        provider.name, provider.base_url if isinstance(provider, HasEndpoint) else None
+    )
     if chosen is None or not config.memory:
         return config, []
     return config.with_options(memory=False), [chosen]

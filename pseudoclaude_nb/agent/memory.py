@@ -16,6 +16,8 @@ from ..events import MemoryUpdated, Notice, RunEvent
 from ..memory import MemoryManager, user_memory_dir
 from ..messages import Message
 from ..providers import Provider
+from ..providers.base import AnswersMemory
+from ..session.entries import NoteEntry, SpendEntry
 from ..tools.memory import withhold_bodies
 from .session import ActiveSession
 
@@ -87,7 +89,7 @@ class RunMemory:
         if not count:
             return None
         active.conversation.replace("edit", messages)
-        active.context.shared.forget_anchor()  # the last usage measured the bodies
+        active.context.forget_anchor()  # the last usage measured the bodies
         return Notice(f"memory is off: {count} memory note(s) read earlier are withheld from this run")
 
     def update(self, messages: list[Message], provider: Provider, active: ActiveSession) -> None:
@@ -99,16 +101,11 @@ class RunMemory:
             provider=provider,
             policy=self.settings.memory_policy,
             session_id=active.id,
-            note=lambda text, level: log.note(text, level),
-            spent=lambda usage, model: log.spend(usage, purpose="memory", model=model),
+            note=lambda text, level: log.record(NoteEntry.new(text, level)),
+            spent=lambda usage, model: log.record(SpendEntry.new(usage, purpose="memory", model=model)),
         )
 
 
 def _plays_memory(provider: Provider) -> bool:
-    """Whether to ask ``provider`` for a memory update at all.
-
-    A scripted provider whose script has no ``memory_ops`` (the demo, most test and notebook
-    scripts) scripts no memory updates: asking would only fail with "the script ran out".
-    """
-    script = getattr(provider, "script", None)
-    return script is None or bool(getattr(script, "memory_ops", True))
+    """Whether to ask ``provider`` for a memory update at all (``AnswersMemory`` says when not)."""
+    return provider.answers_memory if isinstance(provider, AnswersMemory) else True

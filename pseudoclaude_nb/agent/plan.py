@@ -5,8 +5,10 @@ context settings for the provider's window, the strategy, the system sections, t
 the memory index, the notebook block and the notices to say first — from the agent's
 parts. A run applies it (configures the session's context, hands it to the ``Runner``);
 ``%context`` builds a *dry* plan and only shows it: a dry plan reads the memory index
-without taking its reports, starts no MCP server, and works on a copy of the strategy and
-its state (``context.dry_copy``), so the live session is exactly as it was.
+without taking its reports, starts no MCP server and writes nothing anywhere. It holds the
+strategy (a pure policy, shared safely) and lists the strategy's host tools bound to no
+session; what it shows of the session's figures is read from the host under the plan's
+settings (``ContextHost.figures``), never set on it.
 """
 
 from __future__ import annotations
@@ -18,14 +20,15 @@ from typing import Any, Protocol
 
 from ..config import RunConfig
 from ..context.layer1 import Emit
-from ..context.manager import dry_copy, dry_strategy
 from ..context.pins import pins_notice
+from ..context.registry import load_strategy
 from ..context.settings import CompactSettings
-from ..context.strategy import ContextStrategy
 from ..events import Notice, RunEvent
 from ..notebook import ActivityBlock
 from ..prompt import join_sections, read_project_file
 from ..providers import Provider
+from ..providers.base import LearnsWindow
+from ..strategies import Strategy
 from ..tools import ToolRegistry
 from .memory import RunMemory
 from .notebook import NotebookActivity
@@ -45,7 +48,7 @@ class RunPlan:
     config: RunConfig
     provider: Provider | None  # None only in a dry plan with no provider to build (no key yet)
     settings: CompactSettings  # fitted to the provider's window
-    strategy: ContextStrategy  # the session's (a run), or a dry copy (%context)
+    strategy: Strategy  # the session's, or the configured one when there is no session yet
     sections: tuple[tuple[str, str], ...]  # the system prompt, memory index included
     tools: ToolRegistry
     memory_index: str | None
@@ -107,22 +110,20 @@ def plan_run(
     else:
         window = window or provider.context_window
     settings = parts.compact_settings(window)
-    if active is None:
-        strategy = dry_strategy(config.strategy, settings, parts.workspace)
-    else:
-        live = active.context.strategy
-        strategy = dry_copy(live, settings) if dry else live
-    tools = parts.surface.tools(strategy, memory_index, emit)
+    # The session's strategy, or the configured one when there is no session yet.
+    strategy = load_strategy(config.strategy, parts.workspace) if active is None else active.context.strategy
+    # A run's host tools report to it and declare to its session; a dry plan's are only listed.
+    host = None if dry or active is None else active.context
+    tools = parts.surface.tools(strategy, memory_index, emit, host=host)
     # Read once: its head goes into the prompt, or why it did not into the notices.
     project, unread = read_project_file(parts.workspace)
     sections = parts.surface.sections(strategy, memory_index, project)
-    if dry:
-        strategy.state.system, strategy.state.tools = join_sections(sections), tools.schemas()
-    else:
+    if not dry:
         compact_on = parts.surface.settings.compact_tools
         window_notes += parts.windows.tools_notice(tools.schemas(), window, compact_on)
         # issue 41: pins set under a bigger window than the one this run learned
-        share, source = parts.surface.settings.pins_max_share, getattr(provider, "window_source", None)
+        share = parts.surface.settings.pins_max_share
+        source = provider.window_source if isinstance(provider, LearnsWindow) else None
         too_many = pins_notice(parts.surface.pins.texts(), window, share, source)
         warnings = [*warnings, *([too_many] if too_many else [])]
     block = parts.activity.block(active) if config.notebook else None

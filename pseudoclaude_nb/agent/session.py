@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..context.manager import ContextManager
+from ..context.host import ContextHost
 from ..conversation import Conversation
 from ..session import SessionWriter
 from ..session.record import SessionRecord
@@ -21,7 +21,7 @@ class ActiveSession:
     dir: Path
     writer: SessionWriter
     conversation: Conversation
-    context: ContextManager
+    context: ContextHost
     previous_model: str | None = None  # from a resume; said once, by the next run
     idle_since: float | None = None  # last activity: a resume's log, or the last run
     notebook_seen: int | None = None  # the last cell reported to this session (None: none yet)

@@ -2,8 +2,8 @@
 and its system prompt's sections; ``%agent --tools`` lists the same tools.
 
 ``RunSurface`` is one part of the agent: the plan of a run and of ``%context`` build their
-tool list here, so what ``%context`` shows is what the model gets. The strategy adds its own
-tools and sections (``ContextStrategy.tools``, ``.sections``). Two tools of one name (a
+tool list here, so what ``%context`` shows is what the model gets. The strategy declares the
+host tools and the sections it adds (``Strategy.tools``, ``.sections``). Two tools of one name (a
 ``@tool`` named like a built-in or an MCP tool) never break a run: the first is kept and the
 clash is a notice.
 
@@ -16,12 +16,12 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude
+from ..context.host_tools import host_tools
 from ..context.layer1 import Emit
 from ..context.pins import Pins
-from ..context.strategy import ContextStrategy
 from ..events import Notice, RunEvent
 from ..history import HistoryIndex
 from ..mcp import McpHub, load_config
@@ -29,6 +29,7 @@ from ..mcp.approval import not_approved, question
 from ..notebook import NotebookHost
 from ..notebook.host import DocumentAccess
 from ..prompt import project_sections, with_memory, with_pins
+from ..strategies import Strategy
 from ..tools import MemoryReader, PythonExecutor, ToolRegistry, build_tools
 from ..tools.compact_set import compact
 from ..tools.document import NotebookTools
@@ -36,6 +37,9 @@ from ..tools.notebook import notebook_tools
 from ..tools.registry import Tool
 from ..tools.user import user_tools
 from .memory import RunMemory
+
+if TYPE_CHECKING:
+    from ..context.host import ContextHost
 
 
 class RunSurface:
@@ -66,8 +70,15 @@ class RunSurface:
         self._mcp: McpHub | None = None  # MCP servers: up from the first run to close()
 
     def tools(
-        self, strategy: ContextStrategy, memory_index: str | None = None, emit: Emit | None = None
+        self,
+        strategy: Strategy,
+        memory_index: str | None = None,
+        emit: Emit | None = None,
+        *,
+        host: ContextHost | None = None,
     ) -> ToolRegistry:
+        """The run's tools; ``host``: the session's context, which the strategy's host tools
+        declare to (None: a dry plan's, only listed)."""
         # read_memory only when memory is on and holds something: else it is noise.
         reader = MemoryReader(self.memory.memory) if memory_index else None
         tools = build_tools(self._workspace(), python_executor=self.python_executor, memory=reader)
@@ -82,9 +93,13 @@ class RunSurface:
             if access.news:
                 (emit or _ignore)(Notice(access.news))
         extra += [(user_tool.as_tool(), "@tool") for user_tool in user_tools()]
-        extra += [
-            (tool, f"{strategy.name} strategy") for tool in strategy.tools(self._history(), emit or _ignore)
-        ]
+        if host is not None:
+            declared = host.tools(self._history(), emit or _ignore)
+        else:
+            declared = host_tools(
+                tuple(strategy.tools), workspace=self._workspace(), session_id=None, history=self._history()
+            )
+        extra += [(tool, f"{strategy.name} strategy") for tool in declared]
         extra += [(tool, f"MCP server {tool.server!r}") for tool in (self._mcp.tools() if self._mcp else ())]
         for tool, source in extra:
             if tool.name in tools:
@@ -151,13 +166,13 @@ class RunSurface:
                 out.append(not_approved(state.name))
         return out
 
-    def describe_tools(self, strategy: ContextStrategy) -> str:
+    def describe_tools(self, strategy: Strategy) -> str:
         """``%agent --tools`` as text: every tool the next run offers, the user's own marked."""
         head, rows, notes = self.tool_listing(strategy)
         lines = [head, *(f"  {name:<18} {kind} — {summary}" for name, kind, summary in rows)]
         return "\n".join(lines + [f"  {note}" for note in notes])
 
-    def tool_listing(self, strategy: ContextStrategy) -> tuple[str, list[tuple[str, str, str]], list[str]]:
+    def tool_listing(self, strategy: Strategy) -> tuple[str, list[tuple[str, str, str]], list[str]]:
         """The tools the next run offers with ``strategy``: a heading, a row per tool (name, what
         it may do and whose it is, the first sentence of its description) and the notes under them."""
         clashes: list[RunEvent] = []
@@ -178,10 +193,12 @@ class RunSurface:
         return f"{len(tools)} tools (permission mode {self.settings.permission_mode}):", rows, notes
 
     def sections(
-        self, strategy: ContextStrategy, memory_index: str | None, project: str | None
+        self, strategy: Strategy, memory_index: str | None, project: str | None
     ) -> list[tuple[str, str]]:
         """``project``: ``PSEUDOCLAUDE.md``'s head (``prompt.read_project_file``), read by the plan."""
-        sections = project_sections(self._workspace(), project) + strategy.sections()
+        sections = project_sections(self._workspace(), project) + [
+            (title, text) for title, text in strategy.sections
+        ]
         # Pins are system text, not messages: no summary or handoff can drop or reword them.
         return with_memory(with_pins(sections, self.pins.texts()), memory_index)
 

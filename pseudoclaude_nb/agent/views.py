@@ -3,7 +3,8 @@
 Only reads. ``next_request`` describes a dry ``RunPlan`` (``plan.plan_run(dry=True)``) —
 the same sections, tools, settings, memory index and notebook block a run would use, so
 what it shows is what the model gets — with the session's own figures (estimate, anchor,
-breaker, counters) read from the plan's copy of the state. ``last_request`` describes the
+breaker, counters) as the host computes them under the plan's settings (``figures``:
+read, never set). ``last_request`` describes the
 request the last runner actually sent.
 """
 
@@ -14,6 +15,7 @@ from dataclasses import replace
 
 from ..config import PseudoClaude
 from ..context.cache import TTL_SECONDS, outlook
+from ..context.host import ContextHost
 from ..context.manifest import Manifest, manifest, notebook_cells
 from ..context.settings import CompactSettings
 from ..envtrust import from_dotenv
@@ -42,31 +44,30 @@ def next_request(
     """
     sections = without_memory(list(plan.sections))
     tools = plan.schemas()
-    strategy = plan.strategy
     block = plan.block
     pending = block.text if block is not None and block.text else None
-    state = strategy.state  # the plan's copy: reading the estimate never moves the session's anchor
+    host = active.context if active is not None else ContextHost.blank(plan.strategy, plan.settings)
+    figures = host.figures(plan.settings, plan.system, tools)  # computed, never set on the session
     messages = active.conversation.messages() if active is not None else []
     if settings.memory_policy == "off":
         messages, _ = withhold_bodies(messages)
-    estimate = state.estimate() if active is not None else None
     data = manifest(
         sections=sections,
         messages=messages,
         tools=tools,
         context_window=plan.settings.context_window,
-        threshold=strategy.threshold(),
-        estimated_tokens=estimate,
-        anchor_tokens=state.anchor[0] if active is not None and state.anchor else 0,
+        threshold=figures.threshold,
+        estimated_tokens=figures.estimate if active is not None else None,
+        anchor_tokens=figures.anchor_tokens if active is not None else 0,
         memory_index=plan.memory_index,
         pending_notebook=pending,
     )
     data = replace(
         data,
         window_source=window_source,
-        strategy=strategy.name,
-        marks=strategy.marks(),
-        strategy_view=strategy.describe(),  # e.g. rollover's limits instead of the Layer 2 line
+        strategy=figures.strategy,
+        marks=figures.marks,
+        strategy_view=figures.describe,  # e.g. rollover's limits instead of the Layer 2 line
         memory_policy=settings.memory_policy,
         user_tools=[t.name for t in user_tools() if t.name in {s["name"] for s in tools}],
         notebook_pending_cells=block.shown if pending and block is not None else 0,
@@ -78,12 +79,12 @@ def next_request(
     data = replace(
         data,
         session_id=active.id,
-        breaker="open" if state.breaker.open else "closed",
-        breaker_failures=state.breaker.failures,
-        spills=state.ledger.spilled,
-        compactions=state.compactions,
+        breaker="open" if figures.breaker_open else "closed",
+        breaker_failures=figures.breaker_failures,
+        spills=figures.spills,
+        compactions=figures.compactions,
     )
-    anchored = bool(state.anchor and state.anchor[0] > 0)
+    anchored = figures.anchor_tokens > 0
     return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 from ..context.estimate import DIGITS_HOSTED, DIGITS_LOCAL, estimate_request
 from ..errors import ConfigError
+from ..providers.base import LearnsWindow, Provider
 from ..providers.window import Learned, remember
 from ..tools.compact_set import TOOLS_SHARE_NOTICE
 
@@ -22,12 +23,11 @@ class AgentWindow:
 
     _windows_said: set[tuple[str, str, int]]
 
-    def learn_window(self, provider: Any) -> list[str]:
+    def learn_window(self, provider: Provider) -> list[str]:
         """Ask ``provider``'s server for its window (cached) and adopt it; notices to show."""
-        learn = getattr(provider, "learn_window", None)
-        if learn is None:
+        if not isinstance(provider, LearnsWindow):
             return []
-        learned = learn()
+        learned = provider.learn_window()
         if learned is None:
             return []
         if learned.supports_tools is False:
@@ -47,20 +47,19 @@ class AgentWindow:
         said.add(key)
         return [f"context window: {provider.context_window:,} tokens ({provider.window_source})"]
 
-    def token_profile(self, provider: Any) -> int:
+    def token_profile(self, provider: Provider) -> int:
         """Digits a token holds on ``provider``'s server, for the estimate (issue 32): one on an
         OpenAI-compatible server other than OpenAI's own — it serves open-weights models, and
         most of their tokenizers (Gemma, Llama 2, Mistral, Qwen) split every digit (a server
         log was 48 % over bytes/3.5 on Gemma 3) — else ``DIGITS_HOSTED`` (bytes / 3.5)."""
-        local = hasattr(provider, "learn_window") and not getattr(provider, "is_openai", True)
+        local = isinstance(provider, LearnsWindow) and not provider.is_openai
         return DIGITS_LOCAL if local else DIGITS_HOSTED
 
-    def adopt_window(self, provider: Any, window: int) -> None:
+    def adopt_window(self, provider: Provider, window: int) -> None:
         """The window a context-length error named: the provider's from now on, and cached."""
         learned = Learned(window, "the server's context-length error")
-        adopt = getattr(provider, "adopt_window", None)
-        if adopt is not None:
-            adopt(learned)
+        if isinstance(provider, LearnsWindow):
+            provider.adopt_window(learned)
             remember(provider.base_url, provider.model, learned)
         else:
             provider.context_window = window

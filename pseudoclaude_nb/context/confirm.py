@@ -25,7 +25,7 @@ from typing import Literal
 from ..events import Notice
 from .layer1 import Emit
 
-Kind = Literal["compact", "rollover"]
+Kind = Literal["compact", "rollover", "drop"]
 Action = Literal["approve", "edit", "reject"]
 DEFAULTS = ("approve", "reject")
 # What ``input`` raises when nobody can answer: EOF on a closed stdin, IPython's
@@ -40,7 +40,7 @@ TRIES = 5  # unreadable answers before the question counts as unanswerable
 class Proposal:
     """One replace about to happen, for a person to judge."""
 
-    kind: Kind  # compact (Layer 2) | rollover (a new window)
+    kind: Kind  # compact (Layer 2) | rollover (a new window) | drop (a strategy's Drop)
     trigger: str  # compact: auto | forced; rollover: model | hard-limit
     text: str  # what may be edited: the summary, or the handoff as the new window shows it
     before: int  # estimated tokens now
@@ -52,7 +52,7 @@ class Proposal:
 
     @property
     def what(self) -> str:
-        return "compaction" if self.kind == "compact" else "rollover"
+        return {"compact": "compaction", "rollover": "rollover", "drop": "drop"}[self.kind]
 
 
 @dataclass(frozen=True)
@@ -97,6 +97,9 @@ class Review:
                     "warning",
                 )
             )
+        if decision.action == "edit" and proposal.kind == "drop":
+            emit(Notice("a drop has no text to edit; it is applied as proposed", "warning"))
+            decision = Decision("approve")
         if decision.action == "edit" and not (decision.text or "").strip():
             emit(Notice(f"the edited {proposal.what} text was empty; the proposed text is used", "warning"))
             decision = Decision("approve")
@@ -128,6 +131,12 @@ def describe(p: Proposal) -> str:
             f"messages (~{p.kept_tokens:,} tokens) is kept verbatim. ~{p.before:,} → ~{p.after:,} tokens."
         )
         label = "summary"
+    elif p.kind == "drop":
+        head = (
+            f"A drop ({p.trigger}) awaits your answer: {p.replaced} messages (~{p.replaced_tokens:,} tokens) "
+            f"leave the conversation (they stay in the log); {p.kept} stay. ~{p.before:,} → ~{p.after:,} tokens."
+        )
+        label = "messages dropped"
     else:
         head = (
             f"Rollover ({p.trigger}) awaits your answer: the window of {p.replaced} messages is replaced "

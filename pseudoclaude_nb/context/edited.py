@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..errors import ConfigError
 from .estimate import BYTES_PER_TOKEN, estimate_text
-from .plan import Plan
+from .plan import Plan, Preview
 
 _KINDS = (
     (stat.S_ISDIR, "a folder"),
@@ -65,10 +65,10 @@ def read_summary(path: str, reserve_tokens: int) -> str:
     return text
 
 
-def check_fits(path: str, text: str, plan: Plan | None) -> None:
+def check_fits(path: str, text: str, plan: Preview | None) -> None:
     """Refuse a summary that is bigger than the messages it would replace (``plan``'s head)."""
-    if plan is None or plan.new is None:
-        return  # no preview to apply: the apply itself says so
+    if not isinstance(plan, Plan) or plan.new is None:
+        return  # no summary preview to apply (none, or a drop): the apply itself says so
     tokens = estimate_text(text)
     if tokens > plan.head_tokens:
         raise ConfigError(

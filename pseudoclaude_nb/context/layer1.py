@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 from ..errors import SessionWriteError, SpillWriteError
 from ..events import Notice, RunEvent, Spilled
 from ..messages import Message, ToolCall, ToolResult
+from ..session.entries import SpillEntry
 from ..workspace import SPILL_DIR
 from . import spill as _spill
 from .spill import (
@@ -190,6 +191,21 @@ class Spiller:
             self._replace_results(chosen, "manual", emit)
         return flushed + len(chosen)
 
+    def spill_results(self, ids: set[str], strategy: str, emit: Emit = ignore) -> int:
+        """A strategy's ``Spill``: the results ``ids`` (message ids) to files, in one snapshot
+        replace whose marker names ``strategy``; a result already spilled stays as it is."""
+        s = self.state
+        if s.session_dir is None:
+            return 0
+        chosen = {
+            m.id
+            for m in s.conversation.messages()
+            if m.id in ids and m.tool_result is not None and not m.is_spill_preview
+        }
+        if chosen:
+            self._apply(self._write_all(chosen), "strategy", emit, strategy=strategy)
+        return len(chosen)
+
     # --- the parts --------------------------------------------------------------------------
 
     def _tail_with(self, call_ids: set[str]) -> list[Message]:
@@ -225,7 +241,7 @@ class Spiller:
         """Log a written spill and freeze its decision; returns the path shown to the model."""
         s = self.state
         if not logged:
-            s.record.spill(**spill.entry_fields())
+            s.record.record(SpillEntry.new(**spill.entry_fields()))
         s.ledger.force(spill.call_id, "spilled")
         shown = self._shown_path(spill.path)
         emit(Spilled(spill.call_id, spill.tool, shown, spill.bytes, reason))
@@ -265,8 +281,16 @@ class Spiller:
                 written[msg.id] = (self._write(call_id, names.get(call_id, "tool"), result.content), result)
         return written
 
-    def _apply(self, written: dict[str, tuple[Spill, ToolResult]], why: str, emit: Emit) -> None:
-        """Log the written spills, then replace the conversation with their previews (``snapshot``)."""
+    def _apply(
+        self,
+        written: dict[str, tuple[Spill, ToolResult]],
+        why: str,
+        emit: Emit,
+        *,
+        strategy: str | None = None,
+    ) -> None:
+        """Log the written spills, then replace the conversation with their previews (``snapshot``;
+        the marker names ``strategy`` when it was a strategy's action)."""
         s = self.state
         new = []
         for msg in s.conversation.messages():
@@ -278,8 +302,12 @@ class Spiller:
             new.append(msg)
         # The log explains the snapshot before it comes: spill entries first.
         for spill, _ in written.values():
-            s.record.spill(**spill.entry_fields())
-        s.conversation.replace("snapshot", new)
+            s.record.record(SpillEntry.new(**spill.entry_fields()))
+        if strategy is None or s.writer is None:
+            s.conversation.replace("snapshot", new)
+        else:
+            with s.writer.marking(strategy=strategy):
+                s.conversation.replace("snapshot", new)
         s.reset_anchor(new)
         for spill, _ in written.values():
             self._record(spill, why, emit, logged=True)

@@ -1,9 +1,12 @@
-"""Layer 2 at run time: summarize the old history, keep the recent tail.
+"""Layer 2 at run time: summarize the old history, keep the recent tail (``Summarize``).
 
 The prompt and the cut are the pure functions of ``summarize``; this module asks
 the provider (with retries that drop the oldest exchange when even the summary request is
-too long), keeps the breaker, replaces the conversation (``compact``) and logs the
-``compact`` entry. Both strategies have it: ``%compact`` works under rollover too.
+too long), keeps the breaker, replaces the conversation (``compact``, through the one
+replace step, ``SharedState.replaced``) and logs the ``compact`` entry. Any strategy's
+``Summarize`` comes here: ``%compact`` works under rollover too. ``start`` (a strategy's
+``Summarize(upto=...)``) puts the cut where the strategy said; ``instructions`` go into the
+summarizing prompt.
 
 A compaction is two steps: ``plan`` asks for the summary and writes nothing (what
 ``%compact --preview`` shows and keeps), ``commit`` replaces and logs it (``%compact
@@ -15,12 +18,13 @@ commits the plan, edit commits their text framed as the summary, reject replaces
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
 
 from ..errors import ContextTooLong, ProviderError, SessionWriteError
 from ..events import Compacted, CompactStarted
 from ..messages import Message, Usage
 from ..providers.base import Provider, Request
+from ..session.entries import CompactEntry, NoteEntry, SpendEntry
 from .breaker import MIN_FREED
 from .confirm import Proposal, Review
 from .estimate import estimate_request, estimate_tokens
@@ -42,16 +46,26 @@ SUMMARY_RETRIES = 3
 MIN_SUMMARY_TOKENS = 64
 
 
-def plan(state: SharedState, provider: Provider) -> Plan:
+def plan(
+    state: SharedState, provider: Provider, start: int | None = None, instructions: str | None = None
+) -> Plan:
     """Ask for the summary of the current conversation; replace and write nothing."""
     messages = state.conversation.messages()
-    return _plan(state, provider, messages, state.estimate_of(messages))
+    return _plan(state, provider, messages, state.estimate_of(messages), start, instructions)
 
 
-def _plan(state: SharedState, provider: Provider, messages: list[Message], before: int) -> Plan:
-    start = tail_start(messages, state.settings.tail_tokens)
+def _plan(
+    state: SharedState,
+    provider: Provider,
+    messages: list[Message],
+    before: int,
+    start: int | None = None,
+    instructions: str | None = None,
+) -> Plan:
+    if start is None:
+        start = tail_start(messages, state.settings.tail_tokens)
     head, tail = messages[:start], messages[start:]
-    summary, error, spent = _summarize(state, provider, head)
+    summary, error, spent = _summarize(state, provider, head, instructions)
     new = compacted(summary, tail) if summary is not None else None
     return planned(state, messages, start, before, summary, new, error, spent)
 
@@ -98,37 +112,44 @@ def compact(
     emit: Emit = ignore,
     review: Review | None = None,
     before: int | None = None,
+    *,
+    start: int | None = None,
+    instructions: str | None = None,
+    strategy: str | None = None,
 ) -> Compacted:
     """One Layer 2 attempt (``trigger`` auto | manual | forced); ``ok`` False replaces nothing.
 
     With ``review``, a plan that would replace is put to the person first. ``before`` is the
     estimate that triggered it, when one did: the compaction line shows that very number.
+    ``strategy``: whose action it is (the replace marker names it).
     """
     messages = state.conversation.messages()
     if before is None:
         before = state.estimate_of(messages)
     emit(CompactStarted(trigger, before))
-    return settle(state, _plan(state, provider, messages, before), trigger, emit, review)
+    p = _plan(state, provider, messages, before, start, instructions)
+    return settle(state, p, trigger, emit, review, strategy=strategy)
 
 
-def settle(state: SharedState, p: Plan, trigger: str, emit: Emit, review: Review | None = None) -> Compacted:
+def settle(
+    state: SharedState,
+    p: Plan,
+    trigger: str,
+    emit: Emit,
+    review: Review | None = None,
+    *,
+    strategy: str | None = None,
+) -> Compacted:
     """A plan put to the person (with ``review``) and committed, edited or rejected as they say;
-    any planner's (ours, or the provider's on-demand compaction: ``on_demand``)."""
+    any planner's (ours, or the provider's on-demand compaction: ``on_demand``). ``strategy``:
+    whose action it is (the replace marker names it)."""
     if review is not None and p.new is not None and p.summary is not None:
         decision = review.decide(proposal(p, trigger), emit)
         if decision.action == "reject":
             return _rejected(state, p, trigger, emit, by_default=decision.by_default)
         if decision.action == "edit" and decision.text is not None:
             p = edited(state, p, decision.text)
-    return commit(state, p, trigger, emit)
-
-
-def recover(state: SharedState, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
-    """The provider said the prompt is too long: one forced Layer 2 (unless the person's review
-    skips compactions); True when it shrank the conversation."""
-    if review is not None and review.skips("compact"):
-        return False
-    return compact(state, provider, "forced", emit, review).ok
+    return commit(state, p, trigger, emit, strategy=strategy)
 
 
 def proposal(p: Plan, trigger: str) -> Proposal:
@@ -154,9 +175,10 @@ def _rejected(
     why = "rejected by confirm_default (nobody could answer)" if by_default else "rejected by you"
     _spent(state, p)
     who = "PseudoClaude.confirm_default, nobody being there to answer" if by_default else "the person"
-    state.record.note(
-        f"{trigger} compaction rejected by {who} (~{p.before:,} → ~{p.after:,} tokens proposed)",
-        "info",
+    state.record.record(
+        NoteEntry.new(
+            f"{trigger} compaction rejected by {who} (~{p.before:,} → ~{p.after:,} tokens proposed)", "info"
+        )
     )
     result = Compacted(trigger, p.before, p.before, False, why)
     state.last_compact = result
@@ -164,20 +186,26 @@ def _rejected(
     return result
 
 
-def commit(state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ignore) -> Compacted:
+def commit(
+    state: SharedState, p: Plan, trigger: str = "manual", emit: Emit = ignore, *, strategy: str | None = None
+) -> Compacted:
     """Replace the conversation by ``p.new`` (when it has one), log the attempt, keep the breaker."""
     if p.new is not None:
-        failed = state.replace_or_keep("compact", p.messages, p.new)
-        if failed is not None:
-            _unwritten(state, failed, Compacted(trigger, p.before, p.before, False, failed), emit)
-        state.reset_anchor(p.new)
+
+        def failed(why: str) -> Exception:
+            return _unwritten(state, why, Compacted(trigger, p.before, p.before, False, why), emit)
+
+        state.replaced("compact", p.messages, p.new, failed=failed, strategy=strategy)
         state.compactions += 1
+        state.summary_id = p.new[0].id if p.new else None
     state.preview = None  # made from a conversation that is gone, or spent
     _spent(state, p)
     result = Compacted(trigger, p.before, p.after, p.new is not None, p.error)
     state.breaker.record(result.ok, trigger)
-    state.record.compact(
-        trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
+    state.record.record(
+        CompactEntry.new(
+            trigger=trigger, before_tokens=p.before, after_tokens=p.after, ok=result.ok, error=p.error
+        )
     )
     state.last_compact = result
     emit(result)
@@ -189,21 +217,21 @@ def _spent(state: SharedState, p: Plan) -> None:
     run's cost counts its summaries). Once: when the plan is committed or rejected; a preview
     never applied writes nothing, as a preview must."""
     for model, usage in p.spent:
-        state.record.spend(usage, purpose="summary", model=model)
+        state.record.record(SpendEntry.new(usage, purpose="summary", model=model))
         state.side_spend.add(usage, model)
 
 
-def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) -> NoReturn:
+def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) -> SessionWriteError:
     """The log could not take the compaction (a full disk): nothing of it happened.
 
     Memory is back at the old messages (``replace_or_keep``), which the anchor and the
     calibration still describe. A disk failure is not a failed summary: the breaker does
-    not count it and no ``compact`` entry is logged (a restore would count one). Raises
-    ``SessionWriteError``, which stops a run.
+    not count it and no ``compact`` entry is logged (a restore would count one). The
+    ``SessionWriteError`` to raise, which stops a run.
     """
     state.last_compact = attempt
     emit(attempt)
-    raise SessionWriteError(
+    return SessionWriteError(
         f"the compaction was not applied: {reason}. The conversation is as it was (not compacted) "
         "and the log is resynced to it on its next write; free disk space, then run %agent again "
         "(or %compact) to compact."
@@ -211,16 +239,17 @@ def _unwritten(state: SharedState, reason: str, attempt: Compacted, emit: Emit) 
 
 
 def _summarize(
-    state: SharedState, provider: Provider, head: list[Message]
+    state: SharedState, provider: Provider, head: list[Message], instructions: str | None = None
 ) -> tuple[str | None, str | None, tuple[tuple[str | None, Usage], ...]]:
     """The summary of ``head`` (or None and why not), with what each summary request used."""
     if not head:
         return None, "nothing old enough to summarize: the recent tail is the whole conversation", ()
     spent: list[tuple[str | None, Usage]] = []
+    system = SUMMARY_SYSTEM if not instructions else f"{SUMMARY_SYSTEM}\n\n{instructions.strip()}"
     for _ in range(1 + SUMMARY_RETRIES):
         messages = summary_messages(head)
         request = Request(
-            system=SUMMARY_SYSTEM,
+            system=system,
             messages=messages,
             max_tokens=_summary_cap(state, messages),
             purpose="summary",

@@ -69,7 +69,7 @@ class Manifest:
     window_source: str | None = None
     strategy: str | None = None
     marks: Marks = ()  # the strategy's lines (Layer 2, or rollover's three limits)
-    strategy_view: dict[str, Any] = field(default_factory=dict)  # ContextStrategy.describe()
+    strategy_view: dict[str, Any] = field(default_factory=dict)  # Strategy.describe(view)
     session_id: str | None = None
     memory_policy: str | None = None
     user_tools: list[str] = field(default_factory=list)

@@ -1,18 +1,21 @@
 """The provider's own compaction when asked, as a Layer 2 plan (issue 43, ``--strategy api``).
 
-Under ``--strategy api`` a provider that compacts on demand (``CompactsOnDemand``: Anthropic's
-``compaction: {"type": "summarize"}``, OpenAI's ``/responses/compact``) writes the summary
-instead of our summarizer. The cut is Layer 2's (the recent tail kept word for word, never
-inside a tool exchange: the documentation's "compaction that keeps recent turns"); the provider
-gets the older messages and returns what stands for them — its block or item, verbatim, which
-goes back first — and the plan is the same ``Plan`` Layer 2 makes, so ``%compact --preview``
-shows it and writes nothing, ``--apply`` commits it without asking again, ``%compact --undo``
-takes it back, and a run commits it (trigger ``auto``) where the provider cannot compact at its
-threshold on its own. The protocol is the provider's; this module only plans and commits.
+A strategy's ``Summarize(native=True)`` (``--strategy api``'s answer to ``%compact``, and at
+the line in a window the provider no longer compacts on its own) has a provider that compacts
+on demand (``CompactsOnDemand``: Anthropic's ``compaction: {"type": "summarize"}``, OpenAI's
+``/responses/compact``) write the summary instead of our summarizer. The cut is Layer 2's (the
+recent tail kept word for word, never inside a tool exchange: the documentation's "compaction
+that keeps recent turns"); the provider gets the older messages and returns what stands for
+them — its block or item, verbatim, which goes back first — and the plan is the same ``Plan``
+Layer 2 makes, so ``%compact --preview`` shows it and writes nothing, ``--apply`` commits it
+without asking again, ``%compact --undo`` takes it back, and a run commits it (trigger
+``auto``) where the provider cannot compact at its threshold on its own. The protocol is the
+provider's; this module only plans and commits.
 
-It also decides a paused server compaction (Anthropic's ``pause_after_compaction``) with the
-person's ``Review``: approve keeps the provider's block, edit puts their text in its place
-(framed as Layer 2 frames a summary), reject drops the block and the run goes on without it.
+It also puts a paused server compaction (Anthropic's ``pause_after_compaction``) to the
+person's ``Review`` (``review_pause``, for ``provider_compaction.adopt_paused``): approve keeps
+the provider's block, edit puts their text in its place (framed as Layer 2 frames a summary),
+reject drops the block and the run goes on without it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from ..errors import ProviderError
 from ..events import Compacted, CompactStarted
 from ..messages import Message, Usage
 from ..providers.base import CompactsOnDemand, Provider, Request
+from ..session.entries import NoteEntry
 from . import layer2
 from .confirm import Proposal, Review
 from .estimate import estimate_tokens
@@ -41,13 +45,17 @@ def supported(provider: Provider) -> bool:
     return isinstance(provider, CompactsOnDemand)
 
 
-def plan(state: SharedState, provider: Provider, before: int | None = None) -> layer2.Plan:
+def plan(
+    state: SharedState, provider: Provider, before: int | None = None, start: int | None = None
+) -> layer2.Plan:
     """Ask the provider to compact the conversation but its recent tail; replace and write nothing.
-    ``before``: the estimate that triggered it, when one did (else a fresh one, as Layer 2's)."""
+    ``before``: the estimate that triggered it, when one did (else a fresh one, as Layer 2's);
+    ``start``: where the kept part begins (a strategy's ``Summarize(upto=...)``; else Layer 2's cut)."""
     assert isinstance(provider, CompactsOnDemand)
     messages = state.conversation.messages()
     before = state.estimate_of(messages) if before is None else before
-    start = tail_start(messages, state.settings.tail_tokens)
+    if start is None:
+        start = tail_start(messages, state.settings.tail_tokens)
     head, tail = messages[:start], messages[start:]
     summary, new, error = "", None, None
     spent: tuple[tuple[str | None, Usage], ...] = ()
@@ -79,10 +87,15 @@ def compact(
     emit: Emit = ignore,
     review: Review | None = None,
     before: int | None = None,
+    *,
+    start: int | None = None,
+    strategy: str | None = None,
 ) -> Compacted:
-    """One on-demand compaction, committed (``%compact``, or ``auto`` at the strategy's line)."""
+    """One on-demand compaction, committed (``%compact``, or ``auto`` at the strategy's line);
+    ``strategy``: whose action it is (the replace marker names it)."""
     emit(CompactStarted(trigger, state.estimate() if before is None else before))
-    return layer2.settle(state, plan(state, provider, before), trigger, emit, review)
+    p = plan(state, provider, before, start)
+    return layer2.settle(state, p, trigger, emit, review, strategy=strategy)
 
 
 Verdict = Literal["approve", "edit", "reject"]
@@ -113,10 +126,12 @@ def review_pause(
     )  # fmt: skip
     decision = review.decide(proposal, emit)
     if decision.action == "reject":
-        state.record.note(
-            f"server compaction rejected {decision.who}: its block was dropped and the run goes on "
-            "without it (the provider compacts no more in this run)",
-            "info",
+        state.record.record(
+            NoteEntry.new(
+                f"server compaction rejected {decision.who}: its block was dropped and the run goes on "
+                "without it (the provider compacts no more in this run)",
+                "info",
+            )
         )
         return "reject", messages[:-1]
     if decision.action == "edit" and decision.text is not None:

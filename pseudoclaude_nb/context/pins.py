@@ -20,7 +20,7 @@ from .. import safeio
 from ..errors import ConfigError
 from ..messages import Message, new_id
 from ..prompt import pins_section
-from ..session.entries import MessageEntry, Pin, parse_line
+from ..session.entries import MessageEntry, Pin, PinEntry, UnpinEntry, parse_line
 from ..workspace import LOG_NAME
 from .estimate import estimate_text
 
@@ -56,10 +56,9 @@ def pins_notice(texts: list[str], window: int, share: float, source: str | None 
 
 
 class PinWriter(Protocol):
-    """What pins need of the session writer."""
+    """What pins need of the session writer (``SessionRecord``)."""
 
-    def pin(self, *, id: str, ts: float, text: str) -> None: ...
-    def unpin(self, pin_id: str) -> None: ...
+    def record(self, entry: PinEntry | UnpinEntry) -> None: ...
 
 
 class Pins:
@@ -77,7 +76,7 @@ class Pins:
         self._writer, self._items = writer, list(loaded)
         held, self._held = self._held, []
         for pin in held:
-            writer.pin(id=pin.id, ts=pin.ts, text=pin.text)
+            writer.record(PinEntry.new(pin.text, id=pin.id, ts=pin.ts))
             self._items.append(pin)
 
     def detach(self) -> None:
@@ -125,7 +124,7 @@ class Pins:
         if self._writer is None:
             self._held.append(pin)
             return len(self._held)
-        self._writer.pin(id=pin.id, ts=pin.ts, text=pin.text)  # durable before it counts
+        self._writer.record(PinEntry.new(pin.text, id=pin.id, ts=pin.ts))  # durable before it counts
         self._items.append(pin)
         return len(self._items)
 
@@ -138,7 +137,7 @@ class Pins:
             raise ConfigError(f"no pin #{number}: pins are numbered 1 to {len(items)} (%context pins)")
         pin = items[number - 1]
         if self._writer is not None:
-            self._writer.unpin(pin.id)
+            self._writer.record(UnpinEntry.new(pin.id))
         del items[number - 1]
         return pin
 

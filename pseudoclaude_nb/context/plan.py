@@ -1,4 +1,8 @@
-"""A Layer 2 compaction worked out but not committed (``%compact --preview``): pure data.
+"""A change worked out but not committed (``%compact --preview``): pure data.
+
+``Plan``: a Layer 2 compaction (a strategy's ``Summarize``); ``DropPlan``: a strategy's
+``Drop``. ``%compact --apply`` commits the kept one while the conversation is still the one
+it was made from.
 
 Its own module so that the shared state can hold one without importing Layer 2 (which
 imports the state): the import graph stays a tree.
@@ -36,3 +40,24 @@ class Plan:
         return len(messages) == len(self.messages) and all(
             a is b for a, b in zip(messages, self.messages, strict=True)
         )
+
+
+@dataclass(frozen=True)
+class DropPlan:
+    """What a strategy's ``Drop`` of ``messages`` would do: ``new`` is the conversation after it."""
+
+    messages: list[Message]  # the conversation it was made from (the very objects)
+    strategy: str
+    dropped: tuple[str, ...]  # the ids taken out, pairs made whole
+    widened: tuple[str, ...]  # of them, those added to keep a tool call with its results
+    before: int
+    after: int
+    new: list[Message]
+
+    def made_from(self, messages: list[Message]) -> bool:
+        return len(messages) == len(self.messages) and all(
+            a is b for a, b in zip(messages, self.messages, strict=True)
+        )
+
+
+Preview = Plan | DropPlan

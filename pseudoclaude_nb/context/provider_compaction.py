@@ -1,58 +1,56 @@
-"""The api strategy: the provider manages the context itself (issue 31, ``--strategy api``).
+"""The provider's own compaction at run time (issue 31): what a strategy with ``server_context``
+asks of the provider, and the host's side of ``ServerCompacted``.
 
-Before each agent request it asks the provider (``ManagesContext``) for server-side
-compaction at the strategy's trigger — the Layer 2 line, so all three strategies act at the
-same estimate — and, when ``api_clear_tool_results`` is set, for the clearing of old tool
-results. The host summarizes nothing.
+Before each agent request the host asks the provider (``ManagesContext``) for server-side
+compaction at the Layer 2 line (``server_context``: all three built-ins act at the same
+estimate) and, when ``api_clear_tool_results`` is set, for the clearing of old tool results.
+The host summarizes nothing.
 
 What comes back: a reply whose first block is a ``compaction`` block (kept on the answer as a
 ``Reasoning(kind="compaction")``, verbatim) says the provider summarized everything before
-it, and drops that from every later request. The strategy makes the conversation say so:
-right after the answer (``after_response``), or at the next request for a log that ended
-between the two, it replaces the conversation by the messages from that answer on — a
-``compact`` replace with a ``compact`` entry (trigger ``server``), exactly like Layer 2's —
-so resume, ``%context``, ``--at``, the gauge, the timeline and ``%compact --undo`` see it.
+it, and drops that from every later request. ``View.server_compaction`` names that answer
+(right after it, or at the next request for a log that ended between the two); a strategy's
+``ServerCompacted`` makes the conversation say so (``adopt``): it is replaced by the messages
+from that answer on — a ``compact`` replace with a ``compact`` entry (trigger ``server``),
+exactly like Layer 2's — so resume, ``%context``, ``--at``, the gauge, the timeline and
+``%compact --undo`` see it.
 
 An undo restores the messages before it; the undone compaction block is dropped from the
 answer that carried it (``undone``), or the provider would drop them again at once.
 
-Issue 43 (the protocol is the providers', the planning ``on_demand``'s): ``%compact`` and its
-``--preview``/``--apply`` ask the provider's on-demand compaction (``compact_now``,
-``plan_compaction``); with the person confirming compactions the provider pauses after its own
-and the strategy asks before the run goes on; a history that holds an on-demand block (which
-Anthropic takes with no compaction edit beside it) is compacted on demand at the line.
+Issue 43 (the protocol is the providers', the planning ``on_demand``'s): with the person
+confirming compactions the provider pauses after its own (``server_context(settings, review)``)
+and ``adopt_paused`` puts it to them before the conversation follows it; a history that starts
+with an on-demand block (``holds_on_demand``, which Anthropic takes with no compaction edit
+beside it) is one the provider no longer compacts at the line (``View.server_compacts``). A
+block the provider refused past ``provider_blocks``' bounds (issue 41) is said once the answer
+it came with is in the log (``refusal``).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from .. import provider_blocks
-from ..errors import ConfigError, ProviderError, SessionWriteError, ToolError
-from ..events import Compacted
+from ..errors import ConfigError, ProviderError, SessionWriteError
+from ..events import Compacted, Notice
 from ..messages import ORIGIN_ON_DEMAND, Message
-from ..providers.base import ManagesContext, Provider, ServerContext
-from ..session.loader import LoadResult
-from . import layer2, on_demand
-from .confirm import Review
-from .handoff import Intent
-from .layer1 import Emit, ignore
-from .strategy import Marks
+from ..providers.base import Provider, RefusesBlocks, ServerContext
+from ..session.entries import CompactEntry
+from . import on_demand
+from .layer1 import Emit
 
 if TYPE_CHECKING:
-    from ..history import HistoryIndex
-    from ..tools import ToolRegistry
-    from ..tools.registry import Tool
+    from .confirm import Review
     from .settings import CompactSettings
     from .state import SharedState
 
 COMPACTION = "compaction"
 TRIGGER = "server"  # the compact entry's and the event's trigger: the provider compacted
-MARK = "server compaction"
 
 
-def unsupported(provider_name: str) -> ConfigError:
-    """``--strategy api`` with a provider that cannot manage the context: what to use instead."""
+def unsupported(provider_name: str, strategy: str = "api") -> ConfigError:
+    """A strategy with ``server_context`` (``--strategy api``) with a provider that cannot
+    manage the context: what to use instead."""
     why = {
         "openai": "this OpenAI-compatible endpoint is spoken to through chat completions, which have no "
         "server-side compaction (the Responses API has: %config PseudoClaude.openai_api = 'responses', "
@@ -60,7 +58,7 @@ def unsupported(provider_name: str) -> ConfigError:
         "offline": "the offline explainer asks no model at all",
     }.get(provider_name, f"the {provider_name} provider has no context management of its own")
     return ConfigError(
-        f"--strategy api asks the provider to manage the context itself, and {why}. Use "
+        f"--strategy {strategy} asks the provider to manage the context itself, and {why}. Use "
         "--provider anthropic (a model with server-side compaction, e.g. claude-sonnet-4-6), or "
         "--provider demo or scripted offline (they emulate it); or keep this provider with "
         "--strategy compact (our summary) or --strategy rollover (a handoff), per run or with "
@@ -79,8 +77,33 @@ def server_context(settings: CompactSettings, review: Review | None = None) -> S
     )
 
 
-def holds_on_demand(messages: list[Message]) -> bool:
-    return any(r.origin == ORIGIN_ON_DEMAND for m in messages[:1] for r in m.reasoning)
+def holds_on_demand(first: Message | None) -> bool:
+    """Whether the conversation starts (``first``) with the provider's on-demand compaction (which
+    Anthropic takes with no compaction edit beside it: the provider no longer compacts at the line)."""
+    return first is not None and any(r.origin == ORIGIN_ON_DEMAND for r in first.reasoning)
+
+
+def raise_refusal(provider: object) -> None:
+    """``ProviderError`` with the reason ``provider`` refused the last answer's block
+    (``RefusesBlocks``), once; nothing when it kept every block."""
+    if not isinstance(provider, RefusesBlocks):
+        return
+    refused, provider.refused_block = provider.refused_block, None
+    if isinstance(refused, str):
+        raise ProviderError(refused)
+
+
+def server_side(
+    state: SharedState, trigger: str, *, live: bool, provider: Provider | None = None
+) -> tuple[str | None, bool]:
+    """What a ``server_context`` strategy's view shows of the provider's side: the message whose
+    compaction the conversation does not follow yet (``pending``), and whether the provider
+    compacts at the line on its own (``View.server_compacts``): not in a window that began with
+    its on-demand compaction, when it can compact on demand (else it is asked as ever)."""
+    on_its_own = not holds_on_demand(state.conversation.first()) or (
+        provider is not None and not on_demand.supported(provider)
+    )
+    return pending(state, trigger, live=live), on_its_own
 
 
 def compaction_at(messages: list[Message]) -> int | None:
@@ -102,158 +125,93 @@ def undone(messages: list[Message]) -> list[Message]:
     return out
 
 
-class ProviderCompactionStrategy:
-    name = "api"
-    # Told apart by this (``make_provider`` refuses a provider without ``ManagesContext``).
-    needs_server_context = True
+def pending(state: SharedState, trigger: str, *, live: bool) -> str | None:
+    """The message whose compaction the conversation does not follow yet (``View.server_compaction``).
 
-    def __init__(self, state: SharedState) -> None:
-        self.state = state
-        # Whether the whole conversation was looked at for a compaction block not yet replaced
-        # (once per strategy object and per restore: each answer is looked at as it comes).
-        self.caught_up = False
-        self.provider: Provider | None = None  # the last one asked: it may have refused a block
+    An answer is looked at as it comes (``answer``); before a request, the whole conversation
+    once per host, restore and switch (a log that ended between an answer and its replace),
+    and only when the question is a real one (``live``: its answer will be applied).
+    """
+    s = state
+    if trigger == "answer":
+        last = s.conversation.last()
+        if last is None or len(s.conversation) < 2 or not any(r.kind == COMPACTION for r in last.reasoning):
+            return None
+        return last.id
+    if trigger != "before" or s.caught_up or not live:
+        return None
+    s.caught_up = True
+    messages = s.conversation.messages()
+    at = compaction_at(messages)
+    return messages[at].id if at else None
 
-    @staticmethod
-    def marks_for(settings: CompactSettings) -> Marks:
-        return ((MARK, settings.threshold),)
 
-    def marks(self) -> Marks:
-        return self.marks_for(self.state.settings)
-
-    def threshold(self) -> int:
-        return self.state.settings.threshold
-
-    def phase(self) -> str:
-        return "normal"
-
-    def sections(self) -> list[tuple[str, str]]:
-        return []  # the provider compacts on its own: the model is told nothing
-
-    def tools(self, history: HistoryIndex, emit: Emit) -> list[Tool]:
-        return []
-
-    def describe(self) -> dict[str, Any]:
-        return {}
-
-    def hands_off_due(self, estimate: int) -> bool:
+def adopt(state: SharedState, at: int, emit: Emit, *, strategy: str | None = None) -> bool:
+    """The conversation follows the provider's compaction carried by message ``at``: the
+    messages from it on. True when it replaced (``at`` 0: it already starts there)."""
+    s = state
+    messages = s.conversation.messages()
+    if not 0 < at < len(messages):
         return False
+    new = messages[at:]
+    before = s.estimate_of(messages)
+    # The usage of the answer that carried the block measured the compacted request: it
+    # stays the anchor, now at the new length.
+    measured = s.anchor[0] if s.anchor is not None and s.anchor[1] == len(messages) else None
+    if measured is not None:
+        # Never under what is sent from now on (issue 41: a server that says 15 tokens for
+        # an answer whose block goes back at 20 MB must not hide it from the estimate).
+        measured = max(measured, s.estimate_of(new))
 
-    def before_request(
-        self, estimate: int, provider: Provider, emit: Emit, review: Review | None = None
-    ) -> bool:
-        if not isinstance(provider, ManagesContext):
-            raise unsupported(provider.name)
-        provider.server_context = server_context(self.state.settings, review)
-        self.provider = provider
-        if (
-            estimate >= self.threshold()
-            and on_demand.supported(provider)
-            and (review is None or not review.skips("compact"))
-            and holds_on_demand(self.state.conversation.messages())
-        ):
-            # The provider takes no compaction edit beside an on-demand block: compact here.
-            return on_demand.compact(self.state, provider, "auto", emit, review, before=estimate).ok
-        if self.caught_up:
-            return False
-        # A log that ended between an answer with a compaction block and its replace (a crash),
-        # or a session that was under another strategy: the conversation catches up first.
-        self.caught_up = True
-        messages = self.state.conversation.messages()
-        at = compaction_at(messages)
-        return bool(at) and self._replace_from(messages, at or 0, emit)
-
-    def after_response(self, emit: Emit = ignore, review: Review | None = None) -> bool:
-        """The answer just in carries a compaction block: replace the conversation by the messages
-        from it on (what the provider reads from now on). True when it replaced. A paused one
-        (only the block: ``pause_after_compaction``) is put to ``review`` first.
-
-        A block the provider refused (past ``provider_blocks``' bounds) stops the run here,
-        with the answer it came with already in the conversation (issue 41)."""
-        refused = provider_blocks.take_refusal(self.provider)
-        if refused is not None:
-            raise ProviderError(refused)
-        last = self.state.conversation.last()
-        if last is None or not any(r.kind == COMPACTION for r in last.reasoning):
-            return False
-        messages = self.state.conversation.messages()
-        if len(messages) <= 1:
-            return False
-        if review is not None and on_demand.paused(last):
-            verdict, instead = on_demand.review_pause(self.state, messages, review, emit)
-            if instead is not None:
-                reason = "resync" if verdict == "reject" else "compact"
-                return self._replace_with(messages, instead, emit, reason)
-        return self._replace_from(messages, len(messages) - 1, emit)
-
-    def _replace_with(self, messages: list[Message], new: list[Message], emit: Emit, reason: str) -> bool:
-        """The person's answer to a paused compaction: their text (``compact``) or the history
-        without the provider's block (``resync``, a rejection) in place of the conversation."""
-        s = self.state
-        before = s.estimate_of(messages)
-        failed = s.replace_or_keep(reason, messages, new)
-        if failed is not None:
-            raise SessionWriteError(f"the answer to the compaction could not be written to the log: {failed}")
-        s.reset_anchor(new)
-        if reason == "compact":
-            after = s.estimate_of(new)
-            s.compactions += 1
-            s.record.compact(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
-            s.last_compact = Compacted(TRIGGER, before, after, True)
-            emit(s.last_compact)
-        return True
-
-    def plan_compaction(self, provider: Provider) -> layer2.Plan | None:
-        """``%compact --preview``: the provider's on-demand compaction as a plan (None: the provider
-        has none, and Layer 2 plans)."""
-        return on_demand.plan(self.state, provider) if on_demand.supported(provider) else None
-
-    def compact_now(self, provider: Provider, trigger: str, emit: Emit) -> Compacted | None:
-        """``%compact``: the provider's on-demand compaction, committed (None: it has none)."""
-        return (
-            on_demand.compact(self.state, provider, trigger, emit) if on_demand.supported(provider) else None
+    def failed(why: str) -> Exception:
+        emit(Compacted(TRIGGER, before, before, False, why))
+        return SessionWriteError(
+            f"the provider's compaction could not be written to the log: {why}. The "
+            "conversation is as it was and is written again on the next write; free disk space"
         )
 
-    def _replace_from(self, messages: list[Message], at: int, emit: Emit) -> bool:
-        s = self.state
-        new = messages[at:]
-        before = s.estimate_of(messages)
-        # The usage of the answer that carried the block measured the compacted request: it
-        # stays the anchor, now at the new length.
-        measured = s.anchor[0] if s.anchor is not None and s.anchor[1] == len(messages) else None
-        failed = s.replace_or_keep("compact", messages, new)
-        if failed is not None:
-            emit(Compacted(TRIGGER, before, before, False, failed))
-            raise SessionWriteError(
-                f"the provider's compaction could not be written to the log: {failed}. The "
-                "conversation is as it was and is written again on the next write; free disk space"
-            )
-        if measured is None:
-            s.reset_anchor(new)
-        else:
-            # Never under what is sent from now on (issue 41: a server that says 15 tokens for
-            # an answer whose block goes back at 20 MB must not hide it from the estimate).
-            s.anchor, s.observed = (max(measured, s.estimate_of(new)), len(new)), None
+    after = s.replaced("compact", messages, new, failed=failed, measured=measured, strategy=strategy)
+    s.compactions += 1
+    s.summary_id = new[0].id
+    result = Compacted(TRIGGER, before, after, True)
+    s.breaker.record(True, TRIGGER)
+    s.record.record(
+        CompactEntry.new(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
+    )
+    s.last_compact = result
+    emit(result)
+    return True
+
+
+def adopt_paused(
+    state: SharedState, review: Review, emit: Emit, *, strategy: str | None = None
+) -> Compacted | Notice | None:
+    """The provider paused right after its compaction (the last answer is only its block:
+    ``pause_after_compaction``, asked when the person confirms compactions): the person's say
+    first. Approve: the conversation follows the block (``adopt``); edit: their text stands for
+    everything before, framed as Layer 2 frames a summary; reject: the block is dropped (a
+    ``resync`` replace, no compaction) and the run goes on without it. The event of the change
+    (a rejection: its note, already said by the review and logged), None when nothing changed."""
+    s = state
+    messages = s.conversation.messages()
+    verdict, instead = on_demand.review_pause(s, messages, review, emit)
+    if instead is None:
+        return s.last_compact if adopt(s, len(messages) - 1, emit, strategy=strategy) else None
+    reason = "resync" if verdict == "reject" else "compact"
+    before = s.estimate_of(messages)
+
+    def failed(why: str) -> Exception:
+        return SessionWriteError(f"the answer to the compaction could not be written to the log: {why}")
+
+    s.replaced(reason, messages, instead, failed=failed, strategy=strategy)
+    if reason == "compact":
+        after = s.estimate_of(instead)
         s.compactions += 1
-        s.preview = None
-        after = s.anchor[0] if s.anchor is not None else s.estimate_of(new)
-        result = Compacted(TRIGGER, before, after, True)
-        s.breaker.record(True, TRIGGER)
-        s.record.compact(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
-        s.last_compact = result
-        emit(result)
-        return True
-
-    def recover(self, provider: Provider, emit: Emit, review: Review | None = None) -> bool:
-        # The provider refused the prompt as too long before its own compaction could run (a
-        # trigger above what the window holds): our Layer 2 once, as under compact.
-        return layer2.recover(self.state, provider, emit, review)
-
-    def surface(self, tools: ToolRegistry) -> ToolRegistry:
-        return tools
-
-    def restore(self, loaded: LoadResult) -> None:
-        self.caught_up = False  # the compaction blocks are in the messages: looked at before the next request
-
-    def declare(self, intent: Intent, emit: Emit) -> str:
-        raise ToolError("new_context works only with --strategy rollover; keep working in this window")
+        s.summary_id = instead[0].id if instead else None
+        s.record.record(
+            CompactEntry.new(trigger=TRIGGER, before_tokens=before, after_tokens=after, ok=True, error=None)
+        )
+        s.last_compact = Compacted(TRIGGER, before, after, True)
+        emit(s.last_compact)
+        return s.last_compact
+    return Notice("server compaction rejected: its block was dropped and the run goes on without it", "info")

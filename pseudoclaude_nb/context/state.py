@@ -1,10 +1,13 @@
-"""The state both strategies share: one per session, kept when the strategy is switched.
+"""The host's state of one session's context: one per session, kept when the strategy is switched.
 
 ``SharedState`` holds what the context layer knows about one session's conversation —
 the usage anchor and the learned calibration, the spill ledger, the breaker, the counters,
-the pending tool batch, the system prompt and tool schemas of the next request — and
-rebuilds it from the log on resume. It never emits events and never talks to a
-provider: strategies and the spiller get those on each call.
+the pending tool batch, the system prompt and tool schemas of the next request, and what
+outlives one answer of a strategy (a declared hand-off, the host notes of this window, the
+tools the next request is restricted to) — and rebuilds it from the log on resume. Only the
+host's mechanisms (``host``, ``apply``, ``layer1``, ``layer2``, ``rollover``,
+``provider_compaction``, ``undo``) write it; a strategy sees a read-only ``View``. It never
+emits events and never talks to a provider: the mechanisms get those on each call.
 
 Per step it costs the same at 100 messages as at 10,000: the estimate looks only at the
 messages after the anchor. Each response's usage also calibrates the estimate
@@ -16,6 +19,7 @@ provider counted in between. A replace, or a new system prompt or tool list
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +38,8 @@ from .settings import CompactSettings
 from .spill import Ledger
 
 if TYPE_CHECKING:
-    from .plan import Plan
+    from .handoff import Intent
+    from .plan import Preview
 
 
 class SharedState:
@@ -83,7 +88,18 @@ class SharedState:
         self.unsaved_noted = False  # said once per run that they still wait
         # The last ``%compact --preview``, in memory only: ``--apply`` commits it while the
         # conversation is still the one it summarized.
-        self.preview: Plan | None = None
+        self.preview: Preview | None = None
+        # What outlives one answer of a strategy (a strategy is pure: the host keeps it).
+        self.handoff: Intent | None = None  # declared with new_context, committed at the next boundary
+        self.notes: set[str] = set()  # the kinds of host note said in this window (``Note.kind``)
+        self.restricted: tuple[str, ...] | None = None  # the tools this step offers (``Restrict``)
+        self.pinned: str | None = None  # the session's first request, for every new window
+        # Whether the conversation was looked at for a provider compaction it does not follow
+        # yet (once per host, restore and switch: each answer is looked at as it comes).
+        self.caught_up = False
+        # The first message of the window the last compaction or hand-off began (a strategy's
+        # view shows it as a ``summary``); None: none the host knows of.
+        self.summary_id: str | None = None
         # this run's requests that are not steps (Layer 2 summaries): the run's cost counts them
         self.side_spend = Spend()
 
@@ -222,12 +238,20 @@ class SharedState:
         self.anchor = (self.calibrated(self.estimate_of(messages)), len(messages))
         self.anchor_head = self.head_tokens()
 
-    def replace_or_keep(self, reason: str, old: list[Message], new: list[Message]) -> str | None:
+    def replace_or_keep(
+        self, reason: str, old: list[Message], new: list[Message], **marker: Any
+    ) -> str | None:
         """``conversation.replace(reason, new)``, all or nothing: when the log cannot take it (a
         full disk), memory goes back to ``old`` (the failed writer resyncs the log to it on its
-        next write) and the reason is returned; the anchor and calibration still describe ``old``."""
+        next write) and the reason is returned; the anchor and calibration still describe ``old``.
+        ``marker``: extra fields of the replace marker (the ``strategy`` whose action it is, an
+        undo's ``undoes``; readers ignore fields they do not know, SPEC §6.1)."""
         try:
-            self.conversation.replace(reason, new)
+            if marker and self.writer is not None:
+                with self.writer.marking(**marker):
+                    self.conversation.replace(reason, new)
+            else:
+                self.conversation.replace(reason, new)
         except HookError as exc:
             cause = exc.__cause__
             if not isinstance(cause, SessionWriteError):
@@ -238,6 +262,66 @@ class SharedState:
             where = f" {self.writer.path}" if self.writer is not None else ""
             return f"the session log{where} could not take it: {why}"
         return None
+
+    def replaced(
+        self,
+        reason: str,
+        old: list[Message],
+        new: list[Message],
+        *,
+        failed: Callable[[str], Exception],
+        measured: int | None = None,
+        strategy: str | None = None,
+        undoes: str | None = None,
+    ) -> int:
+        """The replace step, written once for every change of the context (a compaction, a
+        hand-off, the provider's compaction, a drop, an undo): the conversation becomes ``new``
+        in one write and one fsync (the writer's replace hook), or, when the log cannot take
+        it, stays ``old`` and ``failed(why)`` is raised; then the anchor is the estimate of
+        ``new`` (or ``measured``, what the provider already counted for it) and a kept
+        preview, made from a conversation that is gone, is dropped. The marker names the
+        ``strategy`` whose action it was (an undo: the replace it ``undoes``). The new estimate."""
+        marker = {k: v for k, v in (("strategy", strategy), ("undoes", undoes)) if v is not None}
+        why = self.replace_or_keep(reason, old, new, **marker)
+        if why is not None:
+            raise failed(why)
+        if measured is None:
+            self.reset_anchor(new)
+        else:
+            self.anchor, self.observed = (measured, len(new)), None
+        self.preview = None
+        assert self.anchor is not None
+        return self.anchor[0]
+
+    def sync_notes(self) -> None:
+        """The host notes of the current window, read from its messages (resume, undo, a switch)."""
+        self.notes = {m.host for m in self.conversation.messages() if m.host is not None}
+
+    def estimate_for(self, system: str, tools: list[dict[str, Any]]) -> int:
+        """``estimate`` as a request with ``system`` and ``tools`` would have it, changing nothing
+        (what ``%context`` shows: its plan may differ from the last run's)."""
+        length = len(self.conversation)
+        if self.anchor is not None and self.anchor[1] <= length:
+            tokens, at = self.anchor
+            return (
+                tokens
+                + self._drift_for(system, tools)
+                + self.calibrated(_estimate.estimate_tokens(self.conversation.since(at), digits=self.digits))
+            )
+        messages = self.conversation.messages()
+        return self.calibrated(estimate_request(system, messages, tools, digits=self.digits))
+
+    def _drift_for(self, system: str, tools: list[dict[str, Any]]) -> int:
+        """``head_drift`` for a request with ``system`` and ``tools`` (pins added since the anchor's
+        request are in it, issue 41), changing nothing: an anchor whose head is not known yet is
+        taken as measured with this one, as the next run would take it."""
+        if not system:
+            return 0
+        if system is self.system and tools is self.tools:
+            head = self.head_tokens()
+        else:
+            head = estimate_request(system, [], tools, digits=self.digits)
+        return head - (self.anchor_head if self.anchor_head is not None else head)
 
     def forget_anchor(self) -> None:
         """The last usage measured messages that are gone (an edit, a repair): estimate afresh."""

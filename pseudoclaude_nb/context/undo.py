@@ -1,4 +1,5 @@
-"""Undo a compaction or a rollover commit: put back the conversation it replaced (SPEC §19).
+"""Undo a compaction, a rollover commit or a strategy's drop: put back the conversation it
+replaced (SPEC §19).
 
 An undo is one more replace, reason ``undo``: the log stays append-only and the undo is as
 crash-safe as any replace (one write, one fsync; the loader yields the old state or the
@@ -36,7 +37,7 @@ from .provider_compaction import undone
 if TYPE_CHECKING:
     from .state import SharedState
 
-UNDOABLE = ("compact", "rollover")
+UNDOABLE = ("compact", "rollover", "drop")
 # How the writer starts every replace marker line (``entries.replace_entry``, encoded compactly).
 MARKER_START = b'{"v":1,"type":"replace"'
 
@@ -59,7 +60,7 @@ class Marker:
 class Undone:
     """What ``undo`` did: which replace (``reason``, at ``ts``) it undid, and the estimate."""
 
-    reason: str  # compact | rollover
+    reason: str  # compact | rollover | drop
     ts: float
     before_tokens: int
     after_tokens: int
@@ -68,7 +69,7 @@ class Undone:
 
 
 def undo(state: SharedState) -> Undone:
-    """Replace the conversation by the state before the last compaction or rollover not yet undone."""
+    """Replace the conversation by the state before the last compaction, rollover or drop not yet undone."""
     writer = state.writer
     if writer is None:
         raise SessionError("this conversation has no session log, so there is nothing to undo")
@@ -80,7 +81,7 @@ def undo(state: SharedState) -> Undone:
     found = target_in(writer.path)
     if found is None:
         raise SessionError(
-            "nothing to undo: this session has no compaction or rollover that is not undone yet"
+            "nothing to undo: this session has no compaction, rollover or drop that is not undone yet"
         )
     target, earlier = found
     current = state.conversation.messages()
@@ -89,21 +90,21 @@ def undo(state: SharedState) -> Undone:
     new = undone(state_before(writer.path, target, earlier))
     dropped = len(_since(current, target.snapshot))
     before = state.estimate()
-    with writer.marking(undoes=target.entry.replace_id):
-        failed = state.replace_or_keep("undo", current, new)
-    if failed is not None:
-        raise SessionWriteError(
-            f"the undo was not applied: {failed}. The conversation is as it was; free disk space, "
+
+    def failed(why: str) -> Exception:
+        return SessionWriteError(
+            f"the undo was not applied: {why}. The conversation is as it was; free disk space, "
             "then run %compact --undo again"
         )
-    state.reset_anchor(new)
-    state.preview = None
+
+    after = state.replaced("undo", current, new, failed=failed, undoes=target.entry.replace_id)
+    state.sync_notes()  # the reminder and fallback belong to a window: the restored one's
     ts = target.entry.raw.get("ts")
     return Undone(
         target.entry.reason,
         float(ts) if isinstance(ts, (int, float)) else 0.0,
         before,
-        state.anchor[0] if state.anchor else 0,
+        after,
         len(new),
         dropped,
     )

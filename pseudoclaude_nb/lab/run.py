@@ -1,7 +1,6 @@
 """One arm of the lab: the task played through the real ``Agent`` under one strategy.
 
-An arm is a strategy of the registry (``context.STRATEGIES``: compact, rollover, and any
-other registered, such as api) in a managed window, or ``none``: the same agent in a window
+An arm is a built-in strategy (``context.policies.BUILT_IN``: compact, rollover and api) in a managed window, or ``none``: the same agent in a window
 so large that nothing is ever replaced, with Layer 1 off. Each arm gets a fresh workspace
 and session; the agent runs every tool call for real and logs as always. What comes back is
 measured, not assumed: every request's usage as the provider reported it, the replaces the
@@ -23,7 +22,7 @@ from typing import Any
 
 from ..agent import Agent
 from ..config import PseudoClaude
-from ..context.manager import STRATEGIES
+from ..context.policies import BUILT_IN
 from ..messages import Message
 from ..providers import scripted
 from ..providers.base import Request
@@ -58,7 +57,7 @@ class Arm:
 
 def strategy_names() -> list[str]:
     """``none`` and every strategy of the registry, in its order: a new strategy is a new arm."""
-    return [NONE, *STRATEGIES]
+    return [NONE, *BUILT_IN]
 
 
 @dataclass

@@ -9,7 +9,7 @@ from IPython.core.magic import Magics, line_cell_magic, magics_class, no_var_exp
 from IPython.core.magic_arguments import argument, magic_arguments
 
 from ..agent import Agent
-from ..config import MODES, STRATEGIES
+from ..config import MODES
 from ..errors import PseudoClaudeError
 from ..events import Notice
 from ..notebook.skip import parse_counts
@@ -45,8 +45,9 @@ class AgentMagics(Magics):
     @argument("--session", metavar="ID", help="resume session ID and continue it")
     @argument(
         "--strategy",
-        choices=STRATEGIES,
-        help="context strategy: compact, rollover or api (the provider's own)",
+        metavar="NAME",
+        help="context strategy: compact, rollover, api (the provider's own), or your own as "
+        "MODULE:CLASS (a file in this folder works) or an installed strategy's name",
     )
     @argument("--mode", choices=MODES, help="tool permissions: read-only, ask (default) or auto")
     @argument("--no-memory", action="store_true", help="leave memory out of this run")
@@ -119,6 +120,8 @@ class AgentMagics(Magics):
             raise UsageError("--thinking is a token budget of at least 1024 (or 0 for off)")
         if args.new and args.session:
             raise UsageError("use either --new or --session ID, not both")
+        if args.strategy is not None:
+            args.strategy = _strategy(args.strategy)
         skip = _skip_counts(args.skip_cells)
         renderer = renderer_for(self.shell, quiet=args.quiet)
         if (args.provider or self._agent.settings.provider) == "demo" and prompt.strip() != DEMO_PROMPT:
@@ -155,6 +158,15 @@ class AgentMagics(Magics):
             if isinstance(self._agent.notebook, IPythonNotebook):
                 self._agent.notebook.finish_run()  # numbering after the cells the run ran
         memory_outcome(self._agent, renderer)
+
+
+def _strategy(value: str) -> str:
+    from ..context.names import normalized
+
+    try:
+        return normalized(value)
+    except ValueError as exc:
+        raise UsageError(f"--strategy {exc}") from None
 
 
 def _skip_counts(value: str | None) -> frozenset[int]:

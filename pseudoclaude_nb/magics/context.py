@@ -14,15 +14,14 @@ from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
 from ..agent import Agent
-from ..context.layer2 import Plan
 from ..context.manifest import Manifest
-from ..context.provider_compaction import MARK as SERVER_MARK
+from ..context.plan import DropPlan, Preview
 from ..cost import SESSION_HIT, ratio_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
 from ..widgets.theme import BRAND, FG2
 from .args import parse, unknown
-from .compact_view import plural, preview_html, preview_text, undone_text
+from .compact_view import outcome_text, plural, preview_html, preview_text, undone_text
 from .render import in_notebook
 from .tables import TABLE_STYLE
 
@@ -204,10 +203,10 @@ def _mcp_servers(names: list[str]) -> list[str]:
 
 def limits_phrase(m: Manifest) -> str:
     """The lines that matter for the strategy: Layer 2, or rollover's three limits."""
-    # A single line the strategy acts at reads "<name> at N"; rollover's three limits read "<name> N".
+    # The one line a strategy acts at reads "<name> at N"; several lines (rollover's) read "<name> N".
+    lines = m.lines()
     return " · ".join(
-        f"{name} at {value:,}" if name in ("Layer 2", SERVER_MARK) else f"{name} {value:,}"
-        for name, value in m.lines()
+        f"{name} at {value:,}" if len(lines) == 1 else f"{name} {value:,}" for name, value in lines
     )
 
 
@@ -369,14 +368,17 @@ class ContextMagics(Magics):
             )
         except PseudoClaudeError as exc:
             raise UsageError(str(exc)) from None
-        if isinstance(result, int):
+        if isinstance(result, int) and args.layer1:
             print(f"Layer 1: spilled {result} tool result{'s' if result != 1 else ''} to files")
-        elif result.ok:
-            print(f"compacted: ~{result.before_tokens:,} → ~{result.after_tokens:,} tokens")
         else:
-            print(printable(f"compaction failed: {result.error}; nothing was replaced"))
+            strategy = self._agent.session.context.strategy.name if self._agent.session else "?"
+            print(outcome_text(result, strategy))
 
-    def _show_preview(self, plan: Plan) -> None:
+    def _show_preview(self, plan: Preview | None) -> None:
+        if plan is None:
+            strategy = self._agent.session.context.strategy.name if self._agent.session else "?"
+            print(f"strategy {strategy} would keep the context as it is: nothing to preview")
+            return
         lost = self._cached_conversation() if plan.new is not None else 0
         if in_notebook(self.shell):
             display({"text/html": preview_html(plan, lost), "text/plain": preview_text(plan, lost)}, raw=True)
@@ -395,7 +397,12 @@ class ContextMagics(Magics):
         session = self._agent.session
         plan = session.context.pending_preview() if session else None
         lines = []
-        if plan is not None:
+        if isinstance(plan, DropPlan):
+            lines.append(
+                f"  preview pending: drops {plural(len(plan.dropped), 'message')}, ~{plan.before:,} → "
+                f"~{plan.after:,}; %compact --apply commits it"
+            )
+        elif plan is not None:
             what = (
                 f"summarizes {plural(plan.head, 'message')}, ~{plan.before:,} → ~{plan.after:,}; "
                 "%compact --apply commits it"
@@ -403,7 +410,7 @@ class ContextMagics(Magics):
                 else printable(f"would fail ({plan.error})", one_line=True)
             )
             lines.append(f"  preview pending: {what}")
-        last = session.context.shared.last_compact if session else None
+        last = session.context.last_compact if session else None
         if last is not None:
             outcome = "ok" if last.ok else printable(f"failed ({last.error})", one_line=True)
             lines.append(

@@ -18,6 +18,7 @@ from ..events import (
     Compacted,
     CompactStarted,
     ContextState,
+    Dropped,
     Notice,
     PermissionAnswered,
     PermissionAsked,
@@ -96,10 +97,10 @@ def cost_phrase(summary: RunSummary) -> str:
     return text
 
 
-ContextChange = Spilled | CompactStarted | Compacted | RolloverDeclared | RolloverCommitted
+ContextChange = Spilled | CompactStarted | Compacted | RolloverDeclared | RolloverCommitted | Dropped
 # The context changes that get a line of their own once they happened (CompactStarted's line
 # is shown while the summary runs, then replaced by its Compacted line).
-ANNOUNCED = (Spilled, Compacted, RolloverDeclared, RolloverCommitted)
+ANNOUNCED = (Spilled, Compacted, RolloverDeclared, RolloverCommitted, Dropped)
 
 
 def context_line(event: ContextChange) -> str:
@@ -114,11 +115,17 @@ def context_line(event: ContextChange) -> str:
         case RolloverCommitted(reason=reason, before_tokens=before, after_tokens=after):
             who = "the model's handoff" if reason == "model" else "a host-written handoff (hard limit)"
             return f"↻ rolled over to a new window with {who}: ~{before:,} → ~{after:,} tokens"
+        case Dropped(strategy=strategy, messages=count, before_tokens=before, after_tokens=after):
+            return (
+                f"✂ {strategy} dropped {count} message{'s' if count != 1 else ''} from the context: "
+                f"~{before:,} → ~{after:,} tokens (still in the log; %compact --undo puts them back)"
+            )
     if isinstance(event, Spilled):
         why = {
             "single": "over the spill limit",
             "batch": "batch over its limit",
             "manual": "%compact --layer1",
+            "strategy": "the strategy's Spill",
         }
         return (
             f"⤓ spilled the {event.tool} result ({event.bytes:,} bytes, {why.get(event.reason, event.reason)})"

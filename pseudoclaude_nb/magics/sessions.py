@@ -24,7 +24,6 @@ from IPython.core.magic import Magics, line_magic, magics_class, no_var_expand
 from IPython.core.magic_arguments import argument, magic_arguments
 from IPython.display import display
 
-from ..config import STRATEGIES
 from ..errors import PseudoClaudeError
 from ..session.catalog import list_sessions
 from ..workspace import LOG_NAME, session_dir
@@ -104,7 +103,7 @@ _USAGE = {
     "import": "%sessions import PATH",
     "purge": "%sessions purge ID|--all-trash [--yes]",
     "search": '%sessions search "text to find" [--all]',
-    "fork": "%sessions fork [ID] [--at STEP] [--strategy compact|rollover]",
+    "fork": "%sessions fork [ID] [--at STEP] [--strategy NAME]",
 }
 
 
@@ -135,7 +134,10 @@ class SessionMagics(Magics):
         help="with fork: the step to fork at (default: the last)",
     )
     @argument(
-        "--strategy", choices=STRATEGIES, default=None, help="with fork: the strategy of the fork's runs"
+        "--strategy",
+        default=None,
+        metavar="NAME",
+        help="with fork: the strategy of the fork's runs (compact, rollover, api or MODULE:CLASS)",
     )
     @argument("action", nargs="?", default="list", help=" | ".join(ACTIONS))
     @argument("targets", nargs="*", help="a session id; for export ID PATH; for import PATH")
@@ -157,7 +159,7 @@ class SessionMagics(Magics):
         %sessions new                 the next %agent starts a new session
         %sessions fork --at STEP      a new session holding the request of step STEP of the
                                       current session (or of session ID), made current;
-                                      --strategy compact|rollover for its runs; the original
+                                      --strategy NAME for its runs; the original
                                       is not changed (steps: %context --at STEP)
         %sessions search TEXT [--all] full-text search of this session (--all: every session)
         %sessions reindex             rebuild .pseudoclaude/history.sqlite from the logs
@@ -394,6 +396,15 @@ class SessionMagics(Magics):
             raise UsageError(
                 "no current session to fork; use %sessions fork ID --at STEP (see %sessions list)"
             )
+        if strategy is not None:
+            from ..context.names import normalized
+            from ..context.registry import load_strategy
+
+            try:
+                strategy = normalized(strategy)  # before anything is forked
+            except ValueError as exc:
+                raise UsageError(f"--strategy {exc}") from None
+            load_strategy(strategy, self._host.workspace)  # one that does not load: said now
         ws = self._host.workspace
         source = session_dir(ws, target or self._current_id())
         report = fork_session(ws, source, at)

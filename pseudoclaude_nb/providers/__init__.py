@@ -59,16 +59,17 @@ def make_provider(
 
     ``strategy`` matters to the demo only: its fixed script plays the strategy's story
     (a summary under compact, a handoff to a fresh window under rollover, the emulated
-    server compaction under api).
+    server compaction under api); under a strategy of your own it plays compact's.
     """
     if name == "auto":
         name = auto_provider()
     if name == "demo":
         from .demo import DemoProvider
+        from .demo_script import STRATEGIES
 
         pace = float(os.environ.get("PSEUDOCLAUDE_DEMO_PACE", DEMO_PACE))
         return DemoProvider(
-            strategy,
+            strategy if strategy in STRATEGIES else "compact",
             model=model or None,
             context_window=context_window or None,
             pace=pace,
@@ -137,6 +138,8 @@ def _openai_api(chat: OpenAIProvider, setting: str, server_state: bool) -> Provi
             "%config PseudoClaude.openai_server_state = False"
         )
     return chat
+
+
 def _did_you_mean(name: str) -> str:
     """`` (did you mean 'openai'?)`` for a provider name one slip away from a real one, else ''."""
     import difflib

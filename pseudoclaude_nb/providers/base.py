@@ -12,11 +12,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Literal, Protocol, runtime_checkable
 
 from ..errors import StreamError
 from ..messages import ImagePart, Message, Reasoning, ToolCall, Usage
 from ..nesting import MAX_ARGUMENT_DEPTH, text_nesting, value_depth
+
+if TYPE_CHECKING:
+    from .window import Learned
 
 Purpose = Literal["agent", "summary", "memory"]
 # issue-14: reads an image part's bytes from the session's own copy at request time; raises
@@ -179,6 +182,46 @@ class ManagesContext(Protocol):
     server_context: ServerContext | None
 
 
+# --- capabilities: what a provider can do beyond ``Provider``, declared by its members and
+# checked with ``isinstance`` (never probed with ``getattr``): a new provider has a capability
+# by having the members, and mypy checks that the members have the right types.
+
+
+@runtime_checkable
+class HasEndpoint(Protocol):
+    """A provider that sends to a server at ``base_url`` (which a workspace's ``.env`` may have
+    chosen: ``envtrust.workspace_endpoint``)."""
+
+    base_url: str
+
+
+@runtime_checkable
+class LearnsWindow(Protocol):
+    """A provider whose server can say its own window (an OpenAI-compatible server, issue 32):
+    ``learn_window`` asks once per server and model (cached) and adopts the answer;
+    ``adopt_window`` takes a window a context-length error named."""
+
+    base_url: str
+    model: str
+    context_window: int
+    window_source: str  # where the window came from, for %context
+    is_openai: bool  # OpenAI's own API (a hosted model), not a local server
+
+    def learn_window(self) -> Learned | None: ...
+
+    def adopt_window(self, learned: Learned) -> None: ...
+
+
+@runtime_checkable
+class AnswersMemory(Protocol):
+    """A provider that may have no memory update to give: a scripted one whose script has no
+    ``memory_ops`` (asking would only fail with "the script ran out"). A provider without this
+    capability is always asked."""
+
+    @property
+    def answers_memory(self) -> bool: ...
+
+
 @dataclass(frozen=True)
 class Compaction:
     """What a provider's on-demand compaction of some messages gave (issue 43): the messages that
@@ -198,6 +241,23 @@ class CompactsOnDemand(Protocol):
     OpenAI ``/responses/compact``): ``%compact`` under ``--strategy api`` uses it."""
 
     def compact_on_demand(self, request: Request) -> Compaction: ...
+
+
+@runtime_checkable
+class GivesTour(Protocol):
+    """A provider that plays a fixed tour (the demo, issue 44): mode ``ask`` puts ``tour`` to
+    the person once for the whole tour (``Permissions(tour=...)``) instead of once per change."""
+
+    tour: str
+
+
+@runtime_checkable
+class RefusesBlocks(Protocol):
+    """A provider that refuses a block past ``provider_blocks``' bounds (issue 41): it keeps the
+    answer the block came with and says why in ``refused_block`` (None: it kept every block),
+    which the context host takes once the answer is in the log, and stops the run with."""
+
+    refused_block: str | None
 
 
 @runtime_checkable

@@ -170,6 +170,11 @@ class ScriptedProvider:
             on_created(self)
 
     @property
+    def answers_memory(self) -> bool:
+        """Whether a memory update may be asked (``AnswersMemory``): only when the script has some."""
+        return bool(self.script.memory_ops)
+
+    @property
     def remaining_turns(self) -> int:
         return len(self.script.turns) - self.turns_used
 

@@ -1,15 +1,21 @@
-"""The log's entry format, schema version 1 (SPEC §6.1): building, encoding and parsing lines.
+"""The log's entry format, schema version 1 (SPEC §6.1): one value type per entry kind.
 
 One JSON object per line. Every entry has ``v``, ``type``, ``id`` and ``ts``; a message
 entry's ``id`` is the message id. Readers ignore unknown fields and types, so later
 versions can add both without breaking old readers.
 
+Each kind is one frozen type here, with both directions in one place: ``new(...)`` makes
+the entry to write (its ``raw`` is the line's object, in the order it is written; a writer
+takes it through ``SessionRecord.record``) and ``read(obj)`` parses a decoded line. A
+message's entry is written by ``message_entry`` (messages reach the log through the
+conversation's hooks, not ``record``); pins are read by ``apply_pin``.
+
 ``parse_entry`` is the one reader of an entry: every module that reads the log (loader,
-history index, timeline, archive, rollover's first-request scan, the spill browser) gets
-the same typed entries from it, with one tolerance. ``None`` means an unreadable entry (a
-bad line): not an object, a message that is not a valid message, a replace marker
-without its count or id. Other known types are read field by field (a wrong field reads
-as missing); unknown types are ``OtherEntry``, ignored by readers.
+history index, timeline, archive, the first-request scan, the spill browser) gets the same
+typed entries from it, with one tolerance. ``None`` means an unreadable entry (a bad line):
+not an object, a message that is not a valid message, a replace marker without its count or
+id. Other known types are read field by field (a wrong field reads as missing); unknown
+types are ``OtherEntry``, ignored by readers.
 """
 
 from __future__ import annotations
@@ -50,58 +56,6 @@ def message_entry(msg: Message, *, replace_id: str | None = None, model: str | N
     return entry
 
 
-def replace_entry(reason: str, replace_id: str, count: int) -> dict[str, Any]:
-    return _entry("replace", reason=reason, replace_id=replace_id, count=count)
-
-
-def usage_entry(usage: Usage, *, messages: int, model: str | None) -> dict[str, Any]:
-    return _entry("usage", **usage.to_dict(), messages=messages, model=model)
-
-
-def spend_entry(usage: Usage, *, purpose: str, model: str | None) -> dict[str, Any]:
-    # Its own type, not ``usage``: a reader that anchors its estimate on usage entries (and
-    # any older reader, which ignores unknown types) never takes a summary's size for the
-    # conversation's.
-    return _entry("spend", **usage.to_dict(), purpose=purpose, model=model)
-
-
-def note_entry(text: str, level: str = "info") -> dict[str, Any]:
-    return _entry("note", text=text, level=level)
-
-
-def spill_entry(*, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> dict[str, Any]:
-    return _entry("spill", call_id=call_id, tool=tool, path=path, bytes=bytes, sha256=sha256)
-
-
-def compact_entry(
-    *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
-) -> dict[str, Any]:
-    return _entry(
-        "compact", trigger=trigger, before_tokens=before_tokens, after_tokens=after_tokens, ok=ok, error=error
-    )
-
-
-def rollover_entry(
-    *,
-    phase: str,
-    reason: str,
-    handoff: dict[str, Any],
-    related_files: list[dict[str, Any]],
-    call_id: str | None,
-    **extra: Any,
-) -> dict[str, Any]:
-    """``phase`` intent (the model called new_context) or commit (the window was replaced)."""
-    return _entry(
-        "rollover",
-        phase=phase,
-        reason=reason,
-        handoff=handoff,
-        related_files=related_files,
-        call_id=call_id,
-        **extra,
-    )
-
-
 # --- pins (SPEC §19): not part of the conversation, so no replace ever drops them -----------------
 
 PIN_TYPES = ("pin", "unpin")
@@ -116,12 +70,26 @@ class Pin:
     ts: float
 
 
-def pin_entry(text: str, *, id: str | None = None, ts: float | None = None) -> dict[str, Any]:
-    return _entry("pin", id=id, ts=ts, text=text)
+@dataclass(frozen=True, slots=True)
+class PinEntry:
+    """A pin to write (SPEC §19); read back by ``apply_pin``."""
+
+    raw: dict[str, Any]
+
+    @classmethod
+    def new(cls, text: str, *, id: str | None = None, ts: float | None = None) -> PinEntry:
+        return cls(_entry("pin", id=id, ts=ts, text=text))
 
 
-def unpin_entry(pin_id: str) -> dict[str, Any]:
-    return _entry("unpin", pin=pin_id)
+@dataclass(frozen=True, slots=True)
+class UnpinEntry:
+    """An unpin to write; read back by ``apply_pin``."""
+
+    raw: dict[str, Any]
+
+    @classmethod
+    def new(cls, pin_id: str) -> UnpinEntry:
+        return cls(_entry("unpin", pin=pin_id))
 
 
 def apply_pin(pins: dict[str, Pin], raw: dict[str, Any]) -> None:
@@ -249,30 +217,71 @@ class MessageEntry:
 
 @dataclass(frozen=True, slots=True)
 class ReplaceEntry:
+    """The next ``count`` entries tagged ``replace_id`` are the new conversation (written by the
+    writer's replace hook, with any extra marker fields after these: an undo's ``undoes``, the
+    ``strategy`` whose action it was)."""
+
     raw: dict[str, Any]
     reason: str
     replace_id: str
     count: int
 
+    @classmethod
+    def new(cls, reason: str, replace_id: str, count: int) -> ReplaceEntry:
+        return cls(
+            _entry("replace", reason=reason, replace_id=replace_id, count=count), reason, replace_id, count
+        )
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> ReplaceEntry | None:
+        count, rid = e.get("count"), e.get("replace_id")
+        if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
+            return None
+        return ReplaceEntry(e, str(e.get("reason") or ""), rid, count)
+
 
 @dataclass(frozen=True, slots=True)
 class UsageEntry:
+    """A response's usage: the anchor of the next estimate."""
+
     raw: dict[str, Any]
     anchor: tuple[int, int] | None  # (prompt total + output, conversation length); None: unreadable
     model: str | None
 
+    @classmethod
+    def new(cls, usage: Usage, *, messages: int, model: str | None) -> UsageEntry:
+        return cls.read(_entry("usage", **usage.to_dict(), messages=messages, model=model))
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> UsageEntry:
+        return UsageEntry(e, _anchor(e), _model(e))
+
 
 @dataclass(frozen=True, slots=True)
 class SpendEntry:
-    """A request that was not a step of the conversation (``purpose``: ``summary``)."""
+    """A request that was not a step of the conversation (``purpose``: ``summary``, ``memory``).
+
+    Its own type, not ``usage``: a reader that anchors its estimate on usage entries (and any
+    older reader, which ignores unknown types) never takes a summary's size for the
+    conversation's."""
 
     raw: dict[str, Any]
     purpose: str
     model: str | None
 
+    @classmethod
+    def new(cls, usage: Usage, *, purpose: str, model: str | None) -> SpendEntry:
+        return cls.read(_entry("spend", **usage.to_dict(), purpose=purpose, model=model))
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> SpendEntry:
+        return SpendEntry(e, str(e.get("purpose") or ""), _model(e))
+
 
 @dataclass(frozen=True, slots=True)
 class SpillEntry:
+    """Layer 1 wrote a result to ``path``; logged before its preview."""
+
     raw: dict[str, Any]
     call_id: str | None
     tool: str | None
@@ -280,9 +289,28 @@ class SpillEntry:
     bytes: int
     sha256: str | None
 
+    @classmethod
+    def new(cls, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> SpillEntry:
+        raw = _entry("spill", call_id=call_id, tool=tool, path=path, bytes=bytes, sha256=sha256)
+        return cls(raw, call_id, tool, path, bytes, sha256)
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> SpillEntry:
+        size = e.get("bytes")
+        return SpillEntry(
+            e,
+            _str(e.get("call_id")),
+            _str(e.get("tool")),
+            _str(e.get("path")),
+            size if type(size) is int else 0,
+            _str(e.get("sha256")),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class CompactEntry:
+    """A compaction attempt ended (after its replace, when it made one)."""
+
     raw: dict[str, Any]
     trigger: str
     before_tokens: int | None
@@ -290,9 +318,36 @@ class CompactEntry:
     ok: bool
     error: str | None
 
+    @classmethod
+    def new(
+        cls, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
+    ) -> CompactEntry:
+        raw = _entry(
+            "compact",
+            trigger=trigger,
+            before_tokens=before_tokens,
+            after_tokens=after_tokens,
+            ok=ok,
+            error=error,
+        )
+        return cls(raw, trigger, before_tokens, after_tokens, ok, error)
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> CompactEntry:
+        return CompactEntry(
+            e,
+            str(e.get("trigger") or "auto"),
+            _int(e.get("before_tokens")),
+            _int(e.get("after_tokens")),
+            bool(e.get("ok")),
+            _str(e.get("error")),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class RolloverEntry:
+    """``phase`` intent (the model called new_context) or commit (the window was replaced)."""
+
     raw: dict[str, Any]
     phase: str | None  # intent | commit
     reason: str | None
@@ -301,13 +356,74 @@ class RolloverEntry:
     call_id: str | None
     message_uuid: str | None
 
+    @classmethod
+    def new(
+        cls,
+        *,
+        phase: str,
+        reason: str,
+        handoff: dict[str, Any],
+        related_files: list[dict[str, Any]],
+        call_id: str | None,
+        message_uuid: str | None,
+        before_tokens: int | None = None,
+        after_tokens: int | None = None,
+    ) -> RolloverEntry:
+        """A commit carries the estimate before and after (``before_tokens``, ``after_tokens``)."""
+        extra = (
+            {} if before_tokens is None else {"before_tokens": before_tokens, "after_tokens": after_tokens}
+        )
+        raw = _entry(
+            "rollover",
+            phase=phase,
+            reason=reason,
+            handoff=handoff,
+            related_files=related_files,
+            call_id=call_id,
+            message_uuid=message_uuid,
+            **extra,
+        )
+        return cls(raw, phase, reason, handoff, related_files, call_id, message_uuid)
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> RolloverEntry:
+        handoff, files = e.get("handoff"), e.get("related_files")
+        return RolloverEntry(
+            e,
+            _str(e.get("phase")),
+            _str(e.get("reason")),
+            handoff if isinstance(handoff, dict) else {},
+            [f for f in files if isinstance(f, dict)] if isinstance(files, list) else [],
+            _str(e.get("call_id")),
+            _str(e.get("message_uuid")),
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class NoteEntry:
+    """A line for a reader of the session (a host note, a warning)."""
+
     raw: dict[str, Any]
     text: str
     level: str
     kind: str | None = None  # TORN_NOTE: the writer ended a line a crash left torn
+
+    @classmethod
+    def new(cls, text: str, level: str = "info") -> NoteEntry:
+        return cls(_entry("note", text=text, level=level), text, level)
+
+    @classmethod
+    def torn(cls) -> NoteEntry:
+        """The note the writer adds after ending a torn line: its ``kind`` right after ``type``
+        (a reader recognises it by that head, ``replay._TORN_NOTE_HEAD``)."""
+        text = "a line torn by a crash or failed write precedes this note"
+        raw = _entry("note", text=text, level="warning")
+        raw = {"v": raw.pop("v"), "type": raw.pop("type"), "kind": TORN_NOTE, **raw}
+        return cls(raw, text, "warning", TORN_NOTE)
+
+    @staticmethod
+    def read(e: dict[str, Any]) -> NoteEntry:
+        return NoteEntry(e, str(e.get("text") or ""), str(e.get("level") or "info"), _str(e.get("kind")))
 
 
 @dataclass(frozen=True, slots=True)
@@ -328,6 +444,22 @@ Entry = (
     | NoteEntry
     | OtherEntry
 )
+# What ``SessionRecord.record`` writes: every kind but messages and replace markers, which
+# reach the log through the conversation's hooks.
+Recorded = (
+    UsageEntry | SpendEntry | SpillEntry | CompactEntry | RolloverEntry | NoteEntry | PinEntry | UnpinEntry
+)
+
+# The one dispatch from a line's ``type`` to its reader (messages are read in ``parse_entry``).
+_READERS: dict[str, Any] = {
+    "usage": UsageEntry.read,
+    "spend": SpendEntry.read,
+    "replace": ReplaceEntry.read,
+    "spill": SpillEntry.read,
+    "compact": CompactEntry.read,
+    "rollover": RolloverEntry.read,
+    "note": NoteEntry.read,
+}
 
 
 def decode(raw: bytes) -> dict[str, Any] | None:
@@ -354,50 +486,8 @@ def parse_entry(e: Any) -> Entry | None:
             return MessageEntry(e)
         msg = valid_message(e)
         return None if msg is None else MessageEntry(e, msg)
-    if kind == "usage":
-        model = e.get("model")
-        return UsageEntry(e, _anchor(e), model if model and isinstance(model, str) else None)
-    if kind == "spend":
-        model = e.get("model")
-        return SpendEntry(e, str(e.get("purpose") or ""), model if model and isinstance(model, str) else None)
-    if kind == "replace":
-        count, rid = e.get("count"), e.get("replace_id")
-        if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
-            return None
-        return ReplaceEntry(e, str(e.get("reason") or ""), rid, count)
-    if kind == "spill":
-        size = e.get("bytes")
-        return SpillEntry(
-            e,
-            _str(e.get("call_id")),
-            _str(e.get("tool")),
-            _str(e.get("path")),
-            size if type(size) is int else 0,
-            _str(e.get("sha256")),
-        )
-    if kind == "compact":
-        return CompactEntry(
-            e,
-            str(e.get("trigger") or "auto"),
-            _int(e.get("before_tokens")),
-            _int(e.get("after_tokens")),
-            bool(e.get("ok")),
-            _str(e.get("error")),
-        )
-    if kind == "rollover":
-        handoff, files = e.get("handoff"), e.get("related_files")
-        return RolloverEntry(
-            e,
-            _str(e.get("phase")),
-            _str(e.get("reason")),
-            handoff if isinstance(handoff, dict) else {},
-            [f for f in files if isinstance(f, dict)] if isinstance(files, list) else [],
-            _str(e.get("call_id")),
-            _str(e.get("message_uuid")),
-        )
-    if kind == "note":
-        return NoteEntry(e, str(e.get("text") or ""), str(e.get("level") or "info"), _str(e.get("kind")))
-    return OtherEntry(e)
+    read = _READERS.get(kind) if type(kind) is str else None
+    return OtherEntry(e) if read is None else cast(Entry | None, read(e))
 
 
 def _str(value: Any) -> str | None:
@@ -406,6 +496,11 @@ def _str(value: Any) -> str | None:
 
 def _int(value: Any) -> int | None:
     return value if type(value) is int else None
+
+
+def _model(e: dict[str, Any]) -> str | None:
+    model = e.get("model")
+    return model if model and isinstance(model, str) else None
 
 
 # The keys a message entry has when it holds only the base fields (SPEC §6.1). An entry with

@@ -18,7 +18,7 @@ from .. import safeio
 from ..messages import Message, new_id
 from ..workspace import LOG_NAME, SPILL_DIR, new_session_dir
 from . import images
-from .entries import encode, message_entry, replace_entry
+from .entries import ReplaceEntry, encode, message_entry
 from .loader import log_path
 from .steps import StepRequest, request_at
 
@@ -61,7 +61,7 @@ def fork_session(workspace: Path, source: str | Path, step: int | None = None) -
 def fork_log(request: StepRequest) -> bytes:
     """The new log's bytes: the fork replace with its snapshot, then the pins."""
     rid = new_id()
-    marker = replace_entry("fork", rid, len(request.messages))
+    marker = ReplaceEntry.new("fork", rid, len(request.messages)).raw
     marker.update(source_session=request.session_id, source_step=request.step.number)
     lines = [encode(marker)]
     for i, m in enumerate(request.messages):

@@ -53,10 +53,11 @@ from pathlib import Path
 from .. import safeio
 from ..errors import SessionError
 from ..workspace import LOG_NAME
+from .entries import MessageEntry, ReplaceEntry, parse_line
 from .fast_load import last_replace_hint, load_fast
 from .replay import LoadResult, replay_file, settle
 
-__all__ = ["FAST_MIN_SKIP", "LoadResult", "load_session", "log_path"]
+__all__ = ["FAST_MIN_SKIP", "LoadResult", "first_request", "load_session", "log_path", "marker_at"]
 
 # Resume reads from the last complete replace only when that lies this far into the log.
 # Below, the whole log is replayed: ~60 ms at most here (~290 MB/s), and a full replay
@@ -93,3 +94,32 @@ def load_session(path: str | Path, *, full: bool = False) -> LoadResult:
         raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
     settle(result)
     return result
+
+
+def first_request(path: str | Path) -> tuple[str, str] | None:
+    """(message id, content) of the log's first user text message (the session's original
+    request, which every new window of a rollover pins); reads only up to it. None when the
+    log holds none or cannot be read."""
+    try:
+        with os.fdopen(safeio.open_file(log_path(path)), "rb") as f:
+            for line in f:
+                entry = parse_line(line)
+                if isinstance(entry, MessageEntry):
+                    m = entry.message
+                    if m.role == "user" and m.tool_result is None:
+                        return m.id, m.content
+    except OSError:
+        return None
+    return None
+
+
+def marker_at(path: str | Path, offset: int) -> ReplaceEntry | None:
+    """The replace marker whose line starts at ``offset`` (``LoadResult.effective_from_byte``:
+    the replace the effective state began with), or None; reads that one line."""
+    try:
+        with os.fdopen(safeio.open_file(log_path(path)), "rb") as f:
+            f.seek(offset)
+            entry = parse_line(f.readline())
+    except OSError:
+        return None
+    return entry if isinstance(entry, ReplaceEntry) else None

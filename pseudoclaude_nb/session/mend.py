@@ -36,8 +36,7 @@ def mending(fd: int, path: Path) -> bytes:
         lead = b""
     else:
         lead = b"\n"
-    note = entries.note_entry("a line torn by a crash or failed write precedes this note", "warning")
-    note = {"v": note.pop("v"), "type": note.pop("type"), "kind": entries.TORN_NOTE, **note}
+    note = entries.NoteEntry.torn().raw
     return lead + entries.encode(note)
 
 

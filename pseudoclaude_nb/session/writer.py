@@ -36,7 +36,7 @@ import orjson
 from .. import safeio
 from ..conversation import Conversation, Hooks
 from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
-from ..messages import Message, Usage, new_id
+from ..messages import Message, new_id
 from ..redact import Redactor
 from ..workspace import LOG_NAME, SPILL_DIR
 from . import entries, locks, mend, sidecar, timeline
@@ -246,61 +246,10 @@ class SessionWriter:
 
     # --- other entries ---------------------------------------------------------------------
 
-    # The only way entries other than messages reach the log: one method per type.
-
-    def usage(self, usage: Usage, *, messages: int, model: str | None) -> None:
-        """A response's usage: the anchor of the next estimate (``messages`` = conversation length)."""
-        self._log(entries.usage_entry(usage, messages=messages, model=model))
-
-    def spend(self, usage: Usage, *, purpose: str, model: str | None) -> None:
-        """A request that is not a step (a Layer 2 summary): its cost, never an anchor."""
-        self._log(entries.spend_entry(usage, purpose=purpose, model=model))
-
-    def note(self, text: str, level: str = "info") -> None:
-        self._log(entries.note_entry(text, level))
-
-    def spill(self, *, call_id: str, tool: str, path: str, bytes: int, sha256: str) -> None:
-        """Layer 1 wrote a result to ``path`` (relative to the session); logged before its preview."""
-        self._log(entries.spill_entry(call_id=call_id, tool=tool, path=path, bytes=bytes, sha256=sha256))
-
-    def compact(
-        self, *, trigger: str, before_tokens: int, after_tokens: int, ok: bool, error: str | None
-    ) -> None:
-        """A Layer 2 attempt ended (after its replace, when it made one)."""
-        self._log(
-            entries.compact_entry(
-                trigger=trigger, before_tokens=before_tokens, after_tokens=after_tokens, ok=ok, error=error
-            )
-        )
-
-    def rollover(
-        self,
-        *,
-        phase: str,
-        reason: str,
-        handoff: dict[str, Any],
-        related_files: list[dict[str, Any]],
-        call_id: str | None,
-        **extra: Any,
-    ) -> None:
-        """A rollover intent (the model's ``new_context``) or commit (the window was replaced)."""
-        self._log(
-            entries.rollover_entry(
-                phase=phase,
-                reason=reason,
-                handoff=handoff,
-                related_files=related_files,
-                call_id=call_id,
-                **extra,
-            )
-        )
-
-    def pin(self, *, id: str, ts: float, text: str) -> None:
-        """A pin (SPEC §19): outside the conversation, so no replace drops it; only ``unpin`` does."""
-        self._log(entries.pin_entry(text, id=id, ts=ts))
-
-    def unpin(self, pin_id: str) -> None:
-        self._log(entries.unpin_entry(pin_id))
+    def record(self, entry: entries.Recorded) -> None:
+        """The only way entries other than messages reach the log (``SessionRecord``): a note,
+        usage, spend, spill, compact, rollover, pin or unpin entry, as its value."""
+        self._log(entry.raw)
 
     def _log(self, entry: dict[str, Any]) -> None:
         with self._lock:
@@ -394,7 +343,7 @@ class SessionWriter:
             self._lines = {k: v for k, v in self._lines.items() if k in current}
         tail = b',"replace_id":' + orjson.dumps(rid) + b"}\n"
         parts = [tail] * (2 * len(bodies) + 1)
-        marker = entries.replace_entry(reason, rid, len(messages))
+        marker = entries.ReplaceEntry.new(reason, rid, len(messages)).raw
         if reason != "resync":
             marker.update(self._marker_fields)
         parts[0] = encode_entry(marker)

@@ -28,6 +28,13 @@ def proposal_html(p: Proposal) -> str:
             f"{p.kept} messages (~{p.kept_tokens:,} tokens) is kept verbatim"
         )
         label = "summary"
+    elif p.kind == "drop":
+        title = f"A strategy's drop ({p.trigger}) — your answer is asked below"
+        facts = (
+            f"{p.replaced} messages (~{p.replaced_tokens:,} tokens) leave the conversation (they stay in "
+            f"the log); {p.kept} stay"
+        )
+        label = "messages dropped"
     else:
         title = f"Rollover ({p.trigger}) — your answer is asked below"
         facts = (

@@ -23,6 +23,7 @@ from ..events import (
     Compacted,
     CompactStarted,
     ContextState,
+    Dropped,
     RolloverCommitted,
     RunEvent,
     RunFinished,
@@ -376,6 +377,14 @@ class ContextGauge:
                 )
             case Spilled():
                 s = replace(s, spills=s.spills + 1)
+            case Dropped(before_tokens=before, after_tokens=after):
+                s = replace(
+                    s,
+                    estimated_tokens=after,
+                    anchor_tokens=after,
+                    peak_tokens=max(s.peak_tokens, before),
+                    last_drop=("dropped", before, after),
+                )
             case RolloverCommitted(before_tokens=before, after_tokens=after):
                 s = replace(
                     s,
