@@ -43,7 +43,10 @@ SETUP = (
     "%config PseudoClaude.summary_reserve = 1000\n"
     "%config PseudoClaude.safety_margin = 1000\n"
     "%config PseudoClaude.recent_tokens = 600\n"
-    "%config PseudoClaude.notebook_context = False"
+    "%config PseudoClaude.notebook_context = False\n"
+    # The document tools' schemas would take a tenth of this small window (their own browser
+    # test is test_browser_document.py): the crossing here is the studio's to show.
+    "%config PseudoClaude.notebook_document = False"
 )
 RUN = '%agent --new --provider scripted --script s.json --context-window 6000 --mode auto "read the logs"'
 
