@@ -243,3 +243,8 @@ def test_a_long_request_shows_its_ends_and_counts_all(story: Session, monkeypatc
     out = run(story.ip, "context --at 4")
     assert "… 3 more messages (counted in the totals)" in out and "  7 messages" in out
     assert "read big.txt" in out and "question three" in out and "question two" not in out
+    # Only the rows shown are made (issue 47): the middle of a long request is counted, not built.
+    req = request_at(story.dir, 4)
+    step_view.render_request(req)
+    step_view.request_html(req)
+    assert len(req.rows) == 7 and sorted(req.rows._made) == [0, 1, 5, 6]

@@ -2,10 +2,11 @@
 
 A step is the N-th ``usage`` entry of the log (``session.steps``); the view of a step is the
 one ``%context --at STEP`` shows, made by the same renderer (``widgets.step_view``), so
-everything read from the log is escaped there. The step list is scanned once; a step's
-request costs one replay of the log up to it, so it is computed only when that step is
-chosen (the slider reports on release, not while dragging) and its view is kept: choosing
-it again reads nothing. Only core ipywidgets (IntSlider, HTML).
+everything read from the log is escaped there. The steps come from the session's timeline
+(the timeline view's own, when the scrubber sits under it); a step's request is read from
+the nearest replace before it, only when that step is chosen (the slider reports on
+release, not while dragging), and its view is kept: choosing it again reads nothing. Only
+core ipywidgets (IntSlider, HTML).
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from typing import Any
 import ipywidgets
 
 from ..errors import PseudoClaudeError
+from ..session.step_index import step_index
 from ..session.steps import StepIndex, request_at, scan
 from ..textsafe import printable
 from .settle import Settles
@@ -61,11 +63,15 @@ class StepScrubber(Settles, ipywidgets.VBox):
         now: dict[str, int] | None = None,
         step: int | None = None,
         index: StepIndex | None = None,
+        timeline: Any = None,
         **kwargs: Any,
     ) -> None:
         self.path = Path(path)
         self.now = now
-        self.index = index if index is not None else scan(path)  # the step list, once
+        # The step list, once: from the timeline view's own timeline when it has one.
+        if index is None:
+            index = step_index(path, timeline) if timeline is not None else scan(path)
+        self.index = index
         self._views: OrderedDict[int, StepView] = OrderedDict()
         n = len(self.index.steps)
         self.slider = ipywidgets.IntSlider(

@@ -341,9 +341,9 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         **kwargs: Any,
     ) -> None:
         self.timeline = timeline
-        self.scrubber = StepScrubber(timeline.path, now=now) if steps and timeline.usage else None
-        # A usage entry's line -> its step (the scan's own numbering, the one %context --at uses).
-        self._step_of = {s.line: s.number for s in self.scrubber.index.steps} if self.scrubber else {}
+        self.scrubber = (
+            StepScrubber(timeline.path, now=now, timeline=timeline) if steps and timeline.usage else None
+        )
         self._svg = timeline_svg(timeline, marks=marks)  # drawn once, for the widget and its saved form
         self.overview = ipywidgets.HTML(value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>")
         pages = max(1, -(-timeline.count // PAGE))
@@ -391,8 +391,9 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         index = change["new"]
         if index is not None:
             self.detail.value = _detail_html(self.timeline.read([index])[0])  # in full
-            if self.scrubber is not None and (step := self._step_of.get(self.timeline.lines[index])):
-                self.scrubber.slider.value = step  # a usage entry: show its step's request
+            if self.scrubber is not None and self.timeline.kind(index) == "usage":
+                # A usage entry: show its step's request (numbered as %context --at numbers them).
+                self.scrubber.slider.value = self.timeline.step_of(index)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}
