@@ -463,6 +463,10 @@ class Agent:
             last_runner=self.last_runner,
         )
 
+    def next_head_tokens(self) -> dict[str, int]:
+        """The next request's parts besides its messages, in tokens (``views.next_head``)."""
+        return views.next_head(self.dry_plan())
+
     def sent_manifest(self) -> Manifest | None:
         """The manifest of the last request actually sent (``%context --last``)."""
         runner = self.last_runner

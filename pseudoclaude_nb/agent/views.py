@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ..config import PseudoClaude
 from ..context.cache import outlook
-from ..context.manifest import Manifest, manifest, notebook_cells
+from ..context.manifest import Manifest, head_parts, manifest, notebook_cells
 from ..context.settings import CompactSettings
 from ..prompt import without_memory
 from ..providers import auto_provider
@@ -83,6 +83,17 @@ def next_request(
     )
     anchored = bool(state.anchor and state.anchor[0] > 0)
     return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored)
+
+
+def next_head(plan: RunPlan) -> dict[str, int]:
+    """The next request's system prompt, pins, memory index and tool schemas, in tokens, as
+    ``next_request`` counts them, without its messages (``%context --at``'s NOW figures: a
+    long conversation costs nothing here)."""
+    found = head_parts(
+        sections=without_memory(list(plan.sections)), tools=plan.schemas(), memory_index=plan.memory_index
+    )
+    found.pop("system_sections")
+    return found
 
 
 def _with_cache_and_cost(

@@ -161,18 +161,14 @@ def manifest(
 
     The user's pins are a system section, shown as their own part ("pins").
     """
-    pins_tokens = sum(estimate_text(text) for title, text in sections if title == PINS_SECTION)
-    system: list[dict[str, Any]] = [
-        {"title": title, "tokens": estimate_text(text)} for title, text in sections if title != PINS_SECTION
-    ]
-    # MCP servers' schemas are their own part: a well-known silent hog of the window.
+    head = head_parts(sections=sections, tools=tools, memory_index=memory_index)
+    system = head.pop("system_sections")
+    pins_tokens, memory_tokens = head["pins"], head["memory"]
+    tool_tokens, mcp_tokens = head["tool_schemas"], head["mcp_tool_schemas"]
     mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
-    tool_tokens = _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])])
-    mcp_tokens = _schema_tokens(mcp_tools)
     parts = message_parts(messages)
     pending_tokens = estimate_text(pending_notebook) if pending_notebook else 0
     parts["notebook"] += pending_tokens
-    memory_tokens = estimate_text(memory_index) if memory_index else 0
     computed = (
         sum(s["tokens"] for s in system)
         + pins_tokens
@@ -203,6 +199,27 @@ def manifest(
         system_sections=system,
         notebook_pending_tokens=pending_tokens,
     )
+
+
+def head_parts(
+    *, sections: list[tuple[str, str]], tools: list[dict[str, Any]], memory_index: str | None
+) -> dict[str, Any]:
+    """What a request carries besides its messages, in tokens: the system prompt (and each of
+    its sections, ``system_sections``), the pins, the memory index and the tool schemas. It
+    costs what those cost, whatever the conversation's length (``%context --at``'s NOW figures)."""
+    system = [
+        {"title": title, "tokens": estimate_text(text)} for title, text in sections if title != PINS_SECTION
+    ]
+    # MCP servers' schemas are their own part: a well-known silent hog of the window.
+    mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
+    return {
+        "system": sum(s["tokens"] for s in system),
+        "system_sections": system,
+        "pins": sum(estimate_text(text) for title, text in sections if title == PINS_SECTION),
+        "memory": estimate_text(memory_index) if memory_index else 0,
+        "tool_schemas": _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])]),
+        "mcp_tool_schemas": _schema_tokens(mcp_tools),
+    }
 
 
 def notebook_cells(block: Any) -> dict[str, Any]:
