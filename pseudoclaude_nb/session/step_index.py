@@ -204,6 +204,14 @@ class StepIndex:
             committed,
         )
 
+    def request_size(self, n: int) -> int:
+        """About how many messages step ``n``'s request holds, from the entries' kinds alone:
+        the message entries from the last committed replace before it to its answer."""
+        at = self.entry(n)
+        start = next((m for m in reversed(self.markers(at)) if m.committed), None)
+        lo = start.entry + 1 if start is not None else 0
+        return max(self.timeline.kinds[lo:at].translate(_MESSAGES).count(1) - 1, 0)
+
     # --- entries beside the conversation ----------------------------------------------------------
 
     def compactions(self, before: int) -> list[CompactEntry]:

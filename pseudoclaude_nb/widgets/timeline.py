@@ -27,7 +27,7 @@ from ..session.timeline import Timeline
 from ..session.timeline.items import KINDS, Item
 from ..textsafe import printable
 from .settle import Settles
-from .steps import StepScrubber
+from .steps import Now, StepScrubber
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, spaced, stroke
 
 COLORS = {
@@ -144,14 +144,13 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         out.append(
             f'<polyline class="pc-curve" points="{pts}" fill="none" {stroke(FG2, "stroke-width:1.5")}/>'
         )
-        # One group carries what every point shares: the picture stays small at 200 bins.
-        out.append(f'<g class="pc-usage-points" {fill(FG2)}>')
-        for b, tok in curve:
-            out.append(
-                f'<circle cx="{x(b):.1f}" cy="{cy(tok):.1f}" r="2.5">'
-                f"<title>step usage: {tok:,} tokens</title></circle>"
-            )
-        out.append("</g>")
+        # The points are one path of round dots (a zero-length stroke each, a few bytes a
+        # point); their figures are in the tooltip of each bin's column, drawn last.
+        dots = "".join(f"M{x(b):.1f} {cy(tok):.1f}h0" for b, tok in curve)
+        out.append(
+            f'<path class="pc-usage-points" d="{dots}" fill="none" '
+            f"{stroke(FG2, 'stroke-width:5;stroke-linecap:round')}/>"
+        )
         out.append(
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end" '
             f"{fill(FG1)}>{peak:,}</text>"
@@ -184,17 +183,17 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         # transparent strip over its column, drawn last: the picture stays small at any size.
         shown = [(r, kind, bn.counts[kind]) for r, kind in enumerate(ROWS) if bn.counts.get(kind, 0)]
         if shown:
-            left_x = f"{x(b) - bar / 2:.1f}"
+            # A mark is a vertical stroke as wide as the bar (half the bytes of a filled box).
             for r, kind, _count in shown:
                 kind_paths.setdefault((kind, bool(bn.effective)), []).append(
-                    f"M{left_x} {rows_top + r * row_h}h{w}v10h-{w}z"
+                    f"M{x(b):.1f} {rows_top + r * row_h}v10"
                 )
             counts = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for _r, kind, count in shown)
             state = " (effective)" if bn.effective else ""
+            usage = f"; steps up to {bn.peak_tokens:,} tokens" if bn.peak_tokens else ""
             strips.append(
-                f'<rect x="{left + span * b / n:.1f}" y="{rows_top}" width="{column}" height="{row_h * len(ROWS)}" '
-                'fill="transparent">'
-                f"<title>{where}{state}: {counts}</title></rect>"
+                f'<path d="M{x(b):.1f} {rows_top}v{row_h * len(ROWS)}">'
+                f"<title>{where}{state}: {counts}{usage}</title></path>"
             )
         if bn.images:  # issue-14: a bin whose messages carry image parts gets a dot above its marks
             noun = "image" if bn.images == 1 else "images"
@@ -203,12 +202,16 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
                 f"<title>{where}: {bn.images:,} {noun}</title></circle>"
             )
     for (kind, effective), paths in kind_paths.items():
-        dim = "" if effective else ' fill-opacity="0.35"'
-        out.append(f'<path class="pc-item pc-{kind}" fill="{COLORS[kind]}"{dim} d="{"".join(paths)}"/>')
+        dim = "" if effective else ' stroke-opacity="0.35"'
+        out.append(
+            f'<path class="pc-item pc-{kind}" fill="none" stroke="{COLORS[kind]}" stroke-width="{w}"{dim} '
+            f'd="{"".join(paths)}"/>'
+        )
     if replace_lines:  # one group carries the style every marker shares
         out.append(f'<g class="pc-replaces" {stroke(ERROR, "stroke-width:2")}>{"".join(replace_lines)}</g>')
         out.append(f'<g font-size="10" {fill(ERROR)}>{"".join(replace_labels)}</g>')
-    out.extend(strips)
+    if strips:  # one group carries the transparent stroke, a column wide, every strip shares
+        out.append(f'<g class="pc-bins" stroke="transparent" stroke-width="{column}">{"".join(strips)}</g>')
     out.append("</svg>")
     return spaced("".join(out))
 
@@ -259,22 +262,34 @@ def _lines_and_drops(
     return out
 
 
-TEXT_LIMIT = 200  # entries listed in the text forms (a page); the rest is summed up
+TEXT_LIMIT = 50  # entries listed in the text forms; the rest is summed up, with where to see it
 
 
-def _listed(t: Timeline, limit: int = TEXT_LIMIT) -> list[Item]:
-    """The first entries, for the text forms (labels only)."""
-    return t.read(range(min(limit, t.count)), detail=False)
+def _listed(t: Timeline, limit: int = TEXT_LIMIT) -> list[Item | None]:
+    """The entries the text forms list (labels only): all of a short log; of a longer one the
+    first and last ``limit // 2``, ``None`` where the others are left out."""
+    if t.count <= limit:
+        return list(t.read(range(t.count), detail=False))
+    half = limit // 2
+    first, last = t.read(range(half), detail=False), t.read(range(t.count - half, t.count), detail=False)
+    return [*first, None, *last]
 
 
-def timeline_text(t: Timeline, items: list[Item] | None = None) -> str:
+def _more(t: Timeline, listed: list[Item | None]) -> str:
+    left = t.count - sum(1 for it in listed if it is not None)
+    return f"… {left:,} more entries (the timeline's pages in a notebook; the log is .pseudoclaude/sessions/{t.session_id}/conversation.jsonl)"
+
+
+def timeline_text(t: Timeline, items: list[Item | None] | None = None) -> str:
+    listed = _listed(t) if items is None else items
     lines = [f"session {t.session_id}: {t.count} log entries, {t.effective_messages} effective messages"]
     lines += [f"! {p}" for p in t.problems]
-    for it in _listed(t) if items is None else items:
+    for it in listed:
+        if it is None:
+            lines.append(_more(t, listed))
+            continue
         mark = "▶" if it.effective else " "
         lines.append(f"{mark} {it.line:>5}  {it.kind:<11} {it.label}")
-    if t.count > TEXT_LIMIT:
-        lines.append(f"… {t.count - TEXT_LIMIT:,} more entries")
     return printable("\n".join(lines))  # a log's text, maybe a cloned one's: escapes as text
 
 
@@ -321,7 +336,7 @@ def _option(it: Item) -> str:
     return f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}"
 
 
-PAGE = 200  # entries in the list at a time: the widget's state stays small at any log size
+PAGE = 50  # entries in the list at a time: the widget's state stays small at any log size
 
 
 class SessionTimeline(Settles, ipywidgets.VBox):
@@ -337,15 +352,25 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         *,
         marks: Marks = (),
         steps: bool = False,
-        now: dict[str, int] | None = None,
+        now: Now | Callable[[], Now] = None,
         **kwargs: Any,
     ) -> None:
         self.timeline = timeline
+        # The plain parts share one layout and one style model: each model is ~1 KB of state
+        # on the wire, whatever it holds (issue 48).
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        shared = {"layout": ipywidgets.Layout(), "style": HTMLStyle()}
+        sliders = {"layout": shared["layout"], "style": ipywidgets.SliderStyle()}
         self.scrubber = (
-            StepScrubber(timeline.path, now=now, timeline=timeline) if steps and timeline.usage else None
+            StepScrubber(timeline.path, now=now, timeline=timeline, shared=shared, sliders=sliders)
+            if steps and timeline.usage
+            else None
         )
         self._svg = timeline_svg(timeline, marks=marks)  # drawn once, for the widget and its saved form
-        self.overview = ipywidgets.HTML(value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>")
+        self.overview = ipywidgets.HTML(
+            value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>", **shared
+        )
         pages = max(1, -(-timeline.count // PAGE))
         # Open where the effective window starts (what the model sees next), not at entry 1.
         start = timeline.first_effective
@@ -354,21 +379,29 @@ class SessionTimeline(Settles, ipywidgets.VBox):
             min=0,
             max=pages - 1,
             description="page",
-            layout={"display": "flex" if pages > 1 else "none"},
+            **sliders,
         )
-        self.page_label = ipywidgets.HTML()
+        self.page_label = ipywidgets.HTML(**shared)
         self.entries = ipywidgets.Select(options=[], rows=12, layout={"width": "calc(100% - 8px)"})
         self.entries.add_class("pc-timeline-list")
-        self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>")
+        self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>", **shared)
         self._items: list[Item] = []
         self._first = 0
         self.entries.observe(self._show, names="value")
         self.page.observe(lambda change: self._load_page(change["new"]), names="value")
         self._load_page(self.page.value)
-        children = [self.overview, self.page, self.page_label, self.entries, self.detail]
+        # The page slider and its label only when there is more than one page.
+        paging = [self.page, self.page_label] if pages > 1 else []
+        children = [self.overview, *paging, self.entries, self.detail]
+        kwargs.setdefault("layout", shared["layout"])
         super().__init__(children=[*children, *([self.scrubber] if self.scrubber else [])], **kwargs)
         if start is not None:
             self.select(start)
+
+    def close(self) -> None:
+        self.page.close()  # not among the children of a one-page timeline
+        self.page_label.close()
+        super().close()
 
     def _load_page(self, page: int) -> None:
         t = self.timeline
@@ -396,23 +429,32 @@ class SessionTimeline(Settles, ipywidgets.VBox):
                 self.scrubber.slider.value = self.timeline.step_of(index)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The view, ``text/plain`` and ``text/html`` (not made when ``exclude`` names it: a
+        live output's, ``widgets.settle``)."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         listed = _listed(self.timeline)  # read once for both text forms
         bundle["text/plain"] = timeline_text(self.timeline, listed)
+        if self.scrubber is not None:
+            bundle["text/plain"] += "\n" + self.scrubber.text()
+        if "text/html" in (kwargs.get("exclude") or ()):
+            return bundle
         bundle["text/html"] = timeline_html(self.timeline, items=listed, svg=self._svg)
-        if self.scrubber is not None and (shown := self.scrubber.current) is not None:
-            bundle["text/plain"] += "\n" + shown.text
-            bundle["text/html"] += shown.html
+        if self.scrubber is not None:
+            shown = self.scrubber.current  # None: a long request not read yet (its label says how)
+            bundle["text/html"] += (
+                shown.html
+                if shown is not None
+                else f"<div><small>{html.escape(self.scrubber.text())}</small></div>"
+            )
         return bundle
 
 
 def timeline_html(
-    t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None
+    t: Timeline, limit: int = TEXT_LIMIT, items: list[Item | None] | None = None, svg: str | None = None
 ) -> str:
     """The saved-notebook form: the overview picture (``svg``, drawn if not given) and the entry list as text."""
-    rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
-    if t.count > limit:
-        rows.append(f"… {t.count - limit:,} more entries")
+    listed = _listed(t, limit) if items is None else items
+    rows = [_option(it) if it is not None else _more(t, listed) for it in listed]
     return (
         f"<div class='pc-timeline pc-timeline-static'>{timeline_svg(t) if svg is None else svg}"
         f"<pre style='max-height:16em;overflow:auto;font-size:85%'>{html.escape(chr(10).join(rows))}</pre></div>"
