@@ -18,7 +18,7 @@ import os
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from ..context.confirm import Ask, Review, text_ask
@@ -35,7 +35,6 @@ from ..errors import ConfigError
 from ..events import Compacted, RunEvent
 from ..history import HistoryIndex
 from ..hooks import RunEvents, RunHooks
-from ..mcp import McpHub
 from ..memory import MemoryManager
 from ..messages import Message
 from ..notebook import ActivityBlock, NotebookHost
@@ -52,6 +51,9 @@ from .plan import RunPlan, plan_run
 from .session import ActiveSession
 from .surface import RunSurface
 from .window import AgentWindow
+
+if TYPE_CHECKING:
+    from ..mcp.hub import McpHub
 
 
 class Agent:
