@@ -295,6 +295,9 @@ class ContextGauge:
     _shown_at: float = field(default=0.0, repr=False)
 
     _widget: Any = field(default=None, repr=False)
+    # A live gauge's extra HTML before its picture: the styles the run's other outputs share
+    # (the renderer's ``TOOL_CSS``), said once, in the one output every run has.
+    head: str = ""
 
     @property
     def widget(self) -> Any:
@@ -320,7 +323,7 @@ class ContextGauge:
     def _html(self, state: GaugeState) -> str:
         if not self.live:
             return gauge_html(state)
-        return STICKY_CSS + gauge_html(state).replace(
+        return STICKY_CSS + self.head + gauge_html(state).replace(
             "<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1
         )
 
