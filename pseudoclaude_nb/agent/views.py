@@ -14,6 +14,7 @@ from dataclasses import replace
 
 from ..config import PseudoClaude
 from ..context.cache import outlook
+from ..context.estimate import message_bytes
 from ..context.manifest import Manifest, head_parts, manifest, notebook_cells
 from ..context.settings import CompactSettings
 from ..prompt import without_memory
@@ -49,6 +50,7 @@ def next_request(
     if settings.memory_policy == "off":
         messages, _ = withhold_bodies(messages)
     estimate = state.estimate() if active is not None else None
+    units = [message_bytes(m) for m in messages]  # once, for the parts and the cache outlook
     data = manifest(
         sections=sections,
         messages=messages,
@@ -59,6 +61,7 @@ def next_request(
         anchor_tokens=state.anchor[0] if active is not None and state.anchor else 0,
         memory_index=plan.memory_index,
         pending_notebook=pending,
+        units=units,
     )
     data = replace(
         data,
@@ -82,7 +85,7 @@ def next_request(
         compactions=state.compactions,
     )
     anchored = bool(state.anchor and state.anchor[0] > 0)
-    return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored)
+    return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored, units=units)
 
 
 def next_head(plan: RunPlan) -> dict[str, int]:
@@ -104,6 +107,7 @@ def _with_cache_and_cost(
     last_runner: Runner | None,
     *,
     anchored: bool,
+    units: list[int] | None = None,
 ) -> Manifest:
     """issue 31: the run's and the session's cost, the cache hit ratio, and the cache outlook
     of the next request (breakpoints, expected cache read)."""
@@ -123,6 +127,7 @@ def _with_cache_and_cost(
         last_ts=spend.last_ts,
         anchored=anchored,
         now=time.time(),
+        units=units,
     )
     ratio = spend.hit_ratio()
     session_cost = spend.cost()

@@ -66,10 +66,12 @@ def outlook(
     last_ts: float | None,
     anchored: bool,
     now: float,
+    units: list[int] | None = None,
 ) -> CacheOutlook:
     """The next request's cache: ``head_tokens`` is tools + system prompt; ``last`` the previous
-    request's usage (logged at ``last_ts``); ``anchored`` says no replace came since it."""
-    sizes = [tokens_for_bytes(message_bytes(m)) for m in messages]
+    request's usage (logged at ``last_ts``); ``anchored`` says no replace came since it;
+    ``units``: each message's ``message_bytes``, when the caller has them."""
+    sizes = [tokens_for_bytes(n) for n in (units if units is not None else map(message_bytes, messages))]
     breakpoints = _breakpoints(provider, head_tokens, messages, sizes)
     if last is None or last_ts is None:
         read, reason = 0, "no request was sent in this session yet"

@@ -19,7 +19,10 @@ from ..prompt import PINS_SECTION
 from .estimate import estimate_text, image_part_bytes, message_bytes, tokens_for_bytes
 
 
-def message_parts(messages: list[Message]) -> dict[str, int]:
+def message_parts(messages: list[Message], units: list[int] | None = None) -> dict[str, int]:
+    """The messages' tokens by part; ``units``: each message's ``message_bytes``, when the caller
+    has them (``%context`` counts them once for this and the cache outlook)."""
+    sizes = units if units is not None else [message_bytes(m) for m in messages]
     parts = {
         "notebook": 0,
         "user_text": 0,
@@ -29,21 +32,21 @@ def message_parts(messages: list[Message]) -> dict[str, int]:
         "spill_previews": 0,
         "images": 0,  # issue-14: image parts, their own part (shown when there are any)
     }
-    for m in messages:
-        pictures = sum(image_part_bytes(p.width, p.height) for p in m.parts)
+    for m, size in zip(messages, sizes, strict=True):
+        pictures = sum(image_part_bytes(p.width, p.height) for p in m.parts) if m.parts else 0
         parts["images"] += pictures
         if m.tool_result is not None:
             key = "spill_previews" if m.is_spill_preview else "tool_results"
-            parts[key] += message_bytes(m) - pictures
+            parts[key] += size - pictures
         elif m.role == "user":
             # The notebook activity block is its own part (found by the message's field).
             block = len(m.content[: m.notebook.chars].encode("utf-8")) if m.notebook else 0
             parts["notebook"] += block
-            parts["user_text"] += message_bytes(m) - block - pictures
+            parts["user_text"] += size - block - pictures
         else:
             text = len(m.role) + len(m.content.encode("utf-8"))
             parts["assistant_text"] += text
-            parts["tool_calls"] += message_bytes(m) - text
+            parts["tool_calls"] += size - text
     return {k: tokens_for_bytes(v) for k, v in parts.items()}
 
 
@@ -156,6 +159,7 @@ def manifest(
     anchor_tokens: int = 0,
     memory_index: str | None = None,
     pending_notebook: str | None = None,
+    units: list[int] | None = None,
 ) -> Manifest:
     """``pending_notebook`` is the activity block the next run would add (counted as notebook).
 
@@ -166,7 +170,7 @@ def manifest(
     pins_tokens, memory_tokens = head["pins"], head["memory"]
     tool_tokens, mcp_tokens = head["tool_schemas"], head["mcp_tool_schemas"]
     mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
-    parts = message_parts(messages)
+    parts = message_parts(messages, units)
     pending_tokens = estimate_text(pending_notebook) if pending_notebook else 0
     parts["notebook"] += pending_tokens
     computed = (
