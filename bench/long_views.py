@@ -62,12 +62,16 @@ def show_row(ws: Path, sid: str, log_bytes: int, *, kernels: int, package: Path)
     for _ in range(kernels):
         with Wire(ws, env=_env(ws), package=package) as wire:
             wire.run("%load_ext pseudoclaude_nb")
-            wire.run(_RSS + "_before = _rss(); _peak_before = _r.getrusage(_r.RUSAGE_SELF).ru_maxrss * 1024")
+            wire.run(
+                _RSS + "_before = _rss(); _peak_before = _r.getrusage(_r.RUSAGE_SELF).ru_maxrss * 1024\n"
+                "_u = _r.getrusage(_r.RUSAGE_SELF); _cpu0 = _u.ru_utime + _u.ru_stime"
+            )
             cell = wire.run(f"%sessions show {sid}")
             grown = json.loads(
                 wire.run(
-                    "import json; print(json.dumps([_r.getrusage(_r.RUSAGE_SELF).ru_maxrss * 1024 - _before,"
-                    " _peak_before - _before]))"
+                    "import json; _u = _r.getrusage(_r.RUSAGE_SELF)\n"
+                    "print(json.dumps([_r.getrusage(_r.RUSAGE_SELF).ru_maxrss * 1024 - _before,"
+                    " _peak_before - _before, _u.ru_utime + _u.ru_stime - _cpu0]))"
                 ).outputs[-1]["text"]
             )
         figures.append(
@@ -78,6 +82,9 @@ def show_row(ws: Path, sid: str, log_bytes: int, *, kernels: int, package: Path)
                 "widget_state_bytes": cell.widget_state_bytes,
                 "rss_growth": grown[0],
                 "peak_before_minus_rss": grown[1],
+                "cpu_s": grown[
+                    2
+                ],  # the kernel's CPU from before the cell to after it (incl. the next cell's start)
                 "messages": len(cell.sizes),
             }
         )
@@ -101,6 +108,7 @@ def show_row(ws: Path, sid: str, log_bytes: int, *, kernels: int, package: Path)
             "saved_bytes": int(saved),
             "outputs_bytes": int(med["outputs_bytes"]),
             "widget_state_bytes": int(med["widget_state_bytes"]),
+            "kernel_cpu_s": round(med["cpu_s"], 3),
             "rss_growth_mb": round(med["rss_growth"] / 1e6, 1),
             "rss_growth_over_log": round(med["rss_growth"] / log_bytes, 2),
             "log_bytes": log_bytes,
@@ -110,7 +118,8 @@ def show_row(ws: Path, sid: str, log_bytes: int, *, kernels: int, package: Path)
             "models left open; RSS growth = ru_maxrss after the call minus VmRSS before it; medians",
         },
         note=(
-            f"{int(med['iopub_bytes']):,} B iopub · {int(saved):,} B saved · RSS +{med['rss_growth'] / 1e6:.0f} MB "
+            f"kernel CPU {med['cpu_s']:.3f} s · {int(med['iopub_bytes']):,} B iopub · {int(saved):,} B saved · "
+            f"RSS +{med['rss_growth'] / 1e6:.0f} MB "
             f"({med['rss_growth'] / log_bytes:.2f}× the log)"
         ),
     )

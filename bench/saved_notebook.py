@@ -6,8 +6,9 @@ JupyterLab, driven by Playwright with Debian's ``chromium`` — the setup of the
 compaction in one run and rollover in the other), then saved from the page
 (``docmanager:save``) before any further cell runs (the last widgets unsettled, as a person
 saves). ``saved_per_step`` is the bytes the ``%agent`` cells' outputs hold in the saved file
-(nbformat's JSON of the outputs; the notebook's widget state, if the front end saved any,
-counted too) over the model steps of the two runs (target ≤ 1,000 B a step).
+(nbformat's JSON of the outputs) over the model steps of the two runs (target ≤ 1,000 B a
+step); the widget state the front end saved with the notebook, if any, is in the detail (it is
+the other cells': a run leaves no widget).
 
 Without chromium or Playwright the row says so and measures nothing. ``python -m
 bench.saved_notebook [--against PATH]`` prints it; ``python -m bench --only saved`` runs it.
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import sys
@@ -43,17 +45,19 @@ _DONE = """(n) => {
 def _outputs_bytes(cell: dict) -> int:
     import nbformat
 
-    with_outputs = nbformat.v4.new_code_cell("x", outputs=[nbformat.from_dict(o) for o in cell.get("outputs", [])])
+    with_outputs = nbformat.v4.new_code_cell(
+        "x", outputs=[nbformat.from_dict(o) for o in cell.get("outputs", [])]
+    )
     bare = nbformat.v4.new_code_cell("x")
     one = nbformat.v4.new_notebook(cells=[with_outputs])
     zero = nbformat.v4.new_notebook(cells=[bare])
     return len(nbformat.writes(one).encode()) - len(nbformat.writes(zero).encode())
 
 
-def measure(scratch: Path, package: Path = ROOT) -> dict:
+def measure(scratch: Path, package: Path = ROOT, *, browser: bool = True) -> dict:
+    """Run the notebook and save it: from JupyterLab in chromium, or (``browser=False``, the
+    quick bench) with nbclient, whose saved outputs were the same bytes on this notebook."""
     import nbformat
-
-    from tests.lab_support import CHROMIUM_FLAGS, lab_server
 
     root = scratch / "lab"
     root.mkdir(parents=True)
@@ -63,8 +67,36 @@ def measure(scratch: Path, package: Path = ROOT) -> dict:
             cell.outputs, cell.execution_count = [], None
     nb.metadata.pop("widgets", None)
     nbformat.write(nb, root / NOTEBOOK)
-    env = {"PYTHONPATH": str(package), "PSEUDOCLAUDE_HOME": str(scratch / "home"), "PSEUDOCLAUDE_DEMO_PACE": "0"}
+    env = {
+        "PYTHONPATH": str(package),
+        "PSEUDOCLAUDE_HOME": str(scratch / "home"),
+        "PSEUDOCLAUDE_DEMO_PACE": "0",
+    }
+    if browser:
+        _run_in_lab(root, scratch, env)
+    else:
+        from nbclient import NotebookClient
+
+        saved_env = {k: os.environ.get(k) for k in env}
+        os.environ.update(env)
+        try:
+            NotebookClient(
+                nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(root)}}
+            ).execute()
+        finally:
+            for k, v in saved_env.items():
+                if v is None:
+                    os.environ.pop(k, None)
+                else:
+                    os.environ[k] = v
+        nbformat.write(nb, root / NOTEBOOK)
+    return _figures(root)
+
+
+def _run_in_lab(root: Path, scratch: Path, env: dict[str, str]) -> None:
     from playwright.sync_api import sync_playwright
+
+    from tests.lab_support import CHROMIUM_FLAGS, lab_server
 
     with lab_server(root, scratch, env=env) as (base, token), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=shutil.which("chromium"), args=CHROMIUM_FLAGS)
@@ -84,6 +116,9 @@ def measure(scratch: Path, package: Path = ROOT) -> dict:
             "() => !window.jupyterapp.shell.currentWidget.context.model.dirty", timeout=60_000
         )
         browser.close()
+
+
+def _figures(root: Path) -> dict:
     saved = json.loads((root / NOTEBOOK).read_text())
     agents = [c for c in saved["cells"] if "".join(c.get("source", "")).startswith("%agent")]
     steps = 0
@@ -93,9 +128,11 @@ def measure(scratch: Path, package: Path = ROOT) -> dict:
             if (m := _STEPS.search(text)) and text.lstrip().startswith(("✓", "■", "✗")):
                 steps += int(m.group(1))
     outputs = sum(_outputs_bytes(c) for c in agents)
-    widgets = len(json.dumps(saved.get("metadata", {}).get("widgets", {})).encode()) if "widgets" in saved.get(
-        "metadata", {}
-    ) else 0
+    widgets = (
+        len(json.dumps(saved.get("metadata", {}).get("widgets", {})).encode())
+        if "widgets" in saved.get("metadata", {})
+        else 0
+    )
     mimes: dict[str, int] = {}
     for cell in agents:
         for out in cell.get("outputs", []):
@@ -112,15 +149,17 @@ def measure(scratch: Path, package: Path = ROOT) -> dict:
     }
 
 
-def saved_rows(scratch: Path, *, package: Path = ROOT) -> list[Row]:
-    if not shutil.which("chromium"):
+def saved_rows(scratch: Path, *, package: Path = ROOT, browser: bool = True) -> list[Row]:
+    """``browser=False`` (the quick bench): saved by nbclient instead, no verdict."""
+    if browser and not shutil.which("chromium"):
         return [_unmeasured("Debian's chromium is not installed (sh tests/install_chromium.sh)")]
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        return [_unmeasured("Playwright is not installed (pip install -e '.[test]')")]
-    found = measure(Path(tempfile.mkdtemp(dir=scratch, prefix="saved-")), package)
-    per_step = (found["outputs_bytes"] + found["widget_state_bytes"]) / max(found["steps"], 1)
+    if browser:
+        try:
+            import playwright.sync_api  # noqa: F401
+        except ImportError:
+            return [_unmeasured("Playwright is not installed (pip install -e '.[test]')")]
+    found = measure(Path(tempfile.mkdtemp(dir=scratch, prefix="saved-")), package, browser=browser)
+    per_step = found["outputs_bytes"] / max(found["steps"], 1)
     return [
         Row(
             "saved_per_step",
@@ -128,25 +167,38 @@ def saved_rows(scratch: Path, *, package: Path = ROOT) -> list[Row]:
             "≤ 1,000 B a step",
             round(per_step),
             "B/step",
-            per_step <= TARGET and found["steps"] > 0,
+            (per_step <= TARGET and found["steps"] > 0) if browser else None,
             {
                 **found,
                 "method": "the notebook's outputs cleared, run all from the page, saved from the page before any "
-                "other cell runs; the %agent cells' outputs as nbformat writes them plus any widget state the "
-                "front end saved, over the steps their end lines report",
+                "other cell runs; the %agent cells' outputs as nbformat writes them, over the steps their end "
+                "lines report",
             },
-            note=f"{found['outputs_bytes'] + found['widget_state_bytes']:,} B for {found['steps']} steps",
+            note=f"{found['outputs_bytes']:,} B for {found['steps']} steps"
+            + ("" if browser else " (quick mode: saved by nbclient, no browser; no verdict)"),
         )
     ]
 
 
 def _unmeasured(why: str) -> Row:
-    return Row("saved_per_step", "a 05-like notebook saved from the browser, per step", "≤ 1,000 B a step", None, "", None, note=why)
+    return Row(
+        "saved_per_step",
+        "a 05-like notebook saved from the browser, per step",
+        "≤ 1,000 B a step",
+        None,
+        "",
+        None,
+        note=why,
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench.saved_notebook", description=__doc__.splitlines()[0])
-    parser.add_argument("--against", type=Path, help="another checkout of the package, measured after this one")
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.saved_notebook", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument(
+        "--against", type=Path, help="another checkout of the package, measured after this one"
+    )
     args = parser.parse_args(argv)
     packages = {"this": ROOT, **({"against": args.against.resolve()} if args.against else {})}
     for label, package in packages.items():
