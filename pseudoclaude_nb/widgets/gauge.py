@@ -323,8 +323,10 @@ class ContextGauge:
     def _html(self, state: GaugeState) -> str:
         if not self.live:
             return gauge_html(state)
-        return STICKY_CSS + self.head + gauge_html(state).replace(
-            "<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1
+        return (
+            STICKY_CSS
+            + self.head
+            + gauge_html(state).replace("<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1)
         )
 
     def __call__(self, event: RunEvent) -> None:
