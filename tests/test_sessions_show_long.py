@@ -4,8 +4,9 @@ A session that never compacted (resumed from before compaction existed, or impor
 its messages in its effective state. ``show`` lists the first and last 20: it reads those by
 offset through the session's timeline instead of replaying every message, and lists exactly
 what the replay would. Its timeline's step scrubber does not read the last step's request (the
-whole session) until a step is chosen, and a widget's live output carries its view and text,
-its HTML coming when it settles.
+whole session) until a step is chosen, and its timeline's output stays bounded whatever the
+log's length: a picture of 200 columns with at most 50 tooltips, the first and last entries in
+its text forms with where the rest is, pages of 40.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from bench.logs import build_session
 from pseudoclaude_nb.magics import sessions as sessions_magics
 from pseudoclaude_nb.session import loader
 from pseudoclaude_nb.session.timeline import build_timeline
-from pseudoclaude_nb.widgets import settle
 from pseudoclaude_nb.widgets import steps as steps_widget
+from pseudoclaude_nb.widgets import timeline as timeline_widget
 from pseudoclaude_nb.widgets.timeline import SessionTimeline
 from tests.scripts import run_magic as run
 
@@ -89,34 +90,19 @@ def test_the_scrubber_reads_a_long_last_request_only_when_chosen(long_session, m
     assert f"step {last} of {last} — " in scrubber.text() and "messages, ~" in scrubber.text()
 
 
-def test_a_live_widget_output_is_its_view_and_text_its_html_comes_when_it_settles(
-    long_session, monkeypatch
-) -> None:
+def test_a_long_sessions_timeline_output_is_bounded_and_says_where_the_rest_is(long_session) -> None:
     ws, sid, _ = long_session
-    shown: list[dict] = []
-
-    class Handle:
-        def __init__(self, data):
-            shown.append(dict(data))
-
-        def update(self, data, raw=False):
-            shown.append(dict(data))
-
-    class Shell:
-        kernel = object()
-
-        class events:
-            @staticmethod
-            def register(*args):
-                pass
-
-    monkeypatch.setattr("IPython.get_ipython", lambda: Shell)
-    monkeypatch.setattr(settle, "display", lambda data, raw=False, display_id=False: Handle(data))
-    widget = SessionTimeline(build_timeline(ws / ".pseudoclaude" / "sessions" / sid))
-    widget._ipython_display_()
-    (live,) = shown
-    assert set(live) == {settle.WIDGET_VIEW, "text/plain"}
-    settle.settle_all()
-    settled = shown[-1]
-    assert set(settled) == {"text/html", "text/plain"} and "pc-timeline-static" in settled["text/html"]
-    assert settled["text/plain"] == live["text/plain"]
+    t = build_timeline(ws / ".pseudoclaude" / "sessions" / sid)
+    widget = SessionTimeline(t, steps=True)
+    bundle = widget._repr_mimebundle_()
+    assert t.count > 2_000 and len(t.bins) == 200
+    # The picture: 200 columns, at most TIPS tooltips (a few columns each); the list: its first
+    # and last entries, and where the others are.
+    assert widget._svg.count("<title>") <= timeline_widget.TIPS + 10 and len(widget._svg) < 30_000
+    text = bundle["text/plain"].splitlines()
+    listed = [line for line in text if line[:1] in ("▶", " ") and line[2:7].strip().isdigit()]
+    assert len(listed) == timeline_widget.TEXT_LIMIT
+    assert any(f"… {t.count - timeline_widget.TEXT_LIMIT:,} more entries" in line for line in text)
+    assert f".pseudoclaude/sessions/{sid}/conversation.jsonl" in bundle["text/plain"]
+    assert len(widget.entries.options) <= timeline_widget.PAGE
+    assert len(bundle["text/html"]) < 40_000 and len(bundle["text/plain"]) < 8_000

@@ -106,12 +106,15 @@ class Table:
         def cell(tag: str, text: str, col: Column, top: str) -> str:
             align = "right" if col.right else "left"
             wraps = col.wrap if col.wrap is not None else col is last
-            space = "pre-wrap;overflow-wrap:normal" if wraps else "pre"
+            if wraps and "\n" not in text and "  " not in text:
+                space = ""  # one line of single spaces wraps at spaces as it is (a listing's message)
+            else:
+                space = ";white-space:pre-wrap;overflow-wrap:normal" if wraps else ";white-space:pre"
             font = f";font-family:{MONO}" if col.mono and tag == "td" else ""
             markup = _escape(text)
             if col.code and tag == "td":
                 markup = _CODE_SPAN.sub(r"<code>\1</code>", markup)
-            return f"<{tag} style='text-align:{align}{top};white-space:{space}{font}'>{markup}</{tag}>"
+            return f"<{tag} style='text-align:{align}{top}{space}{font}'>{markup}</{tag}>"
 
         head = "".join(cell("th", c.name, c, ";vertical-align:bottom") for c in self.columns)
         body = []

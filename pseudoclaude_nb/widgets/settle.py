@@ -8,9 +8,9 @@ cells, so it stays interactive for as long as it is the last thing run) its outp
 replaced in place by its own ``text/html`` and ``text/plain``, and the widget is closed.
 The saved notebook then holds HTML and text, no widget state to find.
 
-While it is live the widget's output is its view and its ``text/plain``: its ``text/html``
-(the timeline's picture and list again, which the view already draws) is sent once, when it
-settles — a long session's ``%sessions show`` put both on the wire (issue 48).
+While it is live its output carries its ``text/html`` too (the same as the settled one: a
+front end without widgets shows it, and nbval compares a run notebook's outputs with the
+settled ones it recorded).
 """
 
 from __future__ import annotations
@@ -78,6 +78,5 @@ class Settles:
         if id(shell) not in _hooked:
             shell.events.register("pre_run_cell", settle_all)
             _hooked.add(id(shell))
-        live = self._repr_mimebundle_(exclude={"text/html"})  # type: ignore[attr-defined]
-        live.pop("text/html", None)  # the static form's: sent when it settles
-        _pending.append((display(live, raw=True, display_id=True), self))
+        bundle = self._repr_mimebundle_()  # type: ignore[attr-defined]
+        _pending.append((display(bundle, raw=True, display_id=True), self))

@@ -125,11 +125,13 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
             f'height="{row_h * len(ROWS) + 4}" {fill(BRAND, 0.12)}><title>effective window: what the model '
             f"sees next ({t.effective_messages} messages)</title></rect>"
         )
+    # One group carries what the row labels share.
+    out.append(f'<g font-size="10" text-anchor="end" {fill(FG1)}>')
     for r, name in enumerate(ROWS):
         out.append(
-            f'<text class="pc-row-label" x="{left - 6}" y="{rows_top + r * row_h + 9}" font-size="10" '
-            f'text-anchor="end" {fill(FG1)}>{name.replace("_", " ")}</text>'
+            f'<text class="pc-row-label" x="{left - 6}" y="{rows_top + r * row_h + 9}">{name.replace("_", " ")}</text>'
         )
+    out.append("</g>")
     curve = [(b, bn.peak_tokens) for b, bn in enumerate(bins) if bn.peak_tokens]
     fallen = drops(t) if curve else []
     # The scale holds the lines and the drops' "before" too: the line a run crossed is in the picture.
@@ -161,7 +163,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         )
     kind_paths: dict[tuple[str, bool], list[str]] = {}  # (kind, effective): the path of its marks
     strips: list[str] = []
-    w, column = f"{bar:.1f}", f"{span / n:.1f}"
+    w = f"{bar:.1f}"
     replace_lines: list[str] = []
     replace_labels: list[str] = []
     label_free = 0.0  # where the next replace label may start
@@ -188,13 +190,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
                 kind_paths.setdefault((kind, bool(bn.effective)), []).append(
                     f"M{x(b):.1f} {rows_top + r * row_h}v10"
                 )
-            counts = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for _r, kind, count in shown)
-            state = " (effective)" if bn.effective else ""
-            usage = f"; steps up to {bn.peak_tokens:,} tokens" if bn.peak_tokens else ""
-            strips.append(
-                f'<path d="M{x(b):.1f} {rows_top}v{row_h * len(ROWS)}">'
-                f"<title>{where}{state}: {counts}{usage}</title></path>"
-            )
+
         if bn.images:  # issue-14: a bin whose messages carry image parts gets a dot above its marks
             noun = "image" if bn.images == 1 else "images"
             out.append(
@@ -210,10 +206,41 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
     if replace_lines:  # one group carries the style every marker shares
         out.append(f'<g class="pc-replaces" {stroke(ERROR, "stroke-width:2")}>{"".join(replace_lines)}</g>')
         out.append(f'<g font-size="10" {fill(ERROR)}>{"".join(replace_labels)}</g>')
-    if strips:  # one group carries the transparent stroke, a column wide, every strip shares
-        out.append(f'<g class="pc-bins" stroke="transparent" stroke-width="{column}">{"".join(strips)}</g>')
+    # Each tooltip is on a transparent strip over its columns, drawn last: one a bin, or one for
+    # every few bins of a long log (at most TIPS; the list below has every entry).
+    per = -(-n // TIPS)
+    for g in range(0, len(bins), per):
+        strip = _tooltip(bins[g : g + per])
+        if strip:
+            mid = (x(g) + x(min(g + per, len(bins)) - 1)) / 2
+            strips.append(
+                f'<path d="M{mid:.1f} {rows_top}v{row_h * len(ROWS)}"><title>{strip}</title></path>'
+            )
+    if strips:  # one group carries the transparent stroke, its columns wide, every strip shares
+        out.append(
+            f'<g class="pc-bins" stroke="transparent" stroke-width="{span * per / n:.1f}">{"".join(strips)}</g>'
+        )
     out.append("</svg>")
     return spaced("".join(out))
+
+
+TIPS = 50  # tooltip strips at most: a bin's counts, or a few bins' together
+
+
+def _tooltip(group: list[Any]) -> str:
+    """What a strip over ``group``'s columns says (its lines, whether effective, the counts per
+    kind, the largest step); '' for columns with nothing to count."""
+    counts = {kind: sum(bn.counts.get(kind, 0) for bn in group) for kind in ROWS}
+    shown = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for kind, count in counts.items() if count)
+    if not shown:
+        return ""
+    first, last = group[0].first_line, group[-1].last_line
+    where = f"#{first}" if first == last else f"#{first}–{last}"
+    live = sum(1 for bn in group if bn.effective)
+    state = "" if not live else " (effective)" if live == len(group) else " (partly effective)"
+    peak = max(bn.peak_tokens for bn in group)
+    usage = f"; steps up to {peak:,} tokens" if peak else ""
+    return f"{where}{state}: {shown}{usage}"
 
 
 def _lines_and_drops(
@@ -262,13 +289,14 @@ def _lines_and_drops(
     return out
 
 
-TEXT_LIMIT = 50  # entries listed in the text forms; the rest is summed up, with where to see it
+TEXT_LIMIT = 30  # entries listed in the text forms (the first and last 15); the rest is summed up, with where
 
 
 def _listed(t: Timeline, limit: int = TEXT_LIMIT) -> list[Item | None]:
     """The entries the text forms list (labels only): all of a short log; of a longer one the
-    first and last ``limit // 2``, ``None`` where the others are left out."""
-    if t.count <= limit:
+    first and last ``limit // 2``, ``None`` where the others are left out (a few more than
+    ``limit`` are all listed: leaving out three would say less than listing them)."""
+    if t.count <= limit + limit // 2:
         return list(t.read(range(t.count), detail=False))
     half = limit // 2
     first, last = t.read(range(half), detail=False), t.read(range(t.count - half, t.count), detail=False)
@@ -336,7 +364,7 @@ def _option(it: Item) -> str:
     return f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}"
 
 
-PAGE = 50  # entries in the list at a time: the widget's state stays small at any log size
+PAGE = 40  # entries in the list at a time: the widget's state stays small at any log size
 
 
 class SessionTimeline(Settles, ipywidgets.VBox):
