@@ -201,3 +201,16 @@ def test_a_late_step_is_read_from_its_nearest_replace_not_the_log(workspace: Pat
     nearest = [m for m in index.markers(index.entry(n)) if m.committed][-1]
     assert replayed == [(nearest.offset, req.step.end)] and req.replayed_from == nearest.offset
     assert req.step.end - nearest.offset < path.stat().st_size / 10
+
+
+def test_the_index_of_an_unchanged_log_is_kept_and_a_grown_one_read_again(
+    workspace: Path, monkeypatch
+) -> None:
+    path = written(workspace, 5, 30, indexed=False, monkeypatch=monkeypatch)
+    first = scan(path)
+    request_at(path, len(first.steps), index=first)  # reads the markers before the last step
+    assert scan(path) is first  # the same log: the same index, its markers read once
+    with path.open("ab") as f:
+        f.write(encode(usage_entry(Usage(input_tokens=9, output_tokens=1), messages=1, model="m")))
+    grown = scan(path)
+    assert grown is not first and len(grown.steps) == len(first.steps) + 1

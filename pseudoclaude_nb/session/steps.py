@@ -20,6 +20,7 @@ IPython here; nothing is written.
 from __future__ import annotations
 
 import os
+from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -31,6 +32,7 @@ from ..context.estimate import estimate_tokens, message_bytes, tokens_for_bytes
 from ..errors import SessionError
 from ..messages import Message
 from .entries import CompactEntry
+from .loader import log_path
 from .replay import CHUNK, LoadResult, replay_stream, settle
 from .step_index import Marker, Step, StepIndex, StepRangeError, step_index
 from .step_origins import Origins
@@ -118,10 +120,35 @@ class StepRequest:
         return estimate_tokens(self.messages)
 
 
+_KEPT: OrderedDict[Path, tuple[tuple[int, int, int], StepIndex]] = OrderedDict()
+KEPT = 2  # step indexes kept, the latest asked for
+
+
 def scan(path: str | Path) -> StepIndex:
     """The step index of a log: its usage entries, replace markers and the rest, by entry,
-    from the session's timeline (``step_index``)."""
-    return step_index(path)
+    from the session's timeline (``step_index``).
+
+    The index of a log that has not changed since it was last asked for (same inode, size
+    and modification time: the log is append-only) is kept and given again, with the
+    markers and entries it has read since: ``%context --at`` step after step reads each of
+    them once, as the scrubber does with its own index.
+    """
+    file = log_path(path)
+    try:
+        st = os.stat(file)
+    except OSError:
+        return step_index(file)  # which says what is wrong, as a SessionError
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    kept = _KEPT.get(file)
+    if kept is not None and kept[0] == key:
+        _KEPT.move_to_end(file)
+        return kept[1]
+    index = step_index(file)
+    _KEPT[file] = (key, index)
+    _KEPT.move_to_end(file)
+    while len(_KEPT) > KEPT:
+        _KEPT.popitem(last=False)
+    return index
 
 
 def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | None = None) -> StepRequest:
