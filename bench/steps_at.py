@@ -74,7 +74,14 @@ for _ in range(max(1, repeat // 2 + 1)):
         fork[str(n)].append(seconds)
         for made in set(os.listdir(sessions)) - before:
             shutil.rmtree(os.path.join(sessions, made))
-print(json.dumps({"at": at, "fork": fork}))
+try:  # the messages of each step's request (this checkout's index; an older one has none)
+    from pseudoclaude_nb.session.steps import scan
+
+    index = scan(os.path.join(sessions, sid))
+    sizes = {str(n): index.request_size(n) for n in steps}
+except (ImportError, AttributeError):
+    sizes = {}
+print(json.dumps({"at": at, "fork": fork, "sizes": sizes}))
 """
 
 
@@ -120,13 +127,17 @@ def rows_for(name: str, found: dict, built: dict, steps: list[int], judged: bool
     slowest = max(at.values())
     ratio = last / first if first else float("inf")
     what = f"a {steps[-1]:,}-step session that {'compacted along the way (40K window)' if name == 'compacted' else 'never compacted'}"
+    middle = at[steps[len(steps) // 2]]
     detail = {
         **built,
+        "request_messages_by_step": found.get("sizes", {}),
+        "last_over_middle": round(last / middle, 2) if middle else None,
         "median_s_by_step": {n: round(s, 4) for n, s in at.items()},
         "all_s_by_step": {n: [round(x, 4) for x in v] for n, v in found["at"].items()},
         "last_over_first": round(ratio, 2),
         "method": "a fresh IPython process, notebook display (HTML + text), after %sessions resume and one "
-        "untimed call; steps interleaved, the median of each",
+        "untimed call; steps interleaved, the median of each (the session's step index is kept between calls "
+        "while its log is unchanged, as the scrubber keeps its own)",
     }
     return [
         Row(
@@ -137,7 +148,10 @@ def rows_for(name: str, found: dict, built: dict, steps: list[int], judged: bool
             "s",
             (slowest <= AT_TARGET and ratio <= RATIO_TARGET) if judged else None,
             detail,
-            note=f"last step {last:.3f} s = {ratio:.2f}× the first ({first:.3f} s)",
+            note=f"last step {last:.3f} s = {ratio:.2f}× the first ({first:.3f} s), {last / middle if middle else 0:.2f}× the "
+            f"middle; requests of {found.get('sizes', {}).get(str(steps[0]), '?')}, "
+            f"{found.get('sizes', {}).get(str(steps[len(steps) // 2]), '?')} and "
+            f"{found.get('sizes', {}).get(str(steps[-1]), '?')} messages",
         ),
         Row(
             f"fork_at_{name}",
