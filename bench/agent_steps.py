@@ -80,6 +80,9 @@ class _Shell:
 
         from pseudoclaude_nb.magics import current_agent
 
+        # The process's shell, or one made for the bench and cleared at close (a test process
+        # that later starts IPython's own test shell must not find a plain one in its place).
+        self.made = not InteractiveShell.initialized()
         self.shell = InteractiveShell.instance()
         self.shell.run_line_magic("load_ext", "pseudoclaude_nb")
         self.agent = current_agent(self.shell)
@@ -99,6 +102,10 @@ class _Shell:
     def close(self) -> None:
         self.agent.close()
         self.shell.run_line_magic("unload_ext", "pseudoclaude_nb")
+        if self.made:
+            from IPython.core.interactiveshell import InteractiveShell
+
+            InteractiveShell.clear_instance()
 
 
 def _agent_line(script: Path) -> str:

@@ -9,6 +9,7 @@ Output widgets' captured messages kept out of the cell).
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import time
@@ -29,6 +30,9 @@ class Cell:
     outputs: list[dict[str, Any]] = field(default_factory=list)
     streamed: list[str] = field(default_factory=list)  # the text of every stream message, in order
     seconds: float = 0.0
+    # The JSON bytes of the widget models this cell opened and left open, in their last state:
+    # what a front end that saves widget state with the notebook keeps of them.
+    widget_state_bytes: int = 0
 
     @property
     def bytes(self) -> int:
@@ -47,12 +51,13 @@ class Cell:
 class Wire:
     """One kernel (the package imported from this checkout), cells run one after another."""
 
-    def __init__(self, cwd: Path, env: dict[str, str] | None = None) -> None:
+    def __init__(self, cwd: Path, env: dict[str, str] | None = None, package: Path | None = None) -> None:
+        """``package``: the checkout whose package the kernel imports (default: this one)."""
         from jupyter_client.manager import start_new_kernel
 
         kernel_env = {**os.environ, **(env or {})}
         kernel_env["PYTHONPATH"] = os.pathsep.join(
-            p for p in (str(HERE.parent), kernel_env.get("PYTHONPATH", "")) if p
+            p for p in (str(package or HERE.parent), kernel_env.get("PYTHONPATH", "")) if p
         )
         self.km, self.kc = start_new_kernel(kernel_name="python3", cwd=str(cwd), env=kernel_env)
 
@@ -75,6 +80,7 @@ class Wire:
         by_display: dict[str, list[int]] = {}
         captured: set[str] = set()  # Output widgets whose msg_id is this cell's: their outputs are theirs
         comm_models: dict[str, str] = {}
+        states: dict[str, dict[str, Any]] = {}  # the last state of each widget model opened here
         while True:
             try:
                 msg = self.kc.get_iopub_msg(timeout=timeout)
@@ -93,9 +99,15 @@ class Wire:
                 break
             if kind == "comm_open":
                 comm_models[content["comm_id"]] = content["data"].get("state", {}).get("_model_name", "")
+                states[content["comm_id"]] = dict(content["data"].get("state", {}))
+                continue
+            if kind == "comm_close":
+                states.pop(content["comm_id"], None)
                 continue
             if kind == "comm_msg":
                 state = content["data"].get("state", {})
+                if content["comm_id"] in states:
+                    states[content["comm_id"]].update(state)
                 if comm_models.get(content["comm_id"]) == "OutputModel" and "msg_id" in state:
                     if state["msg_id"]:
                         captured.add(content["comm_id"])
@@ -124,6 +136,7 @@ class Wire:
                     by_display.setdefault(did, []).append(len(cell.outputs))
                 cell.outputs.append(out)
         cell.seconds = time.monotonic() - started
+        cell.widget_state_bytes = sum(len(json.dumps(v, default=str).encode()) for v in states.values())
         self.kc.get_shell_msg(timeout=timeout)
         return cell
 

@@ -132,3 +132,93 @@ def build_log(
         largest_line=largest,
         largest_message_line=largest_message,
     )
+
+
+def build_session(
+    workspace: Path,
+    *,
+    messages: int | None = None,
+    steps: int | None = None,
+    window_tokens: int | None = None,
+    tail: int = TAIL_MESSAGES,
+    seed: int = 7,
+) -> BuiltLog:
+    """A session of ``messages`` messages or ``steps`` model responses (whichever is given),
+    written by the product's writer as a long run leaves it: a usage entry after each answer,
+    results over the spill limit spilled (a preview in the log), and — with ``window_tokens``
+    — a ``compact`` replace (summary + the last ``tail`` messages) whenever the estimate would
+    cross Layer 2's line for that window (83 % of it). Without ``window_tokens`` it never
+    compacts: every message is in the effective state (a session resumed from before
+    compaction existed, or imported, can be so; its context is then far past any window).
+    """
+    if (messages is None) == (steps is None):
+        raise ValueError("give messages or steps")
+    folder = new_session_dir(workspace)
+    work = Workload(seed)
+    conversation = Conversation()
+    writer = SessionWriter(folder, model=MODEL, fsync=False)
+    writer.attach(conversation)
+    line = None if window_tokens is None else int(window_tokens * 0.83 * 3.5)
+    summary = work.assistant_text() * 4
+    state = {"bytes": 0, "messages": 0, "steps": 0, "replaces": 0}
+    last_replace = 0
+
+    def done() -> bool:  # asked before each answer: a session ends where a step could start
+        if messages is not None:
+            return state["messages"] >= messages
+        return state["steps"] >= (steps or 0)
+
+    stream = work.messages(10**9)
+    try:
+        while True:
+            message = next(stream)
+            if message.role == "assistant" and done():
+                break  # at a step's boundary: the last step's results are all in
+            if message.role == "assistant" and line is not None and state["bytes"] > line:
+                current = conversation.messages()
+                start = max(0, len(current) - tail)
+                while start > 0 and current[start].tool_result is not None:
+                    start -= 1
+                new = compacted(summary, current[start:])
+                last_replace = os.fstat(writer._fd).st_size  # noqa: SLF001 - the bench's own writer
+                conversation.replace("compact", new)
+                writer.compact(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None)
+                state["bytes"] = sum(message_bytes(m) for m in new)
+                state["replaces"] += 1
+            result = message.tool_result
+            if result is not None and len(result.content.encode()) > SPILL_BYTES:
+                rel = f"tool-results/{result.call_id}.txt"
+                writer.spill(
+                    call_id=result.call_id,
+                    tool="read_file",
+                    path=rel,
+                    bytes=len(result.content),
+                    sha256="0" * 64,
+                )
+                shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
+                message = message.model_copy(
+                    update={"tool_result": ToolResult(call_id=result.call_id, content=shown, spilled=rel)}
+                )
+            conversation.append(message)
+            state["bytes"] += message_bytes(message)
+            state["messages"] += 1
+            if message.role == "assistant":
+                state["steps"] += 1
+                writer.usage(
+                    Usage(input_tokens=tokens_for_bytes(state["bytes"]), output_tokens=200),
+                    messages=len(conversation),
+                    model=MODEL,
+                )
+    finally:
+        writer.close()
+    path = folder / LOG_NAME
+    size = path.stat().st_size
+    return BuiltLog(
+        path=path,
+        bytes=size,
+        physical_messages=state["messages"],
+        replaces=state["replaces"],
+        last_replace_offset=last_replace,
+        largest_line=0,
+        largest_message_line=0,
+    )

@@ -24,14 +24,18 @@ from . import (
     catalog,
     cost,
     document,
+    first_request,
     history,
     lab,
+    long_views,
     magic_paths,
     notebook_wire,
     overhead,
     provider_steps,
     report,
+    saved_notebook,
     startup,
+    steps_at,
     storage,
     svg,
     timeline,
@@ -54,6 +58,9 @@ SECTIONS = (
     "startup",
     "lab",
     "document",
+    "steps",  # issue 47: %context --at and fork --at on 10,000-step sessions
+    "views",  # issue 48: %sessions show and %context of a long session, in a real kernel
+    "saved",  # issue 47: a 05-like run saved from the browser, bytes per step
 )
 HISTORY_1GB = "history-1gb.json"
 HERE = Path(__file__).resolve().parent
@@ -129,6 +136,11 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         rows.extend(token_rows)
         results["estimator"] = per_corpus
 
+    def do_startup() -> None:
+        rows.extend(startup.startup_rows(scratch, sizes))
+        kernels = first_request.KERNELS if sizes.name == "full" else 1
+        rows.extend(first_request.first_request_rows(scratch, kernels=kernels))
+
     def do_history() -> None:
         found, points = history.history_search(scratch, sizes)
         rows.extend(found)
@@ -152,10 +164,15 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         )  # issue 30
         section("tokens", do_tokens)
         section("cost", do_cost)
-        section("startup", lambda: rows.extend(startup.startup_rows(scratch, sizes)))  # issue 30
+        section("startup", do_startup)  # issue 30; issue 47: the first %agent's request
         section("lab", do_lab)
         section(  # issue 42: the agent in the open notebook
             "document", lambda: rows.extend(document.document_rows(scratch, quick=sizes.name == "quick"))
+        )
+        section("steps", lambda: rows.extend(steps_at.step_rows(scratch, sizes)))  # issue 47
+        section("views", lambda: rows.extend(long_views.view_rows(scratch, sizes)))  # issue 48
+        section(  # issue 47: a real browser in full mode, nbclient in quick mode
+            "saved", lambda: rows.extend(saved_notebook.saved_rows(scratch, browser=sizes.name == "full"))
         )
     finally:
         if keep:
@@ -172,13 +189,19 @@ def run(sizes: Sizes, out: Path, *, only: tuple[str, ...] = SECTIONS, keep: bool
         "load_memory",
         "list",
         "show_magic",
+        "show_kernel",
+        "context_vs_json",
         "resume_last",
         "history_search",
         "largest_line",
         "timeline",
+        "context_at",
+        "fork_at",
         "wire",
+        "saved_per_step",
         "estimator",
         "startup",
+        "first_request",
     ]
     rows.sort(key=lambda r: next((i for i, k in enumerate(order) if r.key.startswith(k)), len(order)))
     host = report.machine()

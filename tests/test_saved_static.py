@@ -70,7 +70,10 @@ def test_a_saved_run_and_its_browsers_hold_html_and_text_not_widgets(tmp_path: P
     html = "".join(
         o.get("data", {}).get("text/html", "") + o.get("data", {}).get("text/markdown", "") for o in run
     )
-    assert "color:#2e7d32;color:var(--jp-success-color1" in html  # a plain colour a sanitizer keeps
+    # The ✓'s colour: a plain one inline, which a sanitizer keeps, and the theme's, said once for
+    # the run (in its gauge's output) rather than on every line.
+    assert "class='pc-ok' style='color:#2e7d32'" in html
+    assert html.count(".pc-tool .pc-ok{color:var(--jp-success-color1") == 1
     # %compact --status: the gauge as HTML and text, and the same headline percentage as its table.
     gauge = next(o for o in status if "pc-gauge" in o.get("data", {}).get("text/html", ""))
     assert gauge["data"]["text/plain"].startswith("context ▕")

@@ -246,3 +246,29 @@ def test_a_long_request_shows_its_ends_and_counts_all(story: Session, monkeypatc
     out = run(story.ip, "context --at 4")
     assert "… 3 more messages (counted in the totals)" in out and "  7 messages" in out
     assert "read big.txt" in out and "question three" in out and "question two" not in out
+    # Only the rows shown are made (issue 47): the middle of a long request is counted, not built.
+    req = request_at(story.dir, 4)
+    step_view.render_request(req)
+    step_view.request_html(req)
+    assert len(req.rows) == 7 and sorted(req.rows._made) == [0, 1, 5, 6]
+
+
+def test_the_now_figures_do_not_read_the_conversation(story: Session, monkeypatch) -> None:
+    """``%context --at``'s NOW figures are today's system prompt, memory and tool schemas: the
+    same as ``%context``'s, counted without going through the session's messages (issue 47)."""
+    from pseudoclaude_nb.context import manifest
+    from pseudoclaude_nb.magics.context_steps import now_tokens
+
+    agent = current_agent(story.ip)
+    parts = agent.next_manifest().parts
+    expected = {
+        "system": parts["system"],
+        "memory": parts["memory"],
+        "tool_schemas": parts["tool_schemas"] + parts["mcp_tool_schemas"],
+    }
+
+    def refuse(messages):
+        raise AssertionError("the NOW figures went through the conversation")
+
+    monkeypatch.setattr(manifest, "message_parts", refuse)
+    assert now_tokens(agent) == expected

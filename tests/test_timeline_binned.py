@@ -14,7 +14,7 @@ from pseudoclaude_nb.session import entries, load_session
 from pseudoclaude_nb.session.timeline import build_timeline
 
 ipywidgets = pytest.importorskip("ipywidgets")
-from pseudoclaude_nb.widgets.timeline import SessionTimeline, timeline_svg  # noqa: E402
+from pseudoclaude_nb.widgets.timeline import PAGE, SessionTimeline, timeline_svg  # noqa: E402
 
 
 def oracle_kind(raw: bytes) -> str:
@@ -156,7 +156,7 @@ def test_picture_and_widget_state_stay_bounded(tmp_path: Path) -> None:
     assert len(svg) < 300_000 and len(state.encode()) <= 300_000
     widget.select(65_999)
     assert "message 59999" in widget.detail.value
-    assert widget.page.value == 65_999 // 200 and len(widget.entries.options) <= 200
+    assert widget.page.value == 65_999 // PAGE and len(widget.entries.options) <= PAGE
 
 
 def _states(widget) -> list:

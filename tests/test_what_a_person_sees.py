@@ -22,6 +22,7 @@ from pseudoclaude_nb.events import RunFinished, RunSummary, ToolFinished, ToolSt
 from pseudoclaude_nb.magics import current_agent, tool_line
 from pseudoclaude_nb.magics.render import NotebookRenderer, TerminalRenderer, result_brief, tool_result_bundle
 from pseudoclaude_nb.magics.sessions import _title, _window
+from pseudoclaude_nb.magics.tool_line import TOOL_CSS
 from pseudoclaude_nb.messages import ToolCall, ToolResult, Usage
 from pseudoclaude_nb.session.timeline import build_timeline
 from pseudoclaude_nb.tools import Permissions, build_tools
@@ -148,9 +149,13 @@ def test_a_failed_command_is_drawn_in_the_error_colour() -> None:
     failed = ToolFinished(call, ToolResult(call_id="c", content="Traceback\n" * 5 + "exit code 1"), 0.3)
     bundle = tool_result_bundle(failed)
     assert bundle["text/plain"].startswith("→ bash('python -m unittest') ✗ exit code 1")
-    assert "--jp-error-color1" in bundle["text/html"] and "--jp-success-color1" not in bundle["text/html"]
+    # The line names its colour (the theme's, in the run's shared ``TOOL_CSS``) and keeps a plain one.
+    assert (
+        "class='pc-bad' style='color:#d32f2f'" in bundle["text/html"] and "pc-ok" not in bundle["text/html"]
+    )
+    assert ".pc-bad{color:var(--jp-error-color1" in TOOL_CSS
     ok = tool_result_bundle(ToolFinished(call, ToolResult(call_id="c", content="OK"), 0.3))
-    assert "--jp-success-color1" in ok["text/html"]
+    assert "class='pc-ok'" in ok["text/html"] and ".pc-ok{color:var(--jp-success-color1" in TOOL_CSS
 
 
 def test_a_silent_failed_command_is_a_failure_too(tmp_path: Path) -> None:
@@ -163,7 +168,7 @@ def test_a_silent_failed_command_is_a_failure_too(tmp_path: Path) -> None:
         assert result_brief(result) == f"✗ {last}"
         bundle = tool_result_bundle(ToolFinished(call, result, 0.1))
         assert bundle["text/plain"] == f"→ bash({command!r}) ✗ {last}"
-        assert "--jp-error-color1" in bundle["text/html"] and "--jp-success-color1" not in bundle["text/html"]
+        assert "class='pc-bad'" in bundle["text/html"] and "pc-ok" not in bundle["text/html"]
     # A file whose one line merely mentions an exit code is not a failure.
     assert result_brief(ToolResult(call_id="c", content="exit code 1 means failure")).startswith("✓")
 

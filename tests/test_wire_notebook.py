@@ -104,4 +104,4 @@ def test_a_tool_loop_saves_a_few_static_outputs_that_read_as_text(tmp_path: Path
     # The saved line keeps a preview; the whole output stays in the session log.
     markup = "".join(o.get("data", {}).get("text/markdown", "") for o in outputs)
     assert "step 7&#10;1&#10;2" in markup and "&#10;50</pre>" not in markup
-    assert "51 lines, 147 characters in all (the session log keeps them)" in markup
+    assert "51 lines in all (the session log keeps them)" in markup

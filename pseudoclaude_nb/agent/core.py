@@ -36,7 +36,6 @@ from ..errors import ConfigError, PseudoClaudeError
 from ..events import RunEvent
 from ..history import HistoryIndex
 from ..hooks import RunEvents, RunHooks
-from ..mcp import McpHub
 from ..memory import MemoryManager
 from ..messages import Message
 from ..notebook import ActivityBlock, NotebookHost
@@ -59,6 +58,7 @@ from .window import AgentWindow
 
 if TYPE_CHECKING:
     from ..cache_guard import CacheGuard
+    from ..mcp.hub import McpHub
 
 
 class Agent:
@@ -532,6 +532,10 @@ class Agent:
             window_source=self.window_source,
             last_runner=self.last_runner,
         )
+
+    def next_head_tokens(self) -> dict[str, int]:
+        """The next request's parts besides its messages, in tokens (``views.next_head``)."""
+        return views.next_head(self.dry_plan())
 
     def sent_manifest(self) -> Manifest | None:
         """The manifest of the last request actually sent (``%context --last``)."""

@@ -24,8 +24,7 @@ from ..context.layer1 import Emit
 from ..context.pins import Pins
 from ..events import Notice, RunEvent
 from ..history import HistoryIndex
-from ..mcp import McpHub, load_config
-from ..mcp.approval import not_approved, question
+from ..mcp.config import load_config
 from ..notebook import NotebookHost
 from ..notebook.host import DocumentAccess
 from ..prompt import project_sections, with_memory, with_pins
@@ -40,6 +39,7 @@ from .memory import RunMemory
 
 if TYPE_CHECKING:
     from ..context.host import ContextHost
+    from ..mcp.hub import McpHub
 
 
 class RunSurface:
@@ -125,6 +125,8 @@ class RunSurface:
     def mcp(self) -> McpHub:
         """The kernel's MCP servers (``%mcp``); nothing runs until a run or ``%mcp`` starts them."""
         if self._mcp is None:
+            from ..mcp.hub import McpHub  # its event loop's imports: only once servers are asked for
+
             self._mcp = McpHub()
         return self._mcp
 
@@ -135,9 +137,12 @@ class RunSurface:
 
     def prepare_mcp(self, *, start: bool = True) -> list[str]:
         """Match the servers to the configuration now, starting new ones; problems as lines."""
+        config = load_config(self._workspace(), self.settings.mcp_servers)
+        if self._mcp is None and not config.servers:
+            # No server, none ever started: no hub (a run without MCP never imports its loop).
+            return [f"MCP configuration: {text}" for text in config.errors]
         hub = self.mcp
         hub.start_timeout, hub.call_timeout = self.settings.mcp_start_timeout, self.settings.mcp_timeout
-        config = load_config(self._workspace(), self.settings.mcp_servers)
         problems = hub.configure(config, self._workspace(), start=False)
         if start:
             problems += self._ask_mcp_approvals(hub)
@@ -146,6 +151,8 @@ class RunSurface:
 
     def _ask_mcp_approvals(self, hub: McpHub) -> list[str]:
         """Ask about each unapproved project server; a line for each that stays off."""
+        from ..mcp.approval import not_approved, question
+
         out = []
         for state in hub.unapproved():
             key = (state.name, state.config.digest)

@@ -15,8 +15,9 @@ from dataclasses import replace
 
 from ..config import PseudoClaude
 from ..context.cache import TTL_SECONDS, outlook
+from ..context.estimate import message_bytes
 from ..context.host import ContextHost
-from ..context.manifest import Manifest, manifest, notebook_cells
+from ..context.manifest import Manifest, head_parts, manifest, notebook_cells
 from ..context.settings import CompactSettings
 from ..envtrust import from_dotenv
 from ..prompt import without_memory
@@ -51,6 +52,7 @@ def next_request(
     messages = active.conversation.messages() if active is not None else []
     if settings.memory_policy == "off":
         messages, _ = withhold_bodies(messages)
+    units = [message_bytes(m) for m in messages]  # once, for the parts and the cache outlook
     data = manifest(
         sections=sections,
         messages=messages,
@@ -61,6 +63,7 @@ def next_request(
         anchor_tokens=figures.anchor_tokens if active is not None else 0,
         memory_index=plan.memory_index,
         pending_notebook=pending,
+        units=units,
     )
     data = replace(
         data,
@@ -85,7 +88,18 @@ def next_request(
         compactions=figures.compactions,
     )
     anchored = figures.anchor_tokens > 0
-    return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored)
+    return _with_cache_and_cost(data, messages, active, settings, last_runner, anchored=anchored, units=units)
+
+
+def next_head(plan: RunPlan) -> dict[str, int]:
+    """The next request's system prompt, pins, memory index and tool schemas, in tokens, as
+    ``next_request`` counts them, without its messages (``%context --at``'s NOW figures: a
+    long conversation costs nothing here)."""
+    found = head_parts(
+        sections=without_memory(list(plan.sections)), tools=plan.schemas(), memory_index=plan.memory_index
+    )
+    found.pop("system_sections")
+    return found
 
 
 def _with_cache_and_cost(
@@ -96,6 +110,7 @@ def _with_cache_and_cost(
     last_runner: Runner | None,
     *,
     anchored: bool,
+    units: list[int] | None = None,
 ) -> Manifest:
     """issue 31: the run's and the session's cost, the cache hit ratio, and the cache outlook
     of the next request (breakpoints, expected cache read)."""
@@ -116,6 +131,7 @@ def _with_cache_and_cost(
         anchored=anchored,
         now=time.time(),
         ttl=3600 if settings.cache_ttl == "1h" and provider == "anthropic" else TTL_SECONDS,
+        units=units,
     )
     ratio = spend.hit_ratio()
     session_cost = spend.cost()

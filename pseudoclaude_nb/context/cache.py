@@ -101,10 +101,12 @@ def outlook(
     anchored: bool,
     now: float,
     ttl: int = TTL_SECONDS,
+    units: list[int] | None = None,
 ) -> CacheOutlook:
     """The next request's cache: ``head_tokens`` is tools + system prompt; ``last`` the previous
-    request's usage (logged at ``last_ts``); ``anchored`` says no replace came since it."""
-    sizes = [tokens_for_bytes(message_bytes(m)) for m in messages]
+    request's usage (logged at ``last_ts``); ``anchored`` says no replace came since it;
+    ``units``: each message's ``message_bytes``, when the caller has them."""
+    sizes = [tokens_for_bytes(n) for n in (units if units is not None else map(message_bytes, messages))]
     breakpoints = _breakpoints(provider, head_tokens, messages, sizes)
     read, reason = expected_read(
         head_tokens=head_tokens, last=last, last_ts=last_ts, anchored=anchored, now=now, ttl=ttl

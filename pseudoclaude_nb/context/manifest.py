@@ -19,7 +19,10 @@ from ..prompt import PINS_SECTION
 from .estimate import estimate_text, image_part_bytes, message_bytes, tokens_for_bytes
 
 
-def message_parts(messages: list[Message]) -> dict[str, int]:
+def message_parts(messages: list[Message], units: list[int] | None = None) -> dict[str, int]:
+    """The messages' tokens by part; ``units``: each message's ``message_bytes``, when the caller
+    has them (``%context`` counts them once for this and the cache outlook)."""
+    sizes = units if units is not None else [message_bytes(m) for m in messages]
     parts = {
         "notebook": 0,
         "user_text": 0,
@@ -29,21 +32,21 @@ def message_parts(messages: list[Message]) -> dict[str, int]:
         "spill_previews": 0,
         "images": 0,  # issue-14: image parts, their own part (shown when there are any)
     }
-    for m in messages:
-        pictures = sum(image_part_bytes(p.width, p.height) for p in m.parts)
+    for m, size in zip(messages, sizes, strict=True):
+        pictures = sum(image_part_bytes(p.width, p.height) for p in m.parts) if m.parts else 0
         parts["images"] += pictures
         if m.tool_result is not None:
             key = "spill_previews" if m.is_spill_preview else "tool_results"
-            parts[key] += message_bytes(m) - pictures
+            parts[key] += size - pictures
         elif m.role == "user":
             # The notebook activity block is its own part (found by the message's field).
             block = len(m.content[: m.notebook.chars].encode("utf-8")) if m.notebook else 0
             parts["notebook"] += block
-            parts["user_text"] += message_bytes(m) - block - pictures
+            parts["user_text"] += size - block - pictures
         else:
             text = len(m.role) + len(m.content.encode("utf-8"))
             parts["assistant_text"] += text
-            parts["tool_calls"] += message_bytes(m) - text
+            parts["tool_calls"] += size - text
     return {k: tokens_for_bytes(v) for k, v in parts.items()}
 
 
@@ -160,23 +163,20 @@ def manifest(
     anchor_tokens: int = 0,
     memory_index: str | None = None,
     pending_notebook: str | None = None,
+    units: list[int] | None = None,
 ) -> Manifest:
     """``pending_notebook`` is the activity block the next run would add (counted as notebook).
 
     The user's pins are a system section, shown as their own part ("pins").
     """
-    pins_tokens = sum(estimate_text(text) for title, text in sections if title == PINS_SECTION)
-    system: list[dict[str, Any]] = [
-        {"title": title, "tokens": estimate_text(text)} for title, text in sections if title != PINS_SECTION
-    ]
-    # MCP servers' schemas are their own part: a well-known silent hog of the window.
+    head = head_parts(sections=sections, tools=tools, memory_index=memory_index)
+    system = head.pop("system_sections")
+    pins_tokens, memory_tokens = head["pins"], head["memory"]
+    tool_tokens, mcp_tokens = head["tool_schemas"], head["mcp_tool_schemas"]
     mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
-    tool_tokens = _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])])
-    mcp_tokens = _schema_tokens(mcp_tools)
-    parts = message_parts(messages)
+    parts = message_parts(messages, units)
     pending_tokens = estimate_text(pending_notebook) if pending_notebook else 0
     parts["notebook"] += pending_tokens
-    memory_tokens = estimate_text(memory_index) if memory_index else 0
     computed = (
         sum(s["tokens"] for s in system)
         + pins_tokens
@@ -207,6 +207,27 @@ def manifest(
         system_sections=system,
         notebook_pending_tokens=pending_tokens,
     )
+
+
+def head_parts(
+    *, sections: list[tuple[str, str]], tools: list[dict[str, Any]], memory_index: str | None
+) -> dict[str, Any]:
+    """What a request carries besides its messages, in tokens: the system prompt (and each of
+    its sections, ``system_sections``), the pins, the memory index and the tool schemas. It
+    costs what those cost, whatever the conversation's length (``%context --at``'s NOW figures)."""
+    system = [
+        {"title": title, "tokens": estimate_text(text)} for title, text in sections if title != PINS_SECTION
+    ]
+    # MCP servers' schemas are their own part: a well-known silent hog of the window.
+    mcp_tools = [t for t in tools if is_mcp_tool(t["name"])]
+    return {
+        "system": sum(s["tokens"] for s in system),
+        "system_sections": system,
+        "pins": sum(estimate_text(text) for title, text in sections if title == PINS_SECTION),
+        "memory": estimate_text(memory_index) if memory_index else 0,
+        "tool_schemas": _schema_tokens([t for t in tools if not is_mcp_tool(t["name"])]),
+        "mcp_tool_schemas": _schema_tokens(mcp_tools),
+    }
 
 
 def notebook_cells(block: Any) -> dict[str, Any]:

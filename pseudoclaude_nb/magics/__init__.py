@@ -45,6 +45,7 @@ class _Loaded:
     notebook_file: str | None
     agent: Agent | None = None
     host: SessionHost | None = None  # what %sessions works with, made on its first call
+    warm: Any = None  # a kernel's warm-up of the first run's imports (``warm.Warmer``)
 
 
 _LOADED: dict[int, _Loaded] = {}
@@ -118,6 +119,12 @@ def register(shell: Any) -> None:
             table[kind][name] = stand_in  # what IPython's register_magics records, minus the class
     recorder.install()
     shell.input_transformers_cleanup.append(question_transformer(package_names))
+    if getattr(shell, "kernel", None) is not None:
+        # In a kernel the first run's imports are done while it is idle, not by %load_ext
+        # nor on the way to the first request (issue 47).
+        from .warm import warmer
+
+        loaded.warm = warmer(shell, settings)
 
 
 def unregister(shell: Any) -> None:
@@ -129,6 +136,8 @@ def unregister(shell: Any) -> None:
     ]
     loaded = _LOADED.pop(id(shell), None)
     if loaded is not None:
+        if loaded.warm is not None:
+            loaded.warm.close()
         if loaded.host is not None:
             loaded.host.close()  # a pending resume's lock, the host's own history index
         if loaded.agent is not None:

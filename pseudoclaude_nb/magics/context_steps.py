@@ -51,7 +51,8 @@ def steps_action(magics: Any, args: Any) -> None:
 def _now_tokens(agent: Any) -> dict[str, int] | None:
     """Today's system prompt and tool schema tokens (the log does not keep them), or None."""
     try:
-        parts = agent.next_manifest().parts
+        # Only the parts besides the messages: the current conversation may be long.
+        parts = agent.next_head_tokens()
     except (PseudoClaudeError, KeyError, TypeError):
         return None
     return {

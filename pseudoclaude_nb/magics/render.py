@@ -39,7 +39,7 @@ from ..widgets.theme import BRAND, ERROR, FG1, FG2, WARN
 from .answer_stream import AnswerStream, markdown_bundle
 from .frontend import in_notebook
 from .output_batch import OutputBatch, show
-from .tool_line import WAITING, ToolLine, call_brief, result_brief, tool_result_bundle
+from .tool_line import TOOL_CSS, WAITING, ToolLine, call_brief, result_brief, tool_result_bundle
 
 __all__ = [
     "NotebookRenderer",
@@ -226,7 +226,7 @@ class NotebookRenderer:
         from ..widgets import ContextGauge
 
         self.quiet = quiet
-        self.gauge = ContextGauge(live=True)
+        self.gauge = ContextGauge(live=True, head=TOOL_CSS)  # the tool lines' styles, once a run
         self._gauge_handle: Any = None
         self._kernel = kernel if kernel is not None else getattr(get_ipython(), "kernel", None)
         self._batch = OutputBatch()  # finished tool lines and short answers, shown a few at a time

@@ -105,12 +105,14 @@ def message_cells(i: int, m: Message, width: int = 100) -> tuple[str, str, str]:
 NOTEBOOK_CHANGES = ("insert_cell", "edit_cell", "delete_cell", "run_cell")
 
 
-def notebook_changes(messages: list[Message]) -> str | None:
-    """The agent's changes to the notebook among ``messages`` as one line, each with its message
-    number and whether it was made (``None`` when there were none)."""
-    outcome = {m.tool_result.call_id: m.tool_result.is_error for m in messages if m.tool_result is not None}
+def notebook_changes(messages: list[tuple[int, Message]]) -> str | None:
+    """The agent's changes to the notebook among the numbered ``messages`` shown, as one line,
+    each with its message number and whether it was made (``None`` when there were none)."""
+    outcome = {
+        m.tool_result.call_id: m.tool_result.is_error for _, m in messages if m.tool_result is not None
+    }
     made: list[str] = []
-    for i, m in enumerate(messages):
+    for i, m in messages:
         for call in m.tool_calls:
             if call.name in NOTEBOOK_CHANGES:
                 index = call.arguments.get("index")

@@ -314,63 +314,62 @@ class SessionMagics(Magics):
 
     def _show(self, session_id: str, *, limit: int | None = None, tail: int | None = None) -> None:
         from ..session.catalog import whole_log
-        from ..session.loader import load_session
 
         ws = self._host.workspace
         path = session_dir(ws, session_id)
-        loaded = load_session(path)  # from the last replace; the counts and problems of the
-        logged = whole_log(path)  # whole log are its sidecar's (a replay of 200 MB took ~1.2 s)
         for n in (limit, tail):
             if n is not None and n < 1:
                 raise UsageError(f"--limit and --tail take a number of messages, at least 1, not {n}")
-        shown = _window(len(loaded.messages), limit=limit, tail=tail)
-        model = safe_line(loaded.last_model or "?")
+        # The counts and problems of the whole log are its sidecar's (a replay of 200 MB took ~1.2 s).
+        logged = whole_log(path)
+        state = _Shown.read(path, logged, limit=limit, tail=tail)
         replaces = "" if logged.replaces is None else f" · {logged.replaces} replaces"
         head: list[str] = [
             f"session {session_id} · {_relative(path / 'conversation.jsonl', ws)}",
-            f"{len(loaded.messages)} effective messages of {logged.physical_messages} logged"
-            f"{replaces} · {_size(loaded.bytes)} · model {model}",
+            f"{state.count} effective messages of {logged.physical_messages} logged"
+            f"{replaces} · {_size(state.bytes)} · model {safe_line(state.model or '?')}",
             *(f"! {safe_line(problem)}" for problem in logged.problems),
         ]
         table = Table((Column("#", right=True), Column("role"), Column("message")), indent="  ")
-        for i in shown:
+        for i in state.shown:
             if i is None:
-                hidden = len(loaded.messages) - len(shown) + 1
+                hidden = state.count - len(state.shown) + 1
                 table.across(
                     f"… {hidden:,} more messages (%sessions show {session_id} --tail N or --limit N)"
                 )
             else:
-                table.add(*message_cells(i, loaded.messages[i]))
-        changes = notebook_changes(loaded.messages)
-        emit(self.shell, *head, *([table] if shown else []), *([Note(changes)] if changes else []))
+                table.add(*message_cells(i, state.messages[i]))
+        changes = notebook_changes([(i, state.messages[i]) for i in state.shown if i is not None])
+        emit(self.shell, *head, *([table] if state.shown else []), *([Note(changes)] if changes else []))
         if in_notebook(self.shell):
-            self._timeline(path, loaded.bytes)
+            self._timeline(path, state.bytes, timeline=state.timeline)
 
-    def _timeline(self, path: Path, size: int | None = None) -> None:
+    def _timeline(self, path: Path, size: int | None = None, *, timeline: Any = None) -> None:
         """The physical log as a timeline: the widget in a notebook (choosing an entry shows it
         in full; below it the step scrubber: a step's request, as %context --at STEP shows
         it), else its text."""
         from ..session.timeline import build_timeline
         from ..widgets.timeline import timeline_text
 
-        timeline = build_timeline(path)
+        if timeline is None:
+            timeline = build_timeline(path)
         if not in_notebook(self.shell):
             print(timeline_text(timeline))
             return
-        # The scrubber scans the log and replays it up to a step: past SCRUB_BYTES that would
-        # cost seconds on top of the load above, so a big session points to --at instead.
+        # The scrubber replays the log from a step's nearest replace: past SCRUB_BYTES a
+        # session points to --at instead.
         size = (path / LOG_NAME).stat().st_size if size is None else size
         scrub = size <= SCRUB_BYTES
         from ..widgets import SessionTimeline
 
-        now = None
-        if scrub:
+        def now() -> dict[str, int] | None:
             # The scrubber's NOW figures are the agent's (its system prompt, tools, memory):
-            # only a log small enough for the scrubber builds the agent here.
+            # the agent is built when the scrubber first shows a step, not before.
             from .context_steps import now_tokens
 
-            now = now_tokens(self._host.agent())
-        display(SessionTimeline(timeline, steps=scrub, now=now))
+            return now_tokens(self._host.agent())
+
+        display(SessionTimeline(timeline, steps=scrub, now=now if scrub else None))
         if not scrub:
             print(
                 f"   (no step scrubber for a log over {_size(SCRUB_BYTES)}: %context --at STEP shows a step)"
@@ -450,3 +449,37 @@ def _index_lag(host: Any, sizes: dict[str, int] | None = None) -> str:
         parts.append(f"{_size(uncounted)} of log")
     sessions = f"{len(lag)} session{'s' if len(lag) != 1 else ''}"
     return f"history index: {' and '.join(parts)} behind in {sessions} (catching up in the background)"
+
+
+# An effective conversation longer than this is listed by reading its shown messages by offset
+# (``session.effective_rows``) rather than by a replay that builds every message (issue 48).
+READ_BY_OFFSET = 1_000
+
+
+class _Shown:
+    """The messages ``%sessions show`` lists, and the head line's figures."""
+
+    def __init__(
+        self, count: int, messages: Any, shown: list[int | None], size: int, model: str | None
+    ) -> None:
+        self.count, self.messages, self.shown, self.bytes, self.model = count, messages, shown, size, model
+        self.timeline: Any = None
+
+    @classmethod
+    def read(cls, path: Path, logged: Any, *, limit: int | None, tail: int | None) -> _Shown:
+        if not logged.problems and logged.effective_messages > READ_BY_OFFSET:
+            from ..session.effective_rows import effective_messages
+
+            count = logged.effective_messages
+            shown = _window(count, limit=limit, tail=tail)
+            found = effective_messages(path, [i for i in shown if i is not None], expected=count)
+            if found is not None:
+                messages, timeline = found
+                out = cls(count, messages, shown, (path / LOG_NAME).stat().st_size, logged.last_model)
+                out.timeline = timeline
+                return out
+        from ..session.loader import load_session
+
+        loaded = load_session(path)  # from the last replace
+        shown = _window(len(loaded.messages), limit=limit, tail=tail)
+        return cls(len(loaded.messages), loaded.messages, shown, loaded.bytes, loaded.last_model)

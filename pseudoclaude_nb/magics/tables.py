@@ -99,36 +99,36 @@ class Table:
     def html(self) -> str:
         last = self.columns[-1]
 
-        def cell(tag: str, text: str, col: Column, extra: str = "") -> str:
+        # Each cell keeps inline what a sanitized (untrusted) page needs to read it — its
+        # alignment and wrapping, against Lab's right-aligned cells — and the rest (padding,
+        # lines, the header's weight) is said once per output (``TABLE_CSS`` in ``bundle``):
+        # a 41-row listing's style was ~200 bytes a cell (issue 47).
+        def cell(tag: str, text: str, col: Column, top: str) -> str:
             align = "right" if col.right else "left"
             wraps = col.wrap if col.wrap is not None else col is last
-            space = "pre-wrap;overflow-wrap:normal" if wraps else "pre"
+            if wraps and "\n" not in text and "  " not in text:
+                space = ""  # one line of single spaces wraps at spaces as it is (a listing's message)
+            else:
+                space = ";white-space:pre-wrap;overflow-wrap:normal" if wraps else ";white-space:pre"
             font = f";font-family:{MONO}" if col.mono and tag == "td" else ""
             markup = _escape(text)
             if col.code and tag == "td":
                 markup = _CODE_SPAN.sub(r"<code>\1</code>", markup)
-            return (
-                f"<{tag} style='text-align:{align};vertical-align:top;padding:2px 10px 2px 0;"
-                f"white-space:{space}{font}{extra}'>{markup}</{tag}>"
-            )
+            return f"<{tag} style='text-align:{align}{top}{space}{font}'>{markup}</{tag}>"
 
-        head = "".join(
-            cell("th", c.name, c, f";border-bottom:1px solid {BORDER2};font-weight:600") for c in self.columns
-        )
+        head = "".join(cell("th", c.name, c, ";vertical-align:bottom") for c in self.columns)
         body = []
         for row in self.rows:
             if isinstance(row, str):
                 body.append(
-                    f"<tr><td colspan='{len(self.columns)}' style='text-align:left;color:{FG2};"
-                    f"padding:2px 0'>{_escape(row, one_line=True)}</td></tr>"
+                    f"<tr><td colspan='{len(self.columns)}' class='pc-across' style='text-align:left;color:{FG2}'>"
+                    f"{_escape(row, one_line=True)}</td></tr>"
                 )
             else:
-                line = f";border-top:1px solid {BORDER2}"
-                body.append(
-                    "<tr>"
-                    + "".join(cell("td", t, c, line) for t, c in zip(row, self.columns, strict=True))
-                    + "</tr>"
-                )
+                # A row of several lines reads from its top (one line is the same either way).
+                top = ";vertical-align:top" if any("\n" in t for t in row) else ""
+                cells = "".join(cell("td", t, c, top) for t, c in zip(row, self.columns, strict=True))
+                body.append(f"<tr>{cells}</tr>")
         # Lab centres tables, fixes their layout and right-aligns cells by default (for
         # DataFrames): a listing is read from the left, its columns as wide as their text.
         return (
@@ -142,9 +142,20 @@ Part = str | Table
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")  # on escaped text: the span holds no markup of its own
 
 
+# What every listing table's cells share, once per output (a sanitizer that drops it leaves
+# the front end's own table lines and padding: the cells keep their alignment inline).
+TABLE_CSS = (
+    "<style>.pc-table td,.pc-table th{padding:2px 10px 2px 0}"
+    f".pc-table thead th{{border-bottom:1px solid {BORDER2};font-weight:600}}"
+    f".pc-table tbody td{{border-top:1px solid {BORDER2}}}.pc-table td.pc-across{{padding:2px 0;border-top:none}}</style>"
+)
+
+
 def bundle(*parts: Part) -> dict[str, str]:
     """One output: ``text/html`` and an aligned ``text/plain`` of the same parts."""
     plain, markup = [], []
+    if any(isinstance(part, Table) for part in parts):
+        markup.append(TABLE_CSS)
     for part in parts:
         if isinstance(part, Table):
             plain.append(part.text())

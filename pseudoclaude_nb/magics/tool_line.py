@@ -28,8 +28,10 @@ SHOW_AFTER = 0.5  # seconds a tool runs before its running line is shown (0: at 
 # where no emoji font is installed).
 RUNNING = "… running"
 WAITING = "‖ waiting for permission"  # the call's line while the user answers the prompt
-PREVIEW_LINES = 6  # what a finished line keeps of the output: the full output is in the session log
-PREVIEW_CHARS = 300
+# What a finished line keeps of the output (the full output is in the session log): enough to
+# recognise it; each saved line costs what it keeps (issue 47: ≤ 1 KB a step saved).
+PREVIEW_LINES = 4
+PREVIEW_CHARS = 240
 ARGUMENTS_CHARS = 300
 ERROR_CHARS = 200  # what a one-line outcome keeps of an error's first line
 CODE_LINES, CODE_CHARS = 20, 800  # what a finished line keeps of an argument that is code
@@ -149,19 +151,35 @@ def tool_line_bundle(call: ToolCall, outcome: str, color: str, *, running: bool 
     brief = call_brief(call)
     cls = "pc-tool pc-tool-running" if running else "pc-tool"
     markup = (
-        f"<div class='{cls}' style='margin:2px 0'><code>{html.escape(brief)}</code> "
-        f"<span style='{_colour(color, _FALLBACK[color])}'>{html.escape(outcome)}</span></div>"
+        f"<div class='{cls}'><code>{_text(brief)}</code> <span {_colour(color)}>{_text(outcome)}</span></div>"
     )
     return {"text/html": markup, "text/plain": f"→ {brief} {outcome}"}
 
 
-def _colour(color: str, fallback: str) -> str:
-    """A colour that survives an untrusted notebook's sanitizer: a plain value first, the
-    theme's variable after it (a sanitizer drops the ``var()`` declaration, not the line)."""
-    return f"color:{fallback};color:{color}"
-
-
 _FALLBACK = {ERROR: "#d32f2f", SUCCESS: "#2e7d32", WARN: "#b26a00", FG2: "#777"}
+_CLASS = {ERROR: "pc-bad", SUCCESS: "pc-ok", WARN: "pc-warn", FG2: "pc-dim"}
+
+# What every tool line of a run shares, said once for the run (the renderer puts it with the
+# run's gauge) instead of on each line: a tool loop's saved lines were ~170 bytes of style
+# each (issue 47). The theme's colours are here; each line keeps a plain colour inline, which a
+# sanitizer (an untrusted notebook drops ``<style>``) leaves, so a ✓ or ✗ keeps its colour there.
+TOOL_CSS = (
+    "<style>.pc-tool{margin:2px 0}.pc-tool pre{max-height:20em;overflow:auto;font-size:85%}"
+    + "".join(f".pc-tool .{cls}{{color:{color}!important}}" for color, cls in _CLASS.items())
+    + "</style>"
+)
+
+
+def _colour(color: str) -> str:
+    """The attributes of a coloured part of a line: its class (the theme's colour, ``TOOL_CSS``)
+    and a plain colour inline that survives an untrusted notebook's sanitizer."""
+    return f"class='{_CLASS[color]}' style='color:{_FALLBACK[color]}'"
+
+
+def _text(text: str) -> str:
+    """Text as an element's content: ``<``, ``>`` and ``&`` escaped (quotes need no escape
+    outside an attribute: a preview of code full of them stays its size)."""
+    return html.escape(text, quote=False)
 
 
 def preview(content: str) -> str:
@@ -172,8 +190,10 @@ def preview(content: str) -> str:
     if len(shown) > PREVIEW_CHARS:
         shown = shown[: PREVIEW_CHARS - 1] + "…"
     rest = len(content) - len(shown)
-    if len(lines) > PREVIEW_LINES or rest > 0:
-        shown += f"\n… {len(lines):,} lines, {len(content):,} characters in all (the session log keeps them)"
+    if len(lines) > PREVIEW_LINES:  # the summary line says the size too
+        shown += f"\n… {len(lines):,} lines in all (the session log keeps them)"
+    elif rest > 0:
+        shown += f"\n… {len(content):,} characters in all (the session log keeps them)"
     return shown
 
 
@@ -184,10 +204,7 @@ def tool_result_bundle(event: ToolFinished) -> dict[str, str]:
     outcome = result_brief(event.result)
     # A command that exited non-zero is not an error result for the model, but it failed.
     color = ERROR if event.result.is_error or outcome.startswith("✗") else SUCCESS
-    summary = (
-        f"<code>{html.escape(brief)}</code> <span style='{_colour(color, _FALLBACK[color])}'>"
-        f"{html.escape(outcome)}</span> <small>{event.seconds:.1f} s</small>"
-    )
+    summary = f"<code>{_text(brief)}</code> <span {_colour(color)}>{_text(outcome)}</span> <small>{event.seconds:.1f} s</small>"
     pictures = event.result.images  # issue-14: what the code displayed, as thumbnails
     plain = f"→ {brief} {outcome}"
     if pictures:
@@ -198,25 +215,14 @@ def tool_result_bundle(event: ToolFinished) -> dict[str, str]:
     if body.strip() and body.strip() != outcome[2:].strip():
         blocks.append(_pre(body))
     if not blocks:
-        return {
-            "text/html": f"<div class='pc-tool' style='margin:2px 0'>{summary}</div>",
-            "text/plain": plain,
-        }
-    markup = (
-        f"<details class='pc-tool' style='margin:2px 0'><summary>{summary}</summary>"
-        + "".join(blocks)
-        + "</details>"
-    )
+        return {"text/html": f"<div class='pc-tool'>{summary}</div>", "text/plain": plain}
+    markup = f"<details class='pc-tool'><summary>{summary}</summary>" + "".join(blocks) + "</details>"
     return {"text/html": markup, "text/plain": plain}
 
 
 def _pre(text: str, label: str = "") -> str:
-    said = (
-        f"<div style='font-size:85%;{_colour(FG2, _FALLBACK[FG2])}'>{html.escape(label)}</div>"
-        if label
-        else ""
-    )
-    return f"{said}<pre style='max-height:20em;overflow:auto;font-size:85%'>{html.escape(text)}</pre>"
+    said = f"<div {_colour(FG2)}><small>{_text(label)}</small></div>" if label else ""
+    return f"{said}<pre>{_text(text)}</pre>"
 
 
 def _argument_blocks(call: ToolCall, *, cut: bool) -> list[str]:

@@ -1,7 +1,8 @@
 """Providers: one file per wire protocol, chosen by name.
 
 The wire providers are imported only when asked for: the SDK costs import time that
-the offline providers (offline, demo, scripted) do not need.
+the offline providers (offline, demo, scripted) do not need; and the scripted one (its
+script models) only when a script is played, not on a wire run's way to its first request.
 """
 
 from __future__ import annotations
@@ -11,11 +12,11 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError
 from .base import Provider, Request, Response, StreamEvent
-from .scripted import ScriptedProvider
 
 if TYPE_CHECKING:
     from ..config import RunConfig
     from .openai_compat import OpenAIProvider
+    from .scripted import ScriptedProvider
 
 # Seconds between streamed text chunks of the demo: enough to watch it stream.
 DEMO_PACE = 0.004
@@ -84,6 +85,8 @@ def make_provider(
                 "the scripted provider needs a script: pass --script PATH "
                 "(or %config PseudoClaude.script = 'PATH')"
             )
+        from .scripted import ScriptedProvider
+
         return ScriptedProvider(script, model=model or None, context_window=context_window or None)
     if name == "anthropic":
         from .anthropic import AnthropicProvider
@@ -184,3 +187,11 @@ __all__ = [
     "make_provider",
     "provider_for",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "ScriptedProvider":  # imported when first asked for (see the module docstring)
+        from .scripted import ScriptedProvider
+
+        return ScriptedProvider
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

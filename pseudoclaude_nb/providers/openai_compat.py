@@ -103,7 +103,10 @@ class OpenAIProvider:
         timeout = timeout or TIMEOUT
         # One client per configuration, reused by every run (a new one costs 0.3–0.6 s).
         self._client_key = ("openai", self.base_url, key, repr(timeout))
-        self._make_client = lambda: httpx.Client(timeout=timeout, headers=headers, verify=wire.tls())
+        base_url = self.base_url
+        self._make_client = lambda: httpx.Client(
+            timeout=timeout, headers=headers, verify=wire.tls_for(base_url)
+        )
         self._service = "OpenAI" if self.is_openai else SERVICE
         # issue 34: each step encodes only the new messages, also in the next %agent run
         self._encoded = EncodedHistory.shared((self.base_url, self.model, self.send_images))

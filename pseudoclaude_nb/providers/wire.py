@@ -51,6 +51,14 @@ def tls() -> Any:
     return httpx.create_ssl_context()
 
 
+def tls_for(base_url: str) -> Any:
+    """What a client for ``base_url`` verifies TLS with: the default context for ``https``; for a
+    plain ``http`` server (a local one) none is made — loading the CA bundle it would never use
+    was most of a kernel's first request to it (issue 47). Such a client follows no redirect
+    (httpx's default), so it never reaches an ``https`` address."""
+    return tls() if not base_url.lower().startswith("http://") else False
+
+
 def turns(messages: list[Message]) -> list[list[Message]]:
     """Consecutive messages of one role, grouped: each group becomes one wire turn.
 

@@ -180,6 +180,8 @@ class WholeLog:
     physical_messages: int
     replaces: int | None  # None: counted by no sidecar yet (one stored before the count was kept)
     problems: list[str]
+    effective_messages: int = 0
+    last_model: str | None = None
 
 
 def whole_log(session_dir: Path) -> WholeLog:
@@ -192,6 +194,8 @@ def whole_log(session_dir: Path) -> WholeLog:
         _count(meta.get("physical_messages")),
         replaces if type(replaces) is int and replaces >= 0 else None,
         [p for p in problems if isinstance(p, str)] if isinstance(problems, list) else [],
+        _count(meta.get("effective_messages")),
+        meta["last_model"] if isinstance(meta.get("last_model"), str) else None,
     )
 
 

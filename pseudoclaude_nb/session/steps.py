@@ -2,101 +2,55 @@
 
 A *step* is one model response the runner logged: its ``usage`` entry, numbered from 1 in
 file order — the points of the timeline's tokens-per-step curve, in order (a request the
-provider refused, or one interrupted before its answer, logs no usage and is no step). The request of step N is the effective conversation just before that
-response's answer was appended (the runner appends the answer, then logs its usage), so it
-is the replayed state at the usage line minus its last message.
+provider refused, or one interrupted before its answer, logs no usage and is no step). The
+request of step N is the effective conversation just before that response's answer was
+appended (the runner appends the answer, then logs its usage), so it is the replayed state
+at the usage line minus its last message.
 
-Cost: one scan of the log (each line decoded by ``entries.parse_line``, the one parser)
-for the step index, origins and pins, then the replay core (``replay.replay_stream``) over
-the prefix up to step N — linear in the prefix, never once per step. The system prompt and
-the tool schemas are not in the log: a ``StepRequest`` does not pretend to know them.
-No IPython here; nothing is written.
+Cost: what the request's own data costs, not the session's length (issue 47). The step is
+found in the session's timeline (``step_index``: ``timeline.idx`` plus the bytes written
+since), and the replay core (``replay.replay_stream``) reads only from the nearest replace at
+or before it that committed — a replace drops everything before it — to the step. The
+replaces, compactions, rollovers, spills and pins before the step are read by offset (a few
+lines each), and a request's rows are made only when shown (``Rows``). The system prompt and
+the tool schemas are not in the log: a ``StepRequest`` does not pretend to know them. No
+IPython here; nothing is written.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections import OrderedDict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, overload
 
 from .. import safeio
 from ..context.estimate import estimate_tokens, message_bytes, tokens_for_bytes
 from ..errors import SessionError
 from ..messages import Message
-from .entries import (
-    PIN_TYPES,
-    CompactEntry,
-    MessageEntry,
-    Pin,
-    ReplaceEntry,
-    UsageEntry,
-    apply_pin,
-    parse_line,
-)
+from .entries import CompactEntry
 from .loader import log_path
 from .replay import CHUNK, LoadResult, replay_stream, settle
+from .step_index import Marker, Step, StepIndex, StepRangeError, step_index
+from .step_origins import Origins
 
-_MARKER_KEYS = frozenset(("v", "type", "id", "ts", "reason", "replace_id", "count"))
-
-
-class StepRangeError(SessionError):
-    """A step number outside the session's steps."""
-
-
-@dataclass(frozen=True)
-class Step:
-    number: int  # 1-based
-    line: int  # the usage entry's 1-based line
-    end: int  # the byte after the usage line: the log up to here is the state after the answer
-    tokens: int  # the provider's prompt total + output for this response (0: unreadable)
-    model: str | None = None
-
-
-@dataclass(frozen=True)
-class Marker:
-    """A replace marker as the scan saw it (committed or not: ``replay`` decides)."""
-
-    offset: int
-    line: int
-    reason: str
-    replace_id: str
-    fields: dict[str, Any]  # the marker's other fields (a fork names its source), for display
-
-
-@dataclass
-class StepIndex:
-    path: Path
-    steps: list[Step] = field(default_factory=list)
-    markers: list[Marker] = field(default_factory=list)
-    pins: list[tuple[int, dict[str, Any]]] = field(default_factory=list)  # (offset, pin/unpin entry)
-    origins: dict[str, str] = field(default_factory=dict)  # message id -> the replace that brought it
-    size: int = 0
-
-    def check(self, n: int) -> Step:
-        """Step ``n``, or a ``StepRangeError`` naming the valid range."""
-        if not self.steps:
-            raise StepRangeError(
-                f"session {self.path.parent.name} has no steps yet (no model response is logged)"
-            )
-        if not 1 <= n <= len(self.steps):
-            raise StepRangeError(
-                f"step {n} is out of range: session {self.path.parent.name} has steps 1–{len(self.steps)}"
-            )
-        return self.steps[n - 1]
-
-    def pins_at(self, end: int) -> list[dict[str, Any]]:
-        """The pin entries in force at byte ``end`` (``entries.apply_pin``'s reading), as logged."""
-        pins: dict[str, Pin] = {}
-        logged: dict[str, dict[str, Any]] = {}
-        for offset, entry in self.pins:
-            if offset >= end:
-                break
-            apply_pin(pins, entry)
-            if entry["type"] == "pin":
-                logged.setdefault(entry["id"], entry)
-        return [logged[pid] for pid in pins]
+__all__ = [
+    "Marker",
+    "Row",
+    "Rows",
+    "Step",
+    "StepDiff",
+    "StepIndex",
+    "StepRangeError",
+    "StepRequest",
+    "diff_steps",
+    "part_of",
+    "request_at",
+    "scan",
+]
 
 
 @dataclass(frozen=True)
@@ -108,99 +62,149 @@ class Row:
     tokens: int
 
 
+class Rows(Sequence[Row]):
+    """A request's rows, each made when it is read: a view of thousands of messages shows only
+    its first and last hundred (``widgets.step_view``), and only those are built."""
+
+    def __init__(self, messages: list[Message], origins: Origins) -> None:
+        self._messages = messages
+        self._origins = origins
+        self._made: dict[int, Row] = {}
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    @overload
+    def __getitem__(self, i: int) -> Row: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[Row]: ...
+    def __getitem__(self, i: int | slice) -> Row | list[Row]:
+        if isinstance(i, slice):
+            return [self._row(k) for k in range(len(self))[i]]
+        if i < 0:
+            i += len(self)
+        if not 0 <= i < len(self):
+            raise IndexError(i)
+        return self._row(i)
+
+    def __iter__(self) -> Iterator[Row]:
+        return (self._row(k) for k in range(len(self)))
+
+    def _row(self, i: int) -> Row:
+        row = self._made.get(i)
+        if row is None:
+            m = self._messages[i]
+            # Numbered as people count: %context pin --message N.
+            row = Row(i + 1, m, part_of(m), self._origins.get(m.id), tokens_for_bytes(message_bytes(m)))
+            self._made[i] = row
+        return row
+
+
 @dataclass
 class StepRequest:
     session_id: str
     step: Step
     steps: int  # how many the session has
     messages: list[Message]
-    rows: list[Row]
+    rows: Rows
     replaces: list[Marker]  # committed before this request, oldest first
     spills: int
     compactions: list[CompactEntry]  # ok or not
     rollovers: int  # committed rollovers
     pins: list[dict[str, Any]]
     problems: list[str]
+    replayed_from: int = 0  # the byte the replay started at (the nearest committed replace, or 0)
 
-    @property
+    @cached_property
     def tokens(self) -> int:
         return estimate_tokens(self.messages)
 
 
-def scan(path: str | Path, *, origins_through: int | None = None) -> StepIndex:
-    """The step index of a log: usage entries, replace markers, pin entries, in one pass.
+_KEPT: OrderedDict[Path, tuple[tuple[int, int, int], StepIndex]] = OrderedDict()
+KEPT = 2  # step indexes kept, the latest asked for
 
-    It also notes which replace first brought each message (``StepIndex.origins``), up to
-    step ``origins_through`` (default: all): that costs a set of the ids seen, so it stops
-    where it is no longer needed.
+
+def scan(path: str | Path) -> StepIndex:
+    """The step index of a log: its usage entries, replace markers and the rest, by entry,
+    from the session's timeline (``step_index``).
+
+    The index of a log that has not changed since it was last asked for (same inode, size
+    and modification time: the log is append-only) is kept and given again, with the
+    markers and entries it has read since: ``%context --at`` step after step reads each of
+    them once, as the scrubber does with its own index.
     """
     file = log_path(path)
-    index = StepIndex(path=file)
-    reasons: dict[str, str] = {}
-    plain: set[str] = set()
     try:
-        with os.fdopen(safeio.open_file(file), "rb") as f:
-            for lineno, at, raw in _lines(f.fileno()):
-                entry = parse_line(raw)
-                if isinstance(entry, UsageEntry):
-                    tokens = entry.anchor[0] if entry.anchor else 0
-                    end = at + len(raw) + 1
-                    index.steps.append(Step(len(index.steps) + 1, lineno, end, tokens, entry.model))
-                elif isinstance(entry, ReplaceEntry):
-                    extra = {k: v for k, v in entry.raw.items() if k not in _MARKER_KEYS}
-                    index.markers.append(Marker(at, lineno, entry.reason, entry.replace_id, extra))
-                    reasons[entry.replace_id] = entry.reason
-                elif isinstance(entry, MessageEntry):
-                    if origins_through is not None and len(index.steps) >= origins_through:
-                        continue
-                    mid, rid = entry.id, entry.replace_id
-                    if rid is None:
-                        plain.add(mid)
-                    elif mid not in plain and mid not in index.origins and rid in reasons:
-                        index.origins[mid] = reasons[rid]
-                elif entry is not None and _pin_entry(entry.raw):
-                    index.pins.append((at, entry.raw))
-            index.size = os.fstat(f.fileno()).st_size
-    except OSError as exc:
-        raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
+        st = os.stat(file)
+    except OSError:
+        return step_index(file)  # which says what is wrong, as a SessionError
+    key = (st.st_ino, st.st_size, st.st_mtime_ns)
+    kept = _KEPT.get(file)
+    if kept is not None and kept[0] == key:
+        _KEPT.move_to_end(file)
+        return kept[1]
+    index = step_index(file)
+    _KEPT[file] = (key, index)
+    _KEPT.move_to_end(file)
+    while len(_KEPT) > KEPT:
+        _KEPT.popitem(last=False)
     return index
 
 
 def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | None = None) -> StepRequest:
     """The request of step ``n`` (default: the last), reconstructed from the log."""
-    index = index or scan(path, origins_through=n)
+    index = index or scan(path)
     step = index.check(len(index.steps) if n is None else n)
-    r = LoadResult(path=index.path)
-    commits = set(_replay_until(index.path, step.end, r))
+    at = index.entry(step.number)
+    markers = index.markers(at)
+    r, start = _replay_from_last_commit(index, markers, step.end)
     state = r.messages
+    snapshot = [m.id for m in state[: start.count]] if start is not None else []
     if state and state[-1].role == "assistant":
         state = state[:-1]  # the answer to this request
     r.messages = state
     settle(r)  # as a load of the log cut here would give it
-    replaces = [m for m in index.markers if m.offset in commits]
-    rows = [
-        Row(i, m, part_of(m), index.origins.get(m.id), tokens_for_bytes(message_bytes(m)))
-        for i, m in enumerate(r.messages, 1)  # numbered as people count: %context pin --message N
-    ]
+    before = start.entry if start is not None else 0
+    # What the replay did not read: the lines before it that were unreadable, and replaces
+    # that never completed (the state before each stood).
+    r.bad_lines[:0] = index.bad_lines(before)
+    if any(not m.committed for m in markers if m.entry < before):
+        r.torn_replace = True
+    last = step.number == len(index.steps)
     return StepRequest(
         session_id=index.path.parent.name,
         step=step,
         steps=len(index.steps),
         messages=r.messages,
-        rows=rows,
-        replaces=replaces,
-        spills=len(r.spills),
-        compactions=list(r.compacts),
-        rollovers=sum(1 for e in r.rollovers if e.phase == "commit"),
+        rows=Rows(r.messages, Origins(index, markers, start, snapshot)),
+        replaces=[m for m in markers if m.committed and (start is None or m.entry <= start.entry)],
+        spills=index.count("spill", at),
+        compactions=index.compactions(at),
+        rollovers=sum(1 for e in index.rollovers(at) if e.phase == "commit"),
         # The last step's pins are those in force now: a pin set since still belongs to it.
-        pins=index.pins_at(index.size if step.number == len(index.steps) else step.end),
+        pins=index.pins_at(index.timeline.count if last else at),
         problems=r.problems(),
+        replayed_from=start.offset if start is not None else 0,
     )
 
 
-def _pin_entry(raw: dict[str, Any]) -> bool:
-    """A pin or unpin entry (read by ``entries.apply_pin``; kept as logged, to be copied)."""
-    return raw.get("type") in PIN_TYPES and isinstance(raw.get("id"), str)
+def _replay_from_last_commit(
+    index: StepIndex, markers: list[Marker], end: int
+) -> tuple[LoadResult, Marker | None]:
+    """The replayed state at byte ``end``: from the last replace before it that committed (the
+    replay itself confirms it), else from the log's start. The line numbers ``LoadResult``
+    reports are the log's."""
+    for marker in reversed(markers):
+        if not marker.committed:
+            continue
+        r = LoadResult(path=index.path)
+        commits = _replay_range(index.path, marker.offset, end, r)
+        if commits and commits[0] == marker.offset:
+            r.bad_lines = [n + marker.line - 1 for n in r.bad_lines]
+            return r, marker
+    r = LoadResult(path=index.path)
+    _replay_range(index.path, 0, end, r)
+    return r, None
 
 
 def part_of(m: Message) -> str:
@@ -238,7 +242,7 @@ class StepDiff:
 
 def diff_steps(path: str | Path, a: int, b: int) -> StepDiff:
     """What changed between the requests of steps ``a`` and ``b``, message by message (by id)."""
-    index = scan(path, origins_through=max(a, b))
+    index = scan(path)
     index.check(a)
     index.check(b)
     ra, rb = request_at(path, a, index=index), request_at(path, b, index=index)
@@ -269,36 +273,18 @@ def diff_steps(path: str | Path, a: int, b: int) -> StepDiff:
 # --- reading ---------------------------------------------------------------------------------
 
 
-def _replay_until(file: Path, end: int, r: LoadResult) -> list[int]:
-    """The replay core over the log's first ``end`` bytes: the offsets of committed replaces."""
+def _replay_range(file: Path, start: int, end: int, r: LoadResult) -> list[int]:
+    """The replay core over the log's bytes [start, end): the offsets of committed replaces."""
     try:
         with os.fdopen(safeio.open_file(file), "rb") as f:
             fd = f.fileno()
 
             def chunks() -> Iterator[bytes]:
-                at = 0
+                at = start
                 while at < end and (piece := os.pread(fd, min(CHUNK, end - at), at)):
                     at += len(piece)
                     yield piece
 
-            return replay_stream(chunks(), r, lambda offset, size: os.pread(fd, size, offset))
+            return replay_stream(chunks(), r, lambda offset, size: os.pread(fd, size, offset), base=start)
     except OSError as exc:
         raise SessionError(f"cannot read session log {file}: {exc.strerror or exc}") from exc
-
-
-def _lines(fd: int) -> Iterator[tuple[int, int, bytes]]:
-    """(1-based line, offset, bytes without the newline) of each line, read a chunk at a time."""
-    at = 0
-    lineno = 0
-    carry = b""
-    while piece := os.pread(fd, CHUNK, at + len(carry)):
-        data = carry + piece
-        start = 0
-        while (nl := data.find(b"\n", start)) >= 0:
-            lineno += 1
-            yield lineno, at + start, data[start:nl]
-            start = nl + 1
-        at += start
-        carry = data[start:]
-    if carry:
-        yield lineno + 1, at, carry

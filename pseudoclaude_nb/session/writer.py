@@ -39,7 +39,7 @@ from ..errors import SessionLockedError, SessionWriteError, UnsafePathError
 from ..messages import Message, new_id
 from ..redact import Redactor
 from ..workspace import LOG_NAME, SPILL_DIR
-from . import entries, locks, mend, sidecar, timeline
+from . import entries, locks, mend, sidecar
 from .encode import EncodeError, encode_checked, encode_entry
 from .locks import is_locked
 
@@ -217,6 +217,8 @@ class SessionWriter:
         meta = self.sync_meta() if self._unsynced else sidecar.read_meta(self.dir)
         if meta is not None:
             with self._meta_lock:  # the index's header says whether it is due: nothing set per append
+                from . import timeline  # its scan's imports: at a run's end, not before its first request
+
                 problem = timeline.keep_index(self.dir, meta)  # never raises: derived
             if problem is not None:
                 self._notices.append(problem)

@@ -13,8 +13,8 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import regex as bounded_re
 from pydantic import Field
 
 from ..errors import ToolError
@@ -23,6 +23,9 @@ from ..textsafe import escape_surrogates
 from .files import is_binary
 from .registry import ESCAPE_NOTE, Tool, ToolArgs
 from .workspace import display_path, escaped_name, open_text, resolve_in_workspace
+
+if TYPE_CHECKING:
+    import regex as bounded_re
 
 SKIP_DIRS = frozenset({".git", ".pseudoclaude", "__pycache__", ".ipynb_checkpoints", "node_modules"})
 MAX_LISTED_FILES = 1000
@@ -69,6 +72,8 @@ def glob_to_regex(pattern: str) -> bounded_re.Pattern[str]:
     ``*`` and ``?`` stay within one path component, ``**/`` matches zero or more directories,
     ``[...]`` is a character class (``[!...]`` negated). Hidden files are matched like others.
     """
+    import regex as bounded_re  # the timeout-capable regex module: when a tool runs, not at import
+
     out: list[str] = []
     i, n = 0, len(pattern)
     while i < n:
@@ -215,6 +220,8 @@ def _glob_match(regex: bounded_re.Pattern[str], subject: str, budget: _Budget) -
 
 
 def grep(workspace: Path, args: GrepArgs) -> str:
+    import regex as bounded_re  # the timeout-capable regex module: when a tool runs, not at import
+
     root = Path(workspace).resolve()
     try:
         regex = bounded_re.compile(args.pattern)

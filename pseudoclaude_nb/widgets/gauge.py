@@ -1,7 +1,9 @@
 """The context gauge: the estimate against the window, live during a run.
 
 One ``ipywidgets.HTML`` holding an inline SVG, so it renders in JupyterLab, Notebook 7,
-VS Code and Colab without a front-end extension. ``GaugeState`` is plain data and
+VS Code and Colab without a front-end extension (a running ``%agent``'s live gauge is no
+widget: ipywidgets is imported when a snapshot's widget is first made, not on the way to a
+kernel's first request, issue 47). ``GaugeState`` is plain data and
 ``gauge_svg``/``gauge_text`` are pure functions of it; ``ContextGauge`` only observes
 run events and re-renders. A run's gauge keeps what a compaction takes away: the peak
 estimate of the run (a tick and "peak ~N") and the last drop (before → after), so the gauge
@@ -10,13 +12,12 @@ read after the run still says how close the context came to the line.
 
 from __future__ import annotations
 
+import functools
 import html
 import threading
 import time
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-import ipywidgets
 
 from ..cost import UNKNOWN, Spend, ratio_text
 from ..events import (
@@ -269,21 +270,27 @@ def state_from_context(state: ContextState) -> dict[str, Any]:
     }
 
 
-class TextReprHTML(ipywidgets.HTML):
+@functools.cache
+def text_repr_html() -> type:
     """An HTML widget whose ``text/plain`` and ``text/html`` forms are its current state, so a
-    terminal, a saved notebook, nbconvert or GitHub read it without a widget manager.
-    ``saved``: the HTML a notebook keeps, when it differs from the live view's (a picture)."""
+    terminal, a saved notebook, nbconvert or GitHub read it without a widget manager (the class
+    is made on first use: ipywidgets is imported then). ``saved``: the HTML a notebook keeps,
+    when it differs from the live view's (a picture)."""
+    import ipywidgets
 
-    def __init__(self, *, text: str, saved: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.text = text
-        self.saved = saved
+    class TextReprHTML(ipywidgets.HTML):
+        def __init__(self, *, text: str, saved: str | None = None, **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.text = text
+            self.saved = saved
 
-    def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
-        bundle = super()._repr_mimebundle_(**kwargs) or {}
-        bundle["text/plain"] = self.text
-        bundle["text/html"] = self.value if self.saved is None else self.saved
-        return bundle
+        def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+            bundle = super()._repr_mimebundle_(**kwargs) or {}
+            bundle["text/plain"] = self.text
+            bundle["text/html"] = self.value if self.saved is None else self.saved
+            return bundle
+
+    return TextReprHTML
 
 
 # The live gauge of a run stays in view while the answer below it grows: its output sticks to
@@ -319,13 +326,16 @@ class ContextGauge:
     _shown_at: float = field(default=0.0, repr=False)
 
     _widget: Any = field(default=None, repr=False)
+    # A live gauge's extra HTML before its picture: the styles the run's other outputs share
+    # (the renderer's ``TOOL_CSS``), said once, in the one output every run has.
+    head: str = ""
 
     @property
     def widget(self) -> Any:
         """The snapshot's HTML widget, made when first asked for (a gauge only shown as
         ``static_bundle`` opens no widget model at all)."""
         if self._widget is None and not self.live:
-            self._widget = TextReprHTML(
+            self._widget = text_repr_html()(
                 value=self._html(self.state),
                 text=gauge_text(self.state),
                 saved=self._html(self.state, saved=True),
@@ -348,8 +358,12 @@ class ContextGauge:
     def _html(self, state: GaugeState, *, saved: bool = False) -> str:
         if not self.live:
             return gauge_html(state, saved=saved)
-        return STICKY_CSS + gauge_html(state, saved=saved).replace(
-            "<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1
+        return (
+            STICKY_CSS
+            + self.head
+            + gauge_html(state, saved=saved).replace(
+                "<div class='pc-gauge'", "<div class='pc-gauge pc-gauge-live'", 1
+            )
         )
 
     def __call__(self, event: RunEvent) -> None:

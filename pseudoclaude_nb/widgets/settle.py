@@ -7,6 +7,10 @@ shown with a display id, and when the next cell runs (clicks are only answered b
 cells, so it stays interactive for as long as it is the last thing run) its output is
 replaced in place by its own ``text/html`` and ``text/plain``, and the widget is closed.
 The saved notebook then holds HTML and text, no widget state to find.
+
+While it is live its output carries its ``text/html`` too (the same as the settled one: a
+front end without widgets shows it, and nbval compares a run notebook's outputs with the
+settled ones it recorded).
 """
 
 from __future__ import annotations
@@ -68,11 +72,11 @@ class Settles:
         from IPython import get_ipython
 
         shell = get_ipython()
-        bundle = self._repr_mimebundle_()  # type: ignore[attr-defined]
         if shell is None or getattr(shell, "kernel", None) is None:
-            display(bundle, raw=True)  # no front end to settle: as it is
+            display(self._repr_mimebundle_(), raw=True)  # type: ignore[attr-defined]  # no front end to settle: as it is
             return
         if id(shell) not in _hooked:
             shell.events.register("pre_run_cell", settle_all)
             _hooked.add(id(shell))
+        bundle = self._repr_mimebundle_()  # type: ignore[attr-defined]
         _pending.append((display(bundle, raw=True, display_id=True), self))

@@ -9,7 +9,7 @@ the other. Everything read from the log goes through ``textsafe.printable`` (and
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from ..context.estimate import estimate_text
 from ..messages import Message
@@ -118,8 +118,9 @@ def _cells(row: Row) -> str:
     )
 
 
-def _shown(rows: list[Row]) -> list[Row | None]:
-    """The rows to show; ``None`` where the middle of a long request is left out."""
+def _shown(rows: Sequence[Row]) -> list[Row | None]:
+    """The rows to show; ``None`` where the middle of a long request is left out (its rows
+    are never made: ``session.steps.Rows`` builds a row when it is read)."""
     if len(rows) <= 2 * EDGE:
         return list(rows)
     return [*rows[:EDGE], None, *rows[-EDGE:]]

@@ -2,16 +2,18 @@
 
 A step is the N-th ``usage`` entry of the log (``session.steps``); the view of a step is the
 one ``%context --at STEP`` shows, made by the same renderer (``widgets.step_view``), so
-everything read from the log is escaped there. The step list is scanned once; a step's
-request costs one replay of the log up to it, so it is computed only when that step is
-chosen (the slider reports on release, not while dragging) and its view is kept: choosing
-it again reads nothing. Only core ipywidgets (IntSlider, HTML).
+everything read from the log is escaped there. The steps come from the session's timeline
+(the timeline view's own, when the scrubber sits under it); a step's request is read from
+the nearest replace before it, only when that step is chosen (the slider reports on
+release, not while dragging), and its view is kept: choosing it again reads nothing. Only
+core ipywidgets (IntSlider, HTML).
 """
 
 from __future__ import annotations
 
 import html
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +21,7 @@ from typing import Any
 import ipywidgets
 
 from ..errors import PseudoClaudeError
+from ..session.step_index import step_index
 from ..session.steps import StepIndex, request_at, scan
 from ..textsafe import printable
 from .settle import Settles
@@ -46,26 +49,45 @@ class StepView:
         return f"{head} — {self.messages:,} {noun}, ~{self.tokens:,} tokens"
 
 
+# A request of more messages than this is not read when the scrubber opens: it is read when
+# its step is chosen (issue 48: the last step of a 10,000-message session is all of it).
+OPEN_LIMIT = 200
+
+Now = dict[str, int] | None
+
+
 class StepScrubber(Settles, ipywidgets.VBox):
     """A slider over steps 1..N and, below it, the request the model received at the chosen one.
 
     ``now``: today's system prompt, memory and tool schema tokens (``magics.context_steps.now_tokens``),
-    shown labelled NOW exactly as ``%context --at`` shows them; None says they are unknown.
-    Opens at ``step`` (default: the last). A session without steps gets a slider-less note.
+    shown labelled NOW exactly as ``%context --at`` shows them; None says they are unknown; a
+    function returning them is called when a step is first shown. Opens at ``step`` (default:
+    the last), showing its request when it has at most ``OPEN_LIMIT`` messages; a longer one
+    is read when the slider is moved (the label says so). A session without steps gets a
+    slider-less note.
     """
 
     def __init__(
         self,
         path: str | Path,
         *,
-        now: dict[str, int] | None = None,
+        now: Now | Callable[[], Now] = None,
         step: int | None = None,
         index: StepIndex | None = None,
+        timeline: Any = None,
+        shared: dict[str, Any] | None = None,
+        sliders: dict[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
+        """``shared``: a layout and a style for its HTML parts, ``sliders`` for its slider,
+        shared with the view it sits in."""
         self.path = Path(path)
-        self.now = now
-        self.index = index if index is not None else scan(path)  # the step list, once
+        self._now = now
+        self._chosen: int | None = None  # the step whose view is shown (None: none read yet)
+        # The step list, once: from the timeline view's own timeline when it has one.
+        if index is None:
+            index = step_index(path, timeline) if timeline is not None else scan(path)
+        self.index = index
         self._views: OrderedDict[int, StepView] = OrderedDict()
         n = len(self.index.steps)
         self.slider = ipywidgets.IntSlider(
@@ -74,17 +96,39 @@ class StepScrubber(Settles, ipywidgets.VBox):
             max=max(n, 1),
             description="step",
             continuous_update=False,  # one replay when the slider is let go, not one per step passed
-            layout={"display": "flex" if n > 1 else "none"},
+            **(sliders or {}),
         )
-        self.label = ipywidgets.HTML()
-        self.request = ipywidgets.HTML()
+        self.label = ipywidgets.HTML(**(shared or {}))
+        self.request = ipywidgets.HTML(**(shared or {}))
         self.slider.observe(lambda change: self._show(change["new"]), names="value")
-        super().__init__(children=[self.slider, self.label, self.request], **kwargs)
+        if shared:
+            kwargs.setdefault("layout", shared["layout"])
+        # The slider only when there is more than one step to choose.
+        super().__init__(children=[*([self.slider] if n > 1 else []), self.label, self.request], **kwargs)
         self.add_class("pc-step-scrubber")
-        if n:
+        if not n:
+            self.label.value = "<i>no steps yet: no model response is logged</i>"
+        elif (size := self.index.request_size(self.slider.value)) <= OPEN_LIMIT:
             self._show(self.slider.value)
         else:
-            self.label.value = "<i>no steps yet: no model response is logged</i>"
+            self._waiting = (
+                f"step {self.slider.value} of {n} — {size:,} messages: move the slider to read a step's "
+                f"request (%context --at {self.slider.value} shows this one)"
+            )
+            self.label.value = f"<small>{html.escape(self._waiting)}</small>"
+
+    _waiting = ""
+
+    @property
+    def now(self) -> Now:
+        """Today's NOW figures, asked for once (building them may build the agent)."""
+        if callable(self._now):
+            self._now = self._now()
+        return self._now
+
+    def close(self) -> None:
+        self.slider.close()  # not among the children when there is one step
+        super().close()
 
     @property
     def steps(self) -> int:
@@ -111,16 +155,20 @@ class StepScrubber(Settles, ipywidgets.VBox):
         if not self.steps:
             return
         shown = self.view(n)
+        self._chosen = n
         self.label.value = f"<small>{html.escape(shown.text)}</small>"
         self.request.value = shown.html
 
     @property
     def current(self) -> StepView | None:
-        return self.view(self.slider.value) if self.steps else None
+        """The view shown (None before any is: no steps, or a long request not read yet)."""
+        return self.view(self._chosen) if self._chosen is not None else None
 
     def text(self) -> str:
         shown = self.current
-        return shown.text if shown else "no steps yet: no model response is logged"
+        if shown is not None:
+            return shown.text
+        return self._waiting or "no steps yet: no model response is logged"
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
         bundle = super()._repr_mimebundle_(**kwargs) or {}

@@ -28,7 +28,7 @@ from ..session.timeline.items import KINDS, Item
 from ..textsafe import printable
 from .picture import picture
 from .settle import Settles
-from .steps import StepScrubber
+from .steps import Now, StepScrubber
 from .theme import BRAND, ERROR, FG1, FG2, MONO, WARN, fill, spaced, stroke
 
 COLORS = {
@@ -127,11 +127,13 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
             f'height="{row_h * len(ROWS) + 4}" {fill(BRAND, 0.12)}><title>effective window: what the model '
             f"sees next ({t.effective_messages} messages)</title></rect>"
         )
+    # One group carries what the row labels share.
+    out.append(f'<g font-size="10" text-anchor="end" {fill(FG1)}>')
     for r, name in enumerate(ROWS):
         out.append(
-            f'<text class="pc-row-label" x="{left - 6}" y="{rows_top + r * row_h + 9}" font-size="10" '
-            f'text-anchor="end" {fill(FG1)}>{name.replace("_", " ")}</text>'
+            f'<text class="pc-row-label" x="{left - 6}" y="{rows_top + r * row_h + 9}">{name.replace("_", " ")}</text>'
         )
+    out.append("</g>")
     curve = [(b, bn.peak_tokens) for b, bn in enumerate(bins) if bn.peak_tokens]
     fallen = drops(t) if curve else []
     # The scale holds the lines and the drops' "before" too: the line a run crossed is in the picture.
@@ -146,14 +148,13 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         out.append(
             f'<polyline class="pc-curve" points="{pts}" fill="none" {stroke(FG2, "stroke-width:1.5")}/>'
         )
-        # One group carries what every point shares: the picture stays small at 200 bins.
-        out.append(f'<g class="pc-usage-points" {fill(FG2)}>')
-        for b, tok in curve:
-            out.append(
-                f'<circle cx="{x(b):.1f}" cy="{cy(tok):.1f}" r="2.5">'
-                f"<title>step usage: {tok:,} tokens</title></circle>"
-            )
-        out.append("</g>")
+        # The points are one path of round dots (a zero-length stroke each, a few bytes a
+        # point); their figures are in the tooltip of each bin's column, drawn last.
+        dots = "".join(f"M{x(b):.1f} {cy(tok):.1f}h0" for b, tok in curve)
+        out.append(
+            f'<path class="pc-usage-points" d="{dots}" fill="none" '
+            f"{stroke(FG2, 'stroke-width:5;stroke-linecap:round')}/>"
+        )
         out.append(
             f'<text class="pc-axis-label" x="{left - 6}" y="{curve_top + 8}" font-size="10" text-anchor="end" '
             f"{fill(FG1)}>{peak:,}</text>"
@@ -164,7 +165,7 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         )
     kind_paths: dict[tuple[str, bool], list[str]] = {}  # (kind, effective): the path of its marks
     strips: list[str] = []
-    w, column = f"{bar:.1f}", f"{span / n:.1f}"
+    w = f"{bar:.1f}"
     replace_lines: list[str] = []
     replace_labels: list[str] = []
     label_free = 0.0  # where the next replace label may start
@@ -186,18 +187,12 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
         # transparent strip over its column, drawn last: the picture stays small at any size.
         shown = [(r, kind, bn.counts[kind]) for r, kind in enumerate(ROWS) if bn.counts.get(kind, 0)]
         if shown:
-            left_x = f"{x(b) - bar / 2:.1f}"
+            # A mark is a vertical stroke as wide as the bar (half the bytes of a filled box).
             for r, kind, _count in shown:
                 kind_paths.setdefault((kind, bool(bn.effective)), []).append(
-                    f"M{left_x} {rows_top + r * row_h}h{w}v10h-{w}z"
+                    f"M{x(b):.1f} {rows_top + r * row_h}v10"
                 )
-            counts = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for _r, kind, count in shown)
-            state = " (effective)" if bn.effective else ""
-            strips.append(
-                f'<rect x="{left + span * b / n:.1f}" y="{rows_top}" width="{column}" height="{row_h * len(ROWS)}" '
-                'fill="transparent">'
-                f"<title>{where}{state}: {counts}</title></rect>"
-            )
+
         if bn.images:  # issue-14: a bin whose messages carry image parts gets a dot above its marks
             noun = "image" if bn.images == 1 else "images"
             out.append(
@@ -205,14 +200,49 @@ def timeline_svg(t: Timeline, width: int = 720, marks: Marks = ()) -> str:
                 f"<title>{where}: {bn.images:,} {noun}</title></circle>"
             )
     for (kind, effective), paths in kind_paths.items():
-        dim = "" if effective else ' fill-opacity="0.35"'
-        out.append(f'<path class="pc-item pc-{kind}" fill="{COLORS[kind]}"{dim} d="{"".join(paths)}"/>')
+        dim = "" if effective else ' stroke-opacity="0.35"'
+        out.append(
+            f'<path class="pc-item pc-{kind}" fill="none" stroke="{COLORS[kind]}" stroke-width="{w}"{dim} '
+            f'd="{"".join(paths)}"/>'
+        )
     if replace_lines:  # one group carries the style every marker shares
         out.append(f'<g class="pc-replaces" {stroke(ERROR, "stroke-width:2")}>{"".join(replace_lines)}</g>')
         out.append(f'<g font-size="10" {fill(ERROR)}>{"".join(replace_labels)}</g>')
-    out.extend(strips)
+    # Each tooltip is on a transparent strip over its columns, drawn last: one a bin, or one for
+    # every few bins of a long log (at most TIPS; the list below has every entry).
+    per = -(-n // TIPS)
+    for g in range(0, len(bins), per):
+        strip = _tooltip(bins[g : g + per])
+        if strip:
+            mid = (x(g) + x(min(g + per, len(bins)) - 1)) / 2
+            strips.append(
+                f'<path d="M{mid:.1f} {rows_top}v{row_h * len(ROWS)}"><title>{strip}</title></path>'
+            )
+    if strips:  # one group carries the transparent stroke, its columns wide, every strip shares
+        out.append(
+            f'<g class="pc-bins" stroke="transparent" stroke-width="{span * per / n:.1f}">{"".join(strips)}</g>'
+        )
     out.append("</svg>")
     return spaced("".join(out))
+
+
+TIPS = 50  # tooltip strips at most: a bin's counts, or a few bins' together
+
+
+def _tooltip(group: list[Any]) -> str:
+    """What a strip over ``group``'s columns says (its lines, whether effective, the counts per
+    kind, the largest step); '' for columns with nothing to count."""
+    counts = {kind: sum(bn.counts.get(kind, 0) for bn in group) for kind in ROWS}
+    shown = ", ".join(f"{count:,} {kind.replace('_', ' ')}" for kind, count in counts.items() if count)
+    if not shown:
+        return ""
+    first, last = group[0].first_line, group[-1].last_line
+    where = f"#{first}" if first == last else f"#{first}–{last}"
+    live = sum(1 for bn in group if bn.effective)
+    state = "" if not live else " (effective)" if live == len(group) else " (partly effective)"
+    peak = max(bn.peak_tokens for bn in group)
+    usage = f"; steps up to {peak:,} tokens" if peak else ""
+    return f"{where}{state}: {shown}{usage}"
 
 
 def _lines_and_drops(
@@ -261,22 +291,35 @@ def _lines_and_drops(
     return out
 
 
-TEXT_LIMIT = 200  # entries listed in the text forms (a page); the rest is summed up
+TEXT_LIMIT = 30  # entries listed in the text forms (the first and last 15); the rest is summed up, with where
 
 
-def _listed(t: Timeline, limit: int = TEXT_LIMIT) -> list[Item]:
-    """The first entries, for the text forms (labels only)."""
-    return t.read(range(min(limit, t.count)), detail=False)
+def _listed(t: Timeline, limit: int = TEXT_LIMIT) -> list[Item | None]:
+    """The entries the text forms list (labels only): all of a short log; of a longer one the
+    first and last ``limit // 2``, ``None`` where the others are left out (a few more than
+    ``limit`` are all listed: leaving out three would say less than listing them)."""
+    if t.count <= limit + limit // 2:
+        return list(t.read(range(t.count), detail=False))
+    half = limit // 2
+    first, last = t.read(range(half), detail=False), t.read(range(t.count - half, t.count), detail=False)
+    return [*first, None, *last]
 
 
-def timeline_text(t: Timeline, items: list[Item] | None = None) -> str:
+def _more(t: Timeline, listed: list[Item | None]) -> str:
+    left = t.count - sum(1 for it in listed if it is not None)
+    return f"… {left:,} more entries (the timeline's pages in a notebook; the log is .pseudoclaude/sessions/{t.session_id}/conversation.jsonl)"
+
+
+def timeline_text(t: Timeline, items: list[Item | None] | None = None) -> str:
+    listed = _listed(t) if items is None else items
     lines = [f"session {t.session_id}: {t.count} log entries, {t.effective_messages} effective messages"]
     lines += [f"! {p}" for p in t.problems]
-    for it in _listed(t) if items is None else items:
+    for it in listed:
+        if it is None:
+            lines.append(_more(t, listed))
+            continue
         mark = "▶" if it.effective else " "
         lines.append(f"{mark} {it.line:>5}  {it.kind:<11} {it.label}")
-    if t.count > TEXT_LIMIT:
-        lines.append(f"… {t.count - TEXT_LIMIT:,} more entries")
     return printable("\n".join(lines))  # a log's text, maybe a cloned one's: escapes as text
 
 
@@ -323,7 +366,7 @@ def _option(it: Item) -> str:
     return f"{it.line:>5} {'▶' if it.effective else ' '} {it.kind:<11} {it.label}"
 
 
-PAGE = 200  # entries in the list at a time: the widget's state stays small at any log size
+PAGE = 40  # entries in the list at a time: the widget's state stays small at any log size
 
 
 class SessionTimeline(Settles, ipywidgets.VBox):
@@ -339,15 +382,25 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         *,
         marks: Marks = (),
         steps: bool = False,
-        now: dict[str, int] | None = None,
+        now: Now | Callable[[], Now] = None,
         **kwargs: Any,
     ) -> None:
         self.timeline = timeline
-        self.scrubber = StepScrubber(timeline.path, now=now) if steps and timeline.usage else None
-        # A usage entry's line -> its step (the scan's own numbering, the one %context --at uses).
-        self._step_of = {s.line: s.number for s in self.scrubber.index.steps} if self.scrubber else {}
+        # The plain parts share one layout and one style model: each model is ~1 KB of state
+        # on the wire, whatever it holds (issue 48).
+        from ipywidgets.widgets.widget_string import HTMLStyle
+
+        shared = {"layout": ipywidgets.Layout(), "style": HTMLStyle()}
+        sliders = {"layout": shared["layout"], "style": ipywidgets.SliderStyle()}
+        self.scrubber = (
+            StepScrubber(timeline.path, now=now, timeline=timeline, shared=shared, sliders=sliders)
+            if steps and timeline.usage
+            else None
+        )
         self._svg = timeline_svg(timeline, marks=marks)  # drawn once, for the widget and its saved form
-        self.overview = ipywidgets.HTML(value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>")
+        self.overview = ipywidgets.HTML(
+            value=f"{LIST_CSS}<div class='pc-timeline'>{self._svg}</div>", **shared
+        )
         pages = max(1, -(-timeline.count // PAGE))
         # Open where the effective window starts (what the model sees next), not at entry 1.
         start = timeline.first_effective
@@ -356,21 +409,29 @@ class SessionTimeline(Settles, ipywidgets.VBox):
             min=0,
             max=pages - 1,
             description="page",
-            layout={"display": "flex" if pages > 1 else "none"},
+            **sliders,
         )
-        self.page_label = ipywidgets.HTML()
+        self.page_label = ipywidgets.HTML(**shared)
         self.entries = ipywidgets.Select(options=[], rows=12, layout={"width": "calc(100% - 8px)"})
         self.entries.add_class("pc-timeline-list")
-        self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>")
+        self.detail = ipywidgets.HTML(value="<i>choose an entry to see its content</i>", **shared)
         self._items: list[Item] = []
         self._first = 0
         self.entries.observe(self._show, names="value")
         self.page.observe(lambda change: self._load_page(change["new"]), names="value")
         self._load_page(self.page.value)
-        children = [self.overview, self.page, self.page_label, self.entries, self.detail]
+        # The page slider and its label only when there is more than one page.
+        paging = [self.page, self.page_label] if pages > 1 else []
+        children = [self.overview, *paging, self.entries, self.detail]
+        kwargs.setdefault("layout", shared["layout"])
         super().__init__(children=[*children, *([self.scrubber] if self.scrubber else [])], **kwargs)
         if start is not None:
             self.select(start)
+
+    def close(self) -> None:
+        self.page.close()  # not among the children of a one-page timeline
+        self.page_label.close()
+        super().close()
 
     def _load_page(self, page: int) -> None:
         t = self.timeline
@@ -393,17 +454,28 @@ class SessionTimeline(Settles, ipywidgets.VBox):
         index = change["new"]
         if index is not None:
             self.detail.value = _detail_html(self.timeline.read([index])[0])  # in full
-            if self.scrubber is not None and (step := self._step_of.get(self.timeline.lines[index])):
-                self.scrubber.slider.value = step  # a usage entry: show its step's request
+            if self.scrubber is not None and self.timeline.kind(index) == "usage":
+                # A usage entry: show its step's request (numbered as %context --at numbers them).
+                self.scrubber.slider.value = self.timeline.step_of(index)
 
     def _repr_mimebundle_(self, **kwargs: Any) -> dict[str, Any]:
+        """The view, ``text/plain`` and ``text/html`` (not made when ``exclude`` names it: a
+        live output's, ``widgets.settle``)."""
         bundle = super()._repr_mimebundle_(**kwargs) or {}
         listed = _listed(self.timeline)  # read once for both text forms
         bundle["text/plain"] = timeline_text(self.timeline, listed)
+        if self.scrubber is not None:
+            bundle["text/plain"] += "\n" + self.scrubber.text()
+        if "text/html" in (kwargs.get("exclude") or ()):
+            return bundle
         bundle["text/html"] = timeline_html(self.timeline, items=listed, svg=self._svg)
-        if self.scrubber is not None and (shown := self.scrubber.current) is not None:
-            bundle["text/plain"] += "\n" + shown.text
-            bundle["text/html"] += shown.html
+        if self.scrubber is not None:
+            shown = self.scrubber.current  # None: a long request not read yet (its label says how)
+            bundle["text/html"] += (
+                shown.html
+                if shown is not None
+                else f"<div><small>{html.escape(self.scrubber.text())}</small></div>"
+            )
         return bundle
 
 
@@ -417,13 +489,12 @@ def timeline_summary(t: Timeline) -> str:
 
 
 def timeline_html(
-    t: Timeline, limit: int = TEXT_LIMIT, items: list[Item] | None = None, svg: str | None = None
+    t: Timeline, limit: int = TEXT_LIMIT, items: list[Item | None] | None = None, svg: str | None = None
 ) -> str:
     """The saved-notebook form: the overview as a picture (``svg``, drawn if not given) and the
     entry list as text."""
-    rows = [_option(it) for it in (_listed(t, limit) if items is None else items)[:limit]]
-    if t.count > limit:
-        rows.append(f"… {t.count - limit:,} more entries")
+    listed = _listed(t, limit) if items is None else items
+    rows = [_option(it) if it is not None else _more(t, listed) for it in listed]
     drawn = picture(
         timeline_svg(t) if svg is None else svg, timeline_summary(t), "pc-picture pc-timeline-picture"
     )
