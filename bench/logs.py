@@ -182,18 +182,22 @@ def build_session(
                 new = compacted(summary, current[start:])
                 last_replace = os.fstat(writer._fd).st_size  # noqa: SLF001 - the bench's own writer
                 conversation.replace("compact", new)
-                writer.compact(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None)
+                writer.record(
+                    CompactEntry.new(trigger="auto", before_tokens=0, after_tokens=0, ok=True, error=None)
+                )
                 state["bytes"] = sum(message_bytes(m) for m in new)
                 state["replaces"] += 1
             result = message.tool_result
             if result is not None and len(result.content.encode()) > SPILL_BYTES:
                 rel = f"tool-results/{result.call_id}.txt"
-                writer.spill(
-                    call_id=result.call_id,
-                    tool="read_file",
-                    path=rel,
-                    bytes=len(result.content),
-                    sha256="0" * 64,
+                writer.record(
+                    SpillEntry.new(
+                        call_id=result.call_id,
+                        tool="read_file",
+                        path=rel,
+                        bytes=len(result.content),
+                        sha256="0" * 64,
+                    )
                 )
                 shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
                 message = message.model_copy(
@@ -204,10 +208,12 @@ def build_session(
             state["messages"] += 1
             if message.role == "assistant":
                 state["steps"] += 1
-                writer.usage(
-                    Usage(input_tokens=tokens_for_bytes(state["bytes"]), output_tokens=200),
-                    messages=len(conversation),
-                    model=MODEL,
+                writer.record(
+                    UsageEntry.new(
+                        Usage(input_tokens=tokens_for_bytes(state["bytes"]), output_tokens=200),
+                        messages=len(conversation),
+                        model=MODEL,
+                    )
                 )
     finally:
         writer.close()

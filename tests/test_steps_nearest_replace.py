@@ -21,12 +21,12 @@ import pytest
 from pseudoclaude_nb.messages import Message, ToolCall, Usage, new_id
 from pseudoclaude_nb.session import entries, steps
 from pseudoclaude_nb.session.entries import (
+    CompactEntry,
+    ReplaceEntry,
+    UsageEntry,
     apply_pin,
-    compact_entry,
     encode,
     message_entry,
-    replace_entry,
-    usage_entry,
 )
 from pseudoclaude_nb.session.replay import LoadResult, replay, settle
 from pseudoclaude_nb.session.steps import request_at, scan
@@ -50,11 +50,11 @@ class Log:
 
     def usage(self) -> None:
         usage = Usage(input_tokens=100 + len(self.lines), output_tokens=5)
-        self.lines.append(encode(usage_entry(usage, messages=len(self.state), model="m")))
+        self.lines.append(encode(UsageEntry.new(usage, messages=len(self.state), model="m").raw))
 
     def replace(self, reason: str, new: list[Message], *, torn: bool = False) -> None:
         rid = new_id()
-        self.lines.append(encode(replace_entry(reason, rid, len(new))))
+        self.lines.append(encode(ReplaceEntry.new(reason, rid, len(new)).raw))
         kept = self.rng.randrange(len(new)) if torn else len(new)  # a crash cut the snapshot
         self.lines.extend(encode(message_entry(m, replace_id=rid)) for m in new[:kept])
         if torn:
@@ -78,7 +78,9 @@ class Log:
             ]
             self.replace("compact", summary + self.state[-2:])
             self.lines.append(
-                encode(compact_entry(trigger="auto", before_tokens=9, after_tokens=4, ok=True, error=None))
+                encode(
+                    CompactEntry.new(trigger="auto", before_tokens=9, after_tokens=4, ok=True, error=None).raw
+                )
             )
         elif r < 0.14:
             self.replace("snapshot", list(self.state), torn=self.rng.random() < 0.3)
@@ -211,6 +213,6 @@ def test_the_index_of_an_unchanged_log_is_kept_and_a_grown_one_read_again(
     request_at(path, len(first.steps), index=first)  # reads the markers before the last step
     assert scan(path) is first  # the same log: the same index, its markers read once
     with path.open("ab") as f:
-        f.write(encode(usage_entry(Usage(input_tokens=9, output_tokens=1), messages=1, model="m")))
+        f.write(encode(UsageEntry.new(Usage(input_tokens=9, output_tokens=1), messages=1, model="m").raw))
     grown = scan(path)
     assert grown is not first and len(grown.steps) == len(first.steps) + 1
