@@ -111,7 +111,9 @@ def plan_run(
         window = window or provider.context_window
     settings = parts.compact_settings(window)
     # The session's strategy, or the configured one when there is no session yet.
-    strategy = parts.strategies(config.strategy, parts.workspace) if active is None else active.context.strategy
+    strategy = (
+        parts.strategies(config.strategy, parts.workspace) if active is None else active.context.strategy
+    )
     # A run's host tools report to it and declare to its session; a dry plan's are only listed.
     host = None if dry or active is None else active.context
     tools = parts.surface.tools(strategy, memory_index, emit, host=host)

@@ -40,7 +40,7 @@ def summarizer_label(kind: str, budget: int = DEFAULT_BUDGET) -> str:
     """How tables and plots name a summarizer (a real model's is ``real``)."""
     if kind == NEWEST:
         return f"last-{budget} summary"
-    return "careful summary" if kind == CAREFUL else f"{kind} summary"
+    return "careful summary" if kind == CAREFUL else "the real model's summaries" if kind == "real" else kind
 
 
 REREAD_LINES = 120  # what a new window re-reads of each related file (a page, as the task reads)

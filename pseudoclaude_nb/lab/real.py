@@ -97,9 +97,14 @@ class Planned:
         )
 
     def text(self) -> str:
+        over = (
+            " That is more than the budget: an arm that needs more than its share stops at it."
+            if self.expected_total > self.real.budget_usd
+            else ""
+        )
         return (
             f"{self.table()}\n\nExpected in all: {money(self.expected_total)}; the budget is "
-            f"{money(self.real.budget_usd)} in all ({money(self.arm_budget)} an arm)."
+            f"{money(self.real.budget_usd)} in all ({money(self.arm_budget)} an arm).{over}"
         )
 
 
