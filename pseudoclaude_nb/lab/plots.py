@@ -128,16 +128,20 @@ def fidelity(report: LabReport) -> Any:
                 ),
                 None,
             )
-            if run is None and name == NONE:
-                run = next((r for r in report.side_by_side if r.arm.name == NONE), None)
-            if run is None or run.failed:
+            if run is None or run.failed or name == NONE:
                 continue
             xs.append(x - 0.4 + width * (i + 0.5))
             heights.append(sum(run.kept.values()))
-        label = ("real model's summaries" if kind == "real" else summarizer_label(kind, report.budget)) + (
-            ", spec pinned" if pins else ""
-        )
+        label = (
+            "the real model's summaries" if kind == "real" else summarizer_label(kind, report.budget)
+        ) + (", spec pinned" if pins else "")
         ax.bar(xs, heights, width, label=label, color=f"C{i}")
+    # none summarizes nothing: one bar, whatever the summarizer.
+    none = next((r for r in report.side_by_side if r.arm.name == NONE), None)
+    if none is not None and NONE in names:
+        ax.bar(
+            [names.index(NONE)], [sum(none.kept.values())], 0.8 / 3, color="gray", label="no summary (none)"
+        )
     runs = {r.arm.name: r for r in _base_runs(report)}
     ax.set_xticks(list(range(len(names))), [_tick(runs[n]) if n in runs else n for n in names])
     most = max((len(r.kept) for r in report.side_by_side), default=0)
