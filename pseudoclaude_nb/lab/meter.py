@@ -19,7 +19,7 @@ the provider has) and adds nothing else: the request goes out exactly as a run o
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..context.estimate import estimate_request
@@ -181,7 +181,7 @@ class _OnDemand:
     meter: Meter
 
     def compact_on_demand(self, request: Request) -> Compaction:
-        summary = Request(request.system, request.messages, request.tools, request.max_tokens, "summary")
+        summary = replace(request, purpose="summary")  # the meter counts it as a summary
         self.meter.admit(summary)
         compaction: Compaction = self.inner.compact_on_demand(request)
         self.meter.took(summary, compaction.usage, [])

@@ -9,8 +9,8 @@ provider reported it, the replaces the conversation saw, and which facts the fin
 — and the context after each replace — still holds.
 
 The model is the lab's (``model.LabModel``, with the worst-case or the careful summarizer)
-unless a ``Player`` is given: the real model of ``lab.real``, which plays the same task
-within a budget. An arm whose run ends in an error — a strategy that raised, a provider
+unless a ``Play`` is given: the real model of ``lab.real``, which plays the same task within
+a budget (its ``Player`` is the arm's ``meter.Meter``). An arm whose run ends in an error — a strategy that raised, a provider
 that refused — stops there and is marked ``failed`` (the budget: ``stopped``); the lab goes
 on with the other arms.
 """
