@@ -144,6 +144,9 @@ def test_on_anthropic_the_expected_cost_is_asked_about_first_and_the_real_summar
     body = fake.requests[5].body
     assert body["system"][-1]["cache_control"] and body["messages"][-1]["content"][-1]["cache_control"]
     assert all(r["cache_read"] > r["cache_write"] > 0 for r in runs.values())
+    # Unattended, the model's file tools ran (its commands would have been refused).
+    sent = "".join(r.raw.decode() for r in fake.requests)
+    assert "wrote 215 bytes to tests/test_dates.py" in sent and "did not allow" not in sent
     everything = out + err + (folder / "lab.json").read_text()
     assert ANTHROPIC_KEY not in everything and "sk-ant" not in everything
 
@@ -280,3 +283,16 @@ def test_the_metered_provider_keeps_exactly_its_capabilities(monkeypatch: pytest
         assert isinstance(anthropic, capability) and not isinstance(chat, capability)
     anthropic.server_context = None  # type: ignore[attr-defined]
     assert anthropic.model == "claude-sonnet-4-5" and chat.name == "openai"
+
+
+def test_an_unattended_run_writes_files_and_runs_no_commands() -> None:
+    """The model may write and edit files in the arm's workspace; shell and Python are refused."""
+    from pseudoclaude_nb.events import ToolStarted
+    from pseudoclaude_nb.messages import ToolCall
+
+    guard = real.FileToolsOnly()
+    answers = {}
+    for name in ("write_file", "edit_file", "bash", "run_python"):
+        guard.listen(ToolStarted(ToolCall(id=f"c-{name}", name=name, arguments={})))
+        answers[name] = guard.ask(f"allow {name}(...)? [y/N, a = always allow {name}]: ")
+    assert answers == {"write_file": "y", "edit_file": "y", "bash": "n", "run_python": "n"}
