@@ -40,8 +40,8 @@ from ..providers import make_provider, provider_for
 from . import arms as arm_specs
 from .experiments import LabReport, LabSizes
 from .meter import BudgetReached, Meter
-from .report import Table
 from .run import NONE, UNMANAGED_WINDOW, Arm, ArmResult, Play, lab_process, run_arm
+from .table import Table
 from .task import build_task
 
 PROVIDERS = ("anthropic", "openai")
