@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from pseudoclaude_nb.lab import experiments, report
+from pseudoclaude_nb.lab.model import NEWEST
 from pseudoclaude_nb.lab.run import NONE
 
 from .common import Row, Sizes
@@ -23,9 +24,12 @@ def lab_rows(sizes: Sizes) -> tuple[list[Row], dict[str, Any], str]:
     rows: list[Row] = []
     base = lab.find(lab.side_by_side, NONE)
     for r in lab.side_by_side:
-        if r.arm.pins:
+        if r.arm.pins or r.arm.summarizer != NEWEST:
             continue
         pinned = next((p for p in lab.side_by_side if p.arm.pins and p.arm.name == r.arm.name), None)
+        careful = next(
+            (c for c in lab.side_by_side if c.arm.summarizer != NEWEST and c.arm.name == r.arm.name), None
+        )
         rows.append(
             Row(
                 key=f"lab_{r.arm.name}",
@@ -44,6 +48,9 @@ def lab_rows(sizes: Sizes) -> tuple[list[Row], dict[str, Any], str]:
                     "cache_write": r.cache_write,
                     "facts_kept": f"{sum(r.kept.values())}/{len(r.kept)}",
                     "facts_kept_pinned": f"{sum(pinned.kept.values())}/{len(pinned.kept)}" if pinned else "-",
+                    "facts_kept_careful": f"{sum(careful.kept.values())}/{len(careful.kept)}"
+                    if careful
+                    else "-",
                 },
             )
         )
@@ -67,7 +74,8 @@ def lab_rows(sizes: Sizes) -> tuple[list[Row], dict[str, Any], str]:
         )
         rows.append(
             Row(
-                key=f"lab_drift_{r.arm.name}{'_pinned' if r.arm.pins else ''}",
+                key=f"lab_drift_{r.arm.name}{'_pinned' if r.arm.pins else ''}"
+                + ("" if r.arm.summarizer == NEWEST else f"_{r.arm.summarizer}"),
                 what=f"strategy lab: spec kept after replace {lab.sizes.drift_generations}, {r.arm.label}",
                 target="",
                 value=round(last, 3) if last is not None else None,

@@ -13,10 +13,16 @@ import shlex
 import shutil
 import sys
 import tempfile
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .config import STRATEGIES
 from .providers.demo_script import DEMO_PROMPT
+
+if TYPE_CHECKING:
+    from .lab.experiments import LabReport, LabSizes
+    from .lab.real import RealModel
 
 
 def jupyter_command(executable: str | None = None) -> str | None:
@@ -154,14 +160,15 @@ def main(argv: list[str] | None = None) -> int:
     )
     lab = sub.add_parser(
         "lab",
-        help="compare the context strategies on one long scripted task (offline, ~1 min; --quick: seconds)",
+        help="compare the context strategies on one long scripted task (offline, ~1 min; --quick: seconds), "
+        "or on a real model within a budget",
     )
     lab.add_argument("--quick", action="store_true", help="small sizes: the same tables in a few seconds")
     lab.add_argument("--json", type=Path, metavar="PATH", help="also write every figure as JSON to PATH")
     lab.add_argument(
         "--price-model",
         default=None,
-        help="the model whose prices.json entry prices the runs (default: claude-sonnet-4-5)",
+        help="the model whose prices.json entry prices the runs (default: claude-sonnet-4-5, or --model)",
     )
     lab.add_argument(
         "--summary-facts",
@@ -172,7 +179,27 @@ def main(argv: list[str] | None = None) -> int:
     lab.add_argument(
         "--arms",
         default=None,
-        help="comma-separated strategies (default: every registered one); none always runs, as the baseline",
+        help="comma-separated strategies: compact, rollover, api, or MODULE:CLASS (your Strategy, in a file "
+        "of this folder); default: every built-in one. none always runs, as the baseline",
+    )
+    real = lab.add_argument_group(
+        "a real model (costs money: the expected cost of each arm is printed, and asked about, first)"
+    )
+    real.add_argument(
+        "--provider", choices=("anthropic", "openai"), default=None, help="run the arms on this provider"
+    )
+    real.add_argument("--model", default=None, help="the model to run them on")
+    real.add_argument(
+        "--budget-usd", default=None, metavar="X", help="the most the whole run may spend, in US dollars"
+    )
+    real.add_argument(
+        "--yes", action="store_true", help="spend without asking (after printing the expected cost)"
+    )
+    real.add_argument(
+        "--openai-api",
+        choices=("auto", "responses", "chat"),
+        default="auto",
+        help="OpenAI: the Responses API or chat completions (default: Responses on api.openai.com)",
     )
     args = parser.parse_args(argv)
     if args.command == "demo":
@@ -189,36 +216,53 @@ def main(argv: list[str] | None = None) -> int:
     return 2
 
 
+def refuse(problem: str) -> int:
+    """One line on stderr, before anything ran: what is wrong and how to fix it."""
+    print(f"python -m pseudoclaude_nb lab: error: {' '.join(problem.split())}", file=sys.stderr)
+    return 2
+
+
 def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     from .cost import price_of
-    from .lab import experiments, report, strategy_names
+    from .errors import ConfigError
+    from .lab import experiments, report
 
-    price_model = args.price_model or experiments.PRICE_MODEL
+    real = _real_model(args)
+    if isinstance(real, str):
+        return refuse(real)
+    price_model = args.price_model or (real.model if real is not None else experiments.PRICE_MODEL)
     if price_of(price_model) is None:
-        parser.error(f"--price-model {price_model}: prices.json has no such model; name one it lists")
+        if real is not None and args.price_model is None:
+            return refuse(
+                f"--model {price_model}: prices.json has no price for it, so the budget cannot be kept; "
+                "name a model it prices with --price-model"
+            )
+        return refuse(f"--price-model {price_model}: prices.json has no such model; name one it lists")
     budget = args.summary_facts if args.summary_facts is not None else experiments.DEFAULT_BUDGET
     if budget < 1:
-        parser.error("--summary-facts must be at least 1")
-    known = strategy_names()
-    arms = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms else known
-    unknown = [a for a in arms if a not in known]
-    if unknown or not arms:
-        parser.error(
-            f"--arms: unknown {', '.join(unknown) or '(none given)'}; choose from {', '.join(known)}"
-        )
+        return refuse("--summary-facts must be at least 1")
+    asked = [a.strip() for a in args.arms.split(",") if a.strip()] if args.arms is not None else None
+    if asked is not None and not asked:
+        return refuse("--arms: (none given); name one or more of compact, rollover, api, or MODULE:CLASS")
     # Checked before the lab runs (a minute), not found when its figures are written (issue 41:
     # a folder or /dev/full failed with a traceback after the whole run; a FIFO blocked).
     problem = json_target_problem(args.json) if args.json is not None else None
     if problem is not None:
-        parser.error(f"--json {args.json}: {problem}")
+        return refuse(f"--json {args.json}: {problem}")
     sizes = experiments.QUICK if args.quick else experiments.FULL
-    result = experiments.run_lab(
-        sizes,
-        price_model=price_model,
-        budget=budget,
-        arms=arms,
-        progress=lambda text: print(f"· {text}", file=sys.stderr),
-    )
+    progress = lambda text: print(f"· {text}", file=sys.stderr)  # noqa: E731
+    try:
+        if real is not None:
+            result = _run_real(real, args, sizes, price_model, asked, progress)
+            if isinstance(result, int):
+                return result
+        else:
+            # Every arm, the person's own too, loads before any plays: one that cannot is one line.
+            result = experiments.run_lab(
+                sizes, price_model=price_model, budget=budget, arms=asked, progress=progress
+            )
+    except ConfigError as exc:
+        return refuse(str(exc))
     print(report.render(result))
     if args.json is not None:
         import json
@@ -233,6 +277,45 @@ def run_lab_command(args: argparse.Namespace, parser: argparse.ArgumentParser) -
             return 1
         print(f"every figure: {args.json}", file=sys.stderr)
     return 0
+
+
+def _real_model(args: argparse.Namespace) -> RealModel | str | None:
+    """The real model asked for (``lab.real.RealModel``), None for the offline lab, or why not (str)."""
+    given = [f"--{n.replace('_', '-')}" for n in ("provider", "model", "budget_usd") if getattr(args, n)]
+    if not given and not args.yes:
+        return None
+    if args.provider is None:
+        return f"{', '.join(given) or '--yes'} is for a real model: add --provider anthropic|openai, --model M and --budget-usd X"
+    if not args.model:
+        return "--provider: name the model to spend on with --model (e.g. --model claude-sonnet-4-5)"
+    if args.budget_usd is None:
+        return "a real model costs money: give the most the run may spend with --budget-usd X (US dollars)"
+    from .lab.real import RealModel, budget_problem
+
+    dollars, problem = budget_problem(args.budget_usd)
+    if problem is not None or dollars is None:
+        return problem or "--budget-usd: refused"
+    return RealModel(args.provider, args.model, dollars, openai_api=args.openai_api)
+
+
+def _run_real(
+    real: RealModel,
+    args: argparse.Namespace,
+    sizes: LabSizes,
+    price_model: str,
+    asked: Sequence[str] | None,
+    progress: Callable[[str], None],
+) -> LabReport | int:
+    """Plan (the expected cost of each arm, printed), ask, then spend: the report, or an exit code."""
+    from .lab import real as lab_real
+
+    planned = lab_real.plan(real, sizes, price_model=price_model, asked=asked, progress=progress)
+    print(planned.text(), flush=True)
+    why_not = lab_real.confirmed(planned, yes=args.yes)
+    if why_not is not None:
+        print(why_not, file=sys.stderr)
+        return 2 if why_not.startswith("nobody") else 1
+    return lab_real.run_real(planned, progress=progress)
 
 
 def json_target_problem(path: Path) -> str | None:

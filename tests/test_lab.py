@@ -134,11 +134,45 @@ def test_break_even_is_read_from_the_sweep() -> None:
     assert report.break_even(lab) == {40_000: 4, 80_000: None}
 
 
+# A strategy of the person's (issue 46), in the folder the lab is run from: past half the window,
+# the read_file and grep results older than the last six messages go (their calls with them).
+DROP_READS = """
+from pseudoclaude_nb.strategies import Drop, Keep, Strategy, Summarize
+
+
+class DropReads(Strategy):
+    name = "drop-reads"
+
+    def acts_at(self, limits):
+        return limits.window // 2
+
+    def decide(self, view):
+        if view.trigger in ("too_long", "manual"):
+            return Summarize()
+        if view.trigger != "before" or view.estimate < view.window // 2:
+            return Keep()
+        reads = [m.id for m in view.messages[:-6] if m.kind == "tool_result" and {"read_file", "grep"} & set(m.tools)]
+        return Drop(reads) if reads else Keep()
+"""
+
+
 @pytest.fixture(scope="module")
 def cli_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
     out = tmp_path_factory.mktemp("lab")
+    (out / "mine.py").write_text(DROP_READS, encoding="utf-8")
+    arms = "compact,rollover,api,mine:DropReads"
     proc = subprocess.run(
-        [sys.executable, "-m", "pseudoclaude_nb", "lab", "--quick", "--json", str(out / "lab.json")],
+        [
+            sys.executable,
+            "-m",
+            "pseudoclaude_nb",
+            "lab",
+            "--quick",
+            "--arms",
+            arms,
+            "--json",
+            str(out / "lab.json"),
+        ],
         cwd=out,
         capture_output=True,
         text=True,
@@ -150,22 +184,30 @@ def cli_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, dict]:
 
 def test_the_command_prints_the_tables_a_person_reads(cli_run: tuple[str, dict]) -> None:
     stdout, figures = cli_run
-    for heading in ("## Side by side", "## Sweep", "## Drift", "first rollover at step"):
+    for heading in ("## Side by side", "## Sweep", "## Drift", "first replace at step"):
         assert heading in stdout
-    arms = [r["arm"] for r in figures["side_by_side"]]
-    assert arms == ["none", *(name for name in policies.BUILT_IN for _pins in (False, True))]
+    names = [*policies.BUILT_IN, "drop-reads"]
+    arms = [(r["arm"], r["pins"], r["summarizer"]) for r in figures["side_by_side"]]
+    variants = [(False, "newest"), (True, "newest"), (False, "careful")]
+    assert arms == [("none", False, "newest"), *((n, p, s) for n in names for p, s in variants)]
+    assert figures["strategies"]["drop-reads"] == "mine:DropReads" and figures["mode"] == "scripted"
     every = figures["side_by_side"] + figures["sweep"] + figures["drift"]
-    assert all(r["statuses"] and set(r["statuses"]) == {"done"} for r in every)
+    assert all(r["statuses"] and set(r["statuses"]) == {"done"} and r["failed"] is None for r in every)
     assert all(r["dollars"] <= r["dollars_uncached"] for r in every)
-    # The tables are the JSON's figures, rendered.
-    rollover = next(r for r in figures["side_by_side"] if r["arm"] == "rollover" and not r["pins"])
-    assert f"{rollover['peak_context']:,}" in stdout and f"{rollover['input_tokens']:,}" in stdout
+    # The tables are the JSON's figures, rendered; the person's strategy is a row and a column
+    # of each, named by its name.
+    for name in ("rollover", "drop-reads"):
+        row = next(r for r in figures["side_by_side"] if r["arm"] == name and not r["pins"])
+        assert f"{row['peak_context']:,}" in stdout and f"{row['input_tokens']:,}" in stdout
+    assert "| drop-reads (60K window) " in stdout and "| drop-reads + pins " in stdout
+    assert "drop-reads 40K" in stdout and "| drop-reads, careful " in stdout
+    assert any(r["arm"] == "drop-reads" and r["replace_count"] for r in figures["sweep"])
 
 
 def test_the_command_says_how_to_fix_a_wrong_option(tmp_path: Path) -> None:
     for args, said in (
         (["--price-model", "no-such-model"], "prices.json has no such model"),
-        (["--arms", "none,sideways"], "choose from none, compact, rollover"),
+        (["--arms", "none,sideways"], "choose from none, compact, rollover, api, or MODULE:CLASS"),
         (["--summary-facts", "0"], "at least 1"),
         (["--quick", "--json", "missing/figures.json"], "the folder missing does not exist; create it"),
     ):

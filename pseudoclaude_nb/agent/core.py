@@ -73,11 +73,16 @@ class Agent:
         ask: Callable[[str], str] | None = None,
         notebook: NotebookHost | None = None,
         providers: Callable[[RunConfig], Provider] = provider_for,
+        strategies: Callable[[str, Path | None], Strategy] = load_strategy,
     ) -> None:
         self.settings = settings or PseudoClaude()
         # Makes each run's provider from its settings; the strategy lab and the bench pass one
         # that hands every run the same scripted model, which keeps its place in the task.
         self.providers = providers
+        # Makes the strategy a setting names (``registry.load_strategy``: a MODULE:CLASS from the
+        # workspace); the strategy lab passes one that loads the person's file from their folder,
+        # not from the temporary workspace each arm plays in (issue 46).
+        self.strategies = strategies
         self.notebook_file = notebook_file
         self.notebook = notebook
         self.session: ActiveSession | None = None
@@ -217,7 +222,7 @@ class Agent:
         conversation.add_hooks(self.history.hooks(path))
         self.history.schedule(path)
         try:
-            strategy = load_strategy(self.settings.strategy, self.workspace)
+            strategy = self.strategies(self.settings.strategy, self.workspace)
         except ConfigError:
             # A strategy that does not load: the session opens under compact, and the next run
             # says why before its first request (``run`` loads it again).
@@ -307,7 +312,7 @@ class Agent:
         config, chosen = _memory_for(config, provider)
         warnings = [*warnings, *chosen]
         # The strategy, and whether this provider can serve it: before any session or request.
-        strategy = load_strategy(config.strategy, self.workspace)
+        strategy = self.strategies(config.strategy, self.workspace)
         check_provider(strategy, provider)
         if new:
             self.new_session()
@@ -479,7 +484,7 @@ class Agent:
         """The current session's strategy, else the configured one (loaded: its tools are listed)."""
         if self.session is not None:
             return self.session.context.strategy
-        return load_strategy(self.settings.strategy, self.workspace)
+        return self.strategies(self.settings.strategy, self.workspace)
 
     def provider_for_context(self) -> Provider:
         """The provider of the last run (a scripted one keeps its place), else a new one."""

@@ -13,7 +13,7 @@ settings (``ContextHost.figures``), never set on it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,7 +21,6 @@ from typing import Any, Protocol
 from ..config import RunConfig
 from ..context.layer1 import Emit
 from ..context.pins import pins_notice
-from ..context.registry import load_strategy
 from ..context.settings import CompactSettings
 from ..events import Notice, RunEvent
 from ..notebook import ActivityBlock
@@ -70,6 +69,7 @@ class PlanParts(Protocol):
     run_memory: RunMemory
     activity: NotebookActivity
     windows: AgentWindow
+    strategies: Callable[[str, Path | None], Strategy]  # what a strategy setting names (``load_strategy``)
 
     @property
     def workspace(self) -> Path: ...
@@ -111,7 +111,9 @@ def plan_run(
         window = window or provider.context_window
     settings = parts.compact_settings(window)
     # The session's strategy, or the configured one when there is no session yet.
-    strategy = load_strategy(config.strategy, parts.workspace) if active is None else active.context.strategy
+    strategy = (
+        parts.strategies(config.strategy, parts.workspace) if active is None else active.context.strategy
+    )
     # A run's host tools report to it and declare to its session; a dry plan's are only listed.
     host = None if dry or active is None else active.context
     tools = parts.surface.tools(strategy, memory_index, emit, host=host)

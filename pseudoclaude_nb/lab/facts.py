@@ -41,6 +41,17 @@ def fidelity(facts: Sequence[Fact], text: str) -> float:
     return sum(kept(facts, text).values()) / len(facts)
 
 
+def _last_mentions(facts: Sequence[Fact], messages: Sequence[Message]) -> dict[int, int]:
+    """Fact index -> the message that mentioned it last (absent: never mentioned)."""
+    last: dict[int, int] = {}
+    for at, m in enumerate(messages):
+        text = message_text(m).casefold()
+        for i, f in enumerate(facts):
+            if f.needle.casefold() in text:
+                last[i] = at
+    return last
+
+
 def newest(facts: Sequence[Fact], messages: Sequence[Message], budget: int) -> list[Fact]:
     """The at most ``budget`` facts of ``messages`` mentioned last, in the order they were stated.
 
@@ -49,11 +60,19 @@ def newest(facts: Sequence[Fact], messages: Sequence[Message], budget: int) -> l
     "Last" is by message; within one message (a summary carries many facts) the fact stated
     later counts as newer, ``facts`` being in the order the task states them.
     """
-    last: dict[int, int] = {}
-    for at, m in enumerate(messages):
-        text = message_text(m).casefold()
-        for i, f in enumerate(facts):
-            if f.needle.casefold() in text:
-                last[i] = at
+    last = _last_mentions(facts, messages)
     chosen = sorted(last, key=lambda i: (last[i], i))[-budget:] if budget > 0 else []
+    return [facts[i] for i in sorted(chosen)]
+
+
+def careful(facts: Sequence[Fact], messages: Sequence[Message], budget: int) -> list[Fact]:
+    """Every must-keep fact ``messages`` mention, then the newest of the others up to ``budget``
+    facts in all, in the order stated: the good case (issue 46), a summary that knows what
+    matters, beside ``newest``'s worst case. Its must-keep facts may pass ``budget`` (seven must
+    be kept, and a careful summary keeps them all); the others only fill what is left."""
+    last = _last_mentions(facts, messages)
+    must = [i for i in last if facts[i].must_keep]
+    room = max(budget - len(must), 0)
+    rest = sorted((i for i in last if not facts[i].must_keep), key=lambda i: (last[i], i))
+    chosen = must + (rest[-room:] if room else [])
     return [facts[i] for i in sorted(chosen)]

@@ -6,27 +6,43 @@ when either comes depends on the strategy and the window. So the lab model write
 from what the request shows it, and hands them to the scripted provider as the next
 summary or turn — the provider's own usage model (``providers.scripted``: estimated
 tokens, cache reads of the unchanged prefix, writes of the rest) prices them like every
-other request. Its memory is deliberately simple and stated: a summary or handoff keeps
-only the ``budget`` facts it saw mentioned last (``facts.newest``). That is the worst case
-for a requirement said once at the start, which is what the drift question is about: the
-lab measures what the *host* keeps (the pinned request of a rollover, pins, the recent
-tail), not how well some model summarizes.
+other request. Its memory is deliberately simple and stated, in two kinds (``summarizer``):
+``newest``, the worst case, keeps only the ``budget`` facts it saw mentioned last
+(``facts.newest``) — for a requirement said once at the start, which is what the drift
+question is about, the lab then measures what the *host* keeps (the pinned request of a
+rollover, pins, the recent tail); ``careful``, the good case (issue 46), keeps every must-keep
+fact it saw and fills the rest of its budget with the newest (``facts.careful``), as a summary
+that knows what matters would. A real model lies somewhere in that range, or outside it: the
+lab on a real model (``lab.real``) measures it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from ..cost import Spend
 from ..messages import HOST_FALLBACK, HOST_REMIND, Message, Usage
 from ..providers.base import Request, Response, StreamEvent, UsageEvent, collect
 from ..providers.scripted import ScriptCall, ScriptedProvider, ScriptTurn
-from .facts import newest
+from .facts import careful, newest
 from .task import Fact, Task
 
 DEFAULT_BUDGET = 12  # facts a summary or handoff keeps: about a screen of bullet points
+Summarizer = Literal["newest", "careful"]
+NEWEST: Summarizer = "newest"  # the worst case: the ``budget`` facts mentioned last
+CAREFUL: Summarizer = "careful"  # the good case: every must-keep fact seen, then the newest
+SUMMARIZERS: tuple[Summarizer, ...] = (NEWEST, CAREFUL)
+
+
+def summarizer_label(kind: str, budget: int = DEFAULT_BUDGET) -> str:
+    """How tables and plots name a summarizer (a real model's is ``real``)."""
+    if kind == NEWEST:
+        return f"last-{budget} summary"
+    return "careful summary" if kind == CAREFUL else "the real model's summaries" if kind == "real" else kind
+
+
 REREAD_LINES = 120  # what a new window re-reads of each related file (a page, as the task reads)
 
 
@@ -50,6 +66,7 @@ class LabModel:
         *,
         context_window: int,
         budget: int = DEFAULT_BUDGET,
+        summarizer: Summarizer = NEWEST,
         model: str = "lab-scripted",
     ) -> None:
         self.inner = ScriptedProvider(
@@ -61,6 +78,7 @@ class LabModel:
         self.max_output_tokens = self.inner.max_output_tokens
         self.facts: tuple[Fact, ...] = task.facts
         self.budget = budget
+        self.summarizer = summarizer
         self.paid: list[Paid] = []
         self.handoffs = 0
         self.summaries = 0
@@ -128,6 +146,11 @@ class LabModel:
     def complete(self, request: Request) -> Response:
         return collect(self.stream(request))
 
+    @property
+    def requests(self) -> list[Request]:
+        """Every request the model was asked, in order (summaries and handoffs included)."""
+        return self.inner.requests
+
     def spend(self, price_model: str) -> Spend:
         """Every request's usage, priced as ``price_model`` (summaries and handoffs included)."""
         spend = Spend()
@@ -138,7 +161,8 @@ class LabModel:
     # --- what a fixed script cannot know ------------------------------------------------------
 
     def _kept(self, messages: list[Message]) -> list[Fact]:
-        return newest(self.facts, messages, self.budget)
+        remember = careful if self.summarizer == CAREFUL else newest
+        return remember(self.facts, messages, self.budget)
 
     def _summary(self, request: Request, *, instruction: bool = True) -> str:
         """Layer 2's summary, in the sections its instruction asks for, of the newest facts

@@ -109,6 +109,7 @@ def outcome_text(result: object, strategy: str) -> str:
 
 def undone_text(done: Undone) -> str:
     what = {"compact": "compaction", "rollover": "rollover", "drop": "drop"}.get(done.reason, done.reason)
+    kept = {"compaction": "summary", "rollover": "handoff"}.get(what, what)  # a drop's bytes: the drop's
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(done.ts)) if done.ts else "unknown time"
     dropped = (
         f"; {plural(done.dropped, 'message')} added since left out (still in the log and %sessions search)"
@@ -118,6 +119,5 @@ def undone_text(done: Undone) -> str:
     return (
         f"undid the {what} of {when}: ~{done.before_tokens:,} → ~{done.after_tokens:,} tokens "
         f"({plural(done.restored, 'message')} restored{dropped}); the log keeps the undone "
-        f"{'summary' if what == 'compaction' else 'handoff'}'s bytes (it is append-only: an undo "
-        "adds a replace and deletes nothing)"
+        f"{kept}'s bytes (it is append-only: an undo adds a replace and deletes nothing)"
     )

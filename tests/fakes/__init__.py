@@ -6,6 +6,10 @@ script of answers in order: a JSON ``Reply``, or an event ``Stream`` that may en
 body. Like the scripted provider, it fails loudly: a request beyond the script, or an
 answer left unplayed, is an error when the server closes. The protocol details live in
 ``anthropic_server`` (SSE with ``event:`` lines) and ``openai_server`` (``data:`` chunks).
+
+A server made with ``respond`` answers what is beyond the script by calling it with the
+recorded request: a model whose answer depends on what it is asked (``lab_player``, which
+plays the strategy lab's task, issue 46).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ import json
 import socket
 import threading
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -66,9 +71,16 @@ class FakeServer:
     """``probes``: script the window probes too; by default they get a 404, unrecorded, so a
     test about something else sees only its own requests."""
 
-    def __init__(self, name: str = "fake", *, probes: bool = False) -> None:
+    def __init__(
+        self,
+        name: str = "fake",
+        *,
+        probes: bool = False,
+        respond: Callable[[Recorded], Answer] | None = None,
+    ) -> None:
         self.name = name
         self.probes = probes
+        self.respond = respond
         self.requests: list[Recorded] = []
         self.problems: list[str] = []
         self._answers: deque[Answer] = deque()
@@ -124,6 +136,8 @@ class FakeServer:
             self.requests.append(recorded)
             if self._answers:
                 return self._answers.popleft()
+            if self.respond is not None:
+                return self.respond(recorded)
             problem = f"request #{len(self.requests)} ({recorded.method} {recorded.path}) beyond the script"
             self.problems.append(problem)
         # 418: an answer no client retries, so one overrun stays one request.
