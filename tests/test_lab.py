@@ -19,6 +19,7 @@ from pseudoclaude_nb.context import policies
 from pseudoclaude_nb.lab import experiments, facts, report, run, strategy_names
 from pseudoclaude_nb.lab.task import CONSTRAINTS, OPEN_ERROR, PIN_TEXTS, RULE, build_task
 from pseudoclaude_nb.messages import Message
+from tests.strategy_support import DROP_READS
 
 PRICE = "claude-sonnet-4-5"
 
@@ -132,28 +133,6 @@ def test_break_even_is_read_from_the_sweep() -> None:
         result("rollover", 80_000, 8, 4.1),
     ]
     assert report.break_even(lab) == {40_000: 4, 80_000: None}
-
-
-# A strategy of the person's (issue 46), in the folder the lab is run from: past half the window,
-# the read_file and grep results older than the last six messages go (their calls with them).
-DROP_READS = """
-from pseudoclaude_nb.strategies import Drop, Keep, Strategy, Summarize
-
-
-class DropReads(Strategy):
-    name = "drop-reads"
-
-    def acts_at(self, limits):
-        return limits.window // 2
-
-    def decide(self, view):
-        if view.trigger in ("too_long", "manual"):
-            return Summarize()
-        if view.trigger != "before" or view.estimate < view.window // 2:
-            return Keep()
-        reads = [m.id for m in view.messages[:-6] if m.kind == "tool_result" and {"read_file", "grep"} & set(m.tools)]
-        return Drop(reads) if reads else Keep()
-"""
 
 
 @pytest.fixture(scope="module")

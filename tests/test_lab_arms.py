@@ -22,24 +22,12 @@ from pseudoclaude_nb.lab import arms, experiments, facts, plots, report, run
 from pseudoclaude_nb.lab.model import CAREFUL, NEWEST
 from pseudoclaude_nb.lab.task import CONSTRAINTS, MUST_KEEP, OPEN_ERROR, RULE, build_task
 from pseudoclaude_nb.messages import Message
+from tests.strategy_support import DROP_READS
 
 PRICE = "claude-sonnet-4-5"
-STRATEGIES = '''
-from pseudoclaude_nb.strategies import Drop, Keep, Strategy, Summarize
-
-
-class DropReads(Strategy):
-    """Past half the window, the read_file and grep results but the newest go."""
-
-    name = "drop-reads"
-
-    def decide(self, view):
-        if view.trigger in ("too_long", "manual"):
-            return Summarize()
-        if view.trigger != "before" or view.estimate < view.window // 2:
-            return Keep()
-        reads = [m.id for m in view.messages[:-6] if m.kind == "tool_result" and {"read_file", "grep"} & set(m.tools)]
-        return Drop(reads) if reads else Keep()
+STRATEGIES = (
+    DROP_READS
+    + '''
 
 
 class Boom(Strategy):
@@ -64,6 +52,7 @@ class Compact(Strategy):
     def decide(self, view):
         return Keep()
 '''
+)
 SMALL = replace(
     experiments.QUICK,
     name="small",

@@ -30,30 +30,16 @@ from pseudoclaude_nb.messages import Message, Usage
 from pseudoclaude_nb.providers.base import CompactsOnDemand, ManagesContext, RefusesBlocks, Request
 from tests.fakes import FakeServer
 from tests.fakes.lab_player import LabPlayer, Wire
+from tests.strategy_support import DROP_READS
 
 ANTHROPIC_KEY = "sk-ant-api03-lab-test-key-never-printed"
 OPENAI_KEY = "sk-proj-lab-test-key-never-printed"
 TODAY = datetime.date.today().isoformat()
-MINE = """
-from pseudoclaude_nb.strategies import Drop, Keep, Strategy, Summarize
-
-
-class DropReads(Strategy):
-    name = "drop-reads"
-
-    def decide(self, view):
-        if view.trigger in ("too_long", "manual"):
-            return Summarize()
-        if view.trigger != "before" or view.estimate < view.window // 2:
-            return Keep()
-        reads = [m.id for m in view.messages[:-6] if m.kind == "tool_result" and {"read_file", "grep"} & set(m.tools)]
-        return Drop(reads) if reads else Keep()
-"""
 
 
 @pytest.fixture
 def folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    (tmp_path / "mine.py").write_text(MINE, encoding="utf-8")
+    (tmp_path / "mine.py").write_text(DROP_READS, encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     return tmp_path
 
