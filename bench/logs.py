@@ -41,6 +41,24 @@ class BuiltLog:
     largest_message_line: int  # the largest line that is one non-spilled message
 
 
+def spilled(writer: SessionWriter, folder: Path, message: Message) -> Message:
+    """``message`` as Layer 1 leaves it in the log: a result over the spill limit becomes its
+    preview, with the spill entry written first (the file itself is not written: no view reads it)."""
+    result = message.tool_result
+    if result is None or len(result.content.encode()) <= SPILL_BYTES:
+        return message
+    rel = f"tool-results/{result.call_id}.txt"
+    writer.record(
+        SpillEntry.new(
+            call_id=result.call_id, tool="read_file", path=rel, bytes=len(result.content), sha256="0" * 64
+        )
+    )
+    shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
+    return message.model_copy(
+        update={"tool_result": ToolResult(call_id=result.call_id, content=shown, spilled=rel)}
+    )
+
+
 def build_log(
     workspace: Path,
     target_bytes: int,
@@ -59,22 +77,7 @@ def build_log(
     summary = work.assistant_text() * 8
 
     def append(message: Message) -> None:
-        result = message.tool_result
-        if result is not None and len(result.content.encode()) > SPILL_BYTES:
-            rel = f"tool-results/{result.call_id}.txt"
-            writer.record(
-                SpillEntry.new(
-                    call_id=result.call_id,
-                    tool="read_file",
-                    path=rel,
-                    bytes=len(result.content),
-                    sha256="0" * 64,
-                )
-            )
-            shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
-            message = message.model_copy(
-                update={"tool_result": ToolResult(call_id=result.call_id, content=shown, spilled=rel)}
-            )
+        message = spilled(writer, folder, message)
         conversation.append(message)
         state["bytes"] += message_bytes(message)
         state["messages"] += 1
@@ -187,22 +190,7 @@ def build_session(
                 )
                 state["bytes"] = sum(message_bytes(m) for m in new)
                 state["replaces"] += 1
-            result = message.tool_result
-            if result is not None and len(result.content.encode()) > SPILL_BYTES:
-                rel = f"tool-results/{result.call_id}.txt"
-                writer.record(
-                    SpillEntry.new(
-                        call_id=result.call_id,
-                        tool="read_file",
-                        path=rel,
-                        bytes=len(result.content),
-                        sha256="0" * 64,
-                    )
-                )
-                shown = preview(result.content, f".pseudoclaude/sessions/{folder.name}/{rel}")
-                message = message.model_copy(
-                    update={"tool_result": ToolResult(call_id=result.call_id, content=shown, spilled=rel)}
-                )
+            message = spilled(writer, folder, message)
             conversation.append(message)
             state["bytes"] += message_bytes(message)
             state["messages"] += 1
