@@ -57,6 +57,9 @@ class Kernel:
             {"path": path, "type": "notebook", "name": path, "kernel": {"name": "python3"}},
         )
         self.server, self.id = server, session["kernel"]["id"]
+        # The server reports the kernel idle once it has started; a client's heartbeat sent before
+        # that (a loaded machine takes seconds to import ipykernel) finds nothing and calls it dead.
+        _until(lambda: _request(server, "GET", f"api/kernels/{self.id}")["execution_state"] == "idle", 120)
         self.client = BlockingKernelClient(connection_file=str(server.runtime / f"kernel-{self.id}.json"))
         self.client.load_connection_file()
         self.client.start_channels()
