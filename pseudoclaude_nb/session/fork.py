@@ -78,7 +78,9 @@ def fork_log(request: StepRequest) -> bytes:
         lines.append(request.messages.snapshot_lines(rid, request.step.model))
     else:
         for i, m in enumerate(request.messages):
-            lines.append(encode(message_entry(m, replace_id=rid, model=request.step.model if i == 0 else None)))
+            lines.append(
+                encode(message_entry(m, replace_id=rid, model=request.step.model if i == 0 else None))
+            )
     lines.extend(encode(pin) for pin in request.pins)
     return b"".join(lines)
 

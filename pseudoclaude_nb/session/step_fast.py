@@ -45,7 +45,9 @@ from .step_index import Marker, Step, StepIndex
 from .timeline.items import KIND_CODE
 
 _BAD, _REPLACE = KIND_CODE["bad"], KIND_CODE["replace"]
-_SNAPSHOT = bytes(int(c & (NAMES_REPLACE | NAMES_LAST_REPLACE) == NAMES_REPLACE | NAMES_LAST_REPLACE) for c in range(256))
+_SNAPSHOT = bytes(
+    int(c & (NAMES_REPLACE | NAMES_LAST_REPLACE) == NAMES_REPLACE | NAMES_LAST_REPLACE) for c in range(256)
+)
 _NAMES = has(NAMES_REPLACE)
 _REFUSED = has(UNREADABLE | IMAGES)
 _LEGACY, _MARKED, _SPILLED = has(LEGACY), has(MARKED), has(SPILLED)

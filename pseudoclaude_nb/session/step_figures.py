@@ -33,11 +33,11 @@ from bisect import bisect_left
 from dataclasses import dataclass, field
 from itertools import compress
 from pathlib import Path
-from typing import Any
 
 from .. import safeio
 from ..context.estimate import message_bytes
 from ..messages import Message
+from ..workspace import LOG_NAME
 from . import step_figures_file as figures_file
 from .entries import MessageEntry, encode, message_entry, parse_line
 from .legacy import upgrade_legacy
@@ -51,6 +51,7 @@ IMAGES, MARKED, LEGACY, WRITERS_LINE = 16, 32, 64, 128
 CLEAN, OPEN, SPILLED = 1, 2, 4
 
 SAVE_BYTES = 4 << 20  # figures read from this many more log bytes than kept are saved
+KEEP_FROM_START = 2 * SAVE_BYTES  # the writer builds figures from nothing only for a log this short
 BATCH = 4096  # lines read at a time while building
 PLACEHOLDER = "0" * 32  # a replace id as ``messages.new_id`` makes them: 32 hex digits
 _REPLACE = KIND_CODE["replace"]
@@ -130,7 +131,9 @@ class Figures:
             flags |= WRITERS_LINE
         self.flags.append(flags)
         self._pair(m)
-        self.pairs.append((CLEAN if self.clean else 0) | (OPEN if self.open else 0) | (SPILLED if spilled else 0))
+        self.pairs.append(
+            (CLEAN if self.clean else 0) | (OPEN if self.open else 0) | (SPILLED if spilled else 0)
+        )
 
     def _pair(self, m: Message) -> None:
         """``messages.pairing_problems``, one message at a time: ``clean`` while it finds none."""
@@ -176,7 +179,11 @@ def figures_for(index: StepIndex, *, save: bool = True) -> Figures | None:
             fig = _kept(index, fd, size) or Figures()
             stop = t.count if t.count and os.pread(fd, 1, index.size - 1) == b"\n" else max(t.count - 1, 0)
             _extend(index, fig, stop)
-            if save and fig.covered - fig.saved >= SAVE_BYTES and figures_file.save(index.path.parent, fd, fig):
+            if (
+                save
+                and fig.covered - fig.saved >= SAVE_BYTES
+                and figures_file.save(index.path.parent, fd, fig)
+            ):
                 fig.saved = fig.covered
     except OSError:
         return None
@@ -186,15 +193,22 @@ def figures_for(index: StepIndex, *, save: bool = True) -> Figures | None:
 
 def keep(session_dir: Path) -> str | None:
     """Bring the log's ``steps.idx`` up to date when it covers 4 MB less than the log (the
-    session writer's ``settle_meta``); never raises: what went wrong is returned."""
+    session writer's ``settle_meta``: a run's end, close); never raises: what went wrong is
+    returned. A long log that has none (written before them) is left to the first reader
+    that needs them: a run's end does not pay for its whole history."""
     from .step_index import step_index
 
+    folder = Path(session_dir)
     try:
-        index = step_index(Path(session_dir))
-        if index.size - figures_file.covered(Path(session_dir)) >= SAVE_BYTES:
-            figures_for(index)
+        size = os.stat(folder / LOG_NAME).st_size
+        have = figures_file.covered(folder)
+        if size - have < SAVE_BYTES or (not have and size > KEEP_FROM_START):
+            return None
+        figures_for(step_index(folder))
     except Exception as exc:  # noqa: BLE001 - derived: the next reader builds what is not kept
-        return f"the step figures of session {Path(session_dir).name} were not kept: {type(exc).__name__}: {exc}"
+        return (
+            f"the step figures of session {Path(session_dir).name} were not kept: {type(exc).__name__}: {exc}"
+        )
     return None
 
 

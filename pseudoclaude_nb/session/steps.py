@@ -34,9 +34,9 @@ from ..messages import Message
 from .entries import CompactEntry
 from .loader import log_path
 from .replay import CHUNK, LoadResult, replay_stream, settle
-from .step_index import Marker, Step, StepIndex, StepRangeError, step_index
 from .step_fast import LogMessages, plan
 from .step_figures import figures_for
+from .step_index import Marker, Step, StepIndex, StepRangeError, step_index
 from .step_origins import Origins
 
 __all__ = [
@@ -168,6 +168,7 @@ def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | Non
     at = index.entry(step.number)
     markers = index.markers(at)
     fast = _told(index, step, markers)
+    messages: Sequence[Message]
     if fast is not None:
         r, start, messages, snapshot, units = fast
     else:
@@ -221,7 +222,13 @@ def _told(
         return None
     messages = LogMessages(index, fig, found.first, found.end)
     count = found.start.count if found.start is not None else 0
-    return LoadResult(path=index.path), found.start, messages, lambda: [m.id for m in messages[:count]], found.units
+    return (
+        LoadResult(path=index.path),
+        found.start,
+        messages,
+        lambda: [m.id for m in messages[:count]],
+        found.units,
+    )
 
 
 def _replay_from_last_commit(
