@@ -191,6 +191,17 @@ def test_figures_that_are_not_this_logs_are_not_used(written, tmp_path, monkeypa
 
     steps._KEPT.clear()
     assert kept_used()
+    # Figures beside a copy of their log (a backup restored, a repository cloned) are not believed.
+    shutil.copy(folder / LOG_NAME, tmp_path / "log")
+    (tmp_path / "log").replace(folder / LOG_NAME)  # the same bytes, another file
+    steps._KEPT.clear()
+    assert not kept_used()
+    steps._KEPT.clear()
+    fig = step_figures.figures_for(scan(folder))  # built again for this file, and kept
+    assert fig is not None and fig.saved
+    steps._KEPT.clear()
+    assert kept_used()
+    good = (folder / STEP_FIGURES).read_bytes()
     damaged = bytearray(good)
     damaged[len(damaged) // 2] ^= 0xFF
     older = b"PCSTFIG0" + good[8:]

@@ -3,7 +3,8 @@
 Derived data, like ``timeline.idx``: written whole and atomically (a temporary file renamed
 over it, no fsync); read only when it belongs to the log as it is now — the same first
 bytes (the sidecar's head digest), a line boundary where it ends, a checksum that matches,
-its version. ``step_figures`` then checks it against the log's timeline (the same message
+its version, and the same log file (its inode and device: figures shipped beside a log, or
+copied with it, are built again rather than believed). ``step_figures`` then checks it against the log's timeline (the same message
 entries at the same offsets) before it trusts a figure, and a row read through it is checked
 against its line's CRC. Anything else and the figures are built again from the log.
 """
@@ -27,8 +28,9 @@ if TYPE_CHECKING:
     from .step_figures import Figures
 
 _MAGIC = b"PCSTFIG1"  # a later layout takes another magic: an older file is then rebuilt
-# magic, timeline entries covered, log bytes covered, message entries, extras' bytes, head digest
-_HEADER = struct.Struct("<8sQQQQ40s")
+# magic, timeline entries covered, log bytes covered, message entries, extras' bytes, the log
+# file's inode and device, head digest
+_HEADER = struct.Struct("<8sQQQQQQ40s")
 _CRC = struct.Struct("<I")
 _PER_MESSAGE = 8 + 4 + 8 + 1 + 1  # offset, line CRC, units, flags, pairing
 LIMIT = 1 << 31  # a file bigger than this is not read
@@ -55,7 +57,10 @@ def save(session_dir: Path, fd: int, fig: Figures) -> bool:
     extras = orjson.dumps({"rid": fig.rid, "clean": fig.clean, "open": list(fig.open.items())})
     try:
         digest = head_digest(fd, fig.covered).encode()
-        header = _HEADER.pack(_MAGIC, fig.entries, fig.covered, len(fig.offsets), len(extras), digest)
+        st = os.fstat(fd)
+        header = _HEADER.pack(
+            _MAGIC, fig.entries, fig.covered, len(fig.offsets), len(extras), st.st_ino, st.st_dev, digest
+        )
         body = b"".join(
             (header, fig.offsets.tobytes(), fig.crcs.tobytes(), fig.units.tobytes(),
              bytes(fig.flags), bytes(fig.pairs), extras)
@@ -81,7 +86,7 @@ def load(session_dir: Path, fd: int, *, size: int) -> dict[str, Any] | None:
         os.close(ifd)
     if body is None:
         return None
-    _, entries, cov, n, _, _ = _HEADER.unpack_from(body)
+    _, entries, cov, n, _, _, _, _ = _HEADER.unpack_from(body)
     at = _HEADER.size
     columns: dict[str, Any] = {"entries": entries, "covered": cov}
     for name, code, count in (("offsets", "Q", n), ("crcs", "I", n), ("units", "Q", n + 1)):
@@ -109,7 +114,10 @@ def _body(ifd: int, fd: int, *, size: int) -> bytes | None:
     head = os.pread(ifd, _HEADER.size, 0)
     if len(head) != _HEADER.size or not head.startswith(_MAGIC):
         return None
-    _, entries, cov, n, extra, digest = _HEADER.unpack(head)
+    _, entries, cov, n, extra, ino, dev, digest = _HEADER.unpack(head)
+    st = os.fstat(fd)
+    if (ino, dev) != (st.st_ino, st.st_dev):
+        return None  # made for another file: a copy, an import, a repository's (built again here)
     if extra > EXTRAS_LIMIT or length != _HEADER.size + _PER_MESSAGE * n + 8 + extra + _CRC.size:
         return None
     if n > entries or not 0 < cov <= size or os.pread(fd, 1, cov - 1) != b"\n":
