@@ -16,16 +16,13 @@ import struct
 import zlib
 from array import array
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import orjson
 
 from .. import safeio
 from ..workspace import STEP_FIGURES
 from .sidecar_meta import head_digest
-
-if TYPE_CHECKING:
-    from .step_figures import Figures
 
 _MAGIC = b"PCSTFIG1"  # a later layout takes another magic: an older file is then rebuilt
 # magic, timeline entries covered, log bytes covered, message entries, extras' bytes, the log
@@ -52,8 +49,9 @@ def covered(session_dir: Path) -> int:
     return int(_HEADER.unpack(head)[2])
 
 
-def save(session_dir: Path, fd: int, fig: Figures) -> bool:
-    """Write the figures of the log open as ``fd``; False when they cannot be (never raises)."""
+def save(session_dir: Path, fd: int, fig: Any) -> bool:
+    """Write the figures (a ``step_figures.Figures``: not imported, it imports this) of the log
+    open as ``fd``; False when they cannot be (never raises)."""
     extras = orjson.dumps({"rid": fig.rid, "clean": fig.clean, "open": list(fig.open.items())})
     try:
         digest = head_digest(fd, fig.covered).encode()
