@@ -38,8 +38,9 @@ from .step_figures import (
     UNREADABLE,
     WRITERS_LINE,
     Figures,
-    copy_line,
+    body_end,
     has,
+    snapshot_tail,
 )
 from .step_index import Marker, Step, StepIndex
 from .timeline.items import KIND_CODE
@@ -151,17 +152,21 @@ class LogMessages(Sequence[Message]):
         base = fig.offsets[self.first]
         last = _entry_at(t.offsets, fig.offsets[self.end - 1])
         data = index.read_bytes(base, index.end_of(last))
-        out = [encode(message_entry(self[0], replace_id=replace_id, model=model))]
+        out: list[bytes | memoryview] = [encode(message_entry(self[0], replace_id=replace_id, model=model))]
+        tail, view, flags, crcs = snapshot_tail(replace_id), memoryview(data), fig.flags, fig.crcs
         for k in range(self.first + 1, self.end):
             at = fig.offsets[k] - base
             nl = data.find(b"\n", at)
-            raw = data[at : nl if nl >= 0 else len(data)]
-            line = copy_line(raw, replace_id) if fig.flags[k] & WRITERS_LINE else None
-            if zlib.crc32(raw) != fig.crcs[k]:
+            end = nl if nl >= 0 else len(data)
+            if zlib.crc32(view[at:end]) != crcs[k]:
                 raise _mismatch(index)
-            if line is None:
-                line = encode(message_entry(_message(index, fig, k, raw), replace_id=replace_id))
-            out.append(line)
+            cut = body_end(data, at, end) if flags[k] & WRITERS_LINE else -1
+            if cut >= 0:  # the line as it is, but its last members: no copy until the join
+                out += (view[at:cut], tail)
+            else:
+                out.append(
+                    encode(message_entry(_message(index, fig, k, data[at:end]), replace_id=replace_id))
+                )
         return b"".join(out)
 
 

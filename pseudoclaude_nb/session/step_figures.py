@@ -68,21 +68,33 @@ def copy_line(raw: bytes, replace_id: str) -> bytes | None:
     """The writer's line ``raw`` (no newline) as a snapshot line of the replace ``replace_id``
     with no model: its ``model`` and ``replace_id`` dropped and the id added; None when its
     ending is not the writer's. Exact only for a line flagged ``WRITERS_LINE``."""
-    if not raw.endswith(b"}"):
-        return None
-    body = _drop_last(_drop_last(raw[:-1], b',"replace_id":"'), b',"model":"')
-    return b"".join((body, b',"replace_id":"', replace_id.encode(), b'"}\n'))
+    cut = body_end(raw, 0, len(raw))
+    return None if cut < 0 else raw[:cut] + snapshot_tail(replace_id)
 
 
-def _drop_last(body: bytes, key: bytes) -> bytes:
-    """``body`` without its last member when that is ``key`` with a plain string value (no
-    quote or backslash in it: a JSON string holds a quote only escaped, so the key found is
-    a key, and its value runs to the end)."""
-    at = body.rfind(key)
-    if at < 0 or not body.endswith(b'"'):
-        return body
-    value = body[at + len(key) : -1]
-    return body if b'"' in value or b"\\" in value else body[:at]
+def snapshot_tail(replace_id: str) -> bytes:
+    return b',"replace_id":"' + replace_id.encode() + b'"}\n'
+
+
+_DROPPED = (b',"replace_id":"', b',"model":"')  # the writer's last members, last first
+
+
+def body_end(data: bytes, start: int, end: int) -> int:
+    """Where the line ``data[start:end]`` ends without its closing brace and its last members
+    ``replace_id`` and ``model`` (each dropped only with a plain string value: no quote or
+    backslash in it, so the key found is a key); -1 when it does not end with a brace."""
+    if end <= start or data[end - 1] != 0x7D:  # "}"
+        return -1
+    stop = end - 1
+    for key in _DROPPED:
+        if stop - start < len(key) + 1 or data[stop - 1] != 0x22:  # a string value ends here
+            continue
+        quote = data.rfind(b'"', start, stop - 1)  # where that value starts
+        at = quote + 1 - len(key)
+        if quote < 0 or at < start or not data.startswith(key, at) or data.find(b"\\", quote, stop) >= 0:
+            continue
+        stop = at
+    return stop
 
 
 @dataclass
