@@ -180,9 +180,9 @@ def figures_for(index: StepIndex, *, save: bool = True) -> Figures | None:
     """The figures of ``index``'s log, covering every entry of its timeline whose line is
     whole: the kept ones when they belong to it, extended over the lines after them; saved
     again when that read much (``save``). None when the log cannot be read."""
-    kept = getattr(index, "_figures", None)
+    kept: Figures | None = index._figures
     if kept is not None:
-        return kept  # type: ignore[no-any-return]
+        return kept
     t = index.timeline
     try:
         with os.fdopen(safeio.open_file(index.path), "rb") as f:
@@ -199,7 +199,7 @@ def figures_for(index: StepIndex, *, save: bool = True) -> Figures | None:
                 fig.saved = fig.covered
     except OSError:
         return None
-    index._figures = fig  # type: ignore[attr-defined]
+    index._figures = fig
     return fig
 
 

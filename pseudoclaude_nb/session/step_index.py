@@ -94,6 +94,7 @@ class StepIndex:
         self.size = size  # the log's bytes the timeline covers
         self._markers: dict[int, Marker] = {}
         self._parsed: dict[int, Any] = {}  # compactions, rollovers, pins: by entry, read once
+        self._figures: Any = None  # the step figures of this log, once read (``step_figures.figures_for``)
 
     @property
     def steps(self) -> Steps:
