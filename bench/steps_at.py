@@ -57,7 +57,7 @@ def call(name, line):
         return time.perf_counter() - started, buf.getvalue()
 
 call("sessions", f"resume {sid}")
-call("context", f"--at {steps[len(steps) // 2] + 1}")  # untimed: the imports, the agent
+first, _ = call("context", f"--at {steps[len(steps) // 2] + 1}")  # untimed: the imports, the agent (and the step figures when the log has none kept)
 at = {str(n): [] for n in steps}
 for _ in range(repeat):
     for n in steps:
@@ -81,7 +81,7 @@ try:  # the messages of each step's request (this checkout's index; an older one
     sizes = {str(n): index.request_size(n) for n in steps}
 except (ImportError, AttributeError):
     sizes = {}
-print(json.dumps({"at": at, "fork": fork, "sizes": sizes}))
+print(json.dumps({"at": at, "fork": fork, "sizes": sizes, "first": first}))
 """
 
 
@@ -135,6 +135,7 @@ def rows_for(name: str, found: dict, built: dict, steps: list[int], judged: bool
         "median_s_by_step": {n: round(s, 4) for n, s in at.items()},
         "all_s_by_step": {n: [round(x, 4) for x in v] for n, v in found["at"].items()},
         "last_over_first": round(ratio, 2),
+        "first_call_s": round(found["first"], 3) if "first" in found else None,
         "method": "a fresh IPython process, notebook display (HTML + text), after %sessions resume and one "
         "untimed call; steps interleaved, the median of each (the session's step index is kept between calls "
         "while its log is unchanged, as the scrubber keeps its own)",

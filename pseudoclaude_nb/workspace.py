@@ -21,6 +21,7 @@ STATE_DIR = ".pseudoclaude"
 LOG_NAME = "conversation.jsonl"
 META_NAME = "meta.json"
 TIMELINE_INDEX = "timeline.idx"  # derived, like meta.json (session.timeline.index)
+STEP_FIGURES = "steps.idx"  # derived too: per-message figures of a step's request (session.step_figures)
 LOCK_NAME = "writer.lock"
 SPILL_DIR = "tool-results"
 GITIGNORE = (

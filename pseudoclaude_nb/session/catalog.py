@@ -23,7 +23,7 @@ import orjson
 
 from .. import safeio
 from ..errors import SessionError, SessionNotFoundError
-from ..workspace import LOCK_NAME, LOG_NAME, META_NAME, TIMELINE_INDEX, sessions_dir
+from ..workspace import LOCK_NAME, LOG_NAME, META_NAME, STEP_FIGURES, TIMELINE_INDEX, sessions_dir
 from . import sidecar_meta
 from .locks import held, is_locked
 
@@ -405,7 +405,7 @@ def _remove_if_abandoned(folder: Path) -> None:
         names = set(os.listdir(folder))
     except OSError:
         return
-    allowed = {META_NAME, TIMELINE_INDEX, "tool-results"}
+    allowed = {META_NAME, TIMELINE_INDEX, STEP_FIGURES, "tool-results"}
     if all(n in allowed or safeio.is_temp_name(n) for n in names):
         shutil.rmtree(folder, ignore_errors=True)  # never follows a link out
 

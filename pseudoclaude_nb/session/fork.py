@@ -11,6 +11,7 @@ writer opens it — so no second writer ever touches a live log.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from ..workspace import LOG_NAME, SPILL_DIR, new_session_dir
 from . import images
 from .entries import ReplaceEntry, encode, message_entry
 from .loader import log_path
+from .step_fast import LogMessages
 from .steps import StepRequest, request_at
 
 
@@ -41,7 +43,11 @@ def fork_session(workspace: Path, source: str | Path, step: int | None = None) -
     source_dir = log_path(source).parent
     path = new_session_dir(workspace)
     try:
-        missing = _copy_files(source_dir, path, request.messages)
+        # Only a message with image parts or a spilled result points to a file.
+        messages = request.messages
+        missing = _copy_files(
+            source_dir, path, messages.spilled() if isinstance(messages, LogMessages) else messages
+        )
         safeio.write_atomic(path / LOG_NAME, fork_log(request))
     except BaseException:
         shutil.rmtree(path, ignore_errors=True)  # ours alone: claimed above, never made current
@@ -59,18 +65,27 @@ def fork_session(workspace: Path, source: str | Path, step: int | None = None) -
 
 
 def fork_log(request: StepRequest) -> bytes:
-    """The new log's bytes: the fork replace with its snapshot, then the pins."""
+    """The new log's bytes: the fork replace with its snapshot, then the pins.
+
+    A request told from the step figures (``step_fast.LogMessages``) has its lines copied
+    from the log, each changed only where the writer's encoding of the message would differ
+    (its replace id, no model), instead of each message built and encoded again."""
     rid = new_id()
     marker = ReplaceEntry.new("fork", rid, len(request.messages)).raw
     marker.update(source_session=request.session_id, source_step=request.step.number)
     lines = [encode(marker)]
-    for i, m in enumerate(request.messages):
-        lines.append(encode(message_entry(m, replace_id=rid, model=request.step.model if i == 0 else None)))
+    if isinstance(request.messages, LogMessages):
+        lines.append(request.messages.snapshot_lines(rid, request.step.model))
+    else:
+        for i, m in enumerate(request.messages):
+            lines.append(
+                encode(message_entry(m, replace_id=rid, model=request.step.model if i == 0 else None))
+            )
     lines.extend(encode(pin) for pin in request.pins)
     return b"".join(lines)
 
 
-def _copy_files(source: Path, dest: Path, messages: list[Message]) -> list[str]:
+def _copy_files(source: Path, dest: Path, messages: Sequence[Message]) -> list[str]:
     """Copy the spill files and images the messages refer to; the paths that could not be."""
     missing = []
     for m in messages:

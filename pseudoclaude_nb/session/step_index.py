@@ -93,6 +93,8 @@ class StepIndex:
         self.timeline = timeline
         self.size = size  # the log's bytes the timeline covers
         self._markers: dict[int, Marker] = {}
+        self._parsed: dict[int, Any] = {}  # compactions, rollovers, pins: by entry, read once
+        self._figures: Any = None  # the step figures of this log, once read (``step_figures.figures_for``)
 
     @property
     def steps(self) -> Steps:
@@ -138,7 +140,9 @@ class StepIndex:
     def lines(self, entries: Sequence[int]) -> list[bytes]:
         """The lines of ``entries`` (without their newline), each read by its offset."""
         t = self.timeline
-        out = []
+        out: list[bytes] = []
+        if not entries:
+            return out
         try:
             with os.fdopen(safeio.open_file(self.path), "rb") as f:
                 for i in entries:
@@ -214,13 +218,21 @@ class StepIndex:
 
     # --- entries beside the conversation ----------------------------------------------------------
 
+    def _read_once(self, kind: str, before: int) -> list[Any]:
+        """The entries of ``kind`` before entry ``before``, each read and parsed once (step after
+        step, a long session's hundreds of compactions are not read again for each)."""
+        wanted = self.of_kind(kind, before)
+        unread = [i for i in wanted if i not in self._parsed]
+        for i, raw in zip(unread, self.lines(unread), strict=True):
+            obj = decode(raw)
+            self._parsed[i] = obj if kind == "unknown" else parse_entry(obj)
+        return [self._parsed[i] for i in wanted]
+
     def compactions(self, before: int) -> list[CompactEntry]:
-        found = [parse_entry(decode(raw)) for raw in self.lines(self.of_kind("compact", before))]
-        return [e for e in found if isinstance(e, CompactEntry)]
+        return [e for e in self._read_once("compact", before) if isinstance(e, CompactEntry)]
 
     def rollovers(self, before: int) -> list[RolloverEntry]:
-        found = [parse_entry(decode(raw)) for raw in self.lines(self.of_kind("rollover", before))]
-        return [e for e in found if isinstance(e, RolloverEntry)]
+        return [e for e in self._read_once("rollover", before) if isinstance(e, RolloverEntry)]
 
     def pins_at(self, before: int) -> list[dict[str, Any]]:
         """The pin entries in force before entry ``before`` (``entries.apply_pin``'s reading), as logged.
@@ -230,8 +242,7 @@ class StepIndex:
         """
         pins: dict[str, Pin] = {}
         logged: dict[str, dict[str, Any]] = {}
-        for raw in self.lines(self.of_kind("unknown", before)):
-            entry = decode(raw)
+        for entry in self._read_once("unknown", before):
             if entry is None or entry.get("type") not in PIN_TYPES or not isinstance(entry.get("id"), str):
                 continue
             apply_pin(pins, entry)

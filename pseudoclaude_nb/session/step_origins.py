@@ -6,6 +6,7 @@ history (issue 47); see ``Origins``. No IPython here; nothing is written.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -30,7 +31,11 @@ class Origins:
     """
 
     def __init__(
-        self, index: StepIndex, markers: list[Marker], start: Marker | None, snapshot: list[str]
+        self,
+        index: StepIndex,
+        markers: list[Marker],
+        start: Marker | None,
+        snapshot: Callable[[], list[str]],
     ) -> None:
         self._index = index
         # A replace that never completed replaced nothing: the walk steps over it.
@@ -51,7 +56,7 @@ class Origins:
         assert start is not None
         t = self._index.timeline
         found: dict[str, str | None] = {}
-        candidate = dict.fromkeys(self._snapshot, start.reason)
+        candidate = dict.fromkeys(self._snapshot(), start.reason)  # its ids, read when first needed
         end, read = start.entry, 0
         previous = list(reversed(self._markers)) + [None]
         first = True

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections import OrderedDict
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -34,6 +34,8 @@ from ..messages import Message
 from .entries import CompactEntry
 from .loader import log_path
 from .replay import CHUNK, LoadResult, replay_stream, settle
+from .step_fast import LogMessages, plan
+from .step_figures import figures_for
 from .step_index import Marker, Step, StepIndex, StepRangeError, step_index
 from .step_origins import Origins
 
@@ -66,7 +68,7 @@ class Rows(Sequence[Row]):
     """A request's rows, each made when it is read: a view of thousands of messages shows only
     its first and last hundred (``widgets.step_view``), and only those are built."""
 
-    def __init__(self, messages: list[Message], origins: Origins) -> None:
+    def __init__(self, messages: Sequence[Message], origins: Origins) -> None:
         self._messages = messages
         self._origins = origins
         self._made: dict[int, Row] = {}
@@ -80,7 +82,10 @@ class Rows(Sequence[Row]):
     def __getitem__(self, i: slice) -> list[Row]: ...
     def __getitem__(self, i: int | slice) -> Row | list[Row]:
         if isinstance(i, slice):
-            return [self._row(k) for k in range(len(self))[i]]
+            ks = range(len(self))[i]
+            # The messages at once: read from the log, they cost one open, not one each.
+            messages = self._messages[i] if any(k not in self._made for k in ks) else [None] * len(ks)
+            return [self._row(k, m) for k, m in zip(ks, messages, strict=True)]
         if i < 0:
             i += len(self)
         if not 0 <= i < len(self):
@@ -88,12 +93,13 @@ class Rows(Sequence[Row]):
         return self._row(i)
 
     def __iter__(self) -> Iterator[Row]:
-        return (self._row(k) for k in range(len(self)))
+        for lo in range(0, len(self), 1024):
+            yield from self[lo : lo + 1024]
 
-    def _row(self, i: int) -> Row:
+    def _row(self, i: int, m: Message | None = None) -> Row:
         row = self._made.get(i)
         if row is None:
-            m = self._messages[i]
+            m = m if m is not None else self._messages[i]
             # Numbered as people count: %context pin --message N.
             row = Row(i + 1, m, part_of(m), self._origins.get(m.id), tokens_for_bytes(message_bytes(m)))
             self._made[i] = row
@@ -105,7 +111,7 @@ class StepRequest:
     session_id: str
     step: Step
     steps: int  # how many the session has
-    messages: list[Message]
+    messages: Sequence[Message]  # read by offset when asked for, on a request told from the figures
     rows: Rows
     replaces: list[Marker]  # committed before this request, oldest first
     spills: int
@@ -119,6 +125,10 @@ class StepRequest:
     def tokens(self) -> int:
         return estimate_tokens(self.messages)
 
+
+# A request of at least this many messages is told from the step figures when it can be (the
+# first one asked of a log without kept figures builds them: a pass over its messages).
+FIGURES_FROM = 1_000
 
 _KEPT: OrderedDict[Path, tuple[tuple[int, int, int], StepIndex]] = OrderedDict()
 KEPT = 2  # step indexes kept, the latest asked for
@@ -157,13 +167,20 @@ def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | Non
     step = index.check(len(index.steps) if n is None else n)
     at = index.entry(step.number)
     markers = index.markers(at)
-    r, start = _replay_from_last_commit(index, markers, step.end)
-    state = r.messages
-    snapshot = [m.id for m in state[: start.count]] if start is not None else []
-    if state and state[-1].role == "assistant":
-        state = state[:-1]  # the answer to this request
-    r.messages = state
-    settle(r)  # as a load of the log cut here would give it
+    fast = _told(index, step, markers)
+    messages: Sequence[Message]
+    if fast is not None:
+        r, start, messages, snapshot, units = fast
+    else:
+        units = 0
+        r, start = _replay_from_last_commit(index, markers, step.end)
+        state = r.messages
+        ids = [m.id for m in state[: start.count]] if start is not None else []
+        if state and state[-1].role == "assistant":
+            state = state[:-1]  # the answer to this request
+        r.messages = state
+        settle(r)  # as a load of the log cut here would give it
+        messages, snapshot = r.messages, lambda: ids
     before = start.entry if start is not None else 0
     # What the replay did not read: the lines before it that were unreadable, and replaces
     # that never completed (the state before each stood).
@@ -171,12 +188,12 @@ def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | Non
     if any(not m.committed for m in markers if m.entry < before):
         r.torn_replace = True
     last = step.number == len(index.steps)
-    return StepRequest(
+    request = StepRequest(
         session_id=index.path.parent.name,
         step=step,
         steps=len(index.steps),
-        messages=r.messages,
-        rows=Rows(r.messages, Origins(index, markers, start, snapshot)),
+        messages=messages,
+        rows=Rows(messages, Origins(index, markers, start, snapshot)),
         replaces=[m for m in markers if m.committed and (start is None or m.entry <= start.entry)],
         spills=index.count("spill", at),
         compactions=index.compactions(at),
@@ -185,6 +202,32 @@ def request_at(path: str | Path, n: int | None = None, *, index: StepIndex | Non
         pins=index.pins_at(index.timeline.count if last else at),
         problems=r.problems(),
         replayed_from=start.offset if start is not None else 0,
+    )
+    if fast is not None:
+        request.__dict__["tokens"] = tokens_for_bytes(units)  # estimate_tokens, from the figures' sum
+    return request
+
+
+def _told(
+    index: StepIndex, step: Step, markers: list[Marker]
+) -> tuple[LoadResult, Marker | None, LogMessages, Callable[[], list[str]], int] | None:
+    """The request from the step figures, when it is the plain case (``step_fast``), with its
+    messages' estimator units; else None. Nothing in it needed repair: its ``LoadResult``
+    holds only what the caller adds from before its replace."""
+    if index.request_size(step.number) < FIGURES_FROM:
+        return None  # replayed in a few milliseconds: no figures built for it
+    fig = figures_for(index)
+    found = plan(index, fig, step, markers)
+    if found is None or fig is None:
+        return None
+    messages = LogMessages(index, fig, found.first, found.end)
+    count = found.start.count if found.start is not None else 0
+    return (
+        LoadResult(path=index.path),
+        found.start,
+        messages,
+        lambda: [m.id for m in messages[:count]],
+        found.units,
     )
 
 

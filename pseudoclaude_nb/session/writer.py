@@ -210,7 +210,8 @@ class SessionWriter:
         """Bring ``meta.json`` up to date if anything was written since it last was (a run's end, close).
 
         The timeline's index too, once the log has grown enough since it was kept (4 MB or
-        5 %): an open then scans only what is newer. Only here, never after a replace or
+        5 %): an open then scans only what is newer; and the step figures (``steps.idx``)
+        once 4 MB of the log are not in them. Only here, never after a replace or
         every ``meta_bytes``: its scan would take the interpreter from the run it follows.
         """
         self.wait_meta()
@@ -220,6 +221,11 @@ class SessionWriter:
                 from . import timeline  # its scan's imports: at a run's end, not before its first request
 
                 problem = timeline.keep_index(self.dir, meta)  # never raises: derived
+            if problem is not None:
+                self._notices.append(problem)
+            from . import step_figures
+
+            problem = step_figures.keep(self.dir)  # never raises: derived, like the timeline's
             if problem is not None:
                 self._notices.append(problem)
 
