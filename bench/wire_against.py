@@ -39,7 +39,15 @@ print(json.dumps([r.to_dict() for r in rows]))
 """
 
 # The figures the summary gives per row (when the row has them): its value, then these details.
-FIGURES = ("ms_per_step_at_", "cpu_ms_per_step_at_", "floor_ms_per_step", "wire_ms_at_", "cpu_ratio")
+FIGURES = (
+    "ms_per_step_at_",
+    "cpu_ms_per_step_at_",
+    "floor_ms_per_step",
+    "wire_ms_at_",
+    "cpu_ratio",
+    "cpu_over_floor",
+    "cpu_floor_ms",
+)
 
 
 def measure(package: Path, provider: str, mode: str) -> list[dict]:
