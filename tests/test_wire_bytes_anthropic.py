@@ -95,7 +95,8 @@ def expected(provider: AnthropicProvider, request: Request, sent: dict) -> bytes
     fresh.server_context = provider.server_context
     fresh.wire_messages = lambda *_a, **_k: []  # type: ignore[method-assign]
     rest = fresh._params(request)
-    rest.pop("messages"), rest.pop("extra_headers", None)
+    del rest["messages"]
+    rest.pop("extra_headers", None)  # headers, not the body
     if "diagnostics" in rest:
         rest["diagnostics"] = sent["diagnostics"]
     return orjson.dumps({"messages": turns, **rest, "stream": True})
