@@ -23,10 +23,10 @@ Issue 43 restates the two rows a stateless API cannot meet as what the client co
 ``*_over_floor`` rows time a step at 10,000 messages against the floor for that step (the
 100-message step with its body's transfer swapped for the big body's, those transfers timed
 between the timed runs so that both see the same load; ``cpu_over_floor`` says the same in this
-process's CPU), ≤ 1.2× the floor. And it
-adds the row server-side state makes possible: ``overhead_responses_state`` runs ``%agent`` over
-the OpenAI Responses API with ``openai_server_state = True``, where each step sends only its new
-items after ``previous_response_id``.
+process's CPU), ≤ 1.2× the floor. And it adds the row server-side state makes possible:
+``overhead_responses_state`` runs ``%agent`` over the OpenAI Responses API with
+``openai_server_state = True``, where each step sends only its new items after
+``previous_response_id``.
 """
 
 from __future__ import annotations
