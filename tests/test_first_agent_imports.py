@@ -110,7 +110,9 @@ out.write_text(json.dumps(found), encoding="utf-8")
 
 
 @pytest.fixture(scope="module", params=["scripted", "openai"])
-def first_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> tuple[list[str], str]:
+def first_run(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+) -> tuple[list[str], str]:
     """What a fresh interpreter imported for its first ``%agent`` (before its request, on the wire)."""
     tmp = tmp_path_factory.mktemp(f"first-{request.param}")
     workspace = tmp / "ws"
@@ -141,4 +143,6 @@ def test_the_first_run_answers(first_run: tuple[list[str], str]) -> None:
 def test_the_first_run_does_not_import(first_run: tuple[list[str], str], module: str) -> None:
     imported, _ = first_run
     found = [m for m in imported if m == module or m.startswith(module + ".")]
-    assert found == [], f"{module} is imported on the first run's way to its request: import it where it is used"
+    assert found == [], (
+        f"{module} is imported on the first run's way to its request: import it where it is used"
+    )
