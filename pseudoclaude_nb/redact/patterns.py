@@ -41,7 +41,7 @@ class Regex(Generic[AnyStr]):
     compiled: re.Pattern[AnyStr]
 
     def __init__(self, source: AnyStr, flags: int = 0) -> None:
-        self.source = source
+        self.source: AnyStr = source
         self._flags = flags
 
     def __getattr__(self, name: str) -> Any:
