@@ -13,8 +13,9 @@ pause between the two cells (the kernel, idle, imports the agent's world then:
 ``magics.warm``); the detail has the kernel's CPU over the same span and
 what each kernel added to ``sys.modules``.
 
-``python -m bench.first_request [--against PATH]`` prints it; ``python -m bench --only
-startup`` runs it with the startup rows.
+``python -m bench.first_request [--against PATH]`` prints it (with ``--against``, the other
+checkout's kernels run in turns with this one's); ``python -m bench --only startup`` runs it
+with the startup rows.
 """
 
 from __future__ import annotations
@@ -88,6 +89,17 @@ _HOOK = (
 )
 
 
+def _bytecode(scratch: Path) -> dict[str, str]:
+    """An installed package's kernels read its compiled bytecode (pip compiles it; a source
+    checkout writes it on its first import). Where this environment writes none
+    (``PYTHONDONTWRITEBYTECODE``), every kernel would compile the package from source, which no
+    user's kernel does: the kernels then keep their bytecode in the scratch folder instead
+    (``PYTHONPYCACHEPREFIX``), written by an untimed first kernel."""
+    if not os.environ.get("PYTHONDONTWRITEBYTECODE"):
+        return {}
+    return {"PYTHONDONTWRITEBYTECODE": "", "PYTHONPYCACHEPREFIX": str(scratch / "pycache")}
+
+
 def one_kernel(scratch: Path, port: int, log: Path, package: Path, pause: float = 0.0) -> dict:
     ws = Path(tempfile.mkdtemp(dir=scratch, prefix="first-"))
     env = {
@@ -95,6 +107,7 @@ def one_kernel(scratch: Path, port: int, log: Path, package: Path, pause: float 
         "IPYTHONDIR": str(ws / ".ipython"),
         "OPENAI_BASE_URL": f"http://127.0.0.1:{port}/v1",
         "OPENAI_API_KEY": "bench-key",
+        **_bytecode(scratch),
     }
     for name in ("ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"):
         env[name] = ""
@@ -132,31 +145,47 @@ PAUSE = 2.0  # seconds between %load_ext and %agent in the second row
 
 
 def first_request_rows(scratch: Path, *, kernels: int = KERNELS, package: Path = HERE.parent) -> list[Row]:
+    return compared_rows(scratch, {"this": package}, kernels=kernels)["this"]
+
+
+def compared_rows(
+    scratch: Path, packages: dict[str, Path], *, kernels: int = KERNELS
+) -> dict[str, list[Row]]:
+    """The two rows for each checkout in ``packages``, their kernels in turns (one of each kind
+    of each checkout, then again), so a change in the machine's load falls on all of them."""
     log = scratch / "first-request.log"
     server = subprocess.Popen(
         [sys.executable, "-c", _SERVER, str(log)], stdout=subprocess.PIPE, text=True, env=dict(os.environ)
     )
+    runs: dict[str, tuple[list[dict], list[dict]]] = {label: ([], []) for label in packages}
     try:
         port = int(server.stdout.readline())  # type: ignore[union-attr]
-        back_to_back, paused = [], []
+        if _bytecode(scratch):
+            for package in packages.values():
+                one_kernel(scratch, port, log, package)  # untimed: writes the kernels' bytecode
         for _ in range(kernels):  # the two kinds in turns
-            back_to_back.append(one_kernel(scratch, port, log, package))
-            paused.append(one_kernel(scratch, port, log, package, pause=PAUSE))
+            for label, package in packages.items():
+                back_to_back, paused = runs[label]
+                back_to_back.append(one_kernel(scratch, port, log, package))
+                paused.append(one_kernel(scratch, port, log, package, pause=PAUSE))
     finally:
         server.terminate()
         server.wait(timeout=10)
-    return [
-        _row(
-            "first_request",
-            "the first %agent of a fresh kernel, run right after %load_ext: cell start to its model request",
-            back_to_back,
-        ),
-        _row(
-            "first_request_after_pause",
-            f"… the same with {PAUSE:.0f} s between the %load_ext cell and the %agent cell (a person's pause)",
-            paused,
-        ),
-    ]
+    return {
+        label: [
+            _row(
+                "first_request",
+                "the first %agent of a fresh kernel, run right after %load_ext: cell start to its model request",
+                back_to_back,
+            ),
+            _row(
+                "first_request_after_pause",
+                f"… the same with {PAUSE:.0f} s between the %load_ext cell and the %agent cell (a person's pause)",
+                paused,
+            ),
+        ]
+        for label, (back_to_back, paused) in runs.items()
+    }
 
 
 def _row(key: str, what: str, runs: list[dict]) -> Row:
@@ -176,7 +205,8 @@ def _row(key: str, what: str, runs: list[dict]) -> Row:
             "requests": runs[0]["requests"],
             "method": "median over fresh kernels (a fresh PSEUDOCLAUDE_HOME each: the server's window probed "
             "anew); the cell's start from a pre_run_cell hook (kernel clock), the model request's first line "
-            "from the server (same machine clock); CPU: the kernel's, for the whole cell",
+            "from the server (same machine clock); CPU: the kernel's, for the whole cell; the package's "
+            "bytecode compiled, as installed (in the scratch folder where the environment writes none)",
         },
         note=f"first byte on the wire (the window probe) at {statistics.median(r['first_byte_s'] for r in runs):.3f} s; "
         f"kernel CPU for the cell {statistics.median(r['cell_cpu_s'] for r in runs):.3f} s",
@@ -189,16 +219,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--kernels", type=int, default=KERNELS)
     parser.add_argument(
-        "--against", type=Path, help="another checkout of the package, measured after this one"
+        "--against", type=Path, help="another checkout of the package, its kernels in turns with this one's"
     )
     args = parser.parse_args(argv)
     packages = {"this": HERE.parent, **({"against": args.against.resolve()} if args.against else {})}
-    for label, package in packages.items():
-        with tempfile.TemporaryDirectory(prefix="pseudoclaude-first-") as tmp:
-            for row in first_request_rows(Path(tmp), kernels=args.kernels, package=package):
-                mark = {True: "met", False: "MISSED", None: ""}[row.ok]
-                print(f"{label:<8} {row.key:<16} {row.value} {row.unit} ({row.target}) {mark}  {row.note}")
-                print(f"{'':<8} {json.dumps(row.detail)}")
+    with tempfile.TemporaryDirectory(prefix="pseudoclaude-first-") as tmp:
+        compared = compared_rows(Path(tmp), packages, kernels=args.kernels)
+    for label, rows in compared.items():
+        for row in rows:
+            mark = {True: "met", False: "MISSED", None: ""}[row.ok]
+            print(f"{label:<8} {row.key:<16} {row.value} {row.unit} ({row.target}) {mark}  {row.note}")
+            print(f"{'':<8} {json.dumps(row.detail)}")
     return 0
 
 

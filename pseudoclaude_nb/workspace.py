@@ -61,6 +61,15 @@ def resolve_workspace(
     return base.resolve()
 
 
+def log_path(path_or_dir: str | Path) -> Path:
+    """A session's log: the ``conversation.jsonl`` of a session directory, or the file given.
+
+    Here, beside ``LOG_NAME``, so a writer of a session (its spend, at a run's end) finds its log
+    without importing the loader (``session.loader`` names it too)."""
+    path = Path(path_or_dir)
+    return path / LOG_NAME if path.is_dir() else path
+
+
 def state_dir(workspace: Path) -> Path:
     return Path(workspace) / STATE_DIR
 

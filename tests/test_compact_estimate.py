@@ -147,3 +147,16 @@ def test_text_messages_follow_the_rule(user_text: str, assistant_text: str):
     assert estimate_tokens(msgs) == ceil_tokens(n)
     # Never low: at least bytes / 3.5.
     assert estimate_tokens(msgs) * 3.5 >= n
+
+
+def test_the_ascii_marks_class_is_its_long_form_at_every_code_point() -> None:
+    """``_PUNCT`` is spelled as ASCII ranges (issue 47: the class reaching U+10FFFF took ~7 ms to
+    compile on every kernel's first run); it matches what the long form matches, everywhere."""
+    import re
+
+    from pseudoclaude_nb.context import estimate
+
+    long_form = re.compile(r"[^\sA-Za-z0-9\x80-\U0010ffff]")
+    text = "".join(map(chr, range(0xD800))) + "".join(map(chr, range(0xE000, 0x110000)))
+    assert estimate._PUNCT.findall(text) == long_form.findall(text)
+    assert [c for c in map(chr, range(0xD800, 0xE000)) if estimate._PUNCT.match(c)] == []

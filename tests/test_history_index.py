@@ -319,3 +319,15 @@ def test_a_run_leaves_its_catch_up_to_the_background_and_a_listing_does_not_call
         other._close_connection()  # noqa: SLF001 - closed without a catch-up of its own
     assert sessions_magic._index_lag(agent) == ""  # marked for the background: not news
     assert [h.snippet for h in agent.history.search("QUINCE-4")] == ["remember QUINCE-4"]
+
+
+def test_the_word_class_is_its_long_form_at_every_code_point() -> None:
+    """``schema.WORD`` is spelled as the ASCII it leaves out (issue 47: compiled on every kernel's
+    first run); it finds the words the long form finds, over every code point."""
+    import re
+
+    from pseudoclaude_nb.history import schema
+
+    long_form = re.compile(r"[0-9a-z_\u0080-\U0010ffff]+")
+    text = " ".join(map(chr, range(0x110000)))
+    assert schema.WORD.findall(text) == long_form.findall(text)

@@ -429,6 +429,25 @@ def test_leftmost_first_matches_plus_overlap_windows_find_every_trigger(pieces: 
         assert sorted(redact_module._occurrences(data)) == expected
 
 
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.text(alphabet="abk-", min_size=1, max_size=6), max_size=10, unique=True))
+def test_the_overlappers_are_the_words_another_can_start_inside(words: list[str]) -> None:
+    """``overlappers`` (worked out through prefix sets, issue 47) is the pairwise definition."""
+    from pseudoclaude_nb.redact.triggers import overlappers
+
+    def pairwise(words: tuple[str, ...]) -> frozenset[int]:
+        return frozenset(
+            i
+            for i, a in enumerate(words)
+            for b in words
+            if (b != a and (a.startswith(b) or b.startswith(a)))
+            or any(b.startswith(a[k:]) or a[k:].startswith(b) for k in range(1, len(a)))
+        )
+
+    for case in (tuple(words), redact_module._TRIGGERS):
+        assert overlappers(case) == pairwise(case)
+
+
 def test_a_common_trigger_word_without_an_assignment_skips_the_regex(monkeypatch) -> None:
     text = "the tokenizer counts tokens; a secret plan; " * 50
     ran: list[str] = []

@@ -24,12 +24,9 @@ from ..config import PseudoClaude, RunConfig, load_dotenv_file, run_config
 from ..context import edited
 from ..context.confirm import Ask, Review, text_ask
 from ..context.host import ContextHost
-from ..context.manifest import Manifest
 from ..context.pins import Pins, pins_notice
-from ..context.plan import Preview
 from ..context.registry import check_provider, load_strategy
 from ..context.settings import CompactSettings
-from ..context.undo import Undone
 from ..conversation import Conversation, Hooks
 from ..envtrust import workspace_endpoint
 from ..errors import ConfigError, PseudoClaudeError
@@ -42,13 +39,11 @@ from ..notebook import ActivityBlock, NotebookHost
 from ..providers import Provider, provider_for
 from ..providers.base import GivesTour, HasEndpoint, LearnsWindow
 from ..runner import Listener, Notice, Runner, RunSummary
-from ..session import LoadResult, SessionWriter, load_session, new_session_dir
-from ..session.catalog import session_id_or_latest
+from ..session import SessionWriter, new_session_dir
 from ..session.entries import NoteEntry
 from ..strategies import Strategy
 from ..tools import Permissions, PythonExecutor
 from ..workspace import resolve_workspace, session_dir
-from . import views
 from .memory import RunMemory
 from .notebook import NotebookActivity
 from .plan import RunPlan, plan_run
@@ -58,7 +53,11 @@ from .window import AgentWindow
 
 if TYPE_CHECKING:
     from ..cache_guard import CacheGuard
+    from ..context.manifest import Manifest
+    from ..context.plan import Preview
+    from ..context.undo import Undone
     from ..mcp.hub import McpHub
+    from ..session import LoadResult
 
 
 class Agent:
@@ -190,6 +189,10 @@ class Agent:
 
     def resume(self, session_id: str | None = None) -> LoadResult:
         """Make a stored session current. ``None`` means the latest one."""
+        # The catalog and the loader read a stored session: a new session's run needs neither.
+        from ..session.catalog import session_id_or_latest
+        from ..session.loader import load_session
+
         ws = self.workspace
         session_id = session_id_or_latest(ws, session_id)
         path = session_dir(ws, session_id)
@@ -530,6 +533,8 @@ class Agent:
 
     def next_manifest(self) -> Manifest:
         """What the next request would contain, part by part (``%context``)."""
+        from . import views  # %context's: its manifest and the cache outlook are no run's
+
         return views.next_request(
             self.dry_plan(),
             active=self.session,
@@ -540,6 +545,8 @@ class Agent:
 
     def next_head_tokens(self) -> dict[str, int]:
         """The next request's parts besides its messages, in tokens (``views.next_head``)."""
+        from . import views  # as in next_manifest
+
         return views.next_head(self.dry_plan())
 
     def sent_manifest(self) -> Manifest | None:
@@ -548,6 +555,8 @@ class Agent:
         if runner is None:
             return None
         settings = self.compact_settings(runner.provider.context_window)
+        from . import views  # as in next_manifest
+
         return views.last_request(runner, self._last_memory_index, settings)
 
     def context_manifest(self) -> dict[str, Any]:

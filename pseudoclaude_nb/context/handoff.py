@@ -26,17 +26,6 @@ RECENT_TEXTS = 3
 RECENT_TEXT_CHARS = 1_500
 TOUCHED_FILES = 20
 
-GUIDANCE = """## Context rollover
-This session uses context rollover instead of summaries. When the host says the context
-is nearly full (or earlier, at a natural break), call new_context with a handoff for a
-fresh window: confirmed_requirements (each item with its source: the user's words, a spec,
-a test), agent_inferences (your own conclusions, unverified; never promote them to
-requirements), unresolved_conflicts, unverified_acceptance_criteria (next actions, tests
-not yet passing), and related_files (path, role spec/test/implementation/other, note).
-The switch happens before your next step; the full history stays searchable with
-search_history. The workspace on disk is the source of truth: after a switch, re-read
-files instead of recalling them."""
-
 
 class Requirement(BaseModel):
     model_config = ConfigDict(extra="forbid")

@@ -30,26 +30,29 @@ from ..errors import SessionError, StrategyError
 from ..events import Compacted, ContextState, Notice, RunEvent
 from ..messages import ToolCall, ToolResult, Usage
 from ..providers.base import ManagesContext, Provider
-from ..session.loader import LoadResult, marker_at
 from ..session.writer import SessionWriter
 from ..strategies import ACTIONS, Action, Drop, Handoff, Keep, Restrict, Strategy, Summarize, Trigger, View
-from . import layer2, rollover, undo
-from .apply import Ask, apply, commit_drop, drop_plan, shrank, summary_plan
 from .confirm import Review
-from .handoff import Intent, first_user_text
 from .host_tools import host_tools
 from .layer1 import Emit, Spiller, ignore
 from .plan import DropPlan, Preview
-from .provider_compaction import raise_refusal, server_context, server_side, unsupported
 from .registry import load_strategy, normalized
 from .settings import CompactSettings
 from .state import SharedState
 from .view import limits_of, view
 
+# The mechanisms a strategy's action needs (``apply``, ``layer2``, ``rollover``, ``undo``,
+# ``provider_compaction``) and the session loader are imported where an action, a strategy
+# that asks for them or a stored session uses them: a first run under compact keeps the
+# context (``Keep``) until it fills, and its first request waits for none of them (issue 47).
 if TYPE_CHECKING:
     from ..history import HistoryIndex
+    from ..session.loader import LoadResult
     from ..tools import ToolRegistry
     from ..tools.registry import Tool
+    from .apply import Ask
+    from .handoff import Intent
+    from .undo import Undone
 
 T = TypeVar("T")
 Marks = tuple[tuple[str, int], ...]
@@ -113,9 +116,12 @@ class ContextHost:
     def restore(self, loaded: LoadResult) -> None:
         """Rebuild the state from a log: anchor, ledger, breaker, counters, a pending hand-off,
         this window's host notes and the summary it began with."""
+        from ..session.loader import marker_at  # a stored session's: see the imports above
+        from .rollover import pending_intent
+
         s = self.shared
         s.restore(loaded)
-        s.handoff = rollover.pending_intent(loaded)
+        s.handoff = pending_intent(loaded)
         s.sync_notes()
         s.caught_up = False
         began = marker_at(loaded.path, loaded.effective_from_byte) if loaded.messages else None
@@ -225,11 +231,15 @@ class ContextHost:
         s = self.shared
         self.spiller.check_batch(emit)
         if s.pinned is None and s.session_dir is None:
+            from .handoff import first_user_text  # a host without a log only (the lab, a blank host)
+
             s.pinned = first_user_text(s.conversation.messages())  # no log to read it back from
         s.restricted = None  # a restriction holds for one step
         estimate = s.estimate()
         emit(self.state(estimate))
         if self.strategy.server_context:
+            from .provider_compaction import server_context, unsupported  # the api strategy's only
+
             if not isinstance(provider, ManagesContext):
                 raise unsupported(provider.name, self.strategy.name)
             # With a review, the provider pauses after its compaction so that the person is asked.
@@ -240,11 +250,17 @@ class ContextHost:
     def surface(self, tools: ToolRegistry) -> ToolRegistry:
         """The tools the next request offers (all, or what a ``Restrict`` left)."""
         restricted = self.shared.restricted
-        return tools if restricted is None else rollover.FallbackTools(tools, restricted)
+        if restricted is None:
+            return tools
+        from .rollover import FallbackTools  # a Restrict's only (rollover's fallback)
+
+        return FallbackTools(tools, restricted)
 
     def on_too_long(self, provider: Provider, emit: Emit = ignore, review: Review | None = None) -> bool:
         """The provider said the prompt is too long: the strategy's answer, applied once; True
         when it made the request smaller (the runner then retries once)."""
+        from .apply import shrank  # an action's mechanisms: see the imports above
+
         return shrank(self._act("too_long", self.shared.estimate(), provider, emit, review))
 
     def on_usage(
@@ -260,6 +276,8 @@ class ContextHost:
         provider compacted, so the conversation follows)."""
         s = self.shared
         if self.strategy.server_context:
+            from .provider_compaction import raise_refusal  # the api strategy's only
+
             # A block the provider refused past its bounds (issue 41) stops the run here, with
             # the answer it came with (and paid for) already in the conversation and the log.
             raise_refusal(provider)
@@ -273,7 +291,11 @@ class ContextHost:
         """Whether a cut answer goes on to a hand-off instead of ending the run (issue 32): the
         strategy would hand off or restrict at the next boundary, and there is work to hand over."""
         action = self._decide("before", self.shared.estimate(), live=False)
-        return isinstance(action, Handoff | Restrict) and rollover.has_work(self.shared)
+        if not isinstance(action, Handoff | Restrict):
+            return False
+        from .rollover import has_work  # a hand-off's: see the imports above
+
+        return has_work(self.shared)
 
     def admit(self, call: ToolCall, result: ToolResult, emit: Emit = ignore) -> ToolResult:
         return self.spiller.admit(call, result, emit)
@@ -302,6 +324,8 @@ class ContextHost:
 
     def declare(self, intent: Intent, emit: Emit) -> str:
         """``new_context``'s handler: the hand-off is logged and kept for the next boundary."""
+        from . import rollover  # the hand-off's mechanism, when the model declares one
+
         return rollover.declare(self.shared, intent, emit)
 
     def apply(
@@ -315,6 +339,8 @@ class ContextHost:
         """Apply ``action`` as the current strategy's answer for ``trigger``, with every rule of
         the host (a notebook or the lab trying an action by hand); the event of the change, or
         None when nothing changed."""
+        from .apply import apply  # an action's mechanisms: see the imports above
+
         v = self._view(trigger, self.shared.estimate(), live=True, provider=provider)
         return apply(self._ask(v, provider, emit, review), action)
 
@@ -327,6 +353,8 @@ class ContextHost:
 
     def summarize(self, provider: Provider, trigger: str = "manual", emit: Emit = ignore) -> Compacted:
         """Layer 2 now, whatever the strategy would answer (``trigger`` auto | manual | forced)."""
+        from . import layer2  # a summary's mechanism: see the imports above
+
         return layer2.compact(self.shared, provider, trigger, emit, strategy=self.strategy.name)
 
     def spill_all(self, emit: Emit = ignore) -> int:
@@ -336,6 +364,8 @@ class ContextHost:
     def preview(self, provider: Provider) -> Preview | None:
         """``%compact --preview``: what the strategy would do now, worked out and kept; nothing is
         written. None: it would keep the context as it is."""
+        from .apply import drop_plan, summary_plan  # %compact --preview's: see the imports above
+
         s = self.shared
         action = self._decide("manual", s.estimate(), live=False)
         if isinstance(action, Keep):
@@ -364,6 +394,9 @@ class ContextHost:
     def apply_preview(self, emit: Emit = ignore, text: str | None = None) -> object:
         """``%compact --apply``: commit the kept preview, without asking the model again;
         ``text`` (``--edit``): a summary's text instead of the model's."""
+        from . import layer2  # %compact --apply's: see the imports above
+        from .apply import commit_drop
+
         s = self.shared
         plan = s.preview
         if plan is None:
@@ -385,9 +418,11 @@ class ContextHost:
             plan = layer2.edited(s, plan, text)
         return layer2.commit(s, plan, "manual", emit, strategy=self.strategy.name)
 
-    def undo(self) -> undo.Undone:
+    def undo(self) -> Undone:
         """``%compact --undo``: put back the state before the last compaction, rollover commit or drop."""
-        return undo.undo(self.shared)
+        from .undo import undo  # %compact --undo's: see the imports above
+
+        return undo(self.shared)
 
     # --- asking the strategy ---------------------------------------------------------------------------
 
@@ -397,7 +432,9 @@ class ContextHost:
         v = self._view(trigger, estimate, live=True, provider=provider)
         action = self._checked(v)
         if isinstance(action, Keep):
-            return None  # the common answer: nothing to build for it
+            return None  # the common answer: nothing to build for it (nor to import)
+        from .apply import apply
+
         return apply(self._ask(v, provider, emit, review), action)
 
     def _decide(self, trigger: Trigger, estimate: int, *, live: bool) -> Action:
@@ -414,6 +451,8 @@ class ContextHost:
         return action
 
     def _ask(self, v: View, provider: Provider | None, emit: Emit, review: Review | None = None) -> Ask:
+        from .apply import Ask  # an action's mechanisms: see the imports above
+
         return Ask(self.shared, self.spiller, self.strategy, v, provider, emit, review)
 
     def _view(
@@ -422,6 +461,8 @@ class ContextHost:
         # Only a strategy that asks the provider to compact is shown where the provider did.
         if not self.strategy.server_context:
             return view(self.shared, trigger, estimate, pins=self._pins())
+        from .provider_compaction import server_side  # the api strategy's only
+
         at, compacts = server_side(self.shared, trigger, live=live, provider=provider)
         return view(
             self.shared, trigger, estimate, pins=self._pins(), server_compaction=at, server_compacts=compacts

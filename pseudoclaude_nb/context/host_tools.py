@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING
 
 from ..errors import ToolError
 from ..strategies import HOST_TOOLS
-from .handoff import Intent
 
 if TYPE_CHECKING:
     from ..history import HistoryIndex
     from ..tools.registry import Tool
+    from .handoff import Intent  # rollover's models: imported with its tools (tools.rollover)
 
-Declare = Callable[[Intent], str]
+Declare = Callable[["Intent"], str]
 
 
 def not_in_a_run(intent: Intent) -> str:
@@ -37,6 +37,8 @@ def host_tools(
     declare: Declare = not_in_a_run,
 ) -> list[Tool]:
     """The tools ``names`` (each one of ``HOST_TOOLS``; the registry checked them at load)."""
+    if not names:
+        return []  # compact's: no hand-off models, no history search to import
     from ..tools.rollover import new_context_tool, search_history_tool
 
     made: dict[str, Callable[[], Tool]] = {

@@ -40,7 +40,6 @@ from ..strategies import (
     Summarize,
     View,
 )
-from .handoff import GUIDANCE
 from .rollover_budget import BudgetState, evaluate_budget
 
 # How the host notes begin (for the model and a reader); they are recognised by ``Message.host``.
@@ -85,6 +84,19 @@ class Api(Strategy):
             # window holds): our summary once, as under compact.
             return Summarize()
         return Keep()
+
+
+# Rollover's system section (here, not in ``handoff``: naming the policy imports no hand-off model).
+GUIDANCE = """## Context rollover
+This session uses context rollover instead of summaries. When the host says the context
+is nearly full (or earlier, at a natural break), call new_context with a handoff for a
+fresh window: confirmed_requirements (each item with its source: the user's words, a spec,
+a test), agent_inferences (your own conclusions, unverified; never promote them to
+requirements), unresolved_conflicts, unverified_acceptance_criteria (next actions, tests
+not yet passing), and related_files (path, role spec/test/implementation/other, note).
+The switch happens before your next step; the full history stays searchable with
+search_history. The workspace on disk is the source of truth: after a switch, re-read
+files instead of recalling them."""
 
 
 class Rollover(Strategy):

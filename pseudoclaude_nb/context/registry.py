@@ -28,7 +28,6 @@ from ..providers.base import ManagesContext, Provider
 from ..strategies import HOST_TOOLS, Strategy
 from .names import BUILT_IN_NAMES, GROUP, HOW, normalized
 from .policies import BUILT_IN
-from .provider_compaction import unsupported
 
 assert tuple(BUILT_IN) == BUILT_IN_NAMES  # the setting's names are the built-ins'
 
@@ -51,6 +50,8 @@ def check_provider(strategy: Strategy, provider: Provider) -> None:
     """Refuse, before a run, a provider ``strategy`` cannot work with (``server_context`` needs
     one that manages the context itself, ``ManagesContext``): what to use instead."""
     if strategy.server_context and not isinstance(provider, ManagesContext):
+        from .provider_compaction import unsupported  # the api strategy's mechanism: only to refuse
+
         raise unsupported(provider.name, strategy.name)
 
 

@@ -28,7 +28,6 @@ from ..cost import Spend
 from ..errors import HookError, SessionWriteError
 from ..events import Compacted
 from ..messages import Message, ToolResult, Usage
-from ..session.loader import LoadResult
 from ..session.record import NO_RECORD, SessionRecord
 from ..session.writer import SessionWriter
 from . import estimate as _estimate
@@ -38,6 +37,7 @@ from .settings import CompactSettings
 from .spill import Ledger
 
 if TYPE_CHECKING:
+    from ..session.loader import LoadResult  # a stored session's (restore): a new one loads nothing
     from .handoff import Intent
     from .plan import Preview
 

@@ -14,8 +14,6 @@ from typing import TYPE_CHECKING
 from ..messages import Message
 from ..strategies import Kind, Limits, Messages, MessageView, Trigger, View
 from .estimate import estimate_tokens
-from .handoff import render_handoff
-from .provider_compaction import COMPACTION
 
 if TYPE_CHECKING:
     from .settings import CompactSettings
@@ -43,6 +41,8 @@ def view(
     s = state
     settings = settings or s.settings
     limits = limits_of(settings)
+    if s.handoff is not None:
+        from .handoff import render_handoff  # a declared hand-off only (rollover's models)
     return View(
         trigger,
         limits.window,
@@ -94,13 +94,18 @@ class _Reader:
         )
 
 
+# The kind of a provider's compaction block (``provider_compaction.COMPACTION``, a value of the
+# log's ``ReasoningKind``): named here so a view imports no strategy's mechanism.
+_COMPACTION = "compaction"
+
+
 def kind_of(m: Message, *, summary: bool = False) -> Kind:
     """What a message is. A summary is recognised by structured facts, never by its text: the
     provider's compaction block on an answer, or the message a compaction or hand-off began
     its window with (``summary``: the host's ``summary_id``)."""
     if m.tool_result is not None:
         return "tool_result"
-    if summary or any(r.kind == COMPACTION for r in m.reasoning):
+    if summary or any(r.kind == _COMPACTION for r in m.reasoning):
         return "summary"
     if m.host is not None:
         return "note"

@@ -13,14 +13,12 @@ from ..config import MODES
 from ..errors import PseudoClaudeError
 from ..events import Notice
 from ..notebook.skip import parse_counts
-from ..providers.demo_script import DEMO_PROMPT
 from ..run_marker import RunMarker
 from ..widgets.confirm import notebook_ask
 from .args import parse
 from .notebook import IPythonNotebook
 from .render import in_notebook, memory_outcome, renderer_for
 from .studio import studio_listeners
-from .tables import Column, Note, Table, emit
 
 DEMO_PLAYS_A_SCRIPT = (
     "the demo provider plays a fixed script (the stats-module task of the quickstart), whatever the "
@@ -94,6 +92,9 @@ class AgentMagics(Magics):
         """
         args = parse(self.agent, line)
         if args.tools:
+            # The tables are %agent --tools' only (and the other magics'): not on a run's way.
+            from .tables import Column, Note, Table, emit
+
             try:
                 head, rows, notes = self._agent.tool_listing()
             except PseudoClaudeError as exc:  # a bad workspace setting: say it, as a run does
@@ -124,8 +125,12 @@ class AgentMagics(Magics):
             args.strategy = _strategy(args.strategy)
         skip = _skip_counts(args.skip_cells)
         renderer = renderer_for(self.shell, quiet=args.quiet)
-        if (args.provider or self._agent.settings.provider) == "demo" and prompt.strip() != DEMO_PROMPT:
-            renderer(Notice(DEMO_PLAYS_A_SCRIPT))
+        if (args.provider or self._agent.settings.provider) == "demo":
+            # The demo's script (its files and turns) is imported when the demo is asked for only.
+            from ..providers.demo_script import DEMO_PROMPT
+
+            if prompt.strip() != DEMO_PROMPT:
+                renderer(Notice(DEMO_PLAYS_A_SCRIPT))
         self._agent.skip_counts = skip
         session = self._agent
         marker = RunMarker(lambda: session.session.dir if session.session else None, renderer)

@@ -1,7 +1,7 @@
 """The agent's imports, done while a kernel is idle after ``%load_ext`` (issue 47).
 
 The first ``%agent`` of a kernel imports the agent's world (the agent, the context layer,
-the tools, pydantic's models, the provider and its HTTP library: ~340 modules) before its
+the tools, pydantic's models, the provider and its HTTP library: ~270 modules) before its
 first request, ~0.4 s of the cell. ``%load_ext`` must stay lean, so they are not imported
 there; a kernel is idle most of the time after it (a person reads, types the prompt), and
 ``Warmer`` imports them then: once the kernel has been idle for ``IDLE`` seconds after a cell,
@@ -40,6 +40,9 @@ def first_run_modules(provider: str) -> list[str]:
         "pseudoclaude_nb.widgets.gauge",
         *wire,
         "pseudoclaude_nb.session.timeline",  # the writer's, at the run's end
+        # An action's mechanisms (a summary, a drop, a hand-off): not on a first run's way to
+        # its request, imported when its context first fills; an idle kernel has them ready.
+        "pseudoclaude_nb.context.apply",
     ]
 
 

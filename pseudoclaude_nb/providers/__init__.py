@@ -128,10 +128,13 @@ def make_provider(
 def _openai_api(chat: OpenAIProvider, setting: str, server_state: bool) -> Provider:
     """Issue 43: the Responses API (``openai_api``; ``auto`` is Responses on api.openai.com and
     chat completions elsewhere), with server state when asked; chat completions otherwise."""
-    from .openai_responses import ResponsesProvider, api_for
+    from .openai_compat import api_for
 
     api = api_for(setting, chat)
     if api == "responses":
+        # Only a Responses run imports its provider (items, stream reader, chains).
+        from .openai_responses import ResponsesProvider
+
         return ResponsesProvider(chat, server_state=server_state)
     if server_state:
         raise ConfigError(

@@ -401,6 +401,16 @@ def _too_long(payload: Any) -> bool:
     return any(words in text for words in TOO_LONG_WORDS)
 
 
+def api_for(setting: str, chat: OpenAIProvider) -> str:
+    """``openai_api`` resolved: ``auto`` is the Responses API on api.openai.com, chat elsewhere.
+
+    Here, not in ``openai_responses``: a chat-completions run decides without importing the
+    Responses provider (issue 47: its first request waits for no module it does not use)."""
+    if setting in ("responses", "chat"):
+        return setting
+    return "responses" if chat.is_openai else "chat"
+
+
 __all__ = [
     "ChunkReader",
     "DEFAULT_BASE_URL",
@@ -411,6 +421,7 @@ __all__ = [
     "REASONING_FIELDS",
     "RETRY_STATUSES",
     "STOP_REASONS",
+    "api_for",
     "retry_after",
     "wire_messages",
 ]

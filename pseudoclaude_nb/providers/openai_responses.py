@@ -31,6 +31,7 @@ from .base import Compaction, ProviderNote, Request, Response, ServerContext, St
 from .models import clamp_output
 from .openai_chain import Chains, Link
 from .openai_compat import IMAGE_LIMIT, OpenAIProvider
+from .openai_compat import api_for as api_for  # its name here too (it lives where a chat run reads it)
 from .openai_responses_items import ImageParts, group_items, items, tool
 from .openai_responses_stream import EventReader, usage_of
 from .window import Learned
@@ -331,10 +332,3 @@ def _text_of(content: Any) -> str:
         if isinstance(p, dict) and p.get("type") in ("input_text", "output_text")
     ]
     return "\n".join(t for t in parts if t)
-
-
-def api_for(setting: str, chat: OpenAIProvider) -> str:
-    """``openai_api`` resolved: ``auto`` is the Responses API on api.openai.com, chat elsewhere."""
-    if setting in ("responses", "chat"):
-        return setting
-    return "responses" if chat.is_openai else "chat"

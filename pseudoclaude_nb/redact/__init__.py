@@ -21,6 +21,7 @@ and the pre-check are beside it — ``patterns`` (each kind of secret: triggers,
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from collections import Counter
@@ -49,8 +50,15 @@ _RAW_A, _RAW_B = (os.environ.encodekey(k) for k in ENV_KEYS) if _RAW_ENV is not 
 # text type (log lines are checked as encoded bytes, strings while walking an entry).
 _TRIGGERS = tuple(dict.fromkeys(t for p in PATTERNS for t in p.triggers))
 _GATES = tuple(frozenset(i for i, p in enumerate(PATTERNS) if t in p.triggers) for t in _TRIGGERS)
-_BACKS = tuple({t: p.backs(_TRIGGERS[t]) for t in range(len(_TRIGGERS))} if p.after else {} for p in PATTERNS)
 _occurrences = finder(_TRIGGERS)
+
+
+@functools.cache
+def _backs(pattern: int, trigger: int) -> tuple[int, ...]:
+    """How far before an occurrence of ``trigger`` a match of ``pattern`` can begin: worked out
+    when a gate first lets that pair through (all of them up front cost every kernel's first
+    run ~5 ms, issue 47)."""
+    return PATTERNS[pattern].backs(_TRIGGERS[trigger])
 
 
 def _line_gated(data: bytes) -> bool:
@@ -79,7 +87,7 @@ def _gated(text: str) -> dict[int, list[int] | None]:
             elif pattern.after.match(text, end):
                 starts = gated.setdefault(i, [])
                 if starts is not None:
-                    starts += [start - back for back in _BACKS[i][trigger] if back <= start]
+                    starts += [start - back for back in _backs(i, trigger) if back <= start]
     return {i: None if starts is None else sorted(set(starts)) for i, starts in gated.items()}
 
 

@@ -15,8 +15,46 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, AnyStr, Generic
 
 from .rules import SHAPES, Shape
+
+
+class Regex(Generic[AnyStr]):
+    """A regex compiled on its first use, then the compiled pattern's own methods.
+
+    The table below holds ~90 regexes (each pattern and its gates); compiling them all took
+    tens of milliseconds of every kernel's first ``%agent`` (its log writer redacts), while
+    a text meets one only once the trigger pre-check found a word it gates (issue 47). The
+    first attribute asked for compiles it and puts the compiled pattern's methods on this
+    object, so a call costs what a compiled pattern's call costs.
+    """
+
+    match: Callable[..., re.Match[AnyStr] | None]
+    fullmatch: Callable[..., re.Match[AnyStr] | None]
+    search: Callable[..., re.Match[AnyStr] | None]
+    finditer: Callable[..., Any]
+    findall: Callable[..., list[Any]]
+    sub: Callable[..., AnyStr]
+    subn: Callable[..., tuple[AnyStr, int]]
+    split: Callable[..., list[Any]]
+    compiled: re.Pattern[AnyStr]
+
+    def __init__(self, source: AnyStr, flags: int = 0) -> None:
+        self.source: AnyStr = source
+        self._flags = flags
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__"):
+            raise AttributeError(name)  # copy, pickle and friends ask for dunders: not a use
+        compiled = re.compile(self.source, self._flags)
+        for method in ("match", "fullmatch", "search", "finditer", "findall", "sub", "subn", "split"):
+            setattr(self, method, getattr(compiled, method))
+        self.compiled = compiled
+        return getattr(compiled, name)
+
+    def __repr__(self) -> str:
+        return f"Regex({self.source!r})"
 
 
 def marker(kind: str) -> str:
@@ -27,16 +65,16 @@ def marker(kind: str) -> str:
 class Pattern:
     kind: str
     triggers: tuple[str, ...]  # literal substrings; the regex runs only if one is present
-    regex: re.Pattern[str]
+    regex: Regex[str]
     keep: int = 0  # a group kept verbatim before the secret (the "aws_secret_access_key = ")
     # What must follow one of the triggers for the regex to have a chance, matched at the
     # trigger's end: a trigger that is a common word ("token", "secret") then costs one
     # anchored match, not the regex over the whole text (~100 µs on 4 KB). A superset of
     # what the regex accepts there (tests/test_redaction.py checks it against the regex).
-    after: re.Pattern[str] | None = None
+    after: Regex[str] | None = None
     # The same gate on an encoded log line, where a string's ``"`` is ``\"``, a tab ``\t``
     # and other control characters ``\u00XX``: a line no gate lets through is not walked.
-    after_line: re.Pattern[bytes] | None = None
+    after_line: Regex[bytes] | None = None
     # With ``after``: the words a match begins with (its regex's literal alternatives). A
     # match can begin only where one of them holds the trigger found ("private_key" holds
     # "_key" 7 in, "token" holds "oken" 1 in), so the regex is tried only at those starts.
@@ -100,14 +138,14 @@ def _shape(shape: Shape) -> Pattern:
     else:
         head = "(?:" + "|".join(map(_after, shape.prefixes)) + ")"
     if shape.triggers:  # the regex runs on the text holding one (re finds the prefixes)
-        return Pattern(shape.kind, shape.triggers, re.compile(head + f"(?:{shape.body}){_END}"))
+        return Pattern(shape.kind, shape.triggers, Regex(head + f"(?:{shape.body}){_END}"))
     return Pattern(
         shape.kind,
         shape.prefixes,
-        re.compile(head + f"(?:{shape.body}){_END}"),
+        Regex(head + f"(?:{shape.body}){_END}"),
         keep=1 if shape.keep_prefix else 0,
-        after=re.compile(shape.body),
-        after_line=re.compile(shape.body.encode()),
+        after=Regex(shape.body),
+        after_line=Regex(shape.body.encode()),
         words=shape.prefixes,
     )
 
@@ -122,7 +160,7 @@ _PAIR_GAP = r"(?:[\s,;:|=/\"']|\\[nrt\"]){1,12}"
 # ``self.token = token``, ``token: Optional[str] = None``. Only values without a digit (a
 # generated secret almost always has some: ``f(Hunter2…)`` is redacted), and a variable is
 # a secret word itself or a snake_case name holding one (``PASSWORD=supersecret`` is redacted).
-_CODE_VALUE = re.compile(
+_CODE_VALUE = Regex(
     r"(?!.*[0-9])(?:"  # no digit anywhere in the value
     # A call or a subscript that closes (or is cut by a quote): get_token(), os.environ["…"]
     r"[A-Za-z_]+(?:\.[A-Za-z_]+)*(?:\(.*\)|\[.*\]|[(\[]$)"
@@ -168,7 +206,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "private-key",
         ("PRIVATE KEY",),
-        re.compile(
+        Regex(
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
             # The whole block, not reaching past another BEGIN (so one unfinished block
             # cannot swallow everything up to the next key's END) …
@@ -183,13 +221,13 @@ PATTERNS: tuple[Pattern, ...] = (
     # Anthropic: sk-ant-api03-…, sk-ant-admin01-…, sk-ant-oat01-… (about 100 characters).
     # Triggered by OpenAI's "sk-" (a text with "sk-" is looked at for both anyway): one literal
     # fewer in the pre-check, which holds at most 64 (issue 41 needed three).
-    Pattern("anthropic", ("sk-",), re.compile(_after("sk-ant-") + r"[A-Za-z0-9_-]{20,}")),
+    Pattern("anthropic", ("sk-",), Regex(_after("sk-ant-") + r"[A-Za-z0-9_-]{20,}")),
     # OpenAI project, service-account and admin keys, then legacy sk-<48 alphanumerics>.
     # The legacy shape needs a digit and 32+ characters, so "sk-learn" or prose stays.
     Pattern(
         "openai",
         ("sk-",),
-        re.compile(
+        Regex(
             _after("sk-") + r"(?:(?:proj|svcacct|admin)-[A-Za-z0-9_-]{20,}"
             r"|(?=[A-Za-z]*[0-9])[A-Za-z0-9]{32,}" + _END + ")"
         ),
@@ -198,7 +236,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "github",
         (*_GITHUB_CLASSIC, "github_pat_"),
-        re.compile(_after("g") + r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})" + _END),
+        Regex(_after("g") + r"(?:h[pousr]_[A-Za-z0-9]{36,}|ithub_pat_[A-Za-z0-9_]{22,})" + _END),
     ),
     # An AWS secret key given right after its access key id, without a label (a CSV row of
     # the console's credentials file, "AKIA… wJalr…", a tuple): the id stays for the next
@@ -206,21 +244,21 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "aws-secret-key",
         ("AKIA", "ASIA"),
-        re.compile(
+        Regex(
             r"(A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}" + _PAIR_GAP + ")"
             r"(?=[A-Za-z0-9/+]{0,39}[0-9])(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])"
             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
         ),
         keep=1,
-        after=re.compile(r"[A-Z0-9]{16}" + _PAIR_GAP + r"[A-Za-z0-9/+]{40}"),
-        after_line=re.compile(rb"[A-Z0-9]{16}" + _PAIR_GAP.encode() + rb"[A-Za-z0-9/+]{40}"),
+        after=Regex(r"[A-Z0-9]{16}" + _PAIR_GAP + r"[A-Za-z0-9/+]{40}"),
+        after_line=Regex(rb"[A-Z0-9]{16}" + _PAIR_GAP.encode() + rb"[A-Za-z0-9/+]{40}"),
         words=("AKIA", "ASIA"),
     ),
     # AWS access key ids: AKIA (long-term) or ASIA (temporary) + 16 upper-case alphanumerics.
     Pattern(
         "aws-access-key-id",
         ("AKIA", "ASIA"),
-        re.compile(r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+        Regex(r"A(?<![A-Za-z0-9]A)(?:KIA|SIA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     ),
     # AWS secret keys are 40 random base64 characters: only recognisable by their label
     # (aws_secret_access_key = …, "SecretAccessKey": "…", AWS_SECRET_ACCESS_KEY=…). The
@@ -229,13 +267,13 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "aws-secret-key",
         ("ecret", "ECRET"),
-        re.compile(
+        Regex(
             r"([sS](?:ecret|ECRET)[ _-]?(?i:(?:access[ _-]?)?key)[\"']?\s*[:=,]\s*[\"']?)"
             r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])"
         ),
         keep=1,
-        after=re.compile(r"[ _-]?(?i:(?:access[ _-]?)?key)"),
-        after_line=re.compile(rb"[ _-]?(?i:(?:access[ _-]?)?key)"),
+        after=Regex(r"[ _-]?(?i:(?:access[ _-]?)?key)"),
+        after_line=Regex(rb"[ _-]?(?i:(?:access[ _-]?)?key)"),
         words=("secret", "sECRET", "Secret", "SECRET"),
     ),
     # Authorization: Bearer <token>, in headers, curl -H, JSON or Python dicts. A shell
@@ -243,25 +281,23 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "bearer-token",
         ("uthorization", "UTHORIZATION"),
-        re.compile(r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+)[A-Za-z0-9._~+/=_-]{16,}"),
+        Regex(r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer)\s+)[A-Za-z0-9._~+/=_-]{16,}"),
         keep=1,
-        after=re.compile(_AUTH_AFTER + r"(?i:bearer)\s"),
-        after_line=re.compile(_AUTH_AFTER_LINE + rb"(?i:bearer)(?:\s|\\[nrt])"),
+        after=Regex(_AUTH_AFTER + r"(?i:bearer)\s"),
+        after_line=Regex(_AUTH_AFTER_LINE + rb"(?i:bearer)(?:\s|\\[nrt])"),
         words=_AUTH_WORDS,
     ),
     # Authorization with another scheme (Basic base64(user:pass), Discord's Bot, Token …).
     Pattern(
         "authorization",
         ("uthorization", "UTHORIZATION"),
-        re.compile(
+        Regex(
             r"((?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:basic|bot|token|digest|apikey|sso-key)\s+)"
             r"[A-Za-z0-9._~+/=:-]{8,}"
         ),
         keep=1,
-        after=re.compile(_AUTH_AFTER + r"(?i:basic|bot|token|digest|apikey|sso-key)\s"),
-        after_line=re.compile(
-            _AUTH_AFTER_LINE + rb"(?i:basic|bot|token|digest|apikey|sso-key)(?:\s|\\[nrt])"
-        ),
+        after=Regex(_AUTH_AFTER + r"(?i:basic|bot|token|digest|apikey|sso-key)\s"),
+        after_line=Regex(_AUTH_AFTER_LINE + rb"(?i:basic|bot|token|digest|apikey|sso-key)(?:\s|\\[nrt])"),
         words=_AUTH_WORDS,
     ),
     # A docker config's "auth": base64(user:password), also inside an escaped JSON string, and
@@ -272,14 +308,14 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "docker-auth",
         ('"auth', "auth'"),
-        re.compile(
+        Regex(
             r"""(["']auth\\?(["'])\s*:\s*\\?\2)"""
             r"(?=[A-Za-z0-9+/]*(?:[0-9+/=]|[a-z][A-Za-z0-9+/]*[A-Z]|[A-Z][A-Za-z0-9+/]*[a-z]))"
             r"[A-Za-z0-9+/]{8,}={0,2}(?=\\?\2)"
         ),
         keep=1,
-        after=re.compile(r"""\\?["']?\s*:"""),
-        after_line=re.compile(rb"""(?:\\?["'])?\s*:"""),
+        after=Regex(r"""\\?["']?\s*:"""),
+        after_line=Regex(rb"""(?:\\?["'])?\s*:"""),
         words=('"auth', "'auth'"),  # where each trigger sits in the match's start
     ),
     # HTTP basic auth as requests takes it, a keyword argument: auth=('user', 'password')
@@ -287,7 +323,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "basic-auth",
         ("auth=(",),
-        re.compile(
+        Regex(
             r"""(auth=\((?<![A-Za-z0-9_]auth=\()\s*(["'])[^"'\n]{1,256}\2\s*,\s*(["']))"""
             r"""(?![$<{])[^"'\n]{3,512}(?=\3)"""
         ),
@@ -300,13 +336,13 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "api-key",
         ("pi-key",),
-        re.compile(
+        Regex(
             r"((?:api-key|Api-Key|API-Key)[\"']?[ \t]{0,4}[:=][ \t]{0,4}[\"']?)"
             r"(?![\[$<{(])[A-Za-z0-9._~+/=-]{8,}(?![A-Za-z0-9._~+/=-])"
         ),
         keep=1,
-        after=re.compile(r"""[\"']?[ \t]{0,4}[:=]"""),
-        after_line=re.compile(rb"""(?:\\?[\"'])?(?: |\\t){0,4}[:=]"""),
+        after=Regex(r"""[\"']?[ \t]{0,4}[:=]"""),
+        after_line=Regex(rb"""(?:\\?[\"'])?(?: |\\t){0,4}[:=]"""),
         words=("api-key",),
         spare=_names_code,
     ),
@@ -319,7 +355,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "netrc-password",
         ("assw",),
-        re.compile(
+        Regex(
             r"(machine(?<![A-Za-z0-9_]machine)[ \t]+(?:"
             r"(?:[\w-]+\.[\w.-]+|localhost|\d[\d.:]*|\[[0-9a-fA-F:]+\])\s+(?:(?:login|account)[ \t]+\S+\s+){0,2}"
             r"|\S+\s+(?:(?:login|account)[ \t]+\S+\s+){1,2})"
@@ -327,10 +363,10 @@ PATTERNS: tuple[Pattern, ...] = (
             r"(?=[ \t]*(?:\r?\n|$)|[ \t]+(?:machine|login|account|macdef|default)\b)"
         ),
         keep=1,
-        after=re.compile(
+        after=Regex(
             r"ord[ \t]+\S{3,}?(?:[ \t]*(?:\r?\n|$)|[ \t]+(?:machine|login|account|macdef|default)\b)"
         ),
-        after_line=re.compile(
+        after_line=Regex(
             rb'ord(?: |\\t)+(?:[^\s\\"]|\\.){3,}?'
             rb'(?:(?: |\\t)*(?:\\r)?\\n|(?: |\\t)*"|(?: |\\t)+(?:machine|login|account|macdef|default)\b)'
         ),
@@ -339,22 +375,20 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "url-password",
         ("curl",),
-        re.compile(
-            r"(curl\b[^\n]*?\s(?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,256}:)(?![$\[<{])[^\s\"']{3,}"
-        ),
+        Regex(r"(curl\b[^\n]*?\s(?:-u|--user)(?:=|[ \t]+)[\"']?[^\s:\"']{1,256}:)(?![$\[<{])[^\s\"']{3,}"),
         keep=1,
     ),
     # A password on a command line: mysql -pSECRET, --password=SECRET / --password SECRET.
     Pattern(
         "cli-password",
         ("mysql",),
-        re.compile(r"(mysql[a-z]*\b[^\n|;&]*?\s-p)(?![$\[<{])[^\s\"';|&]{3,}"),
+        Regex(r"(mysql[a-z]*\b[^\n|;&]*?\s-p)(?![$\[<{])[^\s\"';|&]{3,}"),
         keep=1,
     ),
     Pattern(
         "cli-password",
         ("--password",),
-        re.compile(r"(--password(?:=|[ \t]+)[\"']?)(?![$\[<{-])[^\s\"';|&]{3,}"),
+        Regex(r"(--password(?:=|[ \t]+)[\"']?)(?![$\[<{-])[^\s\"';|&]{3,}"),
         keep=1,
     ),
     # A password in prose: "my password is hunter2", "the password was: …". Words that
@@ -362,13 +396,13 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "password",
         ("assw", "ASSW"),
-        re.compile(
+        Regex(
             r"((?:[pP]assword|PASSWORD|[pP]asswd|PASSWD)\s+(?i:is|was)\s*:?\s+[\"'`]?)"
             r"(?![\[$<{(])(?!(?i:" + "|".join(_NOT_A_PASSWORD) + r")\b)[^\s\"'`]{4,}"
         ),
         keep=1,
-        after=re.compile(r"(?:ord|ORD|d|D)?\s+(?i:is|was)\s"),
-        after_line=re.compile(rb"(?:ord|ORD|d|D)?(?:\s|\\[nt])+(?i:is|was)(?:\s|\\[nt])"),
+        after=Regex(r"(?:ord|ORD|d|D)?\s+(?i:is|was)\s"),
+        after_line=Regex(rb"(?:ord|ORD|d|D)?(?:\s|\\[nt])+(?i:is|was)(?:\s|\\[nt])"),
         words=("password", "Password", "PASSWORD", "passwd", "Passwd", "PASSWD"),
     ),
     # Twilio: an account SID (AC…) or API key SID (SK…), then its auth token or secret, as
@@ -378,10 +412,10 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "twilio",
         ("Client(",),
-        re.compile(r"(Client\(\s*[\"'](?:AC|SK)[0-9a-f]{32}[\"']\s*,\s*[\"'])[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
+        Regex(r"(Client\(\s*[\"'](?:AC|SK)[0-9a-f]{32}[\"']\s*,\s*[\"'])[A-Za-z0-9]{32}(?![A-Za-z0-9])"),
         keep=1,
-        after=re.compile(r"\s*[\"'](?:AC|SK)[0-9a-f]{32}"),
-        after_line=re.compile(rb"\s*\\?[\"'](?:AC|SK)[0-9a-f]{32}"),
+        after=Regex(r"\s*[\"'](?:AC|SK)[0-9a-f]{32}"),
+        after_line=Regex(rb"\s*\\?[\"'](?:AC|SK)[0-9a-f]{32}"),
         words=("Client(",),
     ),
     # Discord bot tokens (base64 of the bot's id, 6, 27+) have no fixed prefix: found where a
@@ -389,10 +423,10 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "discord",
         (".run(",),
-        re.compile(r"(\.run\(\s*[\"'])[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}" + _END),
+        Regex(r"(\.run\(\s*[\"'])[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6}\.[A-Za-z0-9_-]{27,}" + _END),
         keep=1,
-        after=re.compile(r"\s*[\"'][A-Za-z0-9_-]{23,28}\."),
-        after_line=re.compile(rb"\s*\\?[\"'][A-Za-z0-9_-]{23,28}\."),
+        after=Regex(r"\s*[\"'][A-Za-z0-9_-]{23,28}\."),
+        after_line=Regex(rb"\s*\\?[\"'][A-Za-z0-9_-]{23,28}\."),
         words=(".run(",),
     ),
     *map(_shape, SHAPES),
@@ -400,33 +434,33 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "slack",
         ("xox", "xapp-"),
-        re.compile(r"x(?<![A-Za-z0-9]x)(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}" + _END),
+        Regex(r"x(?<![A-Za-z0-9]x)(?:ox[abprs]|app)-[A-Za-z0-9-]{10,}" + _END),
     ),
     # Google API keys: AIza + 35 characters.
-    Pattern("google-api-key", ("AIza",), re.compile(_after("AIza") + r"[0-9A-Za-z_-]{35}" + _END)),
+    Pattern("google-api-key", ("AIza",), Regex(_after("AIza") + r"[0-9A-Za-z_-]{35}" + _END)),
     # Stripe secret and restricted keys, live and test.
     Pattern(
         "stripe",
         ("k_live_", "k_test_"),
-        re.compile(r"(?:s|r)(?<![A-Za-z0-9][sr])k_(?:live|test)_[0-9A-Za-z]{16,}" + _END),
+        Regex(r"(?:s|r)(?<![A-Za-z0-9][sr])k_(?:live|test)_[0-9A-Za-z]{16,}" + _END),
     ),
     # JSON Web Tokens: three base64url parts, the first two JSON objects ("eyJ" is '{"').
     Pattern(
         "jwt",
         ("eyJ",),
-        re.compile(_after("eyJ") + r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _END),
+        Regex(_after("eyJ") + r"[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}" + _END),
     ),
     # Credentials in a URL (postgres://user:pass@host, https://user:token@github.com): the
     # password goes, the scheme, user and host stay.
     Pattern(
         "url-password",
         ("://",),
-        re.compile(r"(://[^\s:/@\"'<>\\]{1,256}:)[^\s@/\"'<>\\]{1,512}(?=@[A-Za-z0-9\[])"),
+        Regex(r"(://[^\s:/@\"'<>\\]{1,256}:)[^\s@/\"'<>\\]{1,512}(?=@[A-Za-z0-9\[])"),
         keep=1,
         # A link without a user and a colon (https://docs.python.org/…) is not walked, and
         # in a string the regex is tried only where a user and a colon follow a "://".
-        after=re.compile(r"[^\s:/@\"'<>\\]{1,256}:"),
-        after_line=re.compile(rb"(?:[^\s:/@\"'<>\\]|\\u00[01][0-9a-fA-F]|\\b){1,256}:"),
+        after=Regex(r"[^\s:/@\"'<>\\]{1,256}:"),
+        after_line=Regex(rb"(?:[^\s:/@\"'<>\\]|\\u00[01][0-9a-fA-F]|\\b){1,256}:"),
         words=("://",),
     ),
     # Assignments and .env lines whose name says what the value is: DB_PASSWORD=…,
@@ -436,7 +470,7 @@ PATTERNS: tuple[Pattern, ...] = (
     Pattern(
         "assigned-secret",
         ("assw", "ASSW", "ecret", "ECRET", "oken", "OKEN", "_KEY", "_key", "apikey", "APIKEY"),
-        re.compile(
+        Regex(
             # Literal alternatives (not (?i:…)): re then skips ahead by their first letters,
             # ~10x faster on long text. The name before the keyword stays as it is.
             r"((?:" + "|".join(_SECRET_NAMES) + r")"
@@ -444,8 +478,8 @@ PATTERNS: tuple[Pattern, ...] = (
         ),
         keep=1,
         # Each keyword ends at its trigger, or 1-3 letters later (passw|ord, PASSW|D).
-        after=re.compile(r"(?:ord|ORD|d|D)?[\"']?[ \t]{0,4}[:=]"),
-        after_line=re.compile(rb"(?:ord|ORD|d|D)?(?:\\?[\"'])?(?: |\\t){0,4}[:=]"),
+        after=Regex(r"(?:ord|ORD|d|D)?[\"']?[ \t]{0,4}[:=]"),
+        after_line=Regex(rb"(?:ord|ORD|d|D)?(?:\\?[\"'])?(?: |\\t){0,4}[:=]"),
         words=_SECRET_NAMES,
         spare=_names_code,
     ),

@@ -52,7 +52,7 @@ from pathlib import Path
 
 from .. import safeio
 from ..errors import SessionError
-from ..workspace import LOG_NAME
+from ..workspace import log_path
 from .entries import MessageEntry, ReplaceEntry, parse_line
 from .fast_load import last_replace_hint, load_fast
 from .replay import LoadResult, replay_file, settle
@@ -63,11 +63,6 @@ __all__ = ["FAST_MIN_SKIP", "LoadResult", "first_request", "load_session", "log_
 # Below, the whole log is replayed: ~60 ms at most here (~290 MB/s), and a full replay
 # numbers every unreadable line.
 FAST_MIN_SKIP = 16 << 20
-
-
-def log_path(path_or_dir: str | Path) -> Path:
-    path = Path(path_or_dir)
-    return path / LOG_NAME if path.is_dir() else path
 
 
 def load_session(path: str | Path, *, full: bool = False) -> LoadResult:

@@ -40,7 +40,6 @@ from .. import safeio
 from ..messages import Message
 from ..workspace import LOG_NAME, META_NAME
 from .entries import PIN_TYPES, TORN_NOTE, MessageEntry, Pin, apply_pin, plainly_valid, valid_message
-from .replay import _torn_note_part
 from .sidecar_meta import (
     CLOCK_SKEW,
     HEAD_BYTES,
@@ -77,6 +76,14 @@ __all__ = [
     "stored_pins",
 ]
 READ_CHUNK = 8 << 20  # a catch-up streams the log in pieces: memory stays bounded
+
+
+def _torn(raw: bytes) -> bool:
+    """``replay._torn_note_part``: the loader's reading of a bad line, imported only when a line is
+    bad (a writer's sidecar, on a new session's way to its first request, reads none)."""
+    from .replay import _torn_note_part
+
+    return _torn_note_part(raw)
 
 
 def _acc() -> dict[str, Any]:
@@ -248,7 +255,7 @@ class Replay:
             if last:
                 s["torn_tail"] = True
             else:
-                s["bad"].append([index + 1, _torn_note_part(raw)])
+                s["bad"].append([index + 1, _torn(raw)])
                 s["last_bad"] = index + 1
             return
         kind = entry.get("type")
@@ -273,7 +280,7 @@ class Replay:
         if kind == "message":
             msg = entry if plainly_valid(entry) else valid_message(entry)
             if msg is None:
-                s["bad"].append([index + 1, _torn_note_part(raw)])
+                s["bad"].append([index + 1, _torn(raw)])
                 return
             s["physical"] += 1
             self._model(entry)
@@ -297,7 +304,7 @@ class Replay:
         elif kind == "replace":
             count, rid = entry.get("count"), entry.get("replace_id")
             if not isinstance(count, int) or count < 0 or not isinstance(rid, str):
-                s["bad"].append([index + 1, _torn_note_part(raw)])
+                s["bad"].append([index + 1, _torn(raw)])
             elif count == 0:
                 s["acc"], s["eff"] = _acc(), at
                 _count_replace(s)

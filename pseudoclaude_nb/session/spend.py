@@ -19,8 +19,8 @@ from typing import Any
 from .. import safeio
 from ..cost import Spend
 from ..messages import Usage
+from ..workspace import log_path
 from .entries import SpendEntry, UsageEntry, parse_line
-from .loader import log_path
 
 # Every count of a usage entry: Usage's integer fields (a field added there is read here too).
 _COUNTS = tuple(name for name, info in Usage.model_fields.items() if info.annotation is int)
