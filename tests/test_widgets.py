@@ -123,17 +123,15 @@ def test_usage_curves_compare_sessions_from_their_logs(workspace: Path) -> None:
 def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
     """Saved forms hold no inline SVG (an untrusted notebook's sanitizer strips it): an ``<img>``
     whose data URI is the drawing, with its own text colour and font, and no tooltips."""
-    import base64
-    import re
-
     from pseudoclaude_nb.widgets.picture import PICTURE_TEXT, picture
+    from tests.picture_support import first_drawing
 
     svg = gauge_svg(GaugeState(estimated_tokens=20_000, context_window=50_000, marks=(("Layer 2", 17_000),)))
     shown = picture(svg, "context gauge: it's ~20,000 <of> 50,000")
     assert "<svg" not in shown and shown.startswith("<img class='pc-picture'")
     assert "alt='context gauge: it&#x27;s ~20,000 &lt;of&gt; 50,000'" in shown
     assert "width='560' height=" in shown
-    drawn = base64.b64decode(re.search(r"base64,([^']+)'", shown).group(1)).decode()
+    drawn = first_drawing(shown)
     assert (
         drawn.startswith(f'<svg style="color:{PICTURE_TEXT};font-family:')
         and ">Layer 2 17,000</text>" in drawn
@@ -141,10 +139,7 @@ def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
     timeline_like = (
         '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect><title>hi</title></rect></svg>'
     )
-    assert (
-        "<title>"
-        not in base64.b64decode(picture(timeline_like, "x").split("base64,")[1].split("'")[0]).decode()
-    )
+    assert "<title>" not in first_drawing(picture(timeline_like, "x"))
 
 
 def test_usage_curves_number_their_requests_and_keep_labels_apart() -> None:
