@@ -68,7 +68,7 @@ def opened(tmp_path_factory: pytest.TempPathFactory):
 # a saved gauge past its line (red), and a drawing whose label holds every character the
 # picture's data URL escapes, and some it keeps as they are.
 TODAY = "pictures-now.ipynb"
-AWKWARD = "it's 5% → #1 &amp; \"q\" &lt;x&gt; 100%"  # as the drawings escape text
+AWKWARD = 'it\'s 5% → #1 &amp; "q" &lt;x&gt; 100%'  # as the drawings escape text
 
 
 LABEL = (
