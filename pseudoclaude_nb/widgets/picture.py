@@ -25,8 +25,9 @@ import re
 # both (JupyterLab's light and dark themes; VS Code's #1e1e1e gives 3.8:1).
 PICTURE_TEXT = "#797979"
 
-# No quoted family names: the picture's attributes and its single-quoted ``src`` stay unescaped.
-FONT = "system-ui,-apple-system,Segoe UI,Roboto,Helvetica,Arial,sans-serif"
+# The platform's own UI font (every current browser knows ``system-ui``), with no quoted family
+# name that the single-quoted ``src`` would have to escape.
+FONT = "system-ui,sans-serif"
 _TITLES = re.compile(r"<title>.*?</title>\n?", re.S)  # tooltips: an image shows none
 # The root's accessible name: the ``alt`` says it; inside the image it would only hide a session
 # id from the notebook tests' sanitizers (the encoded picture differed run to run).
@@ -61,11 +62,13 @@ def drawn(svg: str) -> str:
 
 
 def _fill_attribute(tag: re.Match[str]) -> str:
-    if ' fill="' in tag.group():
-        return tag.group()
+    """A tag without the spaces after its values' commas (``rgba(128,128,128,0.3)``), its lone
+    fill style as an attribute."""
+    markup = tag.group().replace(", ", ",")
+    if ' fill="' in markup:
+        return markup
     return _FILL_STYLE.sub(
-        lambda m: f'fill="{m.group(1)}"' + (f' fill-opacity="{m.group(2)}"' if m.group(2) else ""),
-        tag.group(),
+        lambda m: f'fill="{m.group(1)}"' + (f' fill-opacity="{m.group(2)}"' if m.group(2) else ""), markup
     )
 
 
