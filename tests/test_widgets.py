@@ -142,6 +142,27 @@ def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
     assert "<title>" not in first_drawing(picture(timeline_like, "x"))
 
 
+def test_a_picture_holds_what_an_image_draws() -> None:
+    """An image sees no theme: each ``var()`` chain is saved as the value it falls back to, a
+    lone fill style as an attribute (not where the shape has a fill already: two would make the
+    picture invalid), whole coordinates without ``.0``; nothing else of the drawing changes."""
+    from pseudoclaude_nb.widgets.picture import drawn
+
+    svg = (
+        '<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="9" height="9">\n'
+        '<rect x="1.0" y="2.5" width="3" height="3" style="fill:var(--a, var(--b, rgba(1, 2, 3, 0.5)))"/>\n'
+        '<path d="M0 0" fill="none" style="fill:var(--c, #123456);stroke:red"/>'
+        '<text x="4.0" style="fill:var(--jp-ui-font-color1, currentColor)">a, b 1.0</text></svg>'
+    )
+    assert drawn(svg) == (
+        '<?xml version="1.0"?><svg style="color:#797979;font-family:system-ui,sans-serif" '
+        'xmlns="http://www.w3.org/2000/svg" width="9" height="9">'
+        '<rect x="1" y="2.5" width="3" height="3" fill="rgba(1,2,3,0.5)"/>'
+        '<path d="M0 0" fill="none" style="fill:#123456;stroke:red"/>'
+        '<text x="4" fill="currentColor">a, b 1.0</text></svg>'
+    )
+
+
 # A saved gauge's picture is bytes in the notebook at the end of every run (issue 47: a 13-step
 # run's budget is ~13 KB). Drawn as it is now, the most a gauge draws (three limit lines, a
 # peak, a measured and an estimated part, labels on two rows) is ~1,420 B of data URL and one

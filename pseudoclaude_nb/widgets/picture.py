@@ -36,7 +36,7 @@ _SIZE = re.compile(r'<svg\b[^>]*?\bwidth="(\d+)"[^>]*?\bheight="(\d+)"')
 # A ``var(--name, fallback)`` whose fallback holds no ``var()`` (an ``rgba(…)`` at most): the
 # innermost of a chain, replaced by its fallback until no chain is left.
 _VAR = re.compile(r"var\(--[\w-]+,\s*((?:[^()]|\((?!--)[^()]*\))*?)\)")
-_WHOLE = re.compile(r'="(-?\d+)\.0"')  # x="118.0" → x="118"
+_WHOLE = re.compile(r'(?<!version)="(-?\d+)\.0"')  # x="118.0" → x="118" (an XML version stays 1.0)
 _BETWEEN = re.compile(r">\s+<")
 _TAG = re.compile(r"<[^<>]+>")
 # A shape's colour alone in its ``style``: a ``fill`` attribute says it in fewer bytes, where the
