@@ -56,11 +56,91 @@ def opened(tmp_path_factory: pytest.TempPathFactory):
     root.mkdir()
     for notebook in NOTEBOOKS:
         shutil.copy(notebook, root / notebook.name)  # unsigned: Lab opens it untrusted
+    _pictures_made_now(root / TODAY)
     with lab_server(root, tmp) as (base, token), sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_FLAGS)
         page = browser.new_page(viewport={"width": 1280, "height": 1000})
         yield page, base, token
         browser.close()
+
+
+# A notebook of pictures as the package makes them now (the shipped ones are recorded elsewhere):
+# a saved gauge past its line (red), and a drawing whose label holds every character the
+# picture's data URL escapes, and some it keeps as they are.
+TODAY = "pictures-now.ipynb"
+AWKWARD = 'it\'s 5% → #1 &amp; "q" &lt;x&gt; 100%'  # as the drawings escape text
+
+
+LABEL = (
+    '<svg xmlns="http://www.w3.org/2000/svg" width="300" height="40">'
+    f'<text x="4" y="24" font-size="14" style="fill:var(--jp-ui-font-color1, currentColor)">{AWKWARD}</text>'
+    "</svg>"
+)
+
+
+def _hot_gauge():
+    from pseudoclaude_nb.widgets.gauge import GaugeState
+
+    return GaugeState(
+        estimated_tokens=30_000,
+        anchor_tokens=20_000,
+        context_window=50_000,
+        marks=(("Layer 2", 17_000),),
+        peak_tokens=41_000,
+    )
+
+
+def _pictures_made_now(path: Path) -> None:
+    import nbformat
+
+    from pseudoclaude_nb.widgets.gauge import gauge_html
+    from pseudoclaude_nb.widgets.picture import picture
+
+    outputs = [
+        nbformat.v4.new_output("display_data", {"text/html": html, "text/plain": "x"})
+        for html in (gauge_html(_hot_gauge(), saved=True), picture(LABEL, "an awkward label"))
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("x", outputs=outputs)])
+    # A kernel named: without one Lab asks for it in a dialog that dims the page.
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+
+
+def test_pictures_as_made_now_load_untrusted_and_draw_what_they_hold(opened) -> None:
+    """The percent-encoded ``data:`` URL of a picture (issue 47) survives Lab's sanitizer: in
+    both themes every picture loads, the browser reads back exactly the SVG the package drew,
+    and the hot gauge's bar is drawn red."""
+    import io
+
+    from PIL import Image
+
+    from pseudoclaude_nb.widgets.gauge import gauge_svg
+    from pseudoclaude_nb.widgets.picture import drawn
+
+    page, base, token = opened
+    page.goto(f"{base}/lab/workspaces/untrusted-now/tree/{TODAY}?token={token}")
+    here = ".jp-NotebookPanel:not(.lm-mod-hidden)"
+    page.wait_for_selector(f"{here} .jp-OutputArea-output img", timeout=60_000)
+    page.wait_for_timeout(800)
+    assert page.evaluate(OUTPUTS_TRUSTED) is False
+    for theme, light in (("JupyterLab Light", True), ("JupyterLab Dark", False)):
+        set_theme(page, theme, light)
+        pictures = page.evaluate(PICTURES)
+        assert len(pictures) == 2 and all(p["loaded"] for p in pictures), (theme, pictures)
+        read = page.evaluate(
+            f"() => Promise.all([...document.querySelectorAll('{here} .jp-OutputArea-output img')]"
+            ".map(img => fetch(img.src).then(r => r.text())))"
+        )
+        assert read == [drawn(gauge_svg(_hot_gauge(), head=False)), drawn(LABEL)], read
+        assert f">{AWKWARD}</text>" in read[1] and 'fill="#d32f2f"' in read[0] and "var(" not in read[0]
+        gauge = page.query_selector(f"{here} img.pc-gauge-picture")
+        rgb = Image.open(io.BytesIO(gauge.screenshot())).convert("RGB").tobytes()
+        red = sum(
+            1
+            for r, g, b in zip(rgb[0::3], rgb[1::3], rgb[2::3], strict=True)
+            if r > 180 and g < 80 and b < 80
+        )
+        assert red > 500, (theme, red)  # the measured part of the bar: ~215 x 18 px
 
 
 def _mark(notebook: Path):

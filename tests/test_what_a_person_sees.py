@@ -7,7 +7,6 @@ in-process IPython shell (``ip``), with the outputs captured as the frontend get
 
 from __future__ import annotations
 
-import base64
 import io
 import re
 import time
@@ -29,6 +28,7 @@ from pseudoclaude_nb.tools import Permissions, build_tools
 from pseudoclaude_nb.tools.registry import describe_call, permission_prompt
 from pseudoclaude_nb.widgets import ContextGauge, GaugeState, SessionTimeline, SpillBrowser, UsageCurves
 from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg, gauge_text
+from tests.picture_support import first_drawing
 from tests.scripts import run_magic, save_script, turn, write_script
 
 WIDGET = "application/vnd.jupyter.widget-view+json"
@@ -109,7 +109,7 @@ def test_timeline_opens_at_the_effective_window_with_readable_entries(workspace:
     bundle = widget._repr_mimebundle_()
     assert bundle["text/plain"].startswith(f"session {timeline.session_id}:")
     assert "<svg" not in bundle["text/html"] and "pc-timeline-static" in bundle["text/html"]
-    assert "src='data:image/svg+xml;base64," in bundle["text/html"]  # the overview, as a picture
+    assert "src='data:image/svg+xml," in bundle["text/html"]  # the overview, as a picture
     assert "font-family" in widget.overview.value and "pc-timeline-list" in widget.entries._dom_classes
     replace = next(i for i, it in enumerate(timeline.items) if it.kind == "replace")
     widget.select(replace)
@@ -138,7 +138,7 @@ def test_usage_curves_keep_their_picture_as_html(workspace: Path) -> None:
     agent = _demo(workspace)
     bundle = UsageCurves({"demo": agent.session.dir})._repr_mimebundle_()
     assert bundle["text/plain"].startswith("demo ") and "<svg" not in bundle["text/html"]
-    drawn = base64.b64decode(re.search(r"base64,([^']+)'", bundle["text/html"]).group(1)).decode()
+    drawn = first_drawing(bundle["text/html"])
     assert (
         "pc-axis" in drawn and 'style="color:#797979;' in drawn
     )  # its own text colour: no page CSS reaches it

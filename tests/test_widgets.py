@@ -20,7 +20,7 @@ from pseudoclaude_nb.widgets import (
     gauge_text,
 )
 from pseudoclaude_nb.widgets.curves import curves_svg
-from pseudoclaude_nb.widgets.gauge import gauge_svg
+from pseudoclaude_nb.widgets.gauge import gauge_html, gauge_svg
 from pseudoclaude_nb.widgets.timeline import timeline_svg
 
 
@@ -123,17 +123,15 @@ def test_usage_curves_compare_sessions_from_their_logs(workspace: Path) -> None:
 def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
     """Saved forms hold no inline SVG (an untrusted notebook's sanitizer strips it): an ``<img>``
     whose data URI is the drawing, with its own text colour and font, and no tooltips."""
-    import base64
-    import re
-
     from pseudoclaude_nb.widgets.picture import PICTURE_TEXT, picture
+    from tests.picture_support import first_drawing
 
     svg = gauge_svg(GaugeState(estimated_tokens=20_000, context_window=50_000, marks=(("Layer 2", 17_000),)))
     shown = picture(svg, "context gauge: it's ~20,000 <of> 50,000")
     assert "<svg" not in shown and shown.startswith("<img class='pc-picture'")
     assert "alt='context gauge: it&#x27;s ~20,000 &lt;of&gt; 50,000'" in shown
     assert "width='560' height=" in shown
-    drawn = base64.b64decode(re.search(r"base64,([^']+)'", shown).group(1)).decode()
+    drawn = first_drawing(shown)
     assert (
         drawn.startswith(f'<svg style="color:{PICTURE_TEXT};font-family:')
         and ">Layer 2 17,000</text>" in drawn
@@ -141,10 +139,69 @@ def test_a_picture_is_an_image_of_its_svg_with_a_summary_for_alt() -> None:
     timeline_like = (
         '<svg xmlns="http://www.w3.org/2000/svg" width="9" height="9"><rect><title>hi</title></rect></svg>'
     )
-    assert (
-        "<title>"
-        not in base64.b64decode(picture(timeline_like, "x").split("base64,")[1].split("'")[0]).decode()
+    assert "<title>" not in first_drawing(picture(timeline_like, "x"))
+
+
+def test_a_picture_holds_what_an_image_draws() -> None:
+    """An image sees no theme: each ``var()`` chain is saved as the value it falls back to, a
+    lone fill style as an attribute (not where the shape has a fill already: two would make the
+    picture invalid), whole coordinates without ``.0``; nothing else of the drawing changes."""
+    from pseudoclaude_nb.widgets.picture import drawn
+
+    svg = (
+        '<?xml version="1.0"?><svg xmlns="http://www.w3.org/2000/svg" width="9" height="9">\n'
+        '<rect x="1.0" y="2.5" width="3" height="3" style="fill:var(--a, var(--b, rgba(1, 2, 3, 0.5)))"/>\n'
+        '<path d="M0 0" fill="none" style="fill:var(--c, #123456);stroke:red"/>'
+        '<text x="4.0" style="fill:var(--jp-ui-font-color1, currentColor)">a, b 1.0</text></svg>'
     )
+    assert drawn(svg) == (
+        '<?xml version="1.0"?><svg style="color:#797979;font-family:system-ui,sans-serif" '
+        'xmlns="http://www.w3.org/2000/svg" width="9" height="9">'
+        '<rect x="1" y="2.5" width="3" height="3" fill="rgba(1,2,3,0.5)"/>'
+        '<path d="M0 0" fill="none" style="fill:#123456;stroke:red"/>'
+        '<text x="4" fill="currentColor">a, b 1.0</text></svg>'
+    )
+
+
+# A saved gauge's picture is bytes in the notebook at the end of every run (issue 47: a 13-step
+# run's budget is ~13 KB). Drawn as it is now, the most a gauge draws (three limit lines, a
+# peak, a measured and an estimated part, labels on two rows) is ~1,420 B of data URL and one
+# Layer 2 line ~850 B; the bounds leave ~6 % for a label or an attribute more. The base64 form
+# of the same drawings was 3,300 and 1,900 B; one theme var() chain back per element costs
+# 60-100 B each (seven elements): either fails here.
+GAUGE_PICTURE_MOST, GAUGE_PICTURE_ONE_LINE = 1_500, 900
+
+
+def test_a_saved_gauge_picture_stays_small() -> None:
+    from tests.picture_support import SOURCE, drawing
+
+    limits = (("remind", 152_000), ("base", 167_000), ("hard", 180_000))
+    crowded = GaugeState(
+        estimated_tokens=152_000,
+        anchor_tokens=150_000,
+        context_window=200_000,
+        marks=limits,
+        peak_tokens=181_234,
+    )
+    compacted = GaugeState(
+        estimated_tokens=15_020,
+        anchor_tokens=15_020,
+        context_window=60_000,
+        marks=(("Layer 2", 27_000),),
+        peak_tokens=27_749,
+        compactions=2,
+    )
+    for state, bound in ((crowded, GAUGE_PICTURE_MOST), (compacted, GAUGE_PICTURE_ONE_LINE)):
+        (src,) = SOURCE.findall(gauge_html(state, saved=True))
+        assert len(src.encode()) <= bound, (len(src.encode()), bound)
+        drawn = drawing(src)  # still the whole drawing: every label, the peak, the bar
+        assert "var(" not in drawn and drawn.count("<text") == len(state.marks) + 1
+        assert all(f">{label} {value:,}</text>" in drawn for label, value in state.marks)
+        assert f">peak ~{state.peak_tokens:,}</text>" in drawn
+    # The crowded one's estimated part shows beside its measured part; the compacted one's is as
+    # wide as its measured part and hidden under it: not drawn.
+    assert 'class="pc-gauge-suffix"' in drawing(SOURCE.findall(gauge_html(crowded, saved=True))[0])
+    assert 'class="pc-gauge-suffix"' not in drawing(SOURCE.findall(gauge_html(compacted, saved=True))[0])
 
 
 def test_usage_curves_number_their_requests_and_keep_labels_apart() -> None:

@@ -151,16 +151,22 @@ def gauge_svg(s: GaugeState, width: int = 560, *, head: bool = True) -> str:
     labels = [(f"{label} {value:,}", x(value)) for label, value in s.marks]
     rows = _label_rows(labels + ([(f"peak ~{peak:,}", x(peak))] if peak else []), width)
     height = top + 42 + LABEL_ROW * max(rows, default=0)
+    suffix, anchor = x(s.estimated_tokens) - 10, x(min(s.anchor_tokens, s.estimated_tokens)) - 10
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
         'role="img" '
         f'aria-label="{html.escape(gauge_text(s))}">',
         f'<rect x="10" y="{top}" width="{bar_w}" height="{bar_h}" rx="3" {fill(TRACK)}/>',
-        f'<rect class="pc-gauge-suffix" x="10" y="{top}" width="{x(s.estimated_tokens) - 10:.1f}" '
-        f'height="{bar_h}" rx="3" {fill(color, 0.45)}/>',
-        f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{x(min(s.anchor_tokens, s.estimated_tokens)) - 10:.1f}" '
-        f'height="{bar_h}" rx="3" {fill(color)}/>',
     ]
+    if f"{suffix:.1f}" != f"{anchor:.1f}":  # an estimated part as wide as the measured one is hidden under it
+        parts.append(
+            f'<rect class="pc-gauge-suffix" x="10" y="{top}" width="{suffix:.1f}" '
+            f'height="{bar_h}" rx="3" {fill(color, 0.45)}/>'
+        )
+    parts.append(
+        f'<rect class="pc-gauge-anchor" x="10" y="{top}" width="{anchor:.1f}" '
+        f'height="{bar_h}" rx="3" {fill(color)}/>'
+    )
     if head:
         parts.append(
             f'<text class="pc-gauge-head" x="10" y="14" font-size="12" font-weight="bold" {fill(FG1)}>'
