@@ -8,6 +8,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..widgets.theme import NO_MATH
+
 
 def table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
     """A Markdown pipe table; the first column left-aligned, the others right-aligned."""
@@ -73,7 +75,7 @@ class Table:
         )
         notes = "".join(f"<p style='margin:2px 0'>{html.escape(note)}</p>" for note in self.notes)
         return (
-            "<div class='pc-lab-table' style='overflow-x:auto'><table style='border-collapse:collapse;font-size:90%'>"
+            f"<div class='pc-lab-table {NO_MATH}' style='overflow-x:auto'><table style='border-collapse:collapse;font-size:90%'>"
             f"<caption style='text-align:left;caption-side:top;padding:2px 0'>{html.escape(self.caption)}</caption>"
             f"<thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>{notes}</div>"
         )

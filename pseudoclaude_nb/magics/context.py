@@ -19,7 +19,7 @@ from ..context.plan import DropPlan, Preview
 from ..cost import SESSION_HIT, ratio_text
 from ..errors import PseudoClaudeError
 from ..textsafe import printable
-from ..widgets.theme import BRAND, FG2
+from ..widgets.theme import BRAND, FG2, NO_MATH
 from .args import parse, unknown
 from .compact_view import outcome_text, plural, preview_html, preview_text, undone_text
 from .render import in_notebook
@@ -63,7 +63,7 @@ def manifest_html(m: Manifest, *, title: str) -> str:
             ]
     sections = ", ".join(f"{html.escape(s['title'])} {s['tokens']:,}" for s in m.system_sections)
     return (
-        f"<div class='pc-context'><b>{html.escape(title)}</b>: ~{m.estimated_tokens:,} of "
+        f"<div class='pc-context {NO_MATH}'><b>{html.escape(title)}</b>: ~{m.estimated_tokens:,} of "
         f"{m.context_window:,} tokens · {html.escape(limits_phrase(m))} · {m.message_count} messages"
         f"<table style='{TABLE_STYLE}'><tr><th style='text-align:left'>part</th><th style='text-align:right'>tokens</th>"
         "<th style='text-align:left'>share of window</th></tr>"

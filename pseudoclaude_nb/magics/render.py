@@ -35,7 +35,7 @@ from ..events import (
     ToolStarted,
 )
 from ..textsafe import printable
-from ..widgets.theme import BRAND, ERROR, FG1, FG2, WARN
+from ..widgets.theme import BRAND, ERROR, FG1, FG2, NO_MATH, WARN
 from .answer_stream import AnswerStream, markdown_bundle
 from .frontend import in_notebook
 from .output_batch import OutputBatch, show
@@ -398,7 +398,7 @@ _markdown = markdown_bundle
 def _html_line(markup: str, plain: str, color: str, accent: str | None = None) -> dict[str, str]:
     bar = f";border-left:3px solid {accent};padding-left:6px" if accent else ""
     return {
-        "text/html": f"<div style='color:{color};font-size:90%{bar}'>{markup}</div>",
+        "text/html": f"<div class='{NO_MATH}' style='color:{color};font-size:90%{bar}'>{markup}</div>",
         "text/plain": printable(plain),  # a console frontend prints it to a terminal
     }
 

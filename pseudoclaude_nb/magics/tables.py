@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..textsafe import printable
-from ..widgets.theme import FG1, FG2
+from ..widgets.theme import FG1, FG2, NO_MATH
 
 # Lines between rows and under the header; Lab's own table CSS uses the same variables.
 BORDER2 = "var(--jp-border-color2, var(--vscode-panel-border, rgba(128, 128, 128, 0.3)))"
@@ -164,7 +164,10 @@ def bundle(*parts: Part) -> dict[str, str]:
             plain.append(printable(part))
             color = FG2 if isinstance(part, Note) else FG1
             markup.append(f"<div style='color:{color};white-space:pre-wrap'>{_escape(part)}</div>")
-    return {"text/html": f"<div class='pc-listing'>{''.join(markup)}</div>", "text/plain": "\n".join(plain)}
+    return {
+        "text/html": f"<div class='pc-listing {NO_MATH}'>{''.join(markup)}</div>",
+        "text/plain": "\n".join(plain),
+    }
 
 
 def emit(shell: Any, *parts: Part) -> None:

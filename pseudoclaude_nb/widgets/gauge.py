@@ -33,7 +33,7 @@ from ..events import (
 )
 from ..messages import Usage
 from .picture import picture
-from .theme import BG0, BRAND, ERROR, FG1, FG2, TRACK, fill, spaced, stroke
+from .theme import BG0, BRAND, ERROR, FG1, FG2, NO_MATH, TRACK, fill, spaced, stroke
 
 
 @dataclass(frozen=True)
@@ -256,7 +256,7 @@ def gauge_html(s: GaugeState, *, saved: bool = False) -> str:
         f"<div class='pc-gauge' data-estimated='{s.estimated_tokens}' data-window='{s.context_window}' "
         f"data-spills='{s.spills}' data-compactions='{s.compactions}' data-rollovers='{s.rollovers}' "
         f"data-status='{html.escape(s.status)}' data-peak='{s.peak_tokens}'>{drawing}"
-        f"<div class='pc-gauge-note' style='font-size:85%;color:{FG2}'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
+        f"<div class='pc-gauge-note {NO_MATH}' style='font-size:85%;color:{FG2}'>measured {s.anchor_tokens:,} + estimated {suffix:,} · "
         f"{peak}{drop}{cache}{s.spills} spilled · {s.compactions} compacted"
         f"{f' · {s.rollovers} rolled over' if s.rollovers else ''} · {breaker}{status}</div></div>"
     )

@@ -27,6 +27,11 @@ ERROR = "var(--jp-error-color1, var(--vscode-errorForeground, #d32f2f))"
 WARN = "var(--jp-warn-color1, var(--vscode-editorWarning-foreground, #b26a00))"
 SUCCESS = "var(--jp-success-color1, var(--vscode-testing-iconPassed, #2e7d32))"
 MONO = "var(--jp-code-font-family, var(--vscode-editor-font-family, monospace))"
+# Text that holds dollar figures ("$0.122 … $0.160"): JupyterLab and Notebook 7 typeset an
+# HTML output's text with MathJax, which reads two dollar signs as a formula (and "%" as a TeX
+# comment). MathJax 3 skips an element of class mathjax_ignore; the classic Notebook's
+# MathJax 2, tex2jax_ignore.
+NO_MATH = "mathjax_ignore tex2jax_ignore"
 
 
 def fill(color: str, opacity: float | None = None) -> str:
