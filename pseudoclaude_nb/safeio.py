@@ -240,6 +240,19 @@ def _read_fd(fd: int, path: Path, limit: int | None) -> bytes:
     return b"".join(chunks)
 
 
+def read_head(path: str | os.PathLike[str], size: int) -> bytes:
+    """Up to the first ``size`` bytes of the regular file (``b""`` when it cannot be opened):
+    a derived file's header, read before deciding whether the rest is worth reading."""
+    try:
+        fd = open_file(path)
+    except OSError:
+        return b""
+    try:
+        return os.read(fd, size)
+    finally:
+        os.close(fd)
+
+
 def read_text(path: str | os.PathLike[str], *, limit: int | None = None) -> str:
     return read_bytes(path, limit=limit).decode("utf-8")
 

@@ -36,14 +36,7 @@ EXTRAS_LIMIT = 1 << 24
 
 def covered(session_dir: Path) -> int:
     """How many log bytes the kept figures say they cover (the header only; 0: none)."""
-    try:
-        fd = safeio.open_file(Path(session_dir) / STEP_FIGURES)
-    except OSError:
-        return 0
-    try:
-        head = os.read(fd, _HEADER.size)
-    finally:
-        os.close(fd)
+    head = safeio.read_head(Path(session_dir) / STEP_FIGURES, _HEADER.size)
     if len(head) < _HEADER.size or not head.startswith(_MAGIC):
         return 0
     return int(_HEADER.unpack(head)[2])

@@ -51,14 +51,7 @@ class Saved:
 
 def covered(session_dir: Path) -> int:
     """How many log bytes the index says it covers (its header only; 0 when there is none)."""
-    try:
-        fd = safeio.open_file(Path(session_dir) / TIMELINE_INDEX)
-    except OSError:
-        return 0
-    try:
-        head = os.read(fd, _HEADER.size)
-    finally:
-        os.close(fd)
+    head = safeio.read_head(Path(session_dir) / TIMELINE_INDEX, _HEADER.size)
     if len(head) < _HEADER.size or not head.startswith(_MAGIC):
         return 0
     return int(_HEADER.unpack(head)[1])
