@@ -185,7 +185,9 @@ def test_a_shipped_notebook_reads_well_untrusted(opened, notebook: Path) -> None
         assert not flattened, (theme, flattened)
         assert "Error displaying widget" not in text, theme
         # Two dollar figures in one line ("$0.122 … $0.160") were typeset as a formula.
-        typeset = page.eval_on_selector_all(f"{here} .jp-OutputArea-output mjx-container", "els => els.length")
+        typeset = page.eval_on_selector_all(
+            f"{here} .jp-OutputArea-output mjx-container", "els => els.length"
+        )
         assert typeset == 0, (theme, "an output's text was typeset as math")
         shown = page.query_selector(f"{here} .jp-OutputArea-output:has(img, .pc-lab-table)")
         if shown is not None and notebook.name.startswith(("01", "05", "08")):
